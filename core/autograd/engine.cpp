@@ -1,0 +1,163 @@
+#include "core/autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+
+namespace ofl::autograd {
+
+namespace {
+
+struct ByNewestFirst {
+  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+// Gradients waiting for a node, one slot per forward output of that node.
+using Buffers = std::unordered_map<Node*, Grads>;
+
+void accumulate(Grads& slots, size_t index, size_t size, const Tensor& g) {
+  if (slots.size() < size) slots.resize(size);
+  slots[index] = slots[index].defined() ? add(slots[index], g) : g;
+}
+
+// Counts, for every node reachable from the roots, how many edges point at it.
+std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots) {
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  for (const auto& e : roots)
+    if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& e : n->next_edges()) {
+      if (!e.valid()) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  return deps;
+}
+
+Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
+  if (g.defined()) {
+    if (g.shape() != root.shape())
+      fail(op, "gradient has shape ", shape_str(g.shape()), " but the output has shape ",
+           shape_str(root.shape()));
+    return g;
+  }
+  if (root.numel() != 1)
+    fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",
+         shape_str(root.shape()), "; pass a gradient of that shape");
+  return ones_like(root);
+}
+
+// Runs the graph from `roots`. With `captures`, gradients reaching those edges are returned
+// instead of being accumulated into leaves.
+void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+         bool create_graph, const char* op, const std::vector<Edge>* captures,
+         std::vector<Tensor>* captured) {
+  if (grads.size() != roots.size())
+    fail(op, "got ", grads.size(), " gradients for ", roots.size(), " outputs");
+  GradModeGuard mode(create_graph);
+  std::vector<Edge> root_edges;
+  Buffers buffers;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].requires_grad())
+      fail(op, "output ", i, " of shape ", shape_str(roots[i].shape()),
+           " does not require grad and has no grad_fn");
+    Edge e = gradient_edge(roots[i]);
+    Tensor g = root_grad(roots[i], grads[i], op);
+    accumulate(buffers[e.fn.get()], e.input_nr, e.fn->outputs().size() ? e.fn->outputs().size() : 1,
+               g);
+    root_edges.push_back(e);
+  }
+  auto deps = count_dependencies(root_edges);
+
+  std::unordered_map<Node*, std::vector<size_t>> capture_at;  // node -> capture indices
+  if (captures) {
+    captured->assign(captures->size(), Tensor());
+    for (size_t i = 0; i < captures->size(); ++i)
+      if ((*captures)[i].valid()) capture_at[(*captures)[i].fn.get()].push_back(i);
+  }
+
+  std::priority_queue<Node*, std::vector<Node*>, ByNewestFirst> ready;
+  std::unordered_set<Node*> queued;
+  std::vector<std::shared_ptr<Node>> keep_alive;
+  for (const auto& e : root_edges)
+    if (deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) {
+      ready.push(e.fn.get());
+      keep_alive.push_back(e.fn);
+    }
+
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    Grads in = std::move(buffers[node]);
+    buffers.erase(node);
+    if (auto it = capture_at.find(node); it != capture_at.end()) {
+      for (size_t ci : it->second) {
+        uint32_t slot = (*captures)[ci].input_nr;
+        if (slot < in.size()) (*captured)[ci] = in[slot];
+      }
+    }
+    bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    if (is_leaf_acc && captures) continue;  // autograd.grad leaves .grad alone
+    for (size_t i = 0; i < node->retained().size() && i < in.size(); ++i)
+      if (auto impl = node->retained()[i].lock(); impl && in[i].defined()) {
+        Tensor t(impl);
+        t.set_grad(t.grad().defined() ? add(t.grad(), in[i]) : in[i]);
+      }
+    in.resize(std::max<size_t>(in.size(), node->outputs().size()));
+    Grads out = node->apply(std::move(in));
+    if (!retain_graph) node->release();
+    auto& edges = node->next_edges();
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid()) continue;
+      Node* next = e.fn.get();
+      if (i < out.size() && out[i].defined()) {
+        size_t n = std::max<size_t>(next->outputs().size(), 1);
+        accumulate(buffers[next], e.input_nr, n, out[i]);
+      }
+      if (--deps[next] == 0 && queued.insert(next).second) {
+        ready.push(next);
+        keep_alive.push_back(e.fn);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+              bool retain_graph, bool create_graph) {
+  run(roots, grads, retain_graph, create_graph, "backward", nullptr, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                         const std::vector<Tensor>& grad_outputs,
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool create_graph,
+                         bool allow_unused) {
+  std::vector<Edge> captures;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad())
+      fail("autograd.grad", "input ", i, " of shape ", shape_str(inputs[i].shape()),
+           " does not require grad");
+    captures.push_back(gradient_edge(inputs[i]));
+  }
+  std::vector<Tensor> result;
+  run(outputs, grad_outputs, retain_graph, create_graph, "autograd.grad", &captures, &result);
+  for (size_t i = 0; i < result.size(); ++i)
+    if (!result[i].defined() && !allow_unused)
+      fail("autograd.grad", "input ", i, " of shape ", shape_str(inputs[i].shape()),
+           " was not used in computing the outputs; pass allow_unused=True");
+  return result;
+}
+
+}  // namespace ofl::autograd

@@ -1,0 +1,114 @@
+#include "core/autograd/node.h"
+
+#include <atomic>
+
+#include "core/autograd/grad_mode.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+
+namespace ofl::autograd {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+thread_local bool tls_grad_enabled = true;
+}  // namespace
+
+bool grad_enabled() { return tls_grad_enabled; }
+void set_grad_enabled(bool enabled) { tls_grad_enabled = enabled; }
+
+Node::Node(std::string name) : name_(std::move(name)), seq_(next_sequence_nr++) {}
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  if (is_output) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = t.storage();
+    impl->shape = t.shape();
+    impl->strides = t.strides();
+    impl->offset = t.offset();
+    impl->dtype = t.dtype();
+    impl->is_view = true;
+    t_ = Tensor(std::move(impl));
+  } else {
+    t_ = t;
+  }
+  version_ = t.version();
+}
+
+Tensor SavedTensor::unpack(const std::string& op) const {
+  if (t_.defined() && t_.version() != version_)
+    fail(op.c_str(), "a tensor of shape ", shape_str(t_.shape()), " (", dtype_name(t_.dtype()),
+         ") that backward needs was modified by an in-place operation after it was saved "
+         "(version ",
+         t_.version(), ", expected ", version_, "); clone it before changing it in place");
+  return t_;
+}
+
+Grads FunctionNode::apply(Grads&& grads) {
+  if (!fn_)
+    fail(name().c_str(),
+         "trying to backward through the graph a second time (or after its saved tensors were "
+         "freed); pass retain_graph=True to the first backward");
+  Needs needs(next_edges().size());
+  for (size_t i = 0; i < needs.size(); ++i) needs[i] = next_edges()[i].valid();
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (!grads[i].defined()) {
+      auto& m = outputs()[i];
+      grads[i] = zeros(m.shape, m.dtype, m.device);
+    }
+  return fn_(grads, needs);
+}
+
+AccumulateGrad::AccumulateGrad(const Tensor& var) : Node("AccumulateGrad"), var_(var.impl_ptr()) {}
+
+Grads AccumulateGrad::apply(Grads&& grads) {
+  auto impl = var_.lock();
+  if (!impl || !grads[0].defined()) return {};
+  Tensor var(impl);
+  Tensor g = grads[0];
+  if (g.shape() != var.shape())
+    fail("AccumulateGrad", "gradient of shape ", shape_str(g.shape()),
+         " does not match the leaf's shape ", shape_str(var.shape()));
+  Tensor old = var.grad();
+  if (!old.defined()) {
+    // Own the gradient: it may alias a tensor the user still holds.
+    var.set_grad(g.is_contiguous() && g.storage().use_count() <= 2 ? g : contiguous_copy(g));
+  } else {
+    var.set_grad(add(old, g));
+  }
+  return {};
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (t.grad_fn()) return {t.grad_fn(), t.output_nr()};
+  auto& meta = t.impl()->meta();
+  auto acc = meta.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    meta.grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+bool any_requires_grad(const std::vector<Tensor>& ts) {
+  if (!grad_enabled()) return false;
+  for (const auto& t : ts)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void record(const std::string& name, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor>& outputs, BackwardFn fn) {
+  auto node = std::make_shared<FunctionNode>(name, std::move(fn));
+  node->next_edges().reserve(inputs.size());
+  for (const auto& in : inputs) node->next_edges().push_back(gradient_edge(in));
+  for (uint32_t i = 0; i < outputs.size(); ++i) {
+    Tensor out = outputs[i];
+    node->outputs().push_back({out.shape(), out.dtype(), out.device()});
+    out.set_history(node, i);
+  }
+  node->retained().resize(outputs.size());
+}
+
+}  // namespace ofl::autograd

@@ -1,0 +1,109 @@
+// Autograd graph nodes: one per recorded op, edges point at the producers of its inputs.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ofl::autograd {
+
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+using Grads = std::vector<Tensor>;
+// Which of the node's inputs need a gradient; a backward rule may skip the others.
+using Needs = std::vector<bool>;
+
+class Node {
+ public:
+  explicit Node(std::string name);
+  virtual ~Node() = default;
+  // grads holds one gradient per forward output; returns one per input (undefined = none).
+  virtual Grads apply(Grads&& grads) = 0;
+  // Frees saved tensors once the graph will not be replayed (retain_graph=false).
+  virtual void release() {}
+
+  const std::string& name() const { return name_; }
+  uint64_t sequence_nr() const { return seq_; }
+  std::vector<Edge>& next_edges() { return next_; }
+  // Shapes/dtypes of the forward outputs, so missing output grads can be zero-filled.
+  struct OutputMeta {
+    Shape shape;
+    DType dtype;
+    Device device;
+  };
+  std::vector<OutputMeta>& outputs() { return outputs_; }
+  // Non-leaf tensors that asked for retain_grad(), by output index.
+  std::vector<std::weak_ptr<TensorImpl>>& retained() { return retained_; }
+
+ private:
+  std::string name_;
+  uint64_t seq_;
+  std::vector<Edge> next_;
+  std::vector<OutputMeta> outputs_;
+  std::vector<std::weak_ptr<TensorImpl>> retained_;
+};
+
+// A tensor kept for backward, with the version it had; unpack() rejects later in-place writes.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  // An op's own output is saved without its history, so the node does not own itself.
+  explicit SavedTensor(const Tensor& t, bool is_output = false);
+  Tensor unpack(const std::string& op) const;
+  bool defined() const { return t_.defined(); }
+  void reset() { t_ = Tensor(); }
+
+ private:
+  Tensor t_;
+  uint64_t version_ = 0;
+};
+
+using BackwardFn = std::function<Grads(const Grads& grads, const Needs& needs)>;
+
+class FunctionNode : public Node {
+ public:
+  FunctionNode(std::string name, BackwardFn fn) : Node(std::move(name)), fn_(std::move(fn)) {}
+  Grads apply(Grads&& grads) override;
+  void release() override { fn_ = nullptr; }
+
+ private:
+  BackwardFn fn_;
+};
+
+// Adds incoming gradients into a leaf tensor's .grad.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(const Tensor& var);
+  Grads apply(Grads&& grads) override;
+  std::shared_ptr<TensorImpl> variable() const { return var_.lock(); }
+
+ private:
+  std::weak_ptr<TensorImpl> var_;
+};
+
+// The edge a gradient for `t` flows into (its grad_fn, or its accumulator if a leaf).
+Edge gradient_edge(const Tensor& t);
+
+// True when grad mode is on and any defined tensor among `ts` requires grad.
+template <class... Ts>
+bool needs_grad(const Ts&... ts);
+bool grad_enabled();
+
+template <class... Ts>
+bool needs_grad(const Ts&... ts) {
+  return grad_enabled() && ((ts.defined() && ts.requires_grad()) || ...);
+}
+bool any_requires_grad(const std::vector<Tensor>& ts);
+
+// Records an op: outputs get a FunctionNode whose edges lead to the inputs' producers.
+void record(const std::string& name, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor>& outputs, BackwardFn fn);
+
+}  // namespace ofl::autograd

@@ -1,0 +1,31 @@
+// Devices and the per-device-type allocator table that a backend fills in.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace ofl {
+
+enum class DeviceType : uint8_t { kCPU = 0, kCUDA = 1 };
+inline constexpr int kNumDeviceTypes = 2;
+
+struct Device {
+  DeviceType type = DeviceType::kCPU;
+  int index = 0;
+  bool operator==(const Device&) const = default;
+  std::string str() const;               // "cpu", "cuda:1"
+  static Device parse(const std::string& s);  // "cpu", "cuda", "cuda:1"
+};
+const char* device_type_name(DeviceType t);
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes, int device_index) = 0;
+  virtual void deallocate(void* p, size_t nbytes, int device_index) = 0;
+};
+
+// Backends register their allocator at load time; a missing one raises "[op] has no X backend".
+void register_allocator(DeviceType t, Allocator* a);
+Allocator& allocator_for(DeviceType t);
+
+}  // namespace ofl

@@ -1,0 +1,94 @@
+#include "core/tensor.h"
+
+#include "core/autograd/node.h"
+
+namespace ofl {
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape)
+    if (d < 0) fail("empty", "negative dimension in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
+                       int64_t offset, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = dtype;
+  impl->is_view = true;
+  return Tensor(std::move(impl));
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  return shape()[normalize_axis(axis, dim(), "size")];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape().size(); i-- > 0;) {
+    if (shape()[i] == 1) continue;
+    if (strides()[i] != expected) return false;
+    expected *= shape()[i];
+  }
+  return true;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined";
+  return shape_str(shape()) + " " + dtype_name(dtype());
+}
+
+void Tensor::set_requires_grad(bool r, const char* op) {
+  if (r && !is_floating(dtype()))
+    fail<TypeError>(op, "only floating-point tensors can require gradients, got ",
+                    dtype_name(dtype()));
+  if (!r && !is_leaf())
+    fail(op, "cannot turn off requires_grad of a non-leaf tensor; use detach()");
+  impl_->meta().requires_grad = r;
+}
+
+bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+
+Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined() && g.shape() != shape())
+    fail("grad", "assigned gradient of shape ", shape_str(g.shape()), " to a tensor of shape ",
+         shape_str(shape()));
+  impl_->meta().grad = g;
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<autograd::Node> none;
+  return impl_->autograd ? impl_->autograd->grad_fn : none;
+}
+
+uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
+
+void Tensor::set_history(std::shared_ptr<autograd::Node> fn, uint32_t output_nr) {
+  auto& m = impl_->meta();
+  m.grad_fn = std::move(fn);
+  m.output_nr = output_nr;
+  m.requires_grad = true;
+}
+
+bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
+
+void Tensor::retain_grad() {
+  if (!requires_grad()) fail("retain_grad", "the tensor does not require grad");
+  if (is_leaf()) return;
+  impl_->meta().retains_grad = true;
+  auto& retained = grad_fn()->retained();
+  if (retained.size() <= output_nr()) retained.resize(output_nr() + 1);
+  retained[output_nr()] = impl_;
+}
+
+}  // namespace ofl

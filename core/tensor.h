@@ -1,0 +1,128 @@
+// Tensor: a cheap handle to a strided view of a Storage, plus autograd metadata.
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace ofl {
+
+class TensorImpl;
+namespace autograd {
+class Node;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // A new contiguous tensor with uninitialised memory.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = {});
+  // A view of `storage` (shared, not copied).
+  static Tensor view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
+                        int64_t offset, DType dtype);
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  const Shape& shape() const;
+  const Shape& strides() const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t size(int64_t axis) const;
+  int64_t numel() const;
+  int64_t offset() const;
+  DType dtype() const;
+  Device device() const;
+  const std::shared_ptr<Storage>& storage() const;
+  bool is_contiguous() const;
+  // Address of element 0 of this view.
+  void* raw_data() const;
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(raw_data());
+  }
+  template <class T>
+  T item() const;  // the single element, converted to T
+  std::string str() const;  // "(2, 3) float32" for messages
+
+  // --- autograd ---
+  bool requires_grad() const;
+  void set_requires_grad(bool r, const char* op = "requires_grad_");
+  bool is_leaf() const;
+  Tensor grad() const;
+  void set_grad(const Tensor& g);
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  uint32_t output_nr() const;
+  void set_history(std::shared_ptr<autograd::Node> fn, uint32_t output_nr);
+  bool retains_grad() const;
+  void retain_grad();
+  uint64_t version() const { return storage()->version(); }
+  void bump_version() const { storage()->bump_version(); }
+
+  // Python scalars become 0-d "wrapped numbers" that do not drive type promotion.
+  bool is_wrapped_number() const;
+  void set_wrapped_number(bool w);
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;
+  std::weak_ptr<autograd::Node> grad_accumulator;
+};
+
+class TensorImpl {
+ public:
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::kFloat32;
+  bool is_wrapped_number = false;
+  bool is_view = false;  // shares storage with a tensor it was derived from
+  std::unique_ptr<AutogradMeta> autograd;
+
+  AutogradMeta& meta() {
+    if (!autograd) autograd = std::make_unique<AutogradMeta>();
+    return *autograd;
+  }
+};
+
+inline const Shape& Tensor::shape() const { return impl_->shape; }
+inline const Shape& Tensor::strides() const { return impl_->strides; }
+inline int64_t Tensor::offset() const { return impl_->offset; }
+inline DType Tensor::dtype() const { return impl_->dtype; }
+inline Device Tensor::device() const { return impl_->storage->device(); }
+inline const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+inline int64_t Tensor::numel() const { return numel_of(impl_->shape); }
+inline void* Tensor::raw_data() const {
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * itemsize(impl_->dtype);
+}
+inline bool Tensor::requires_grad() const {
+  return impl_->autograd && impl_->autograd->requires_grad;
+}
+inline bool Tensor::is_wrapped_number() const { return impl_->is_wrapped_number; }
+inline void Tensor::set_wrapped_number(bool w) { impl_->is_wrapped_number = w; }
+
+template <class T>
+T Tensor::item() const {
+  if (numel() != 1)
+    fail("item", "only a tensor with one element can be converted to a scalar, got shape ",
+         shape_str(shape()));
+  return dispatch_all(dtype(), [&](auto tag) -> T {
+    using S = typename decltype(tag)::type;
+    return static_cast<T>(static_cast<opmath_t<S>>(*data<S>()));
+  });
+}
+
+}  // namespace ofl

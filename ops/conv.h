@@ -1,0 +1,21 @@
+// Convolution, pooling and batch norm (NCHW).
+#pragma once
+#include <array>
+
+#include "core/tensor.h"
+
+namespace ofl {
+
+using Pair = std::array<int64_t, 2>;
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Pair stride = {1, 1},
+              Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0});
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0},
+                  bool count_include_pad = true);
+// Updates running_mean/var in place when training and they are defined.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps);
+
+}  // namespace ofl

@@ -1,0 +1,106 @@
+// CPU kernels for index_select, index_add, gather and scatter_add (contiguous operands).
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/kernels.h"
+
+namespace ofl::cpu {
+namespace {
+
+void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
+                  const Tensor& out) {
+  const int64_t k = index.numel();
+  const int64_t* idx = index.data<int64_t>();
+  const size_t isz = itemsize(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  const size_t row = inner * isz;
+  parallel_for(outer * k, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t t = b; t < e; ++t) {
+                   int64_t o = t / k, i = t % k;
+                   std::memcpy(dst + t * row, src + (o * n + idx[i]) * row, row);
+                 }
+               });
+}
+
+void index_add(const Tensor& src, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
+               const Tensor& out) {
+  const int64_t k = index.numel();
+  const int64_t* idx = index.data<int64_t>();
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* s = src.data<T>();
+    T* o = out.data<T>();
+    // Parallel over outer rows and column blocks: no two tasks touch the same element.
+    const int64_t block = 256, nblocks = (inner + block - 1) / block;
+    parallel_for(outer * nblocks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t ob = t / nblocks, c0 = (t % nblocks) * block, c1 = std::min(inner, c0 + block);
+        for (int64_t i = 0; i < k; ++i) {
+          const T* sr = s + (ob * k + i) * inner;
+          T* dr = o + (ob * n + idx[i]) * inner;
+          for (int64_t c = c0; c < c1; ++c) dr[c] = static_cast<T>(M(dr[c]) + M(sr[c]));
+        }
+      }
+    });
+  });
+}
+
+// Calls f(flat position in index, flat position in x) for every element of index.
+template <class F>
+void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
+  const Shape& ishape = index.shape();
+  const Shape xs = contiguous_strides(x.shape());
+  const int64_t nd = index.dim(), total = index.numel();
+  const int64_t* idx = index.data<int64_t>();
+  std::vector<int64_t> pos(nd, 0);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < nd; ++d) off += (d == axis ? idx[i] : pos[d]) * xs[d];
+    f(i, off);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++pos[d] < ishape[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
+void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out) {
+  const size_t isz = itemsize(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  if (x.dim() == 0) {
+    if (index.numel()) std::memcpy(dst, src, isz);
+    return;
+  }
+  for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
+    std::memcpy(dst + i * isz, src + off * isz, isz);
+  });
+}
+
+void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    const T* s = src.data<T>();
+    T* o = out.data<T>();
+    if (out.dim() == 0) {
+      for (int64_t i = 0; i < index.numel(); ++i) o[0] = static_cast<T>(M(o[0]) + M(s[i]));
+      return;
+    }
+    for_each_indexed(out, axis, index,
+                     [&](int64_t i, int64_t off) { o[off] = static_cast<T>(M(o[off]) + M(s[i])); });
+  });
+}
+
+}  // namespace
+
+OFL_REGISTER_KERNEL(index_select_kernel, DeviceType::kCPU, index_select);
+OFL_REGISTER_KERNEL(index_add_kernel, DeviceType::kCPU, index_add);
+OFL_REGISTER_KERNEL(gather_kernel, DeviceType::kCPU, gather);
+OFL_REGISTER_KERNEL(scatter_add_kernel, DeviceType::kCPU, scatter_add);
+
+}  // namespace ofl::cpu

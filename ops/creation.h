@@ -1,0 +1,33 @@
+// Creation ops. Random ones draw from a counter-based Philox generator indexed by element.
+#pragma once
+#include <optional>
+
+#include "core/random.h"
+#include "core/tensor.h"
+
+namespace ofl {
+
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
+Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32, Device device = {});
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+// A 0-d tensor holding `value`.
+Tensor scalar_tensor(double value, DType dtype, Device device = {});
+Tensor arange(double start, double end, double step, DType dtype, Device device = {});
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::kFloat32,
+                Device device = {});
+Tensor eye(int64_t n, int64_t m, DType dtype = DType::kFloat32, Device device = {});
+// Uniform in [low, high).
+Tensor rand(const Shape& shape, DType dtype = DType::kFloat32, Generator* gen = nullptr,
+            Device device = {});
+Tensor randn(const Shape& shape, DType dtype = DType::kFloat32, Generator* gen = nullptr,
+             Device device = {});
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::kInt64,
+               Generator* gen = nullptr, Device device = {});
+// In-place fills used by nn.init.
+void uniform_(const Tensor& t, double low, double high, Generator* gen = nullptr);
+void normal_(const Tensor& t, double mean, double std, Generator* gen = nullptr);
+
+}  // namespace ofl

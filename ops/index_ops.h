@@ -1,0 +1,23 @@
+// Indexing and joining: embedding, index_select, gather, scatter_add, cat, stack, split.
+#pragma once
+#include <optional>
+
+#include "core/tensor.h"
+
+namespace ofl {
+
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor embedding(const Tensor& weight, const Tensor& indices,
+                 std::optional<int64_t> padding_idx = std::nullopt);
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
+// out = zeros(shape); out.index_add_(axis, index, src): the backward of index_select.
+Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
+Tensor cat(const std::vector<Tensor>& xs, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis = 0);
+std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes,
+                                int64_t axis = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
+
+}  // namespace ofl

@@ -1,0 +1,23 @@
+#include "ops/kernels.h"
+
+namespace ofl {
+
+OFL_DEFINE_KERNEL(unary_kernel, UnaryKernel)
+OFL_DEFINE_KERNEL(binary_kernel, BinaryKernel)
+OFL_DEFINE_KERNEL(copy_kernel, CopyKernel)
+OFL_DEFINE_KERNEL(fill_kernel, FillKernel)
+OFL_DEFINE_KERNEL(where_kernel, WhereKernel)
+OFL_DEFINE_KERNEL(reduce_kernel, ReduceKernel)
+OFL_DEFINE_KERNEL(arg_reduce_kernel, ArgReduceKernel)
+OFL_DEFINE_KERNEL(matmul_kernel, MatmulKernel)
+OFL_DEFINE_KERNEL(softmax_kernel, SoftmaxKernel)
+OFL_DEFINE_KERNEL(softmax_backward_kernel, SoftmaxBackwardKernel)
+OFL_DEFINE_KERNEL(norm_kernel, NormKernel)
+OFL_DEFINE_KERNEL(norm_backward_kernel, NormBackwardKernel)
+OFL_DEFINE_KERNEL(random_kernel, RandomKernel)
+OFL_DEFINE_KERNEL(index_select_kernel, IndexSelectKernel)
+OFL_DEFINE_KERNEL(index_add_kernel, IndexAddKernel)
+OFL_DEFINE_KERNEL(gather_kernel, GatherKernel)
+OFL_DEFINE_KERNEL(scatter_add_kernel, ScatterAddKernel)
+
+}  // namespace ofl

@@ -1,0 +1,102 @@
+// matmul and linear. Every case reduces to a batched 3-d product on the BLAS.
+#include "ops/linalg.h"
+
+#include "core/autograd/node.h"
+#include "ops/elementwise.h"
+#include "ops/kernels.h"
+#include "ops/shape_ops.h"
+
+namespace ofl {
+
+using autograd::Grads;
+using autograd::Needs;
+using autograd::SavedTensor;
+
+namespace {
+
+// (batch, n, k) @ (batch, k, m) -> (batch, n, m); operands may be strided views.
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  OFL_CHECK(a.dim() == 3 && b.dim() == 3 && a.shape()[0] == b.shape()[0] &&
+            a.shape()[2] == b.shape()[1]);
+  Tensor out = Tensor::empty({a.shape()[0], a.shape()[1], b.shape()[2]}, a.dtype(), a.device());
+  matmul_kernel().get(a.device().type)(a, b, out);
+  if (autograd::needs_grad(a, b)) {
+    autograd::record("matmul", {a, b}, {out},
+                     [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g,
+                                                                const Needs& n) -> Grads {
+                       Tensor a = sa.unpack("matmul"), b = sb.unpack("matmul");
+                       return {n[0] ? bmm(g[0], transpose(b, 1, 2)) : Tensor(),
+                               n[1] ? bmm(transpose(a, 1, 2), g[0]) : Tensor()};
+                     });
+  }
+  return out;
+}
+
+[[noreturn]] void inner_mismatch(const Tensor& a, const Tensor& b) {
+  fail("matmul", "a is ", shape_str(a.shape()), ", b is ", shape_str(b.shape()),
+       ": inner dimensions differ (", a.shape().back(), " vs ",
+       b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2], ")");
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  if (a_in.dim() == 0 || b_in.dim() == 0)
+    fail("matmul", "both operands need at least one dimension, got ", shape_str(a_in.shape()),
+         " and ", shape_str(b_in.shape()));
+  if (a_in.device() != b_in.device())
+    fail("matmul", "operands are on different devices: ", a_in.device().str(), " and ",
+         b_in.device().str());
+  DType dt = promote_types(a_in.dtype(), b_in.dtype());
+  if (dt == DType::kBool) fail<TypeError>("matmul", "is not supported for bool tensors");
+  Tensor a = to_dtype(a_in, dt), b = to_dtype(b_in, dt);
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  if (a_vec) a = unsqueeze(a, 0);
+  if (b_vec) b = unsqueeze(b, 1);
+  const int64_t n = a.shape()[a.dim() - 2], k = a.shape().back(), m = b.shape().back();
+  if (b.shape()[b.dim() - 2] != k) inner_mismatch(a_in, b_in);
+
+  Shape out_shape;
+  Tensor out;
+  if (b.dim() == 2) {
+    // Fold a's batch dims into its rows: one large GEMM instead of many small ones.
+    Shape batch(a.shape().begin(), a.shape().end() - 2);
+    Tensor a3 = reshape(a, {1, -1, k});
+    out = bmm(a3, unsqueeze(b, 0));
+    out_shape = batch;
+    out_shape.push_back(n);
+    out_shape.push_back(m);
+  } else {
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    Shape batch = broadcast_shapes(ba, bb, "matmul");
+    Shape ea = batch, eb = batch;
+    ea.insert(ea.end(), {n, k});
+    eb.insert(eb.end(), {k, m});
+    Tensor a3 = reshape(expand(a, ea), {-1, n, k});
+    Tensor b3 = reshape(expand(b, eb), {-1, k, m});
+    out = bmm(a3, b3);
+    out_shape = batch;
+    out_shape.push_back(n);
+    out_shape.push_back(m);
+  }
+  out = reshape(out, out_shape);
+  if (a_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 2});
+  if (b_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 1});
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  if (w.dim() != 2) fail("linear", "weight must be 2-d, got ", shape_str(w.shape()));
+  if (x.dim() == 0 || x.shape().back() != w.shape()[1])
+    fail("linear", "input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
+         ": the input's last dimension must equal the weight's in_features (", w.shape()[1],
+         ")");
+  Tensor y = matmul(x, transpose(w, 0, 1));
+  if (!bias.defined()) return y;
+  if (bias.dim() != 1 || bias.shape()[0] != w.shape()[0])
+    fail("linear", "bias of shape ", shape_str(bias.shape()), " does not match out_features ",
+         w.shape()[0]);
+  return add(y, bias);
+}
+
+}  // namespace ofl

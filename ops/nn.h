@@ -1,0 +1,27 @@
+// Neural-network ops: normalisations, softmax family, losses, dropout, attention.
+#pragma once
+#include <optional>
+
+#include "core/random.h"
+#include "core/tensor.h"
+
+namespace ofl {
+
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+// reduction: "mean" (over non-ignored targets), "sum" or "none".
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
+                const std::string& reduction = "mean");
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     const std::string& reduction = "mean", double label_smoothing = 0.0);
+Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction = "mean");
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps = 1e-5);
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                std::optional<double> eps = std::nullopt);
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale, Generator* gen = nullptr);
+
+}  // namespace ofl

@@ -1,0 +1,10 @@
+// Every op of oneflowlike, for the C++ API and the bindings.
+#pragma once
+#include "ops/conv.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/index_ops.h"
+#include "ops/linalg.h"
+#include "ops/nn.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"

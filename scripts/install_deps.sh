@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs every system and Python dependency the project needs (Debian + PyPI).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+PKGS="cmake g++ ninja-build libtbb-dev libopenblas-dev libgloo-dev libgtest-dev pybind11-dev"
+missing=""
+for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q $missing
+fi
+python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11
