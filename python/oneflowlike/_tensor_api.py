@@ -1,0 +1,314 @@
+"""Creation functions and Python-level helpers with PyTorch's argument conventions."""
+
+import builtins
+import contextlib
+import functools
+
+import numpy as np
+
+from . import _C
+
+_py_bool, _py_int, _py_float = builtins.bool, builtins.int, builtins.float
+
+
+def _dtype_or(dtype, default=None):
+    return _C.dtype.float32 if dtype is None and default is None else (dtype or default)
+
+
+def _shape(size):
+    if len(size) == 1 and not isinstance(size[0], _py_int):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _check_device(device):
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"[device] only the cpu device is available in this build, got {device}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays, tensors)."""
+    _check_device(device)
+    if isinstance(data, _C.Tensor):
+        t = data.detach().clone()
+    else:
+        arr = np.array(data)
+        if arr.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
+            arr = arr.astype(np.float32)  # Python floats default to float32, as in PyTorch
+        if arr.dtype.kind in "iu" and arr.dtype not in (np.int8, np.uint8, np.int32, np.int64):
+            arr = arr.astype(np.int64)
+        if arr.dtype.kind == "U" or arr.dtype == object:
+            raise TypeError(f"[tensor] cannot build a tensor from {type(data).__name__} data")
+        t = _C.from_numpy(np.ascontiguousarray(arr))
+    if dtype is not None and t.dtype != dtype:
+        t = _C.to_dtype(t, dtype)
+    return _finish(t, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, _C.Tensor) and (dtype is None or data.dtype == dtype):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None):
+        return _C.from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.full(_shape(size), 0.0, _dtype_or(dtype)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.full(_shape(size), 1.0, _dtype_or(dtype)), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.empty(_shape(size), _dtype_or(dtype)), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    if dtype is None:
+        dtype = (
+            _C.dtype.bool
+            if isinstance(fill_value, _py_bool)
+            else _C.dtype.int64 if isinstance(fill_value, _py_int) else _C.dtype.float32
+        )
+    shape = (size,) if isinstance(size, _py_int) else tuple(size)
+    return _finish(_C.full(shape, _py_float(fill_value), dtype), requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return _finish(_C.full(t.shape, 0.0, dtype or t.dtype), requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return _finish(_C.full(t.shape, 1.0, dtype or t.dtype), requires_grad)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return _finish(_C.empty(t.shape, dtype or t.dtype), requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return _finish(_C.full(t.shape, _py_float(fill_value), dtype or t.dtype), requires_grad)
+
+
+def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.rand(_shape(size), _dtype_or(dtype), generator), requires_grad)
+
+
+def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.randn(_shape(size), _dtype_or(dtype), generator), requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
+    """randint(high, size) or randint(low, high, size), like PyTorch."""
+    _check_device(device)
+    if size is None:
+        low, high, size = 0, low, high
+    return _C.randint(low, high, tuple(size), dtype or _C.dtype.int64, generator)
+
+
+def rand_like(t, dtype=None, generator=None):
+    return _C.rand(t.shape, dtype or t.dtype, generator)
+
+
+def randn_like(t, dtype=None, generator=None):
+    return _C.randn(t.shape, dtype or t.dtype, generator)
+
+
+def randint_like(t, low, high=None, dtype=None, generator=None):
+    if high is None:
+        low, high = 0, low
+    return _C.randint(low, high, t.shape, dtype or t.dtype, generator)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
+        dtype = _C.dtype.int64 if is_int else _C.dtype.float32
+    return _finish(_C.arange(_py_float(start), _py_float(end), _py_float(step), dtype), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.linspace(start, end, steps, _dtype_or(dtype)), requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
+    return _finish(_C.eye(n, n if m is None else m, _dtype_or(dtype)), requires_grad)
+
+
+def max(input, dim=None, keepdim=False):
+    if isinstance(dim, _C.Tensor):
+        return _C.maximum(input, dim)
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):
+    if isinstance(dim, _C.Tensor):
+        return _C.minimum(input, dim)
+    return input.min(dim, keepdim)
+
+
+def amax(input, dim=None, keepdim=False):
+    return input.amax(dim, keepdim)
+
+
+def amin(input, dim=None, keepdim=False):
+    return input.amin(dim, keepdim)
+
+
+def argmax(input, dim=None, keepdim=False):
+    return input.argmax(dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return input.argmin(dim, keepdim)
+
+
+def var(input, dim=None, unbiased=True, keepdim=False, correction=None):
+    return input.var(dim, unbiased, keepdim, correction)
+
+
+def std(input, dim=None, unbiased=True, keepdim=False, correction=None):
+    return input.std(dim, unbiased, keepdim, correction)
+
+
+def prod(input, dim=None, keepdim=False):
+    return input.prod(dim, keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    return input.all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    return input.any(dim, keepdim)
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    return _py_bool(np.allclose(np.asarray(a), np.asarray(b), rtol, atol, equal_nan))
+
+
+def numel(t):
+    return t.numel()
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.Tensor)
+
+
+class _GradMode:
+    """A context manager and decorator that sets grad mode, like torch.no_grad."""
+
+    def __init__(self, enabled):
+        self._enabled = enabled
+        self._prev = []
+
+    def __enter__(self):
+        self._prev.append(_C.is_grad_enabled())
+        _C.set_grad_enabled(self._enabled)
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._prev.pop())
+        return False
+
+    def __call__(self, fn):
+        enabled = self._enabled
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _GradMode(enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):
+    def __init__(self):
+        super().__init__(False)
+
+
+class enable_grad(_GradMode):
+    def __init__(self):
+        super().__init__(True)
+
+
+class set_grad_enabled(_GradMode):
+    """Sets grad mode immediately (as a call) and restores it when used as a context."""
+
+    def __init__(self, mode):
+        super().__init__(_py_bool(mode))
+        self._prev.append(_C.is_grad_enabled())
+        _C.set_grad_enabled(self._enabled)
+
+    def __enter__(self):
+        pass
+
+
+def _repr(t):
+    prefix = "tensor("
+    if t.dtype == _C.dtype.bfloat16:
+        arr = t.float().numpy()
+    else:
+        arr = t.detach().numpy()
+    body = np.array2string(arr, separator=", ", prefix=prefix)
+    extras = []
+    default = {_C.dtype.float32, _C.dtype.int64, _C.dtype.bool}
+    if t.dtype not in default:
+        extras.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn={t.grad_fn!r}")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return prefix + body + "".join(", " + e for e in extras) + ")"
+
+
+def _install_tensor_methods():
+    T = _C.Tensor
+    T.__repr__ = _repr
+    T.__str__ = _repr
+    T.__array_priority__ = 1000  # numpy defers to our reflected operators
+
+    def addcmul_(self, t1, t2, value=1.0):
+        return self.add_(t1 * t2, alpha=value)
+
+    def addcdiv_(self, t1, t2, value=1.0):
+        return self.add_(t1 / t2, alpha=value)
+
+    def lerp_(self, end, weight):
+        return self.add_((end - self) * weight)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def new_zeros(self, *size, dtype=None):
+        return zeros(*size, dtype=dtype or self.dtype)
+
+    def new_ones(self, *size, dtype=None):
+        return ones(*size, dtype=dtype or self.dtype)
+
+    def new_full(self, size, fill_value, dtype=None):
+        return full(size, fill_value, dtype=dtype or self.dtype)
+
+    def new_tensor(self, data, dtype=None):
+        return tensor(data, dtype=dtype or self.dtype)
+
+    for fn in (addcmul_, addcdiv_, lerp_, type_as, new_zeros, new_ones, new_full, new_tensor):
+        setattr(T, fn.__name__, fn)

@@ -1,0 +1,119 @@
+// The _C extension module: dtypes, devices, generators, autograd and the op functions.
+#include "convert.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "ops/ops.h"
+
+namespace ofl::py_bind {
+
+void bind_tensor(py::module_& m);
+void bind_functions(py::module_& m);
+
+namespace {
+
+void bind_dtypes(py::module_& m) {
+  py::enum_<DType> dt(m, "dtype");
+  for (int i = 0; i < kNumDTypes; ++i) {
+    DType t = static_cast<DType>(i);
+    dt.value(dtype_name(t), t);
+  }
+  dt.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
+      .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
+      .def_property_readonly("name", [](DType t) { return std::string(dtype_name(t)); })
+      .def("__repr__", [](DType t) { return std::string("oneflowlike.") + dtype_name(t); })
+      .def("__str__", [](DType t) { return std::string("oneflowlike.") + dtype_name(t); });
+  m.def("promote_types", &promote_types);
+  m.def("result_type", [](py::handle a, py::handle b) {
+    return result_type(as_tensor(a, "result_type"), as_tensor(b, "result_type"));
+  });
+}
+
+void bind_device(py::module_& m) {
+  py::class_<Device>(m, "device")
+      .def(py::init([](const std::string& s) { return Device::parse(s); }))
+      .def(py::init([](const std::string& type, int index) {
+        Device d = Device::parse(type);
+        d.index = index;
+        return d;
+      }))
+      .def_property_readonly("type", [](const Device& d) { return std::string(device_type_name(d.type)); })
+      .def_property_readonly("index", [](const Device& d) { return d.index; })
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) { return "device(type='" + std::string(device_type_name(d.type)) + "', index=" + std::to_string(d.index) + ")"; })
+      .def("__eq__", [](const Device& d, py::handle o) {
+        if (py::isinstance<py::str>(o)) return d == Device::parse(o.cast<std::string>());
+        return py::isinstance<Device>(o) && d == o.cast<Device>();
+      })
+      .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
+}
+
+void bind_autograd(py::module_& m) {
+  py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node")
+      .def("name", &autograd::Node::name)
+      .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + "Backward>"; })
+      .def_property_readonly("next_functions", [](autograd::Node& n) {
+        py::list out;
+        for (auto& e : n.next_edges())
+          out.append(py::make_tuple(e.fn ? py::cast(e.fn) : py::none(), e.input_nr));
+        return py::tuple(out);
+      });
+  m.def("is_grad_enabled", &autograd::grad_enabled);
+  m.def("set_grad_enabled", &autograd::set_grad_enabled);
+  m.def("autograd_backward",
+        [](const std::vector<Tensor>& roots, const std::vector<std::optional<Tensor>>& grads,
+           bool retain_graph, bool create_graph) {
+          std::vector<Tensor> g;
+          for (auto& x : grads) g.push_back(x ? *x : Tensor());
+          autograd::backward(roots, g, retain_graph, create_graph);
+        });
+  m.def("autograd_grad",
+        [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+           const std::vector<std::optional<Tensor>>& grads, bool retain_graph, bool create_graph,
+           bool allow_unused) {
+          std::vector<Tensor> g;
+          for (auto& x : grads) g.push_back(x ? *x : Tensor());
+          auto res = autograd::grad(outputs, g, inputs, retain_graph, create_graph, allow_unused);
+          py::list out;
+          for (auto& r : res) out.append(r.defined() ? py::cast(r) : py::none());
+          return py::tuple(out);
+        });
+}
+
+void bind_random(py::module_& m) {
+  py::class_<Generator>(m, "Generator")
+      .def(py::init([](uint64_t seed) { return new Generator(seed); }), py::arg("seed") = 0)
+      .def("manual_seed",
+           [](Generator& g, uint64_t s) -> Generator& {
+             g.manual_seed(s);
+             return g;
+           },
+           py::return_value_policy::reference)
+      .def("initial_seed", &Generator::seed)
+      .def("get_state", [](const Generator& g) { return py::make_tuple(g.seed(), g.offset()); })
+      .def("set_state", [](Generator& g, py::tuple st) {
+        g.manual_seed(st[0].cast<uint64_t>());
+        g.set_offset(st[1].cast<uint64_t>());
+      });
+  m.def("default_generator", []() { return &default_generator(); },
+        py::return_value_policy::reference);
+  m.def("manual_seed", [](uint64_t s) { default_generator().manual_seed(s); });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "oneflowlike core bindings";
+  // Translators run newest first, so the base class is registered before its subclasses.
+  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  py::register_exception<IndexError>(m, "IndexError", PyExc_IndexError);
+  py::register_exception<TypeError>(m, "TypeError", PyExc_TypeError);
+  bind_dtypes(m);
+  bind_device(m);
+  bind_random(m);
+  bind_autograd(m);
+  bind_tensor(m);
+  bind_functions(m);
+}
+
+}  // namespace ofl::py_bind
