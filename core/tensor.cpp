@@ -32,6 +32,7 @@ int64_t Tensor::size(int64_t axis) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // nothing to lay out, whatever the strides say
   int64_t expected = 1;
   for (size_t i = shape().size(); i-- > 0;) {
     if (shape()[i] == 1) continue;

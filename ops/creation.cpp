@@ -62,6 +62,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype, Device dev
   double delta = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   for (int64_t i = 0; i < steps; ++i)  // symmetric from both ends, like PyTorch
     p[i] = i < steps / 2 ? start + delta * i : end - delta * (steps - 1 - i);
+  if (steps == 1) p[0] = start;
   return to_dtype(out, dtype);
 }
 

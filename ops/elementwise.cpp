@@ -460,9 +460,19 @@ void check_inplace(const char* op, const Tensor& self) {
          " that requires grad is not supported; clone() it first");
 }
 
+// Writing through a broadcast (stride-0) view would update one element several times.
+void check_no_internal_overlap(const char* op, const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.shape()[d] > 1 && self.strides()[d] == 0)
+      fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
+           shape_str(self.strides()), " has elements sharing one memory location (an expanded "
+           "view); clone() it first");
+}
+
 // Writes op(self, other) into self (same dtype rules as the out-of-place op).
 void binary_into_self(const char* name, BinaryOp op, Tensor& self, const Tensor& other) {
   check_inplace(name, self);
+  check_no_internal_overlap(name, self);
   Shape shape = broadcast_shapes(self.shape(), other.shape(), name);
   if (shape != self.shape())
     fail(name, "the output of shape ", shape_str(self.shape()),
@@ -535,6 +545,7 @@ Tensor& div_(Tensor& self, const Tensor& other) {
 
 Tensor& copy_(Tensor& self, const Tensor& src) {
   check_inplace("copy_", self);
+  check_no_internal_overlap("copy_", self);
   broadcast_shapes(self.shape(), src.shape(), "copy_");
   if (numel_of(broadcast_shapes(self.shape(), src.shape(), "copy_")) != self.numel())
     fail("copy_", "source of shape ", shape_str(src.shape()),
@@ -552,21 +563,38 @@ Tensor& copy_(Tensor& self, const Tensor& src) {
   return self;
 }
 
-Tensor& fill_(Tensor& self, double value) {
-  check_inplace("fill_", self);
+namespace {
+Tensor& fill_named(const char* name, Tensor& self, double value) {
+  check_inplace(name, self);
+  bool record = autograd::needs_grad(self);
   fill_kernel().get(self.device().type)(self, value);
   self.bump_version();
+  // The new values are constants: a history without inputs stops the gradient here.
+  if (record)
+    autograd::record(name, {}, {self}, [](const Grads&, const Needs&) -> Grads { return {}; });
   return self;
 }
+}  // namespace
 
-Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
+Tensor& fill_(Tensor& self, double value) { return fill_named("fill_", self, value); }
+
+Tensor& zero_(Tensor& self) { return fill_named("zero_", self, 0.0); }
 
 Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi) {
   check_inplace("clamp_", self);
   if (!lo && !hi) fail("clamp_", "at least one of min and max must be given");
-  unary_kernel().get(self.device().type)(UnaryOp::kClamp, self, self,
-                                         lo.value_or(-INFINITY), hi.value_or(INFINITY));
+  double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
+  bool record = autograd::needs_grad(self);
+  Tensor inside;  // where the gradient passes, from the values before clamping
+  if (record)
+    inside = logical_and(ge(self, wrap_scalar(l, DType::kFloat64)),
+                         le(self, wrap_scalar(h, DType::kFloat64)));
+  unary_kernel().get(self.device().type)(UnaryOp::kClamp, self, self, l, h);
   self.bump_version();
+  if (record)
+    autograd::record("clamp_", {self}, {self}, [inside](const Grads& g, const Needs&) -> Grads {
+      return {mul(g[0], inside)};
+    });
   return self;
 }
 

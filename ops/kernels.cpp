@@ -19,5 +19,12 @@ OFL_DEFINE_KERNEL(index_select_kernel, IndexSelectKernel)
 OFL_DEFINE_KERNEL(index_add_kernel, IndexAddKernel)
 OFL_DEFINE_KERNEL(gather_kernel, GatherKernel)
 OFL_DEFINE_KERNEL(scatter_add_kernel, ScatterAddKernel)
+OFL_DEFINE_KERNEL(conv2d_kernel, Conv2dKernel)
+OFL_DEFINE_KERNEL(conv2d_input_grad_kernel, Conv2dInputGradKernel)
+OFL_DEFINE_KERNEL(conv2d_weight_grad_kernel, Conv2dWeightGradKernel)
+OFL_DEFINE_KERNEL(max_pool2d_kernel, MaxPool2dKernel)
+OFL_DEFINE_KERNEL(max_pool2d_backward_kernel, MaxPool2dBackwardKernel)
+OFL_DEFINE_KERNEL(avg_pool2d_kernel, AvgPool2dKernel)
+OFL_DEFINE_KERNEL(avg_pool2d_backward_kernel, AvgPool2dBackwardKernel)
 
 }  // namespace ofl

@@ -50,6 +50,29 @@ using GatherKernel = void(const Tensor& x, int64_t axis, const Tensor& index, co
 using ScatterAddKernel = void(const Tensor& src, int64_t axis, const Tensor& index,
                               const Tensor& out);
 
+// A 2-d sliding window over NCHW planes: kernel, stride, padding and dilation per (H, W).
+struct Window2d {
+  int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
+  int64_t out_h(int64_t h) const { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t out_w(int64_t w) const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
+};
+// Convolution on contiguous 4-d operands: x (N, C, H, W), w (Co, C/groups, kh, kw), y (N, Co,
+// Ho, Wo); bias (Co) may be undefined. The input and weight gradients are adjoint maps.
+using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, const Window2d& win,
+                          int64_t groups, const Tensor& y);
+using Conv2dInputGradKernel = void(const Tensor& gy, const Tensor& w, const Window2d& win,
+                                   int64_t groups, const Tensor& gx);
+using Conv2dWeightGradKernel = void(const Tensor& gy, const Tensor& x, const Window2d& win,
+                                    int64_t groups, const Tensor& gw);
+// Pooling over contiguous (N, C, H, W); indices hold the argmax as h * W + w in its plane.
+using MaxPool2dKernel = void(const Tensor& x, const Window2d& win, const Tensor& out,
+                             const Tensor& indices);
+using MaxPool2dBackwardKernel = void(const Tensor& grad, const Tensor& indices, const Tensor& gx);
+using AvgPool2dKernel = void(const Tensor& x, const Window2d& win, bool count_include_pad,
+                             const Tensor& out);
+using AvgPool2dBackwardKernel = void(const Tensor& grad, const Window2d& win,
+                                     bool count_include_pad, const Tensor& gx);
+
 OFL_DECLARE_KERNEL(unary_kernel, UnaryKernel)
 OFL_DECLARE_KERNEL(binary_kernel, BinaryKernel)
 OFL_DECLARE_KERNEL(copy_kernel, CopyKernel)
@@ -67,5 +90,12 @@ OFL_DECLARE_KERNEL(index_select_kernel, IndexSelectKernel)
 OFL_DECLARE_KERNEL(index_add_kernel, IndexAddKernel)
 OFL_DECLARE_KERNEL(gather_kernel, GatherKernel)
 OFL_DECLARE_KERNEL(scatter_add_kernel, ScatterAddKernel)
+OFL_DECLARE_KERNEL(conv2d_kernel, Conv2dKernel)
+OFL_DECLARE_KERNEL(conv2d_input_grad_kernel, Conv2dInputGradKernel)
+OFL_DECLARE_KERNEL(conv2d_weight_grad_kernel, Conv2dWeightGradKernel)
+OFL_DECLARE_KERNEL(max_pool2d_kernel, MaxPool2dKernel)
+OFL_DECLARE_KERNEL(max_pool2d_backward_kernel, MaxPool2dBackwardKernel)
+OFL_DECLARE_KERNEL(avg_pool2d_kernel, AvgPool2dKernel)
+OFL_DECLARE_KERNEL(avg_pool2d_backward_kernel, AvgPool2dBackwardKernel)
 
 }  // namespace ofl

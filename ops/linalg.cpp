@@ -1,6 +1,8 @@
 // matmul and linear. Every case reduces to a batched 3-d product on the BLAS.
 #include "ops/linalg.h"
 
+#include <algorithm>
+
 #include "core/autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
@@ -61,19 +63,25 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (b.dim() == 2) {
     // Fold a's batch dims into its rows: one large GEMM instead of many small ones.
     Shape batch(a.shape().begin(), a.shape().end() - 2);
-    Tensor a3 = reshape(a, {1, -1, k});
+    Tensor a3 = reshape(a, {1, numel_of(batch) * n, k});  // no -1: k may be 0
     out = bmm(a3, unsqueeze(b, 0));
     out_shape = batch;
     out_shape.push_back(n);
     out_shape.push_back(m);
   } else {
     Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
+      int64_t da = ba[ba.size() - i], db = bb[bb.size() - i];
+      if (da != db && da != 1 && db != 1)
+        fail("matmul", "a is ", shape_str(a_in.shape()), ", b is ", shape_str(b_in.shape()),
+             ": batch dimensions ", shape_str(ba), " and ", shape_str(bb), " cannot be broadcast");
+    }
     Shape batch = broadcast_shapes(ba, bb, "matmul");
     Shape ea = batch, eb = batch;
     ea.insert(ea.end(), {n, k});
     eb.insert(eb.end(), {k, m});
-    Tensor a3 = reshape(expand(a, ea), {-1, n, k});
-    Tensor b3 = reshape(expand(b, eb), {-1, k, m});
+    Tensor a3 = reshape(expand(a, ea), {numel_of(batch), n, k});
+    Tensor b3 = reshape(expand(b, eb), {numel_of(batch), k, m});
     out = bmm(a3, b3);
     out_shape = batch;
     out_shape.push_back(n);

@@ -100,7 +100,7 @@ Tensor norm_impl(const char* name, bool rms, const Tensor& x, const Shape& ns, c
 // Classes on the last axis: (N, C, d1, ...) -> (N * d1 * ..., C), targets flattened to match.
 std::pair<Tensor, Tensor> flatten_classes(const char* op, const Tensor& input,
                                           const Tensor& target) {
-  if (input.dim() < 1 || input.dim() > 1 && target.dim() != input.dim() - 1)
+  if (input.dim() < 1 || (input.dim() > 1 && target.dim() != input.dim() - 1))
     fail(op, "input of shape ", shape_str(input.shape()), " and target of shape ",
          shape_str(target.shape()), " do not match (expected input (N, C, ...) and target (N, ...))");
   if (input.dim() == 1) return {unsqueeze(input, 0), reshape(target, {1})};
@@ -158,7 +158,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
     if (target.shape() != logits.shape())
       fail("cross_entropy", "probability target of shape ", shape_str(target.shape()),
            " must match the input's shape ", shape_str(logits.shape()));
-    Tensor losses = neg(sum(mul(logp, target), {class_axis}));
+    Tensor t = target;
+    if (label_smoothing > 0)  // t * (1 - ls) + ls / C
+      t = add(mul(target, wrap_scalar(1 - label_smoothing, DType::kFloat64)),
+              wrap_scalar(label_smoothing / logits.shape()[class_axis], DType::kFloat64));
+    Tensor losses = neg(sum(mul(logp, t), {class_axis}));
     return reduce_loss("cross_entropy", losses, reduction, Tensor());
   }
   Tensor nll = nll_loss(logp, target, ignore_index, reduction);
@@ -197,7 +201,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (p == 1) return mul(x, zeros_like(x));
   Tensor keep = ge(rand(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device()),
                    wrap_scalar(p, DType::kFloat64));
-  return mul(x, mul(keep, wrap_scalar(1.0 / (1.0 - p), DType::kFloat64)));
+  // Scale after masking so the factor is applied in x's dtype (a float32 mask would round it).
+  return mul(mul(x, keep), wrap_scalar(1.0 / (1.0 - p), DType::kFloat64));
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

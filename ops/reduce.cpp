@@ -189,7 +189,14 @@ Tensor prod(const Tensor& x, const Axes& axes_in, bool keepdim) {
                        Tensor x = sx.unpack("prod");
                        Tensor y = unreduce(so.unpack("prod"), x.shape(), axes, keepdim);
                        Tensor gy = unreduce(g[0], x.shape(), axes, keepdim);
-                       return {div(mul(gy, y), x)};  // inputs with zeros are not handled
+                       // d/dx_i is y / x_i, except at a zero: the product of the others there
+                       // if it is the only zero of its slice, else 0.
+                       Tensor zero = eq(x, wrap_scalar(0, DType::kInt64));
+                       Tensor ones = ones_like(x);
+                       Tensor lone = eq(sum(zero, axes, true), wrap_scalar(1, DType::kInt64));
+                       Tensor others = prod(where(zero, ones, x), axes, true);
+                       Tensor at_zero = where(lone, others, zeros_like(others));
+                       return {mul(gy, where(zero, at_zero, div(y, where(zero, ones, x))))};
                      });
   }
   return out;
@@ -210,11 +217,11 @@ std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t axis, bool keepdim) {
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
   if (!axis) return max_dim(reshape(detach(x), {-1}), 0, false).second;
-  return max_dim(detach(x), *axis, keepdim).second;
+  return max_dim(detach(x), normalize_axis(*axis, x.dim(), "argmax"), keepdim).second;
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
   if (!axis) return min_dim(reshape(detach(x), {-1}), 0, false).second;
-  return min_dim(detach(x), *axis, keepdim).second;
+  return min_dim(detach(x), normalize_axis(*axis, x.dim(), "argmin"), keepdim).second;
 }
 
 Tensor var(const Tensor& x, const Axes& axes_in, double correction, bool keepdim) {
@@ -236,6 +243,7 @@ Tensor std(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim) {
   if (!is_floating(x.dtype()))
     fail<TypeError>("logsumexp", "expects a floating-point tensor, got ", x.str());
+  reduction_axes(axes, x.dim(), "logsumexp");  // bad axes are reported as logsumexp's
   Tensor m = detach(amax(x, axes, true));
   // Rows that are all -inf would give nan from (-inf) - (-inf); shift them by 0 instead.
   m = where(logical_not(ne(abs(m), wrap_scalar(INFINITY, DType::kFloat64))), zeros_like(m), m);

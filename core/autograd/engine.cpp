@@ -49,7 +49,8 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
     if (g.shape() != root.shape())
       fail(op, "gradient has shape ", shape_str(g.shape()), " but the output has shape ",
            shape_str(root.shape()));
-    return g;
+    // Copied: it may reach a leaf's .grad unchanged, which must not alias the caller's tensor.
+    return contiguous_copy(g);
   }
   if (root.numel() != 1)
     fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",

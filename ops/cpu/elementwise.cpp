@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/kernels.h"
 
 namespace ofl::cpu {
@@ -58,7 +59,7 @@ void unary_typed(UnaryOp op, const Tensor& in, const Tensor& out, double a, doub
       case UnaryOp::kPowScalar:
         return run([ma](M x) {
           M r = 1;
-          for (int64_t e = 0; e < static_cast<int64_t>(ma); ++e) r *= x;
+          for (int64_t e = 0; e < static_cast<int64_t>(ma); ++e) r = static_cast<M>(r * x);
           return r;
         });
       case UnaryOp::kFloor:

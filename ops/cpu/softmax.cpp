@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/kernels.h"
 
 namespace ofl::cpu {
@@ -18,6 +19,7 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
                    const T* xr = x + r * cols;
                    T* yr = y + r * cols;
                    M mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
                    for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, M(xr[c]));
                    if (std::isinf(mx) && mx < 0) mx = 0;  // an all -inf row
                    M total = 0;
@@ -28,9 +30,11 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
                    }
                    if (log) {
                      M lse = std::log(total) + mx;
+#pragma omp simd
                      for (int64_t c = 0; c < cols; ++c) yr[c] = static_cast<T>(M(xr[c]) - lse);
                    } else {
                      M inv = M(1) / total;
+#pragma omp simd
                      for (int64_t c = 0; c < cols; ++c) yr[c] = static_cast<T>(buf[c] * inv);
                    }
                  }
@@ -50,11 +54,13 @@ void softmax_backward_rows(const T* g, const T* y, T* gx, int64_t rows, int64_t 
                    if (log) {
 #pragma omp simd reduction(+ : dot)
                      for (int64_t c = 0; c < cols; ++c) dot += M(gr[c]);
+#pragma omp simd
                      for (int64_t c = 0; c < cols; ++c)
                        out[c] = static_cast<T>(M(gr[c]) - std::exp(M(yr[c])) * dot);
                    } else {
 #pragma omp simd reduction(+ : dot)
                      for (int64_t c = 0; c < cols; ++c) dot += M(gr[c]) * M(yr[c]);
+#pragma omp simd
                      for (int64_t c = 0; c < cols; ++c)
                        out[c] = static_cast<T>(M(yr[c]) * (M(gr[c]) - dot));
                    }

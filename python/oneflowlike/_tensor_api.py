@@ -38,14 +38,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
     else:
-        arr = np.array(data)
-        if arr.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data, order="C")
+        python_floats = not isinstance(data, (np.ndarray, np.generic))
+        if arr.dtype == np.float64 and python_floats and dtype is None:
             arr = arr.astype(np.float32)  # Python floats default to float32, as in PyTorch
         if arr.dtype.kind in "iu" and arr.dtype not in (np.int8, np.uint8, np.int32, np.int64):
             arr = arr.astype(np.int64)
         if arr.dtype.kind == "U" or arr.dtype == object:
             raise TypeError(f"[tensor] cannot build a tensor from {type(data).__name__} data")
-        t = _C.from_numpy(np.ascontiguousarray(arr))
+        t = _C.from_numpy(np.asarray(arr, order="C"))  # keeps 0-d arrays 0-d
     if dtype is not None and t.dtype != dtype:
         t = _C.to_dtype(t, dtype)
     return _finish(t, requires_grad)
@@ -295,6 +296,13 @@ def _install_tensor_methods():
     def lerp_(self, end, weight):
         return self.add_((end - self) * weight)
 
+    def __deepcopy__(self, memo):
+        copy = self.detach().clone()
+        if self.requires_grad and self.is_leaf:
+            copy.requires_grad_(True)
+        memo[id(self)] = copy
+        return copy
+
     def type_as(self, other):
         return self.to(other.dtype)
 
@@ -310,5 +318,5 @@ def _install_tensor_methods():
     def new_tensor(self, data, dtype=None):
         return tensor(data, dtype=dtype or self.dtype)
 
-    for fn in (addcmul_, addcdiv_, lerp_, type_as, new_zeros, new_ones, new_full, new_tensor):
+    for fn in (addcmul_, addcdiv_, lerp_, __deepcopy__, type_as, new_zeros, new_ones, new_full, new_tensor):
         setattr(T, fn.__name__, fn)

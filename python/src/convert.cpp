@@ -82,7 +82,12 @@ py::array to_numpy(const Tensor& t) {
 Tensor as_tensor(py::handle obj, const char* op) {
   if (py::isinstance<Tensor>(obj)) return obj.cast<Tensor>();
   if (py::isinstance<py::bool_>(obj)) return wrap_scalar(obj.cast<bool>(), DType::kBool);
-  if (py::isinstance<py::int_>(obj)) return wrap_scalar(obj.cast<double>(), DType::kInt64);
+  if (py::isinstance<py::int_>(obj)) {  // set directly: a double would round beyond 2**53
+    Tensor t = Tensor::empty({}, DType::kInt64);
+    *t.data<int64_t>() = obj.cast<int64_t>();
+    t.set_wrapped_number(true);
+    return t;
+  }
   if (py::isinstance<py::float_>(obj)) return wrap_scalar(obj.cast<double>(), DType::kFloat64);
   if (py::isinstance<py::array>(obj) || py::isinstance<py::list>(obj) ||
       py::isinstance<py::tuple>(obj)) {
@@ -103,6 +108,9 @@ Tensor as_tensor(py::handle obj, const char* op) {
 
 Shape to_shape(py::handle obj, const char* op) {
   if (py::isinstance<py::int_>(obj)) return {obj.cast<int64_t>()};
+  if (!py::isinstance<py::iterable>(obj))
+    throw TypeError(str_cat("[", op, "] sizes must be ints or a sequence of ints, got ",
+                            std::string(py::str(obj.get_type().attr("__name__")))));
   Shape s;
   try {
     for (auto item : obj) s.push_back(item.cast<int64_t>());
@@ -136,6 +144,14 @@ std::vector<int64_t> to_axes(py::handle obj) {
 std::optional<DType> to_dtype_opt(py::handle obj) {
   if (obj.is_none()) return std::nullopt;
   return obj.cast<DType>();
+}
+
+Tensor pow_arg(const Tensor& a, py::handle b) {
+  // The scalar fast path keeps a's dtype, so it only serves exponents that don't promote.
+  bool keeps_dtype = py::isinstance<py::int_>(b) ? a.dtype() != DType::kBool
+                                                 : py::isinstance<py::float_>(b) && is_floating(a.dtype());
+  if (keeps_dtype && !py::isinstance<py::bool_>(b)) return pow(a, b.cast<double>());
+  return pow(a, as_tensor(b, "pow"));
 }
 
 }  // namespace ofl::py_bind

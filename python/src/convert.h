@@ -26,5 +26,7 @@ std::vector<int64_t> to_axes(py::handle obj);
 DType dtype_of_array(const py::array& arr);
 py::dtype numpy_dtype(DType t);
 std::optional<DType> to_dtype_opt(py::handle obj);
+// a ** b with a Python-number or tensor exponent, promoting like the tensor-tensor pow.
+Tensor pow_arg(const Tensor& a, py::handle b);
 
 }  // namespace ofl::py_bind

@@ -77,8 +77,7 @@ void bind_functions(py::module_& m) {
   m.def("sub", [](py::handle a, py::handle b, double alpha) { return sub(T(a, "sub"), T(b, "sub"), alpha); },
         arg("input"), arg("other"), arg("alpha") = 1.0);
   m.def("pow", [](py::handle a, py::handle b) {
-    if (py::isinstance<Tensor>(a) && (py::isinstance<py::int_>(b) || py::isinstance<py::float_>(b)))
-      return pow(a.cast<Tensor>(), b.cast<double>());
+    if (py::isinstance<Tensor>(a)) return pow_arg(a.cast<Tensor>(), b);
     return pow(T(a, "pow"), T(b, "pow"));
   });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) { return where(c, T(a, "where"), T(b, "where")); });

@@ -20,9 +20,11 @@ void bind_dtypes(py::module_& m) {
   }
   dt.def_property_readonly("itemsize", [](DType t) { return itemsize(t); })
       .def_property_readonly("is_floating_point", [](DType t) { return is_floating(t); })
-      .def_property_readonly("name", [](DType t) { return std::string(dtype_name(t)); })
-      .def("__repr__", [](DType t) { return std::string("oneflowlike.") + dtype_name(t); })
-      .def("__str__", [](DType t) { return std::string("oneflowlike.") + dtype_name(t); });
+      .def_property_readonly("name", [](DType t) { return std::string(dtype_name(t)); });
+  // Assigned, not def()'d: def() would add an overload behind py::enum_'s own __repr__.
+  auto qualified = [](DType t) { return std::string("oneflowlike.") + dtype_name(t); };
+  dt.attr("__repr__") = py::cpp_function(qualified, py::name("__repr__"), py::is_method(dt));
+  dt.attr("__str__") = py::cpp_function(qualified, py::name("__str__"), py::is_method(dt));
   m.def("promote_types", &promote_types);
   m.def("result_type", [](py::handle a, py::handle b) {
     return result_type(as_tensor(a, "result_type"), as_tensor(b, "result_type"));

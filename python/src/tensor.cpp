@@ -65,6 +65,10 @@ Tensor index(const Tensor& x, py::handle key) {
       if (idx.dtype() == DType::kBool)
         throw IndexError("[index] boolean mask indexing is not supported; use where() or "
                          "masked_fill()");
+      if (is_integral(idx.dtype()) && d < r.dim()) {  // negative indices count from the end
+        Tensor size = wrap_scalar(static_cast<double>(r.shape()[d]), DType::kInt64);
+        idx = where(lt(idx, wrap_scalar(0, DType::kInt64)), add(idx, size), idx);
+      }
       Tensor flat = reshape(idx, {-1});
       Tensor sel = index_select(r, d, flat);
       Shape shape(sel.shape().begin(), sel.shape().begin() + d);
@@ -126,7 +130,16 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property_readonly("is_global", [](const Tensor&) { return false; })
       .def_property_readonly("_version", &Tensor::version)
-      .def_property_readonly("data", [](const Tensor& t) { return detach(t); })
+      .def_property(
+          "data", [](const Tensor& t) { return detach(t); },
+          [](Tensor& t, const Tensor& other) {  // swaps in other's memory, keeps autograd state
+            TensorImpl* impl = t.impl();
+            impl->storage = other.storage();
+            impl->shape = other.shape();
+            impl->strides = other.strides();
+            impl->offset = other.offset();
+            impl->dtype = other.dtype();
+          })
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& t, bool r) { t.set_requires_grad(r, "requires_grad"); })
       .def_property(
@@ -353,15 +366,9 @@ void bind_tensor(py::module_& m) {
       .def("mul", [](const Tensor& a, py::handle b) { return mul(a, T(b, "mul")); })
       .def("div", [](const Tensor& a, py::handle b) { return div(a, T(b, "div")); })
       .def("__pow__",
-           [](const Tensor& a, py::handle b) {
-             if (py::isinstance<py::int_>(b) || py::isinstance<py::float_>(b)) return pow(a, b.cast<double>());
-             return pow(a, T(b, "pow"));
-           })
+[](const Tensor& a, py::handle b) { return pow_arg(a, b); })
       .def("pow",
-           [](const Tensor& a, py::handle b) {
-             if (py::isinstance<py::int_>(b) || py::isinstance<py::float_>(b)) return pow(a, b.cast<double>());
-             return pow(a, T(b, "pow"));
-           })
+[](const Tensor& a, py::handle b) { return pow_arg(a, b); })
       .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(T(b, "pow"), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })

@@ -124,6 +124,27 @@ TEST(Conv2d, OneByOneKernelAndDepthwiseMatchDirectLoop) {
               conv_reference(x, w2, Tensor(), depthwise, &ys), 1e-12);
 }
 
+TEST(Conv2d, BatchParallelResultsEqualOneImageAtATime) {
+  // Large enough that the BLAS threads each GEMM while images run in parallel.
+  Tensor x = random({6, 16, 18, 18}, DType::kFloat32, 50, true);
+  Tensor w = random({32, 16, 3, 3}, DType::kFloat32, 51, true);
+  Tensor r = random({6, 32, 16, 16}, DType::kFloat32, 52);
+  run_backward(sum(mul(conv2d(x, w, Tensor()), r)));
+  Tensor gw_sum = zeros(w.shape());
+  for (int64_t n = 0; n < 6; ++n) {
+    Tensor xn = contiguous_copy(narrow(detach(x), 0, n, 1));
+    xn.set_requires_grad(true);
+    Tensor wn = detach(w);
+    wn.set_requires_grad(true);
+    Tensor yn = conv2d(xn, wn, Tensor());
+    EXPECT_EQ(values(yn), values(narrow(conv2d(detach(x), detach(w), Tensor()), 0, n, 1)));
+    run_backward(sum(mul(yn, narrow(r, 0, n, 1))));
+    expect_near(values(xn.grad()), values(narrow(x.grad(), 0, n, 1)), 1e-6);
+    gw_sum = add(gw_sum, wn.grad());
+  }
+  expect_near(values(w.grad()), values(gw_sum), 1e-4);
+}
+
 TEST(Conv2d, UnbatchedInputGivesUnbatchedOutput) {
   Tensor x = random({2, 5, 5}, DType::kFloat32, 7), w = random({3, 2, 3, 3}, DType::kFloat32, 8);
   Tensor y = conv2d(x, w, Tensor(), {1, 1}, {1, 1});
@@ -280,30 +301,36 @@ TEST(AvgPool2d, GradientMatchesFiniteDifferences) {
   }
 }
 
-TEST(Pool2d, SecondOrderGradientsAreThePoolsThemselves) {
-  // d/dr of <grad_x <pool(x), r>, s> is pool's adjoint's adjoint applied to s: pool(s) for
-  // avg, s at the argmax for max.
+namespace {
+
+// d/dr of <grad_x <pool(x), r>, s>: the adjoint of pool's backward, applied to s.
+std::vector<double> second_order_grad(bool is_max, const Tensor& x, const Tensor& s) {
+  auto pool = [&](const Tensor& t) {
+    return is_max ? max_pool2d(t, {3, 3}, {2, 2}, {1, 1})
+                  : avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, false);
+  };
+  Tensor r = random(pool(x).shape(), DType::kFloat64, 29, true);
+  auto gx = autograd::grad({sum(mul(pool(x), r))}, {Tensor()}, {x}, true, true, false)[0];
+  run_backward(sum(mul(gx, s)));
+  return values(r.grad());
+}
+
+}  // namespace
+
+TEST(MaxPool2d, SecondOrderGradientGathersAtTheArgmax) {
   Tensor x = random({1, 2, 6, 6}, DType::kFloat64, 27, true);
   Tensor s = random(x.shape(), DType::kFloat64, 28);
-  for (bool is_max : {true, false}) {
-    auto pool = [&](const Tensor& t) {
-      return is_max ? max_pool2d(t, {3, 3}, {2, 2}, {1, 1})
-                    : avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, false);
-    };
-    Tensor r = random(pool(x).shape(), DType::kFloat64, 29, true);
-    auto gx = autograd::grad({sum(mul(pool(x), r))}, {Tensor()}, {x}, true, true, false)[0];
-    run_backward(sum(mul(gx, s)));
-    std::vector<double> want;
-    if (is_max) {
-      std::vector<int64_t> arg;
-      pool_reference(x, 0, {3, 3}, {2, 2}, {1, 1}, &arg);
-      auto sv = values(s);
-      for (size_t o = 0; o < arg.size(); ++o) want.push_back(sv[(o / 9) * 36 + arg[o]]);
-    } else {
-      want = pool_reference(s, 2, {3, 3}, {2, 2}, {1, 1});
-    }
-    expect_near(values(r.grad()), want, 1e-12);
-  }
+  std::vector<int64_t> arg;
+  pool_reference(x, 0, {3, 3}, {2, 2}, {1, 1}, &arg);
+  std::vector<double> want, sv = values(s);
+  for (size_t o = 0; o < arg.size(); ++o) want.push_back(sv[(o / 9) * 36 + arg[o]]);
+  expect_near(second_order_grad(true, x, s), want, 1e-12);
+}
+
+TEST(AvgPool2d, SecondOrderGradientIsAvgPoolItself) {
+  Tensor x = random({1, 2, 6, 6}, DType::kFloat64, 27, true);
+  Tensor s = random(x.shape(), DType::kFloat64, 28);
+  expect_near(second_order_grad(false, x, s), pool_reference(s, 2, {3, 3}, {2, 2}, {1, 1}), 1e-12);
 }
 
 namespace {
@@ -397,7 +424,7 @@ TEST(BatchNorm, OneValuePerChannelInTrainingAndShapeMismatchesAreErrors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "[batch_norm] running_mean of shape (3) does not match the input (2, 4, 5, 5) "
+                 "[batch_norm] running_mean of shape (3,) does not match the input (2, 4, 5, 5) "
                  "with 4 channels");
   }
 }

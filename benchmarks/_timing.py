@@ -1,0 +1,49 @@
+"""Shared timing helpers for the benchmarks: best-of-repeats wall time per call."""
+
+import time
+
+
+def bench(fn, min_time=0.2, repeats=5):
+    """Seconds per call of fn(): the best of `repeats` runs of enough calls to last min_time."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / repeats or n >= 1 << 20:
+            break
+        n *= 2
+    best = dt / n
+    for _ in range(repeats - 1):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def fmt_time(s):
+    if s < 1e-6:
+        return f"{s * 1e9:7.1f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:7.1f} us"
+    if s < 1:
+        return f"{s * 1e3:7.2f} ms"
+    return f"{s:7.2f} s "
+
+
+def report(rows, peers):
+    """Prints one line per case: our time, each peer's time, and peer/ours (>1: we are faster)."""
+    header = f"{'case':44s} {'oneflowlike':>12s}"
+    for p in peers:
+        header += f" {p:>12s} {'x vs ' + p:>10s}"
+    print(header)
+    print("-" * len(header))
+    for name, ours, others in rows:
+        line = f"{name:44s} {fmt_time(ours):>12s}"
+        for p in peers:
+            t = others.get(p)
+            line += f" {fmt_time(t) if t else '-':>12s} {f'{t / ours:9.2f}x' if t else '-':>10s}"
+        print(line)

@@ -1,0 +1,1 @@
+"""A small character-level GPT trained on examples/data/fortunes.txt."""

@@ -1,0 +1,155 @@
+"""A small GPT (decoder-only transformer) for character-level language modelling."""
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+import oneflowlike as flow
+import oneflowlike.nn as nn
+import oneflowlike.nn.functional as F
+
+
+@dataclass
+class GPTConfig:
+    """Model hyper-parameters; the defaults train in about a minute on two CPU cores."""
+
+    vocab_size: int
+    block_size: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention where each position sees only itself and the past."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        if cfg.n_embd % cfg.n_head != 0:
+            raise ValueError(f"n_embd ({cfg.n_embd}) must be divisible by n_head ({cfg.n_head})")
+        self.n_head = cfg.n_head
+        self.query = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.key = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.value = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.resid_drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        hd = C // self.n_head
+        # (B, T, C) -> (B, n_head, T, hd): every head attends independently.
+        q = self.query(x).view(B, T, self.n_head, hd).transpose(1, 2)
+        k = self.key(x).view(B, T, self.n_head, hd).transpose(1, 2)
+        v = self.value(x).view(B, T, self.n_head, hd).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.resid_drop(self.proj(y))
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward network: Linear -> GELU -> Linear."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd)
+        self.act = nn.GELU()
+        self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        return self.drop(self.proj(self.act(self.fc(x))))
+
+
+class Block(nn.Module):
+    """One pre-LayerNorm transformer block with residual connections."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """Token + learned position embeddings, a stack of blocks, a final LayerNorm, an LM head."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        # GPT-2: scale the residual projections so the residual stream's variance stays ~1.
+        for block in self.blocks:
+            for proj in (block.attn.proj, block.mlp.proj):
+                nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, idx, targets=None):
+        """idx: (B, T) int64 token ids; returns (logits (B, T, V), loss or None)."""
+        B, T = idx.shape
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
+        pos = flow.arange(T)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            V = logits.shape[-1]
+            loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
+        return logits, loss
+
+
+def generate(
+    model: GPT,
+    idx,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: Optional[int] = None,
+    rng: Optional[np.random.Generator] = None,
+):
+    """Extend idx (B, T) by max_new_tokens sampled tokens; returns the (B, T + new) tensor."""
+    rng = rng if rng is not None else np.random.default_rng()
+    ids = np.asarray(idx.numpy(), dtype=np.int64)
+    was_training = model.training
+    model.eval()
+    with flow.no_grad():
+        for _ in range(max_new_tokens):
+            context = flow.from_numpy(np.ascontiguousarray(ids[:, -model.cfg.block_size :]))
+            logits, _ = model(context)
+            logits = logits[:, -1, :] / temperature
+            if top_k is not None and top_k < logits.shape[-1]:
+                # Push everything below the k-th largest logit to -inf before the softmax.
+                values = logits.numpy()
+                kth = np.sort(values, axis=-1)[:, -top_k][:, None]
+                mask = np.where(values < kth, -np.inf, 0.0).astype(values.dtype)
+                logits = logits + flow.from_numpy(mask)
+            probs = F.softmax(logits, dim=-1).numpy().astype(np.float64)
+            probs /= probs.sum(axis=-1, keepdims=True)
+            nxt = [rng.choice(probs.shape[-1], p=row) for row in probs]
+            ids = np.concatenate([ids, np.asarray(nxt, dtype=np.int64)[:, None]], axis=1)
+    model.train(was_training)
+    return flow.from_numpy(ids)

@@ -1,0 +1,9 @@
+"""oneflowlike.nn: modules, parameters, functional ops and initialisers (torch.nn-style)."""
+
+from . import functional, init, utils
+from .module import Module
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+
+__all__ = ["Module", "Parameter", "functional", "init", "utils"] + list(_modules_all)

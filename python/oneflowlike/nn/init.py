@@ -1,0 +1,152 @@
+"""Parameter initialisation (mirrors torch.nn.init); every function fills in place, no grad."""
+
+import math
+
+import oneflowlike as flow
+
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+]
+
+_LINEAR_FNS = {
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+}
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity (as torch.nn.init.calculate_gain)."""
+    if nonlinearity in _LINEAR_FNS:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    if tensor.dim() < 2:
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
+    receptive_field = 1
+    for size in tuple(tensor.shape)[2:]:
+        receptive_field *= size
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    with flow.no_grad():
+        tensor.uniform_(a, b, generator=generator)
+    return tensor
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    with flow.no_grad():
+        tensor.normal_(mean, std, generator=generator)
+    return tensor
+
+
+def constant_(tensor, val):
+    with flow.no_grad():
+        tensor.fill_(val)
+    return tensor
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor):
+    with flow.no_grad():
+        tensor.zero_()
+    return tensor
+
+
+def eye_(tensor):
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with flow.no_grad():
+        tensor.copy_(flow.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+    return tensor
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return normal_(tensor, 0.0, std, generator)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) truncated to [a, b] by resampling (rejection), then a final clamp."""
+    with flow.no_grad():
+        tensor.normal_(mean, std, generator=generator)
+        for _ in range(16):
+            outside = (tensor < a).float() + (tensor > b).float()
+            if outside.sum().item() == 0:
+                break
+            fresh = flow.empty(*tuple(tensor.shape), dtype=tensor.dtype)
+            fresh.normal_(mean, std, generator=generator)
+            tensor.copy_(flow.where(outside > 0.5, fresh, tensor))
+        tensor.clamp_(a, b)
+    return tensor

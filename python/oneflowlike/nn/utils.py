@@ -1,0 +1,48 @@
+"""Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_)."""
+
+import math
+
+import oneflowlike as flow
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def _grads(parameters):
+    if isinstance(parameters, flow.Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """Scales all grads together so that their joint norm is at most max_norm; returns the norm."""
+    grads = _grads(parameters)
+    if not grads:
+        return flow.tensor(0.0)
+    norm_type = float(norm_type)
+    with flow.no_grad():
+        if math.isinf(norm_type):
+            norms = [flow.abs(g.float()).max() for g in grads]
+            total = norms[0]
+            for norm in norms[1:]:
+                total = flow.maximum(total, norm)
+        else:
+            total = sum((flow.abs(g.float()) ** norm_type).sum() for g in grads)
+            total = total ** (1.0 / norm_type)
+        value = total.item()
+        if error_if_nonfinite and not math.isfinite(value):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients is non-finite, "
+                "so it cannot be clipped"
+            )
+        coef = max_norm / (value + 1e-6)
+        if coef < 1.0:
+            for g in grads:
+                g.mul_(coef)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value):
+    """Clamps every gradient element into [-clip_value, clip_value]."""
+    with flow.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)

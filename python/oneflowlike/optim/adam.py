@@ -1,0 +1,113 @@
+"""Adam and AdamW (decoupled weight decay)."""
+
+import math
+
+import oneflowlike as flow
+
+from .optimizer import Optimizer, _use_grad
+
+
+def _check(lr, betas, eps, weight_decay):
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps < 0.0:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    if weight_decay < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """As torch.optim.Adam; weight_decay adds an L2 term to the gradient."""
+
+    _decoupled = False
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+    ):
+        _check(lr, betas, eps, weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+        )
+        super().__init__(params, defaults)
+
+    def _init_state(self, param, amsgrad):
+        state = {
+            "step": 0,
+            "exp_avg": flow.zeros_like(param),
+            "exp_avg_sq": flow.zeros_like(param),
+        }
+        if amsgrad:
+            state["max_exp_avg_sq"] = flow.zeros_like(param)
+        return state
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                grad = -param.grad if group["maximize"] else param.grad
+                if param not in self.state or not self.state[param]:
+                    self.state[param] = self._init_state(param, group["amsgrad"])
+                state = self.state[param]
+                state["step"] += 1
+                step = state["step"]
+                if weight_decay != 0:
+                    if self._decoupled:
+                        param.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad + param * weight_decay
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.mul_(beta1)
+                exp_avg.add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2)
+                exp_avg_sq.add_(grad * grad, alpha=1 - beta2)
+                second = exp_avg_sq
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"].copy_(flow.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                    second = state["max_exp_avg_sq"]
+                bias_correction1 = 1 - beta1**step
+                bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+                denom = second.sqrt() / bias_correction2_sqrt + eps
+                param.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+        return loss
+
+
+class AdamW(Adam):
+    """As torch.optim.AdamW: p *= 1 - lr * weight_decay before the Adam update."""
+
+    _decoupled = True
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+    ):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

@@ -1,0 +1,180 @@
+"""Optimizer base class (torch.optim.Optimizer semantics, state keyed by parameter)."""
+
+import copy
+import functools
+from collections.abc import MutableMapping
+
+import oneflowlike as flow
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class ParamState(MutableMapping):
+    """A dict keyed by tensor identity (tensors define ==, so they cannot key a plain dict)."""
+
+    def __init__(self):
+        self._items = {}
+
+    def __getitem__(self, param):
+        try:
+            return self._items[id(param)][1]
+        except KeyError:
+            raise KeyError(param) from None
+
+    def __setitem__(self, param, value):
+        self._items[id(param)] = (param, value)
+
+    def __delitem__(self, param):
+        del self._items[id(param)]
+
+    def __iter__(self):
+        return (param for param, _ in self._items.values())
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, param):
+        return id(param) in self._items
+
+    def __repr__(self):
+        return f"ParamState({len(self)} entries)"
+
+
+def _use_grad(step):
+    """Runs an optimizer step under no_grad (the closure re-enables grad itself)."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        with flow.no_grad():
+            return step(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Optimizer:
+    """Holds param_groups (dicts with 'params' plus hyper-parameters) and per-parameter state."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = ParamState()
+        self.param_groups = []
+        if isinstance(params, flow.Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts"
+            )
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        param_group["params"] = [params] if isinstance(params, flow.Tensor) else list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, flow.Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, got {type(param).__name__}")
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required {name}")
+            param_group.setdefault(name, default)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        if len({id(p) for p in param_group["params"]}) != len(param_group["params"]):
+            raise ValueError("a parameter group contains the same parameter twice")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                else:
+                    with flow.no_grad():
+                        param.grad.zero_()
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def _closure_loss(self, closure):
+        if closure is None:
+            return None
+        with flow.enable_grad():
+            return closure()
+
+    # ---- state dict ---------------------------------------------------------------------
+
+    def state_dict(self):
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}."""
+        index_of, groups, next_index = {}, [], 0
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for param in group["params"]:
+                if id(param) not in index_of:
+                    index_of[id(param)] = next_index
+                    next_index += 1
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index_of[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index_of}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups, saved_groups = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups, "
+                f"the optimizer has {len(groups)}"
+            )
+        for i, (group, saved) in enumerate(zip(groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    f"loaded state dict's parameter group {i} has {len(saved['params'])} "
+                    f"parameters, the optimizer's group has {len(group['params'])}"
+                )
+        param_of = {}
+        for group, saved in zip(groups, saved_groups):
+            param_of.update(zip(saved["params"], group["params"]))
+        self.state = ParamState()
+        for key, values in state_dict["state"].items():
+            index = int(key)
+            if index not in param_of:
+                raise ValueError(f"loaded state dict has state for unknown parameter index {index}")
+            param = param_of[index]
+            self.state[param] = {k: self._cast_state(param, k, v) for k, v in values.items()}
+        for group, saved in zip(groups, saved_groups):
+            for name, value in saved.items():
+                if name != "params":
+                    group[name] = copy.deepcopy(value)
+
+    @staticmethod
+    def _cast_state(param, name, value):
+        if not isinstance(value, flow.Tensor):
+            return copy.deepcopy(value)
+        value = value.detach().clone()
+        if name != "step" and value.dtype.is_floating_point and value.dtype != param.dtype:
+            value = value.to(param.dtype)
+        return value
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)

@@ -1,0 +1,285 @@
+"""flow.save / flow.load in the safetensors format; no pickle.
+
+A flat ``{str: Tensor}`` dict is stored as a plain safetensors file. Any other structure of
+dicts, lists, tuples, tensors and JSON scalars (an optimizer state_dict, say) stores its tensors
+under their "."-joined paths and the structure itself as JSON in ``__metadata__``.
+"""
+
+import json
+import os
+import struct
+import tempfile
+
+import oneflowlike as flow
+
+__all__ = ["save", "load"]
+
+_CODE_OF_DTYPE = {
+    "float32": "F32",
+    "float64": "F64",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "int8": "I8",
+    "uint8": "U8",
+    "int32": "I32",
+    "int64": "I64",
+    "bool": "BOOL",
+}
+_ITEMSIZE = {
+    "F32": 4,
+    "F64": 8,
+    "F16": 2,
+    "BF16": 2,
+    "I8": 1,
+    "U8": 1,
+    "I32": 4,
+    "I64": 8,
+    "BOOL": 1,
+}
+_TREE_KEY = "oneflowlike.tree"
+_MAX_HEADER_BYTES = 100 * 1024 * 1024
+_SCALARS = (str, int, float, bool, type(None))
+
+
+# ---- structure <-> JSON tree ----------------------------------------------------------------
+
+
+class _Encoder:
+    def __init__(self):
+        self.tensors = {}
+
+    def _name_for(self, path):
+        base = ".".join(path) or "tensor"
+        name, n = base, 1
+        while name in self.tensors or name == "__metadata__":
+            name, n = f"{base}~{n}", n + 1
+        return name
+
+    def encode(self, node, path):
+        if isinstance(node, flow.Tensor):
+            name = self._name_for(path)
+            self.tensors[name] = node
+            return {"__tensor__": name}
+        if isinstance(node, dict):
+            pairs = []
+            for key, value in node.items():
+                if not isinstance(key, _SCALARS):
+                    raise TypeError(
+                        f"flow.save: dict key {key!r} at '{'.'.join(path)}' is not a str/int/float/bool/None"
+                    )
+                pairs.append([key, self.encode(value, path + [str(key)])])
+            return {"__dict__": pairs}
+        if isinstance(node, (list, tuple)):
+            items = [self.encode(v, path + [str(i)]) for i, v in enumerate(node)]
+            return {"__tuple__": items} if isinstance(node, tuple) else items
+        if isinstance(node, _SCALARS):
+            return node
+        raise TypeError(
+            f"flow.save: cannot store a {type(node).__name__} at '{'.'.join(path)}'; "
+            "only tensors, dicts, lists, tuples, str, int, float, bool and None are supported"
+        )
+
+
+def _decode(node, tensors, where):
+    if isinstance(node, list):
+        return [_decode(v, tensors, where) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "__tensor__" in node:
+        name = node["__tensor__"]
+        if name not in tensors:
+            raise ValueError(f"{where}: the structure refers to a missing tensor {name!r}")
+        return tensors[name]
+    if "__tuple__" in node:
+        return tuple(_decode(v, tensors, where) for v in node["__tuple__"])
+    if "__dict__" in node:
+        return {key: _decode(value, tensors, where) for key, value in node["__dict__"]}
+    raise ValueError(f"{where}: unrecognised structure node {sorted(node)}")
+
+
+def _is_flat_state_dict(obj):
+    return isinstance(obj, dict) and all(
+        isinstance(k, str) and k != "__metadata__" and isinstance(v, flow.Tensor)
+        for k, v in obj.items()
+    )
+
+
+# ---- save -----------------------------------------------------------------------------------
+
+
+def _serialize(obj, metadata):
+    metadata = {str(k): str(v) for k, v in (metadata or {}).items()}
+    if _is_flat_state_dict(obj):
+        tensors = dict(obj)
+    else:
+        encoder = _Encoder()
+        tree = encoder.encode(obj, [])
+        tensors = encoder.tensors
+        metadata[_TREE_KEY] = json.dumps(tree, separators=(",", ":"))
+    header = {"__metadata__": metadata} if metadata else {}
+    chunks, offset = [], 0
+    for name, tensor in tensors.items():
+        dtype_name = tensor.dtype.name
+        if dtype_name not in _CODE_OF_DTYPE:
+            raise TypeError(f"flow.save: tensor '{name}' has unsupported dtype {dtype_name}")
+        code = _CODE_OF_DTYPE[dtype_name]
+        shape = [int(s) for s in tensor.shape]
+        data = flow._C.tensor_bytes(tensor)
+        expected = _numel(shape) * _ITEMSIZE[code]
+        if len(data) != expected:
+            raise RuntimeError(
+                f"flow.save: tensor '{name}' {shape} {dtype_name} gave {len(data)} bytes, "
+                f"expected {expected}"
+            )
+        header[name] = {"dtype": code, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    header_bytes += b" " * (-len(header_bytes) % 8)  # data starts 8-byte aligned
+    return [struct.pack("<Q", len(header_bytes)), header_bytes] + chunks
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def save(obj, path, metadata=None):
+    """Writes obj to path (or a binary file object); a failed save leaves the old file intact."""
+    chunks = _serialize(obj, metadata)
+    if hasattr(path, "write"):
+        for chunk in chunks:
+            path.write(chunk)
+        return
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# ---- load -----------------------------------------------------------------------------------
+
+
+def _numel(shape):
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _parse_header(data, where):
+    if len(data) < 8:
+        raise ValueError(f"{where}: not a safetensors file ({len(data)} bytes, need at least 8)")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > min(len(data) - 8, _MAX_HEADER_BYTES):
+        raise ValueError(
+            f"{where}: header length {length} does not fit in a file of {len(data)} bytes "
+            "(truncated or not a safetensors file)"
+        )
+    try:
+        header = json.loads(bytes(data[8 : 8 + length]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
+        raise ValueError(f"{where}: header is not valid UTF-8 JSON ({ex})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{where}: header must be a JSON object, got {type(header).__name__}")
+    metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise ValueError(f"{where}: __metadata__ must map strings to strings")
+    return header, metadata, 8 + length
+
+
+def _check_entry(name, entry, where):
+    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
+        raise ValueError(f"{where}: tensor '{name}' needs dtype, shape and data_offsets")
+    code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    if code not in _ITEMSIZE:
+        raise ValueError(f"{where}: tensor '{name}' has unsupported dtype {code!r}")
+    if not isinstance(shape, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
+        raise ValueError(f"{where}: tensor '{name}' has an invalid shape {shape!r}")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1]
+    ):
+        raise ValueError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
+    expected = _numel(shape) * _ITEMSIZE[code]
+    if offsets[1] - offsets[0] != expected:
+        raise ValueError(
+            f"{where}: tensor '{name}' {code} {shape} needs {expected} bytes, "
+            f"data_offsets {offsets} span {offsets[1] - offsets[0]}"
+        )
+    return code, shape, offsets
+
+
+def _read_tensors(header, data, start, where):
+    size = len(data) - start
+    entries = {name: _check_entry(name, entry, where) for name, entry in header.items()}
+    cursor = 0
+    for name, (_, _, (begin, end)) in sorted(entries.items(), key=lambda kv: kv[1][2]):
+        if end > size:
+            raise ValueError(
+                f"{where}: truncated: tensor '{name}' needs bytes [{begin}, {end}) "
+                f"but the data section has {size} bytes"
+            )
+        if begin != cursor:
+            raise ValueError(
+                f"{where}: tensor '{name}' data overlaps or leaves a gap at byte {cursor}"
+            )
+        cursor = end
+    if cursor != size:
+        raise ValueError(
+            f"{where}: {size - cursor} unexpected trailing bytes after the tensor data"
+        )
+    tensors = {}
+    for name, (code, shape, (begin, end)) in entries.items():
+        dtype = getattr(flow, next(k for k, v in _CODE_OF_DTYPE.items() if v == code))
+        raw = bytes(data[start + begin : start + end])
+        tensors[name] = flow._C.tensor_from_bytes(raw, dtype, shape)
+    return tensors
+
+
+def load(path, map_location=None, weights_only=None):
+    """Reads what save() wrote (or any safetensors file, returned as a flat dict)."""
+    if hasattr(path, "read"):
+        data, where = path.read(), "flow.load(<file object>)"
+    else:
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        where = f"flow.load('{path}')"
+    data = memoryview(data)
+    header, metadata, start = _parse_header(data, where)
+    tensors = _read_tensors(header, data, start, where)
+    if map_location is not None:
+        tensors = {name: t.to(map_location) for name, t in tensors.items()}
+    if _TREE_KEY not in metadata:
+        return tensors
+    try:
+        tree = json.loads(metadata[_TREE_KEY])
+    except json.JSONDecodeError as ex:
+        raise ValueError(f"{where}: the stored structure is not valid JSON ({ex})") from None
+    try:
+        return _decode(tree, tensors, where)
+    except (TypeError, KeyError, AttributeError) as ex:
+        raise ValueError(f"{where}: the stored structure is malformed ({ex})") from None

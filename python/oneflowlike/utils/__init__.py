@@ -1,0 +1,5 @@
+"""Small utilities (progress bars)."""
+
+from .progress import Progress, progress
+
+__all__ = ["Progress", "progress"]

@@ -1,0 +1,85 @@
+"""The char-GPT example trains (the loss falls), samples, and round-trips its state_dict."""
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import oneflowlike as flow  # noqa: E402
+from char_gpt.model import GPT  # noqa: E402
+from char_gpt.train import main  # noqa: E402
+
+# Enforced by pytest-timeout where it is installed; the elapsed-time assert below holds anyway.
+pytestmark = [pytest.mark.timeout(60)] if importlib.util.find_spec("pytest_timeout") else []
+
+# fmt: off
+SMALL = [
+    "--steps", "40",
+    "--batch-size", "16",
+    "--block-size", "32",
+    "--n-layer", "1",
+    "--n-head", "2",
+    "--n-embd", "32",
+    "--lr", "1e-2",
+    "--eval-batches", "2",
+    "--sample-len", "40",
+    "--seed", "0",
+]
+# fmt: on
+
+
+def test_char_gpt_loss_falls_and_samples(tmp_path):
+    ckpt = tmp_path / "gpt.ckpt"
+    start = time.perf_counter()
+    result = main(SMALL + ["--out", str(ckpt)])
+    elapsed = time.perf_counter() - start
+
+    losses = result["losses"]
+    assert len(losses) == 40
+    assert all(np.isfinite(losses))
+    initial = np.mean(losses[:3])
+    final = np.mean(losses[-10:])
+    # A uniform guess over ~90 characters costs ln(90) ~ 4.5; character frequencies alone ~3.1.
+    assert initial > 3.5, losses[:3]
+    assert final < 0.85 * initial, (initial, final)
+    assert np.isfinite(result["val_loss"]) and result["val_loss"] < 0.85 * initial
+
+    sample = result["sample"]
+    ds = result["dataset"]
+    assert isinstance(sample, str) and len(sample) == 40
+    assert set(sample) <= set(ds.chars)
+    assert elapsed < 60, f"the small run took {elapsed:.1f}s"
+
+    # The checkpoint loads into a fresh model and reproduces its logits exactly.
+    model = result["model"]
+    fresh = GPT(model.cfg)
+    fresh.load_state_dict(flow.load(str(ckpt)))
+    model.eval()
+    fresh.eval()
+    x, _ = ds.get_batch("val", 2, rng=np.random.default_rng(0))
+    with flow.no_grad():
+        np.testing.assert_array_equal(fresh(x)[0].numpy(), model(x)[0].numpy())
+
+
+def test_char_dataset_encode_decode_and_batches():
+    from char_gpt.data import CharDataset
+
+    text = "hello world, hello fortunes!\n" * 20
+    ds = CharDataset(text, block_size=8, seed=3)
+    assert ds.decode(ds.encode("hello")) == "hello"
+    assert ds.vocab_size == len(set(text))
+    x, y = ds.get_batch("train", 4)
+    x, y = x.numpy(), y.numpy()
+    assert x.shape == (4, 8) and y.shape == (4, 8)
+    np.testing.assert_array_equal(x[:, 1:], y[:, :-1])  # y is x shifted by one character
+    # The same seed gives the same batches.
+    x2, _ = CharDataset(text, block_size=8, seed=3).get_batch("train", 4)
+    np.testing.assert_array_equal(x, x2.numpy())
+    with pytest.raises(ValueError):
+        ds.encode("\u00e9")

@@ -1,0 +1,259 @@
+"""Optimizers against numpy implementations of the torch update rules."""
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+from oneflowlike import nn, optim
+
+RNG = np.random.RandomState(0)
+P0 = RNG.randn(3, 4).astype(np.float32)
+GRADS = [RNG.randn(3, 4).astype(np.float32) for _ in range(6)]
+
+
+def run(make_optimizer, grads=GRADS, p0=P0):
+    param = nn.Parameter(flow.tensor(p0))
+    opt = make_optimizer([param])
+    for g in grads:
+        param.grad = flow.tensor(g)
+        opt.step()
+    return param.numpy()
+
+
+def sgd_reference(
+    p, grads, lr, momentum=0.0, dampening=0.0, wd=0.0, nesterov=False, maximize=False
+):
+    p, buf = p.astype(np.float64), None
+    for g in grads:
+        g = -g.astype(np.float64) if maximize else g.astype(np.float64)
+        if wd:
+            g = g + wd * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+    return p
+
+
+def adam_reference(
+    p, grads, lr, betas=(0.9, 0.999), eps=1e-8, wd=0.0, amsgrad=False, decoupled=False
+):
+    p = p.astype(np.float64)
+    m, v, v_max = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    b1, b2 = betas
+    for step, g in enumerate(grads, 1):
+        g = g.astype(np.float64)
+        if wd and decoupled:
+            p = p * (1 - lr * wd)
+        elif wd:
+            g = g + wd * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        v_max = np.maximum(v_max, v)
+        second = v_max if amsgrad else v
+        denom = np.sqrt(second) / np.sqrt(1 - b2**step) + eps
+        p = p - lr / (1 - b1**step) * m / denom
+    return p
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(lr=0.1),
+        dict(lr=0.1, momentum=0.9),
+        dict(lr=0.1, momentum=0.9, dampening=0.3),
+        dict(lr=0.05, momentum=0.9, nesterov=True),
+        dict(lr=0.1, momentum=0.5, weight_decay=0.01),
+        dict(lr=0.1, momentum=0.9, maximize=True),
+    ],
+)
+def test_sgd_matches_numpy(kwargs):
+    ref_kwargs = {("wd" if k == "weight_decay" else k): v for k, v in kwargs.items()}
+    expected = sgd_reference(P0, GRADS, **ref_kwargs)
+    np.testing.assert_allclose(
+        run(lambda ps: optim.SGD(ps, **kwargs)), expected, rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(lr=0.01),
+        dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6),
+        dict(lr=0.01, weight_decay=0.1),
+        dict(lr=0.01, amsgrad=True),
+    ],
+)
+def test_adam_matches_numpy(kwargs):
+    ref_kwargs = {("wd" if k == "weight_decay" else k): v for k, v in kwargs.items()}
+    expected = adam_reference(P0, GRADS, **ref_kwargs)
+    np.testing.assert_allclose(
+        run(lambda ps: optim.Adam(ps, **kwargs)), expected, rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("kwargs", [dict(lr=0.01), dict(lr=0.01, weight_decay=0.5, amsgrad=True)])
+def test_adamw_decouples_weight_decay_and_defaults_to_0_01(kwargs):
+    wd = kwargs.get("weight_decay", 1e-2)
+    expected = adam_reference(
+        P0, GRADS, lr=0.01, wd=wd, amsgrad=kwargs.get("amsgrad", False), decoupled=True
+    )
+    np.testing.assert_allclose(
+        run(lambda ps: optim.AdamW(ps, **kwargs)), expected, rtol=1e-5, atol=1e-6
+    )
+    assert optim.AdamW([nn.Parameter(flow.ones(1))]).defaults["weight_decay"] == 1e-2
+
+
+def test_param_groups_use_their_own_hyperparameters():
+    a, b = nn.Parameter(flow.ones(2)), nn.Parameter(flow.ones(2))
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    a.grad, b.grad = flow.ones(2), flow.ones(2)
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), [0.9, 0.9], rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), [0.5, 0.5], rtol=1e-6)
+    assert opt.param_groups[0]["momentum"] == 0.0
+
+
+def test_add_param_group_fills_defaults():
+    opt = optim.Adam([nn.Parameter(flow.ones(1))], lr=0.1)
+    opt.add_param_group({"params": nn.Parameter(flow.ones(1)), "lr": 0.2})
+    assert [group["lr"] for group in opt.param_groups] == [0.1, 0.2]
+    assert opt.param_groups[1]["betas"] == (0.9, 0.999)
+
+
+def test_parameters_without_grad_are_skipped():
+    a, b = nn.Parameter(flow.ones(2)), nn.Parameter(flow.ones(2))
+    opt = optim.Adam([a, b], lr=0.1)
+    a.grad = flow.ones(2)
+    opt.step()
+    np.testing.assert_array_equal(b.numpy(), [1.0, 1.0])
+    assert a in opt.state and b not in opt.state
+
+
+def test_zero_grad_sets_to_none_or_zeroes():
+    p = nn.Parameter(flow.ones(2))
+    opt = optim.SGD([p], lr=0.1)
+    p.grad = flow.ones(2)
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(p.grad.numpy(), [0.0, 0.0])
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_step_calls_the_closure_with_grad_enabled():
+    p = nn.Parameter(flow.tensor([3.0]))
+    opt = optim.SGD([p], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert loss.item() == pytest.approx(9.0)
+    np.testing.assert_allclose(p.numpy(), [3.0 - 0.1 * 6.0], rtol=1e-6)
+
+
+def test_training_a_linear_regression_reduces_the_loss():
+    flow.manual_seed(0)
+    x = flow.tensor(RNG.randn(64, 3).astype(np.float32))
+    y = x @ flow.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+    model = nn.Linear(3, 1)
+    opt = optim.AdamW(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(100):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.01 * losses[0]
+
+
+def test_state_dict_uses_indices_and_round_trips():
+    def make(params):
+        return optim.Adam(params, lr=0.01, amsgrad=True)
+
+    param = nn.Parameter(flow.tensor(P0))
+    opt = make([param])
+    for g in GRADS[:3]:
+        param.grad = flow.tensor(g)
+        opt.step()
+    state = opt.state_dict()
+    assert list(state["state"]) == [0]
+    assert state["param_groups"][0]["params"] == [0]
+    assert set(state["state"][0]) == {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+
+    clone = nn.Parameter(flow.tensor(param.numpy().copy()))
+    resumed = make([clone])
+    resumed.load_state_dict(state)
+    for g in GRADS[3:]:
+        param.grad, clone.grad = flow.tensor(g), flow.tensor(g)
+        opt.step()
+        resumed.step()
+    np.testing.assert_allclose(clone.numpy(), param.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        param.numpy(), adam_reference(P0, GRADS, lr=0.01, amsgrad=True), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_load_state_dict_restores_hyperparameters_and_copies_state():
+    p = nn.Parameter(flow.ones(2))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = flow.ones(2)
+    opt.step()
+    state = opt.state_dict()
+    other = optim.SGD([nn.Parameter(flow.ones(2))], lr=1.0, momentum=0.9)
+    other.load_state_dict(state)
+    assert other.param_groups[0]["lr"] == 0.1
+    buf = next(iter(other.state.values()))["momentum_buffer"]
+    with flow.no_grad():
+        buf.fill_(5.0)
+    np.testing.assert_array_equal(opt.state[p]["momentum_buffer"].numpy(), [1.0, 1.0])
+
+
+def test_load_state_dict_rejects_mismatched_groups():
+    opt = optim.SGD([nn.Parameter(flow.ones(1)), nn.Parameter(flow.ones(1))], lr=0.1)
+    state = opt.state_dict()
+    with pytest.raises(ValueError, match="parameter group"):
+        optim.SGD([nn.Parameter(flow.ones(1))], lr=0.1).load_state_dict(state)
+    groups = [{"params": [nn.Parameter(flow.ones(1))]}, {"params": [nn.Parameter(flow.ones(1))]}]
+    two_groups = optim.SGD(groups, lr=0.1)
+    with pytest.raises(ValueError, match="parameter groups"):
+        two_groups.load_state_dict(state)
+
+
+def test_invalid_arguments_raise_value_error():
+    p = [nn.Parameter(flow.ones(1))]
+    with pytest.raises(ValueError):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ValueError):
+        optim.SGD(p, lr=-1.0)
+    with pytest.raises(ValueError):
+        optim.SGD(p, lr=0.1, nesterov=True)
+    with pytest.raises(ValueError):
+        optim.Adam(p, betas=(1.0, 0.999))
+    with pytest.raises(ValueError):
+        optim.SGD([{"params": p}, {"params": p}], lr=0.1)
+    with pytest.raises(TypeError):
+        optim.SGD(p[0], lr=0.1)
+
+
+def test_clip_grad_norm_scales_all_grads_jointly():
+    a, b = nn.Parameter(flow.zeros(2)), nn.Parameter(flow.zeros(1))
+    a.grad, b.grad = flow.tensor([3.0, 0.0]), flow.tensor([4.0])
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
+    assert total.item() == pytest.approx(5.0)
+    np.testing.assert_allclose(a.grad.numpy(), [0.6, 0.0], rtol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), [0.8], rtol=1e-5)
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=10.0, norm_type="inf")
+    assert total.item() == pytest.approx(0.8, rel=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), [0.8], rtol=1e-5)
+
+
+def test_clip_grad_value_clamps_each_element():
+    p = nn.Parameter(flow.zeros(3))
+    p.grad = flow.tensor([-2.0, 0.5, 3.0])
+    nn.utils.clip_grad_value_([p], 1.0)
+    np.testing.assert_allclose(p.grad.numpy(), [-1.0, 0.5, 1.0])
