@@ -10,6 +10,7 @@
 #include "ops/kernels.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -320,5 +321,12 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
   }
   return to_dtype(y, x_in.dtype());
 }
+
+OFL_REGISTER_OPS({
+    {.name = "conv2d", .num_inputs = 3, .cost = conv2d_cost},
+    {.name = "max_pool2d", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "avg_pool2d", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "batch_norm", .num_inputs = 5, .cost = elementwise_cost},
+});
 
 }  // namespace ofl

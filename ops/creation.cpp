@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/kernels.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -108,5 +109,17 @@ void normal_(const Tensor& t, double mean, double std, Generator* gen) {
   random_fill(t, 1, mean, std, gen);
   t.bump_version();
 }
+
+OFL_REGISTER_OPS({
+    {.name = "zeros", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "ones", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "full", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "arange", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "linspace", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "eye", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "rand", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "randn", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "randint", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+});
 
 }  // namespace ofl

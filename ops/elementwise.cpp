@@ -8,6 +8,7 @@
 #include "ops/kernels.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -434,6 +435,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  if (mask.dtype() != DType::kBool)
+    fail<TypeError>("masked_fill", "mask must be a bool tensor, got ", mask.str());
   if (value.dim() != 0)
     fail("masked_fill", "value must be a 0-d tensor or a number, got shape ",
          shape_str(value.shape()));
@@ -465,7 +468,8 @@ void check_no_internal_overlap(const char* op, const Tensor& self) {
   for (int64_t d = 0; d < self.dim(); ++d)
     if (self.shape()[d] > 1 && self.strides()[d] == 0)
       fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
-           shape_str(self.strides()), " has elements sharing one memory location (an expanded "
+           shape_str(self.strides()),
+           " has elements sharing one memory location (an expanded "
            "view); clone() it first");
 }
 
@@ -576,9 +580,13 @@ Tensor& fill_named(const char* name, Tensor& self, double value) {
 }
 }  // namespace
 
-Tensor& fill_(Tensor& self, double value) { return fill_named("fill_", self, value); }
+Tensor& fill_(Tensor& self, double value) {
+  return fill_named("fill_", self, value);
+}
 
-Tensor& zero_(Tensor& self) { return fill_named("zero_", self, 0.0); }
+Tensor& zero_(Tensor& self) {
+  return fill_named("zero_", self, 0.0);
+}
 
 Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi) {
   check_inplace("clamp_", self);
@@ -597,5 +605,61 @@ Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi)
     });
   return self;
 }
+
+OFL_REGISTER_OPS({
+    {.name = "neg", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "abs", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "exp", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "log", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "sqrt", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "rsqrt", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "sin", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "cos", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "tanh", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "sigmoid", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "relu", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "gelu", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "silu", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "clamp", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "reciprocal", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "square", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "log1p", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "expm1", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "erf", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "to", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "sign", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "floor", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "ceil", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "round", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "logical_not", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "add", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "sub", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "mul", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "div", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "pow", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "maximum", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "minimum", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "where", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "masked_fill", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "floor_divide", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "remainder", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "eq", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "ne", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "lt", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "le", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "gt", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "ge", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "logical_and", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "logical_or", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "logical_xor", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
+    {.name = "add_", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "sub_", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "mul_", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "div_", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "copy_", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "fill_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "zero_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "clamp_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+});
 
 }  // namespace ofl

@@ -8,6 +8,7 @@
 #include "ops/kernels.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -273,5 +274,17 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
   int64_t n = x.shape()[normalize_axis(axis, x.dim(), "chunk")];
   return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), axis);
 }
+
+OFL_REGISTER_OPS({
+    {.name = "index_select", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "gather", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "embedding", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "split", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "chunk", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "cat", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "stack", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "scatter_add", .num_inputs = 3, .cost = elementwise_cost},
+    {.name = "index_add", .num_inputs = 3, .cost = elementwise_cost},
+});
 
 }  // namespace ofl

@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -106,5 +107,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
          w.shape()[0]);
   return add(y, bias);
 }
+
+OFL_REGISTER_OPS({
+    {.name = "matmul", .num_inputs = 2, .cost = matmul_cost},
+    {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
+});
 
 }  // namespace ofl

@@ -14,6 +14,7 @@
 #include "ops/linalg.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -232,5 +233,17 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
   return matmul(attn, v);
 }
+
+OFL_REGISTER_OPS({
+    {.name = "softmax", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "log_softmax", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "layer_norm", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "rms_norm", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "dropout", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "nll_loss", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "mse_loss", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "scaled_dot_product_attention", .num_inputs = 3, .cost = matmul_cost},
+});
 
 }  // namespace ofl

@@ -11,6 +11,7 @@
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/shape_ops.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -258,5 +259,22 @@ Tensor all(const Tensor& x, const Axes& axes, bool keepdim) {
 Tensor any(const Tensor& x, const Axes& axes, bool keepdim) {
   return reduce(ReduceOp::kAny, "any", to_dtype(x, DType::kBool), axes, keepdim, DType::kBool);
 }
+
+OFL_REGISTER_OPS({
+    {.name = "sum", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "mean", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "prod", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "amax", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "amin", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "max", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "min", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "var", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "std", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "logsumexp", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "argmax", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "argmin", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "all", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "any", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+});
 
 }  // namespace ofl

@@ -8,6 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/reduce.h"
+#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -292,5 +293,22 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   Tensor r = axes.empty() ? g : sum(g, axes, true);
   return reshape(r, shape);
 }
+
+OFL_REGISTER_OPS({
+    {.name = "view", .num_inputs = 1},
+    {.name = "reshape", .num_inputs = 1},
+    {.name = "permute", .num_inputs = 1},
+    {.name = "transpose", .num_inputs = 1},
+    {.name = "narrow", .num_inputs = 1},
+    {.name = "slice", .num_inputs = 1},
+    {.name = "select", .num_inputs = 1},
+    {.name = "expand", .num_inputs = 1},
+    {.name = "squeeze", .num_inputs = 1},
+    {.name = "unsqueeze", .num_inputs = 1},
+    {.name = "flatten", .num_inputs = 1},
+    {.name = "contiguous", .num_inputs = 1},
+    {.name = "clone", .num_inputs = 1},
+    {.name = "detach", .num_inputs = 1, .differentiable = false},
+});
 
 }  // namespace ofl

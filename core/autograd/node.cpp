@@ -71,8 +71,9 @@ Grads AccumulateGrad::apply(Grads&& grads) {
          " does not match the leaf's shape ", shape_str(var.shape()));
   Tensor old = var.grad();
   if (!old.defined()) {
-    // Own the gradient: it may alias a tensor the user still holds.
-    var.set_grad(g.is_contiguous() && g.storage().use_count() <= 2 ? g : contiguous_copy(g));
+    // Steal the gradient only when no other tensor (a view, a user's tensor) shares its memory.
+    bool unshared = g.is_contiguous() && g.storage().use_count() == 1 && !g.impl()->is_view;
+    var.set_grad(unshared ? g : contiguous_copy(g));
   } else {
     var.set_grad(add(old, g));
   }

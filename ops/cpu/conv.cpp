@@ -1,6 +1,11 @@
-// conv2d as im2col + GEMM on OpenBLAS (float/double), parallel over the batch on oneTBB.
-// The input gradient is W^T @ grad folded back by col2im; the weight gradient is
-// grad @ cols^T summed over the batch in fixed chunks, so results do not depend on threads.
+// conv2d as im2col + GEMM on OpenBLAS (float/double). The input gradient is W^T @ grad folded
+// back by col2im; the weight gradient is grad @ cols^T summed over the batch in fixed chunks,
+// so results do not depend on the number of threads.
+//
+// OpenBLAS's own threads must not run inside oneTBB tasks (its pthreads build has no per-call
+// thread count, so nesting oversubscribes the cores): images run in parallel on oneTBB only
+// while each GEMM is small enough for OpenBLAS to run it on one thread; larger GEMMs go one
+// image at a time on the BLAS's threads. im2col/col2im always split over channels on oneTBB.
 #include <cblas.h>
 
 #include <algorithm>
@@ -29,11 +34,17 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
     cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
+// OpenBLAS runs a GEMM on one thread while m * n * k <= 65536 * 4 (interface/gemm.c).
+constexpr int64_t kSingleThreadedGemm = 65536 * 4;
+
 // Sizes of one conv2d call. A group's column matrix is (K, L): K = Cg * kh * kw, L = Ho * Wo.
 struct Geometry {
   int64_t N, C, H, W, Co, Ho, Wo, G, Cg, Cog, K, L;
   // 1x1 kernel, stride 1, no padding: the input plane already is the column matrix.
   bool direct;
+  // Images run in parallel, each GEMM on one thread (else one image at a time).
+  bool batch_parallel;
+  int64_t batch_grain() const { return batch_parallel ? 1 : std::max<int64_t>(N, 1); }
 };
 
 Geometry geometry(const Shape& xs, const Shape& ws, const Window2d& win, int64_t groups) {
@@ -43,6 +54,7 @@ Geometry geometry(const Shape& xs, const Shape& ws, const Window2d& win, int64_t
   g.Cg = g.C / groups, g.Cog = g.Co / groups;
   g.K = g.Cg * win.kh * win.kw, g.L = g.Ho * g.Wo;
   g.direct = win.kh == 1 && win.kw == 1 && win.sh == 1 && win.sw == 1 && win.ph == 0 && win.pw == 0;
+  g.batch_parallel = g.Cog * g.K * g.L <= kSingleThreadedGemm;
   return g;
 }
 
@@ -57,21 +69,25 @@ std::pair<int64_t, int64_t> valid_cols(int64_t dx, int64_t sw, int64_t W, int64_
   return {std::min(lo, hi), hi};
 }
 
-// Visits every (column-matrix row, output row) pair: f(offset in cols, whether the input row
-// is inside the image, offset of input column ow = 0 (may lie in the padding), lo, hi).
+// Calls f(offset in cols, whether the input row is inside the image, offset of input column
+// ow = 0 (may lie in the padding), lo, hi) for every (column-matrix row, output row) pair.
+// Channels split over oneTBB; the rows of channel c only touch input plane c.
 template <class F>
 void for_each_window_row(const Geometry& g, const Window2d& win, F&& f) {
-  for (int64_t c = 0; c < g.Cg; ++c)
-    for (int64_t i = 0; i < win.kh; ++i)
-      for (int64_t j = 0; j < win.kw; ++j) {
-        const int64_t row = (c * win.kh + i) * win.kw + j, dx = j * win.dw - win.pw;
-        auto [lo, hi] = valid_cols(dx, win.sw, g.W, g.Wo);
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          const int64_t ih = oh * win.sh - win.ph + i * win.dh;
-          const bool inside = ih >= 0 && ih < g.H;
-          f(row * g.L + oh * g.Wo, inside, (c * g.H + ih) * g.W + dx, lo, hi);
+  const int64_t per_channel = std::max<int64_t>(win.kh * win.kw * g.L, 1);
+  parallel_for(g.Cg, std::max<int64_t>(1, kGrainSize / per_channel), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t i = 0; i < win.kh; ++i)
+        for (int64_t j = 0; j < win.kw; ++j) {
+          const int64_t row = (c * win.kh + i) * win.kw + j, dx = j * win.dw - win.pw;
+          auto [lo, hi] = valid_cols(dx, win.sw, g.W, g.Wo);
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            const int64_t ih = oh * win.sh - win.ph + i * win.dh;
+            const bool inside = ih >= 0 && ih < g.H;
+            f(row * g.L + oh * g.Wo, inside, (c * g.H + ih) * g.W + dx, lo, hi);
+          }
         }
-      }
+  });
 }
 
 // cols (K, L) from one group's input planes x (Cg, H, W); padding reads as zero.
@@ -110,7 +126,7 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Wi
   const T* wp = w.data<T>();
   const T* bp = bias.defined() ? bias.data<T>() : nullptr;
   T* yp = y.data<T>();
-  parallel_for(g.N, 1, [&](int64_t lo, int64_t hi) {
+  parallel_for(g.N, g.batch_grain(), [&](int64_t lo, int64_t hi) {
     std::vector<T> cols(g.direct ? 0 : g.K * g.L);
     for (int64_t n = lo; n < hi; ++n) {
       for (int64_t grp = 0; grp < g.G; ++grp) {
@@ -137,7 +153,7 @@ void conv_input_grad(const Tensor& gy, const Tensor& w, const Window2d& win, int
   const T* gyp = gy.data<T>();
   const T* wp = w.data<T>();
   T* gxp = gx.data<T>();
-  parallel_for(g.N, 1, [&](int64_t lo, int64_t hi) {
+  parallel_for(g.N, g.batch_grain(), [&](int64_t lo, int64_t hi) {
     std::vector<T> cols(g.direct ? 0 : g.K * g.L);
     for (int64_t n = lo; n < hi; ++n)
       for (int64_t grp = 0; grp < g.G; ++grp) {
@@ -167,8 +183,8 @@ void conv_weight_grad(const Tensor& gy, const Tensor& x, const Window2d& win, in
     return;
   }
   // A fixed number of batch chunks, each summing into its own buffer (chunk 0 into gw).
-  const int64_t chunks = std::clamp<int64_t>(
-      std::min<int64_t>(g.N, (int64_t{1} << 24) / std::max<int64_t>(size, 1)), 1, 8);
+  const int64_t most = std::min(g.N, (int64_t{1} << 24) / std::max<int64_t>(size, 1));
+  const int64_t chunks = g.batch_parallel ? std::clamp<int64_t>(most, 1, 8) : 1;
   const int64_t per = ceil_div(g.N, chunks);
   std::vector<std::vector<T>> partial(chunks - 1, std::vector<T>(size));
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {

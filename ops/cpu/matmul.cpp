@@ -92,6 +92,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (a.dtype()) {
     case DType::kFloat32: return blas_bmm<float>(a, b, out);
     case DType::kFloat64: return blas_bmm<double>(a, b, out);
+    case DType::kFloat16:
+    case DType::kBFloat16: {  // through float32 GEMM, rounded once at the end
+      auto copy = copy_kernel().get(DeviceType::kCPU);
+      Tensor af = Tensor::empty(a.shape(), DType::kFloat32), bf = Tensor::empty(b.shape(), DType::kFloat32);
+      Tensor of = Tensor::empty(out.shape(), DType::kFloat32);
+      copy(a, af);
+      copy(b, bf);
+      blas_bmm<float>(af, bf, of);
+      copy(of, out);
+      return;
+    }
     default:
       dispatch_all(a.dtype(), [&](auto tag) { loop_bmm<typename decltype(tag)::type>(a, b, out); });
   }

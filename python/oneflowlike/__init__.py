@@ -84,6 +84,7 @@ from ._C import (  # noqa: F401
     chunk,
     index_select,
     gather,
+    index_add,
     scatter_add,
 )
 from ._tensor_api import (  # noqa: F401

@@ -148,10 +148,20 @@ std::optional<DType> to_dtype_opt(py::handle obj) {
 
 Tensor pow_arg(const Tensor& a, py::handle b) {
   // The scalar fast path keeps a's dtype, so it only serves exponents that don't promote.
-  bool keeps_dtype = py::isinstance<py::int_>(b) ? a.dtype() != DType::kBool
-                                                 : py::isinstance<py::float_>(b) && is_floating(a.dtype());
+  bool keeps_dtype = py::isinstance<py::int_>(b)
+                         ? a.dtype() != DType::kBool
+                         : py::isinstance<py::float_>(b) && is_floating(a.dtype());
   if (keeps_dtype && !py::isinstance<py::bool_>(b)) return pow(a, b.cast<double>());
   return pow(a, as_tensor(b, "pow"));
+}
+
+Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi) {
+  auto bound = [](py::handle b) {
+    return b.is_none() ? std::nullopt : std::optional<double>(b.cast<double>());
+  };
+  bool float_bound = py::isinstance<py::float_>(lo) || py::isinstance<py::float_>(hi);
+  Tensor in = float_bound && !is_floating(x.dtype()) ? to_dtype(x, DType::kFloat32) : x;
+  return clamp(in, bound(lo), bound(hi));
 }
 
 }  // namespace ofl::py_bind

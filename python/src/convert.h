@@ -28,5 +28,7 @@ py::dtype numpy_dtype(DType t);
 std::optional<DType> to_dtype_opt(py::handle obj);
 // a ** b with a Python-number or tensor exponent, promoting like the tensor-tensor pow.
 Tensor pow_arg(const Tensor& a, py::handle b);
+// clamp(x, lo, hi): a Python float bound promotes an integer x to float32, as in PyTorch.
+Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi);
 
 }  // namespace ofl::py_bind

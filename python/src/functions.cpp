@@ -62,7 +62,9 @@ void bind_functions(py::module_& m) {
       {"reciprocal", &reciprocal}, {"square", &square}, {"log1p", &log1p}, {"expm1", &expm1},
       {"erf", &erf},   {"logical_not", &logical_not}, {"clone", &clone}, {"detach", &detach},
       {"contiguous", &contiguous}};
-  for (auto [name, f] : unary) m.def(name, [f](const Tensor& t) { return f(t); });
+  for (auto [name, f] : unary)
+    m.def(
+        name, [f](const Tensor& t) { return f(t); }, arg("input"));
   using B = Tensor (*)(const Tensor&, const Tensor&);
   const std::pair<const char*, B> binary[] = {
       {"mul", &mul}, {"div", &div}, {"maximum", &maximum}, {"minimum", &minimum},
@@ -71,22 +73,38 @@ void bind_functions(py::module_& m) {
       {"logical_xor", &logical_xor}, {"matmul", &matmul}, {"floor_divide", &floor_divide},
       {"remainder", &remainder}};
   for (auto [name, f] : binary)
-    m.def(name, [f, name](py::handle a, py::handle b) { return f(T(a, name), T(b, name)); });
+    m.def(
+        name, [f, name](py::handle a, py::handle b) { return f(T(a, name), T(b, name)); },
+        arg("input"), arg("other"));
   m.def("add", [](py::handle a, py::handle b, double alpha) { return add(T(a, "add"), T(b, "add"), alpha); },
         arg("input"), arg("other"), arg("alpha") = 1.0);
   m.def("sub", [](py::handle a, py::handle b, double alpha) { return sub(T(a, "sub"), T(b, "sub"), alpha); },
         arg("input"), arg("other"), arg("alpha") = 1.0);
-  m.def("pow", [](py::handle a, py::handle b) {
-    if (py::isinstance<Tensor>(a)) return pow_arg(a.cast<Tensor>(), b);
-    return pow(T(a, "pow"), T(b, "pow"));
-  });
-  m.def("where", [](const Tensor& c, py::handle a, py::handle b) { return where(c, T(a, "where"), T(b, "where")); });
-  m.def("clamp", [](const Tensor& t, std::optional<double> lo, std::optional<double> hi) { return clamp(t, lo, hi); },
-        arg("input"), arg("min") = py::none(), arg("max") = py::none());
+  m.def(
+      "pow",
+      [](py::handle a, py::handle b) {
+        if (py::isinstance<Tensor>(a)) return pow_arg(a.cast<Tensor>(), b);
+        return pow(T(a, "pow"), T(b, "pow"));
+      },
+      arg("input"), arg("exponent"));
+  m.def(
+      "where",
+      [](const Tensor& c, py::handle a, py::handle b) {
+        return where(c, T(a, "where"), T(b, "where"));
+      },
+      arg("condition"), arg("input"), arg("other"));
+  m.def(
+      "clamp", [](const Tensor& t, py::object lo, py::object hi) { return clamp_arg(t, lo, hi); },
+      arg("input"), arg("min") = py::none(), arg("max") = py::none());
   m.def("gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); }, arg("input"),
         arg("approximate") = "none");
   m.def("to_dtype", [](const Tensor& t, DType d) { return to_dtype(t, d); });
-  m.def("masked_fill", [](const Tensor& t, const Tensor& mask, py::handle v) { return masked_fill(t, mask, T(v, "masked_fill")); });
+  m.def(
+      "masked_fill",
+      [](const Tensor& t, const Tensor& mask, py::handle v) {
+        return masked_fill(t, mask, T(v, "masked_fill"));
+      },
+      arg("input"), arg("mask"), arg("value"));
 
   // reductions
   m.def("sum", [](const Tensor& t, py::object dim, bool k, py::object dt) { return sum(t, to_axes(dim), k, to_dtype_opt(dt)); },
@@ -97,15 +115,25 @@ void bind_functions(py::module_& m) {
         arg("input"), arg("dim"), arg("keepdim") = false);
 
   // shapes and joins
-  m.def("reshape", [](const Tensor& t, py::handle s) { return reshape(t, to_shape(s, "reshape")); });
-  m.def("permute", [](const Tensor& t, py::handle s) { return permute(t, to_shape(s, "permute")); });
-  m.def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); });
+  m.def(
+      "reshape", [](const Tensor& t, py::handle s) { return reshape(t, to_shape(s, "reshape")); },
+      arg("input"), arg("shape"));
+  m.def(
+      "permute", [](const Tensor& t, py::handle s) { return permute(t, to_shape(s, "permute")); },
+      arg("input"), arg("dims"));
+  m.def(
+      "transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
+      arg("input"), arg("dim0"), arg("dim1"));
   m.def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, arg("input"),
         arg("start_dim") = 0, arg("end_dim") = -1);
   m.def("squeeze", [](const Tensor& t, py::object d) { return d.is_none() ? squeeze(t) : squeeze(t, to_axes(d)); },
         arg("input"), arg("dim") = py::none());
-  m.def("unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); });
-  m.def("narrow", [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); });
+  m.def(
+      "unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); }, arg("input"),
+      arg("dim"));
+  m.def(
+      "narrow", [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); },
+      arg("input"), arg("dim"), arg("start"), arg("length"));
   m.def("cat", [](const std::vector<Tensor>& xs, int64_t d) { return cat(xs, d); }, arg("tensors"), arg("dim") = 0);
   m.def("stack", [](const std::vector<Tensor>& xs, int64_t d) { return stack(xs, d); }, arg("tensors"), arg("dim") = 0);
   m.def("split",
@@ -116,9 +144,21 @@ void bind_functions(py::module_& m) {
         arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0);
   m.def("chunk", [](const Tensor& t, int64_t c, int64_t d) { return chunk(t, c, d); }, arg("input"),
         arg("chunks"), arg("dim") = 0);
-  m.def("index_select", [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); });
-  m.def("gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); });
-  m.def("scatter_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return scatter_add(t, d, i, s); });
+  m.def(
+      "index_select",
+      [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); },
+      arg("input"), arg("dim"), arg("index"));
+  m.def(
+      "gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); },
+      arg("input"), arg("dim"), arg("index"));
+  m.def(
+      "scatter_add",
+      [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
+        return scatter_add(t, d, i, s);
+      },
+      arg("input"), arg("dim"), arg("index"), arg("src"));
+  m.def("index_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return index_add(t, d, i, s); },
+        arg("input"), arg("dim"), arg("index"), arg("source"));
 
   // nn
   m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) { return linear(x, w, opt(b)); },

@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "ops/op_def.h"
 #include "ops/ops.h"
 
 namespace ofl::py_bind {
@@ -116,6 +117,21 @@ PYBIND11_MODULE(_C, m) {
   bind_autograd(m);
   bind_tensor(m);
   bind_functions(m);
+  m.def("registered_ops", []() {
+    py::list out;
+    for (const auto& op : registered_ops())
+      out.append(py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
+                          py::arg("differentiable") = op.differentiable));
+    return out;
+  });
+  m.def("op_cost", [](const std::string& name, const std::vector<Shape>& inputs,
+                      const Shape& output, DType dtype) {
+    const OpDef* op = find_op(name);
+    if (!op) throw Error("[op_cost] no op named '" + name + "'");
+    if (!op->cost) throw Error("[op_cost] op '" + name + "' declares no cost");
+    OpCost c = op->cost(inputs, output, dtype);
+    return py::make_tuple(c.flops, c.bytes);
+  });
 }
 
 }  // namespace ofl::py_bind

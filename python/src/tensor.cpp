@@ -119,8 +119,10 @@ void bind_tensor(py::module_& m) {
   cls.def(py::init([](const Tensor& other) { return other; }), py::arg("data"))
       .def(py::init([](py::args args) {
         if (args.size() == 0) return Tensor::empty({0}, DType::kFloat32);
-        if (args.size() == 1 && !py::isinstance<py::int_>(args[0]))
-          return contiguous_copy(as_tensor(args[0], "Tensor"));
+        if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) {
+          Tensor t = as_tensor(args[0], "Tensor");  // like torch.Tensor(data): always float32
+          return t.dtype() == DType::kFloat32 ? contiguous_copy(t) : to_dtype(t, DType::kFloat32);
+        }
         return Tensor::empty(shape_from_args(args, "Tensor"), DType::kFloat32);
       }))
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
@@ -251,7 +253,8 @@ void bind_tensor(py::module_& m) {
       .def("reshape", [](const Tensor& t, py::args a) { return reshape(t, shape_from_args(a, "reshape")); })
       .def("reshape_as", [](const Tensor& t, const Tensor& o) { return reshape(t, o.shape()); })
       .def("permute", [](const Tensor& t, py::args a) { return permute(t, shape_from_args(a, "permute")); })
-      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); })
+      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
+           py::arg("dim0"), py::arg("dim1"))
       .def("t",
            [](const Tensor& t) {
              if (t.dim() > 2) throw Error(str_cat("[t] expects a tensor with <= 2 dimensions, got ", shape_str(t.shape())));
@@ -263,8 +266,11 @@ void bind_tensor(py::module_& m) {
         return permute(t, dims);
       })
       .def_property_readonly("mT", [](const Tensor& t) { return transpose(t, -2, -1); })
-      .def("narrow", [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); })
-      .def("select", [](const Tensor& t, int64_t d, int64_t i) { return select(t, d, i); })
+      .def("narrow",
+           [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); },
+           py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def("select", [](const Tensor& t, int64_t d, int64_t i) { return select(t, d, i); },
+           py::arg("dim"), py::arg("index"))
       .def("expand", [](const Tensor& t, py::args a) { return expand(t, shape_from_args(a, "expand")); })
       .def("expand_as", [](const Tensor& t, const Tensor& o) { return expand(t, o.shape()); })
       .def("squeeze",
@@ -273,7 +279,7 @@ void bind_tensor(py::module_& m) {
              return squeeze(t, to_axes(dim));
            },
            py::arg("dim") = py::none())
-      .def("unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); })
+      .def("unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); }, py::arg("dim"))
       .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
            py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("unflatten",
@@ -326,7 +332,8 @@ void bind_tensor(py::module_& m) {
 
   // Arithmetic: x op other, other op x, x op= other.
   auto bin = [&](const char* name, const char* rname, Tensor (*f)(const Tensor&, const Tensor&)) {
-    cls.def(name, [f, name](const Tensor& a, py::handle b) { return f(a, T(b, name)); });
+    cls.def(name, [f, name](const Tensor& a, py::handle b) { return f(a, T(b, name)); },
+            py::arg("other"));
     if (rname) cls.def(rname, [f, rname](const Tensor& a, py::handle b) { return f(T(b, rname), a); });
   };
   bin("__mul__", "__rmul__", &mul);
@@ -363,12 +370,12 @@ void bind_tensor(py::module_& m) {
            py::arg("other"), py::arg("alpha") = 1.0)
       .def("sub", [](const Tensor& a, py::handle b, double alpha) { return sub(a, T(b, "sub"), alpha); },
            py::arg("other"), py::arg("alpha") = 1.0)
-      .def("mul", [](const Tensor& a, py::handle b) { return mul(a, T(b, "mul")); })
-      .def("div", [](const Tensor& a, py::handle b) { return div(a, T(b, "div")); })
-      .def("__pow__",
-[](const Tensor& a, py::handle b) { return pow_arg(a, b); })
-      .def("pow",
-[](const Tensor& a, py::handle b) { return pow_arg(a, b); })
+      .def("mul", [](const Tensor& a, py::handle b) { return mul(a, T(b, "mul")); },
+           py::arg("other"))
+      .def("div", [](const Tensor& a, py::handle b) { return div(a, T(b, "div")); },
+           py::arg("other"))
+      .def("__pow__", [](const Tensor& a, py::handle b) { return pow_arg(a, b); })
+      .def("pow", [](const Tensor& a, py::handle b) { return pow_arg(a, b); }, py::arg("exponent"))
       .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(T(b, "pow"), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
@@ -467,18 +474,34 @@ void bind_tensor(py::module_& m) {
            py::arg("dim") = py::none(), py::arg("keepdim") = false)
       // elementwise
       .def("clamp",
-           [](const Tensor& t, std::optional<double> lo, std::optional<double> hi) { return clamp(t, lo, hi); },
+           [](const Tensor& t, py::object lo, py::object hi) { return clamp_arg(t, lo, hi); },
            py::arg("min") = py::none(), py::arg("max") = py::none())
       .def("masked_fill",
-           [](const Tensor& t, const Tensor& mask, py::handle v) { return masked_fill(t, mask, T(v, "masked_fill")); })
+           [](const Tensor& t, const Tensor& mask, py::handle v) {
+             return masked_fill(t, mask, T(v, "masked_fill"));
+           },
+           py::arg("mask"), py::arg("value"))
       .def("softmax", [](const Tensor& t, int64_t d) { return softmax(t, d); }, py::arg("dim"))
       .def("log_softmax", [](const Tensor& t, int64_t d) { return log_softmax(t, d); }, py::arg("dim"))
       .def("gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); },
            py::arg("approximate") = "none")
-      .def("index_select", [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); })
-      .def("gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); })
-      .def("scatter_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return scatter_add(t, d, i, s); })
-      .def("where", [](const Tensor& t, const Tensor& c, py::handle o) { return where(c, t, T(o, "where")); });
+      .def("index_select",
+           [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); },
+           py::arg("dim"), py::arg("index"))
+      .def("gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); },
+           py::arg("dim"), py::arg("index"))
+      .def("scatter_add",
+           [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
+             return scatter_add(t, d, i, s);
+           },
+           py::arg("dim"), py::arg("index"), py::arg("src"))
+      .def("index_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return index_add(t, d, i, s); },
+           py::arg("dim"), py::arg("index"), py::arg("source"))
+      .def("where",
+           [](const Tensor& t, const Tensor& c, py::handle o) {
+             return where(c, t, T(o, "where"));
+           },
+           py::arg("condition"), py::arg("other"));
   using U = Tensor (*)(const Tensor&);
   const std::pair<const char*, U> unary[] = {
       {"neg", &neg},         {"abs", &abs},       {"exp", &exp},         {"log", &log},

@@ -1,61 +1,15 @@
-// conv2d, max/avg pooling and batch_norm against direct loops and finite differences.
+// conv2d against a direct loop and finite differences (first and second order).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
-#include <functional>
 
-#include "core/autograd/engine.h"
-#include "core/autograd/grad_mode.h"
-#include "ops/ops.h"
+#include "tests/cpp/numeric_check.h"
 
 using namespace ofl;
+using namespace ofl::numeric_check;
 
 namespace {
-
-Tensor random(const Shape& shape, DType dt, uint64_t seed, bool grad = false) {
-  Generator gen(seed);
-  Tensor t = randn(shape, dt, &gen);
-  if (grad) t.set_requires_grad(true);
-  return t;
-}
-
-std::vector<double> values(const Tensor& t) {
-  autograd::NoGradGuard no_grad;
-  Tensor c = contiguous(to_dtype(t, DType::kFloat64));
-  return {c.data<double>(), c.data<double>() + c.numel()};
-}
-
-void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "at element " << i;
-}
-
-// d loss / d t by central differences; t is a contiguous float64 leaf changed in place.
-std::vector<double> numeric_grad(const Tensor& t, const std::function<double()>& loss,
-                                 double h = 1e-6) {
-  double* p = t.data<double>();
-  std::vector<double> g(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = p[i];
-    p[i] = v + h;
-    const double up = loss();
-    p[i] = v - h;
-    const double down = loss();
-    p[i] = v;
-    g[i] = (up - down) / (2 * h);
-  }
-  return g;
-}
-
-double weighted_sum(const Tensor& y, const Tensor& r) {
-  autograd::NoGradGuard no_grad;
-  return sum(mul(y, r)).item<double>();
-}
-
-void run_backward(const Tensor& loss) {
-  autograd::backward({loss}, {Tensor()}, false, false);
-}
 
 struct Conv {
   Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
@@ -124,25 +78,29 @@ TEST(Conv2d, OneByOneKernelAndDepthwiseMatchDirectLoop) {
               conv_reference(x, w2, Tensor(), depthwise, &ys), 1e-12);
 }
 
-TEST(Conv2d, BatchParallelResultsEqualOneImageAtATime) {
-  // Large enough that the BLAS threads each GEMM while images run in parallel.
-  Tensor x = random({6, 16, 18, 18}, DType::kFloat32, 50, true);
-  Tensor w = random({32, 16, 3, 3}, DType::kFloat32, 51, true);
-  Tensor r = random({6, 32, 16, 16}, DType::kFloat32, 52);
-  run_backward(sum(mul(conv2d(x, w, Tensor()), r)));
-  Tensor gw_sum = zeros(w.shape());
-  for (int64_t n = 0; n < 6; ++n) {
-    Tensor xn = contiguous_copy(narrow(detach(x), 0, n, 1));
-    xn.set_requires_grad(true);
-    Tensor wn = detach(w);
-    wn.set_requires_grad(true);
-    Tensor yn = conv2d(xn, wn, Tensor());
-    EXPECT_EQ(values(yn), values(narrow(conv2d(detach(x), detach(w), Tensor()), 0, n, 1)));
-    run_backward(sum(mul(yn, narrow(r, 0, n, 1))));
-    expect_near(values(xn.grad()), values(narrow(x.grad(), 0, n, 1)), 1e-6);
-    gw_sum = add(gw_sum, wn.grad());
+TEST(Conv2d, BatchedResultsEqualOneImageAtATime) {
+  // Small GEMMs run images in parallel; large ones run one image at a time on BLAS threads.
+  for (auto [c, co, hw] : {std::array<int64_t, 3>{4, 8, 10}, std::array<int64_t, 3>{16, 32, 18}}) {
+    const int64_t N = 6;
+    Tensor x = random({N, c, hw, hw}, DType::kFloat32, 50, true);
+    Tensor w = random({co, c, 3, 3}, DType::kFloat32, 51, true);
+    Tensor y = conv2d(x, w, Tensor());
+    Tensor r = random(y.shape(), DType::kFloat32, 52);
+    run_backward(sum(mul(y, r)));
+    Tensor gw_sum = zeros(w.shape());
+    for (int64_t n = 0; n < N; ++n) {
+      Tensor xn = contiguous_copy(narrow(detach(x), 0, n, 1));
+      Tensor wn = detach(w);
+      xn.set_requires_grad(true);
+      wn.set_requires_grad(true);
+      Tensor yn = conv2d(xn, wn, Tensor());
+      EXPECT_EQ(values(yn), values(narrow(y, 0, n, 1)));
+      run_backward(sum(mul(yn, narrow(r, 0, n, 1))));
+      expect_near(values(xn.grad()), values(narrow(x.grad(), 0, n, 1)), 1e-6);
+      gw_sum = add(gw_sum, wn.grad());
+    }
+    expect_near(values(w.grad()), values(gw_sum), 1e-4);
   }
-  expect_near(values(w.grad()), values(gw_sum), 1e-4);
 }
 
 TEST(Conv2d, UnbatchedInputGivesUnbatchedOutput) {
@@ -150,6 +108,14 @@ TEST(Conv2d, UnbatchedInputGivesUnbatchedOutput) {
   Tensor y = conv2d(x, w, Tensor(), {1, 1}, {1, 1});
   EXPECT_EQ(y.shape(), (Shape{3, 5, 5}));
   expect_near(values(y), values(conv2d(unsqueeze(x, 0), w, Tensor(), {1, 1}, {1, 1})), 0);
+}
+
+TEST(Conv2d, StridedViewsGiveTheSameResultAsContiguousCopies) {
+  Tensor x = permute(random({2, 6, 6, 3}, DType::kFloat64, 60), {0, 3, 1, 2});  // channels-last
+  Tensor w = transpose(random({4, 3, 2, 2}, DType::kFloat64, 61), 2, 3);
+  ASSERT_FALSE(x.is_contiguous());
+  expect_near(values(conv2d(x, w, Tensor(), {1, 1}, {1, 1})),
+              values(conv2d(contiguous(x), contiguous(w), Tensor(), {1, 1}, {1, 1})), 0);
 }
 
 TEST(Conv2d, HalfPrecisionComputesThroughFloat32) {
@@ -207,234 +173,4 @@ TEST(Conv2d, ChannelMismatchNamesOpAndShapes) {
   EXPECT_THROW(conv2d(zeros({4, 4}), zeros({1, 1, 3, 3}), Tensor()), Error);
   EXPECT_THROW(conv2d(zeros({1, 1, 4, 4}), zeros({1, 1, 3, 3}, DType::kFloat64), Tensor()),
                TypeError);
-}
-
-namespace {
-
-// Direct pooling loops in double: kind 0 max (padding is -inf), 1 avg with padding counted,
-// 2 avg over the in-image elements only. argmax gets h * W + w per output for max.
-std::vector<double> pool_reference(const Tensor& x, int kind, Pair k, Pair s, Pair p,
-                                   std::vector<int64_t>* argmax = nullptr) {
-  auto xv = values(x);
-  const int64_t P = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  const int64_t Ho = (H + 2 * p[0] - k[0]) / s[0] + 1, Wo = (W + 2 * p[1] - k[1]) / s[1] + 1;
-  std::vector<double> y;
-  for (int64_t q = 0; q < P; ++q)
-    for (int64_t oh = 0; oh < Ho; ++oh)
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        double best = -INFINITY, acc = 0;
-        int64_t arg = -1, count = 0;
-        for (int64_t i = 0; i < k[0]; ++i)
-          for (int64_t j = 0; j < k[1]; ++j) {
-            int64_t ih = oh * s[0] - p[0] + i, iw = ow * s[1] - p[1] + j;
-            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-            double v = xv[(q * H + ih) * W + iw];
-            if (v > best) best = v, arg = ih * W + iw;
-            acc += v;
-            ++count;
-          }
-        if (argmax) argmax->push_back(arg);
-        y.push_back(kind == 0 ? best : acc / (kind == 1 ? k[0] * k[1] : count));
-      }
-  return y;
-}
-
-}  // namespace
-
-TEST(MaxPool2d, MatchesDirectLoopAndRoutesGradientToTheArgmax) {
-  const Pair k{3, 2}, s{2, 1}, p{1, 1};
-  for (DType dt : {DType::kFloat32, DType::kFloat64}) {
-    Tensor x = random({2, 3, 7, 6}, dt, 20, true);
-    Tensor y = max_pool2d(x, k, s, p);
-    std::vector<int64_t> arg;
-    auto want = pool_reference(x, 0, k, s, p, &arg);
-    EXPECT_EQ(y.shape(), (Shape{2, 3, 4, 7}));
-    expect_near(values(y), want, 0);
-    Tensor r = random(y.shape(), dt, 21);
-    run_backward(sum(mul(y, r)));
-    // Overlapping windows: one input collects the gradient of every window it wins.
-    std::vector<double> gx(x.numel(), 0.0), rv = values(r);
-    const int64_t plane_in = 7 * 6, plane_out = 4 * 7;
-    for (size_t o = 0; o < arg.size(); ++o) gx[(o / plane_out) * plane_in + arg[o]] += rv[o];
-    expect_near(values(x.grad()), gx, 1e-6);
-  }
-}
-
-TEST(MaxPool2d, PaddingIsNeverChosenWhenEveryValueIsMinusInfinity) {
-  Tensor x = full({1, 1, 2, 2}, -INFINITY);
-  x.set_requires_grad(true);
-  Tensor y = max_pool2d(x, {2, 2}, {1, 1}, {1, 1});
-  for (double v : values(y)) EXPECT_EQ(v, -INFINITY);
-  run_backward(sum(y));
-  double total = 0;
-  for (double v : values(x.grad())) total += v;
-  EXPECT_EQ(total, 9.0);  // every one of the 3x3 windows sends its 1 to an in-image element
-}
-
-TEST(MaxPool2d, UnbatchedInputAndPaddingLimitError) {
-  Tensor x = random({3, 5, 5}, DType::kFloat32, 22);
-  EXPECT_EQ(max_pool2d(x, {2, 2}, {2, 2}).shape(), (Shape{3, 2, 2}));
-  try {
-    max_pool2d(x, {3, 3}, {1, 1}, {2, 2});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[max_pool2d] padding (2, 2)"), std::string::npos);
-  }
-}
-
-TEST(AvgPool2d, MatchesDirectLoopWithAndWithoutCountIncludePad) {
-  const Pair k{3, 3}, s{2, 2}, p{1, 1};
-  Tensor x = random({2, 2, 7, 8}, DType::kFloat32, 23);
-  expect_near(values(avg_pool2d(x, k, s, p, true)), pool_reference(x, 1, k, s, p), 1e-6);
-  expect_near(values(avg_pool2d(x, k, s, p, false)), pool_reference(x, 2, k, s, p), 1e-6);
-  Tensor x3 = random({2, 7, 8}, DType::kFloat64, 24);
-  EXPECT_EQ(avg_pool2d(x3, {2, 2}, {2, 2}).shape(), (Shape{2, 3, 4}));
-}
-
-TEST(AvgPool2d, GradientMatchesFiniteDifferences) {
-  for (bool cip : {true, false}) {
-    Tensor x = random({2, 2, 6, 5}, DType::kFloat64, 25, true);
-    auto f = [&] { return avg_pool2d(x, {3, 2}, {2, 1}, {1, 1}, cip); };
-    Tensor r = random(f().shape(), DType::kFloat64, 26);
-    run_backward(sum(mul(f(), r)));
-    expect_near(values(x.grad()), numeric_grad(x, [&] { return weighted_sum(f(), r); }), 1e-7);
-  }
-}
-
-namespace {
-
-// d/dr of <grad_x <pool(x), r>, s>: the adjoint of pool's backward, applied to s.
-std::vector<double> second_order_grad(bool is_max, const Tensor& x, const Tensor& s) {
-  auto pool = [&](const Tensor& t) {
-    return is_max ? max_pool2d(t, {3, 3}, {2, 2}, {1, 1})
-                  : avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, false);
-  };
-  Tensor r = random(pool(x).shape(), DType::kFloat64, 29, true);
-  auto gx = autograd::grad({sum(mul(pool(x), r))}, {Tensor()}, {x}, true, true, false)[0];
-  run_backward(sum(mul(gx, s)));
-  return values(r.grad());
-}
-
-}  // namespace
-
-TEST(MaxPool2d, SecondOrderGradientGathersAtTheArgmax) {
-  Tensor x = random({1, 2, 6, 6}, DType::kFloat64, 27, true);
-  Tensor s = random(x.shape(), DType::kFloat64, 28);
-  std::vector<int64_t> arg;
-  pool_reference(x, 0, {3, 3}, {2, 2}, {1, 1}, &arg);
-  std::vector<double> want, sv = values(s);
-  for (size_t o = 0; o < arg.size(); ++o) want.push_back(sv[(o / 9) * 36 + arg[o]]);
-  expect_near(second_order_grad(true, x, s), want, 1e-12);
-}
-
-TEST(AvgPool2d, SecondOrderGradientIsAvgPoolItself) {
-  Tensor x = random({1, 2, 6, 6}, DType::kFloat64, 27, true);
-  Tensor s = random(x.shape(), DType::kFloat64, 28);
-  expect_near(second_order_grad(false, x, s), pool_reference(s, 2, {3, 3}, {2, 2}, {1, 1}), 1e-12);
-}
-
-namespace {
-
-// Per-channel mean and biased variance of x (N, C, ...) in double.
-void channel_stats(const Tensor& x, std::vector<double>* mean, std::vector<double>* var) {
-  auto xv = values(x);
-  const int64_t N = x.shape()[0], C = x.shape()[1], S = x.numel() / (N * C);
-  mean->assign(C, 0.0);
-  var->assign(C, 0.0);
-  for (int64_t c = 0; c < C; ++c) {
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < S; ++i) (*mean)[c] += xv[(n * C + c) * S + i];
-    (*mean)[c] /= N * S;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < S; ++i) {
-        double d = xv[(n * C + c) * S + i] - (*mean)[c];
-        (*var)[c] += d * d;
-      }
-    (*var)[c] /= N * S;
-  }
-}
-
-std::vector<double> normalize_reference(const Tensor& x, const std::vector<double>& mean,
-                                        const std::vector<double>& var, const Tensor& w,
-                                        const Tensor& b, double eps) {
-  auto xv = values(x), wv = values(w), bv = values(b);
-  const int64_t C = x.shape()[1], S = x.numel() / (x.shape()[0] * C);
-  std::vector<double> y(xv.size());
-  for (size_t i = 0; i < xv.size(); ++i) {
-    int64_t c = (i / S) % C;
-    y[i] = (xv[i] - mean[c]) / std::sqrt(var[c] + eps) * wv[c] + bv[c];
-  }
-  return y;
-}
-
-}  // namespace
-
-TEST(BatchNorm, TrainingUsesBatchStatisticsAndUpdatesRunningStats) {
-  Tensor x = add(mul(random({4, 3, 5, 2}, DType::kFloat32, 30), wrap_scalar(2, DType::kFloat64)),
-                 wrap_scalar(1, DType::kFloat64));
-  Tensor w = random({3}, DType::kFloat32, 31), b = random({3}, DType::kFloat32, 32);
-  Tensor rm = zeros({3}), rv = ones({3});
-  Tensor y = batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
-  std::vector<double> mean, var;
-  channel_stats(x, &mean, &var);
-  expect_near(values(y), normalize_reference(x, mean, var, w, b, 1e-5), 1e-5);
-  const double n = 4 * 5 * 2;
-  std::vector<double> want_rm, want_rv;
-  for (int c = 0; c < 3; ++c) {
-    want_rm.push_back(0.1 * mean[c]);
-    want_rv.push_back(0.9 + 0.1 * var[c] * n / (n - 1));
-  }
-  expect_near(values(rm), want_rm, 1e-6);
-  expect_near(values(rv), want_rv, 1e-6);
-}
-
-TEST(BatchNorm, EvalUsesRunningStatisticsAndLeavesThemAlone) {
-  Tensor x = random({3, 4}, DType::kFloat64, 33);
-  Tensor w = random({4}, DType::kFloat64, 34), b = random({4}, DType::kFloat64, 35);
-  Tensor rm = random({4}, DType::kFloat64, 36),
-         rv = add(abs(rm), wrap_scalar(0.5, DType::kFloat64));
-  auto rm0 = values(rm), rv0 = values(rv);
-  Tensor y = batch_norm(x, rm, rv, w, b, false, 0.1, 1e-3);
-  expect_near(values(y), normalize_reference(x, rm0, rv0, w, b, 1e-3), 1e-12);
-  expect_near(values(rm), rm0, 0);
-  expect_near(values(rv), rv0, 0);
-  EXPECT_THROW(batch_norm(x, Tensor(), Tensor(), w, b, false, 0.1, 1e-3), Error);
-}
-
-TEST(BatchNorm, GradientMatchesFiniteDifferencesInTrainingAndEval) {
-  for (bool training : {true, false}) {
-    Tensor x = random({3, 2, 3, 2}, DType::kFloat64, 37, true);
-    Tensor w = random({2}, DType::kFloat64, 38, true), b = random({2}, DType::kFloat64, 39, true);
-    Tensor rm = zeros({2}, DType::kFloat64), rv = ones({2}, DType::kFloat64);
-    Tensor r = random(x.shape(), DType::kFloat64, 40);
-    // Momentum 0 keeps the running stats fixed while finite differences re-run the op.
-    auto f = [&] { return batch_norm(x, rm, rv, w, b, training, 0.0, 1e-5); };
-    run_backward(sum(mul(f(), r)));
-    auto loss = [&] { return weighted_sum(f(), r); };
-    for (const Tensor* t : {&x, &w, &b})
-      expect_near(values(t->grad()), numeric_grad(*t, loss), 1e-6);
-  }
-}
-
-TEST(BatchNorm, OneValuePerChannelInTrainingAndShapeMismatchesAreErrors) {
-  EXPECT_THROW(batch_norm(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5),
-               Error);
-  try {
-    batch_norm(zeros({2, 4, 5, 5}), zeros({3}), ones({3}), Tensor(), Tensor(), true, 0.1, 1e-5);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "[batch_norm] running_mean of shape (3,) does not match the input (2, 4, 5, 5) "
-                 "with 4 channels");
-  }
-}
-
-TEST(BatchNorm, HalfPrecisionInputKeepsItsDtype) {
-  Tensor x = to_dtype(random({4, 3, 2, 2}, DType::kFloat32, 41), DType::kBFloat16);
-  Tensor rm = zeros({3}), rv = ones({3});
-  Tensor y = batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.1, 1e-5);
-  EXPECT_EQ(y.dtype(), DType::kBFloat16);
-  std::vector<double> mean, var;
-  channel_stats(x, &mean, &var);
-  expect_near(values(y), normalize_reference(x, mean, var, ones({3}), zeros({3}), 1e-5), 2e-2);
 }

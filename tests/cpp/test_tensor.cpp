@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/autograd/engine.h"
+#include "core/stream.h"
 #include "ops/ops.h"
 
 using namespace ofl;
@@ -35,4 +36,16 @@ TEST(Errors, MatmulInnerMismatchNamesOpAndShapes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[matmul] a is (4, 3), b is (5, 2)"), std::string::npos);
   }
+}
+
+TEST(Stream, GuardSetsAndRestoresTheCurrentStreamPerDevice) {
+  Device cuda{DeviceType::kCUDA, 1};
+  int dummy = 0;
+  EXPECT_EQ(current_stream(cuda).handle, nullptr);
+  {
+    StreamGuard guard(Stream{cuda, &dummy});
+    EXPECT_EQ(current_stream(cuda).handle, &dummy);
+    EXPECT_EQ(current_stream(Device{DeviceType::kCUDA, 0}).handle, nullptr);
+  }
+  EXPECT_EQ(current_stream(cuda).handle, nullptr);
 }

@@ -1,0 +1,87 @@
+"""One training step (forward, backward, AdamW) of the example char-GPT, against PyTorch CPU.
+
+python benchmarks/bench_train_step.py [--batch-size 64] [--block-size 64] [--n-embd 128]
+
+The PyTorch model is the very same source file (examples/char_gpt/model.py) loaded with
+`oneflowlike` replaced by `torch`, so both run the same architecture and initialisation scheme.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see bench_ops.py
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import bench, report  # noqa: E402
+
+MODEL = Path(__file__).resolve().parents[1] / "examples" / "char_gpt" / "model.py"
+
+
+def load_model_module(framework):
+    source = MODEL.read_text()
+    if framework != "oneflowlike":
+        source = source.replace("oneflowlike", framework)
+    module = types.ModuleType(f"gpt_{framework}")
+    module.__dict__["__file__"] = str(MODEL)
+    sys.modules[module.__name__] = module  # dataclasses look the module up by name
+    exec(compile(source, str(MODEL), "exec"), module.__dict__)
+    return module
+
+
+def make_step(framework, args, x_np, y_np):
+    lib = __import__(framework)
+    m = load_model_module(framework)
+    lib.manual_seed(0)
+    cfg = m.GPTConfig(
+        vocab_size=96,
+        block_size=args.block_size,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_embd=args.n_embd,
+    )
+    model = m.GPT(cfg)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = lib.from_numpy(x_np), lib.from_numpy(y_np)
+
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--block-size", type=int, default=64)
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--n-embd", type=int, default=128)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    shape = (args.batch_size, args.block_size)
+    x_np = rng.integers(0, 96, shape, dtype=np.int64)
+    y_np = rng.integers(0, 96, shape, dtype=np.int64)
+
+    ours = bench(make_step("oneflowlike", args, x_np, y_np), min_time=2.0, repeats=3)
+    others = {}
+    peers = []
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(os.cpu_count())
+        others["torch"] = bench(make_step("torch", args, x_np, y_np), min_time=2.0, repeats=3)
+        peers.append("torch")
+    name = f"train step B={args.batch_size} T={args.block_size} C={args.n_embd} L={args.n_layer}"
+    report([(name, ours, others)], peers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Every registered op is reachable from Python, and op costs follow their formulas."""
+
+import oneflowlike as flow
+import oneflowlike.nn.functional as F
+
+
+# Ops that Python reaches through syntax rather than a function of the same name.
+_SPELLED_DIFFERENTLY = {"slice": "__getitem__"}
+
+
+def _reachable(name):
+    name = _SPELLED_DIFFERENTLY.get(name, name)
+    return any(hasattr(ns, name) for ns in (flow, flow.Tensor, F))
+
+
+def test_every_registered_op_is_reachable_from_python():
+    ops = flow._C.registered_ops()
+    assert len(ops) > 80
+    missing = [op["name"] for op in ops if not _reachable(op["name"])]
+    assert missing == []
+
+
+def test_op_names_are_unique():
+    names = [op["name"] for op in flow._C.registered_ops()]
+    assert len(names) == len(set(names))
+
+
+def test_matmul_cost_counts_two_flops_per_multiply_add():
+    flops, nbytes = flow._C.op_cost("matmul", [[8, 4], [4, 16]], [8, 16], flow.float32)
+    assert flops == 2 * 8 * 16 * 4
+    assert nbytes == (8 * 4 + 4 * 16 + 8 * 16) * 4
+
+
+def test_elementwise_cost_is_one_flop_per_output_element():
+    flops, nbytes = flow._C.op_cost("add", [[3, 5], [5]], [3, 5], flow.float64)
+    assert flops == 15
+    assert nbytes == (15 + 5 + 15) * 8
