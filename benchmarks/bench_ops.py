@@ -98,7 +98,9 @@ def run_case(name, inputs, binary, special, peers):
         res["numpy"] = bench(lambda: np_layer_norm(*inputs))
         if torch is not None:
             tx, tw, tb = [torch.from_numpy(a) for a in inputs]
-            res["torch"] = bench(lambda: torch.nn.functional.layer_norm(tx, (tx.shape[-1],), tw, tb))
+            res["torch"] = bench(
+                lambda: torch.nn.functional.layer_norm(tx, (tx.shape[-1],), tw, tb)
+            )
     elif special == "sum":
         ours = bench(lambda: ours_in[0].sum())
         res["numpy"] = bench(lambda: inputs[0].sum())
@@ -122,7 +124,9 @@ def dispatch_rows():
     if torch is not None:
         tx = torch.ones(100, requires_grad=True)
         others["torch"] = bench(lambda: (tx * 2.0).sum().backward())
-    rows.append(("dispatch: (x*2).sum().backward(), 100", bench(lambda: (x * 2.0).sum().backward()), others))
+    rows.append(
+        ("dispatch: (x*2).sum().backward(), 100", bench(lambda: (x * 2.0).sum().backward()), others)
+    )
     return rows
 
 

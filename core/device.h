@@ -12,7 +12,7 @@ struct Device {
   DeviceType type = DeviceType::kCPU;
   int index = 0;
   bool operator==(const Device&) const = default;
-  std::string str() const;               // "cpu", "cuda:1"
+  std::string str() const;                    // "cpu", "cuda:1"
   static Device parse(const std::string& s);  // "cpu", "cuda", "cuda:1"
 };
 const char* device_type_name(DeviceType t);

@@ -16,7 +16,7 @@ const char* dtype_name(DType t) {
 DType dtype_from_name(const std::string& name) {
   for (int i = 0; i < kNumDTypes; ++i)
     if (name == dtype_name(static_cast<DType>(i))) return static_cast<DType>(i);
-  if (name == "float" ) return DType::kFloat32;
+  if (name == "float") return DType::kFloat32;
   if (name == "double") return DType::kFloat64;
   if (name == "half") return DType::kFloat16;
   if (name == "long") return DType::kInt64;

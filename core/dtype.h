@@ -24,12 +24,18 @@ inline constexpr int kNumDTypes = 9;
 size_t itemsize(DType t);
 const char* dtype_name(DType t);  // "float32", ...
 DType dtype_from_name(const std::string& name);
-inline bool is_floating(DType t) { return t >= DType::kFloat16; }
-inline bool is_integral(DType t) { return t <= DType::kInt64; }  // includes bool
+inline bool is_floating(DType t) {
+  return t >= DType::kFloat16;
+}
+inline bool is_integral(DType t) {
+  return t <= DType::kInt64;
+}  // includes bool
 // PyTorch's promote_types for two dtypes.
 DType promote_types(DType a, DType b);
 // The dtype a reduction like sum produces: integers and bool accumulate in int64.
-inline DType sum_dtype(DType t) { return is_integral(t) ? DType::kInt64 : t; }
+inline DType sum_dtype(DType t) {
+  return is_integral(t) ? DType::kInt64 : t;
+}
 
 template <class T>
 struct TypeTag {
@@ -38,35 +44,81 @@ struct TypeTag {
 
 template <class T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<bool>() { return DType::kBool; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::kUInt8; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::kInt8; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::kInt32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::kInt64; }
-template <> constexpr DType dtype_of<Half>() { return DType::kFloat16; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::kBFloat16; }
-template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
-template <> constexpr DType dtype_of<double>() { return DType::kFloat64; }
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::kBool;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::kUInt8;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::kInt8;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::kInt64;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::kFloat16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::kBFloat16;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::kFloat64;
+}
 
 // Accumulation/compute type: 16-bit floats compute in float.
-template <class T> struct OpMath { using type = T; };
-template <> struct OpMath<Half> { using type = float; };
-template <> struct OpMath<BFloat16> { using type = float; };
-template <class T> using opmath_t = typename OpMath<T>::type;
+template <class T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<Half> {
+  using type = float;
+};
+template <>
+struct OpMath<BFloat16> {
+  using type = float;
+};
+template <class T>
+using opmath_t = typename OpMath<T>::type;
 
 // Calls f(TypeTag<T>{}) for the C++ type of `t`.
 template <class F>
 decltype(auto) dispatch_all(DType t, F&& f) {
   switch (t) {
-    case DType::kBool: return f(TypeTag<bool>{});
-    case DType::kUInt8: return f(TypeTag<uint8_t>{});
-    case DType::kInt8: return f(TypeTag<int8_t>{});
-    case DType::kInt32: return f(TypeTag<int32_t>{});
-    case DType::kInt64: return f(TypeTag<int64_t>{});
-    case DType::kFloat16: return f(TypeTag<Half>{});
-    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kBool:
+      return f(TypeTag<bool>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
   }
   OFL_CHECK(false, "bad dtype");
   return f(TypeTag<float>{});
@@ -76,11 +128,16 @@ decltype(auto) dispatch_all(DType t, F&& f) {
 template <class F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
-    case DType::kFloat16: return f(TypeTag<Half>{});
-    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
-    case DType::kFloat32: return f(TypeTag<float>{});
-    case DType::kFloat64: return f(TypeTag<double>{});
-    default: fail<TypeError>(op, "expects a floating-point tensor, got ", dtype_name(t));
+    case DType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DType::kBFloat16:
+      return f(TypeTag<BFloat16>{});
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
+    default:
+      fail<TypeError>(op, "expects a floating-point tensor, got ", dtype_name(t));
   }
 }
 

@@ -46,10 +46,9 @@ template <class E = Error, class... Args>
 }  // namespace ofl
 
 // Internal invariant: a failure is a bug in oneflowlike, never the user's input.
-#define OFL_CHECK(cond, ...)                                                               \
-  do {                                                                                     \
-    if (!(cond))                                                                           \
-      throw std::logic_error(::ofl::str_cat("internal check failed: " #cond " at ",        \
-                                            __FILE__, ":", __LINE__, " " __VA_OPT__(, ) \
-                                                __VA_ARGS__));                             \
+#define OFL_CHECK(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      throw std::logic_error(::ofl::str_cat("internal check failed: " #cond " at ", __FILE__, ":", \
+                                            __LINE__, " " __VA_OPT__(, ) __VA_ARGS__));            \
   } while (0)

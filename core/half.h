@@ -42,7 +42,7 @@ struct BFloat16 {
     uint32_t u;
     std::memcpy(&u, &f, 4);
     if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1u);                      // round to nearest even
+    u += 0x7fffu + ((u >> 16) & 1u);                     // round to nearest even
     return static_cast<uint16_t>(u >> 16);
   }
 };

@@ -11,7 +11,7 @@ namespace ofl {
 
 template <int N>
 struct LoopPlan {
-  Shape shape;                              // coalesced
+  Shape shape;                                  // coalesced
   std::array<std::vector<int64_t>, N> strides;  // in bytes, per operand
   std::array<char*, N> base;
 };

@@ -28,7 +28,9 @@ Allocator*& allocator_slot(DeviceType t) {
 
 }  // namespace
 
-const char* device_type_name(DeviceType t) { return t == DeviceType::kCPU ? "cpu" : "cuda"; }
+const char* device_type_name(DeviceType t) {
+  return t == DeviceType::kCPU ? "cpu" : "cuda";
+}
 
 std::string Device::str() const {
   if (type == DeviceType::kCPU) return "cpu";
@@ -51,7 +53,9 @@ Device Device::parse(const std::string& s) {
   fail("device", "unknown device '", s, "' (expected 'cpu' or 'cuda[:i]')");
 }
 
-void register_allocator(DeviceType t, Allocator* a) { allocator_slot(t) = a; }
+void register_allocator(DeviceType t, Allocator* a) {
+  allocator_slot(t) = a;
+}
 
 Allocator& allocator_for(DeviceType t) {
   Allocator* a = allocator_slot(t);

@@ -18,8 +18,7 @@ void set_current_stream(const Stream& stream);
 // Makes `stream` current for its device until the guard goes out of scope.
 class StreamGuard {
  public:
-  explicit StreamGuard(const Stream& stream)
-      : prev_(current_stream(stream.device)) {
+  explicit StreamGuard(const Stream& stream) : prev_(current_stream(stream.device)) {
     set_current_stream(stream);
   }
   ~StreamGuard() { set_current_stream(prev_); }

@@ -15,8 +15,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
-                       int64_t offset, DType dtype) {
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset,
+                       DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->shape = std::move(shape);
@@ -56,9 +56,13 @@ void Tensor::set_requires_grad(bool r, const char* op) {
   impl_->meta().requires_grad = r;
 }
 
-bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+bool Tensor::is_leaf() const {
+  return !impl_->autograd || !impl_->autograd->grad_fn;
+}
 
-Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  return impl_->autograd ? impl_->autograd->grad : Tensor();
+}
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined() && g.shape() != shape())
@@ -72,7 +76,9 @@ const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   return impl_->autograd ? impl_->autograd->grad_fn : none;
 }
 
-uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
+uint32_t Tensor::output_nr() const {
+  return impl_->autograd ? impl_->autograd->output_nr : 0;
+}
 
 void Tensor::set_history(std::shared_ptr<autograd::Node> fn, uint32_t output_nr) {
   auto& m = impl_->meta();
@@ -81,7 +87,9 @@ void Tensor::set_history(std::shared_ptr<autograd::Node> fn, uint32_t output_nr)
   m.requires_grad = true;
 }
 
-bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
+bool Tensor::retains_grad() const {
+  return impl_->autograd && impl_->autograd->retains_grad;
+}
 
 void Tensor::retain_grad() {
   if (!requires_grad()) fail("retain_grad", "the tensor does not require grad");

@@ -47,7 +47,7 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
   template <class T>
-  T item() const;  // the single element, converted to T
+  T item() const;           // the single element, converted to T
   std::string str() const;  // "(2, 3) float32" for messages
 
   // --- autograd ---
@@ -98,21 +98,39 @@ class TensorImpl {
   }
 };
 
-inline const Shape& Tensor::shape() const { return impl_->shape; }
-inline const Shape& Tensor::strides() const { return impl_->strides; }
-inline int64_t Tensor::offset() const { return impl_->offset; }
-inline DType Tensor::dtype() const { return impl_->dtype; }
-inline Device Tensor::device() const { return impl_->storage->device(); }
-inline const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
-inline int64_t Tensor::numel() const { return numel_of(impl_->shape); }
+inline const Shape& Tensor::shape() const {
+  return impl_->shape;
+}
+inline const Shape& Tensor::strides() const {
+  return impl_->strides;
+}
+inline int64_t Tensor::offset() const {
+  return impl_->offset;
+}
+inline DType Tensor::dtype() const {
+  return impl_->dtype;
+}
+inline Device Tensor::device() const {
+  return impl_->storage->device();
+}
+inline const std::shared_ptr<Storage>& Tensor::storage() const {
+  return impl_->storage;
+}
+inline int64_t Tensor::numel() const {
+  return numel_of(impl_->shape);
+}
 inline void* Tensor::raw_data() const {
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * itemsize(impl_->dtype);
 }
 inline bool Tensor::requires_grad() const {
   return impl_->autograd && impl_->autograd->requires_grad;
 }
-inline bool Tensor::is_wrapped_number() const { return impl_->is_wrapped_number; }
-inline void Tensor::set_wrapped_number(bool w) { impl_->is_wrapped_number = w; }
+inline bool Tensor::is_wrapped_number() const {
+  return impl_->is_wrapped_number;
+}
+inline void Tensor::set_wrapped_number(bool w) {
+  impl_->is_wrapped_number = w;
+}
 
 template <class T>
 T Tensor::item() const {

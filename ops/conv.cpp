@@ -8,9 +8,9 @@
 #include "ops/elementwise.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
+#include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "ops/op_def.h"
 
 namespace ofl {
 

@@ -6,9 +6,9 @@
 #include "core/autograd/node.h"
 #include "ops/creation.h"
 #include "ops/kernels.h"
+#include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -38,25 +38,54 @@ bool is_comparison(BinaryOp op) {
 }
 
 const char* binary_name(BinaryOp op) {
-  static const char* names[] = {"add",         "sub",         "mul",         "div",
-                                "pow",         "maximum",     "minimum",     "eq",
-                                "ne",          "lt",          "le",          "gt",
-                                "ge",          "logical_and", "logical_or",  "logical_xor",
-                                "floor_divide", "remainder",  "gelu_backward", "gelu_backward",
-                                "silu_backward", "sigmoid_backward", "tanh_backward"};
+  static const char* names[] = {"add",
+                                "sub",
+                                "mul",
+                                "div",
+                                "pow",
+                                "maximum",
+                                "minimum",
+                                "eq",
+                                "ne",
+                                "lt",
+                                "le",
+                                "gt",
+                                "ge",
+                                "logical_and",
+                                "logical_or",
+                                "logical_xor",
+                                "floor_divide",
+                                "remainder",
+                                "gelu_backward",
+                                "gelu_backward",
+                                "silu_backward",
+                                "sigmoid_backward",
+                                "tanh_backward"};
   return names[static_cast<int>(op)];
 }
 
 // 0: wrapped number, 1: 0-d tensor, 2: tensor with dims. Higher wins within a category.
-int priority(const Tensor& t) { return t.is_wrapped_number() ? 0 : (t.dim() == 0 ? 1 : 2); }
-int category(DType t) { return t == DType::kBool ? 0 : (is_integral(t) ? 1 : 2); }
+int priority(const Tensor& t) {
+  return t.is_wrapped_number() ? 0 : (t.dim() == 0 ? 1 : 2);
+}
+int category(DType t) {
+  return t == DType::kBool ? 0 : (is_integral(t) ? 1 : 2);
+}
 
 // Floating-only unary ops turn integer inputs into the default float dtype.
 bool promotes_int_to_float(UnaryOp op) {
   switch (op) {
-    case UnaryOp::kNeg: case UnaryOp::kAbs: case UnaryOp::kRelu: case UnaryOp::kSign:
-    case UnaryOp::kSquare: case UnaryOp::kClamp: case UnaryOp::kFloor: case UnaryOp::kCeil:
-    case UnaryOp::kRound: case UnaryOp::kPowScalar: case UnaryOp::kLogicalNot:
+    case UnaryOp::kNeg:
+    case UnaryOp::kAbs:
+    case UnaryOp::kRelu:
+    case UnaryOp::kSign:
+    case UnaryOp::kSquare:
+    case UnaryOp::kClamp:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRound:
+    case UnaryOp::kPowScalar:
+    case UnaryOp::kLogicalNot:
       return false;
     default:
       return true;
@@ -122,15 +151,13 @@ Tensor unary_op(UnaryOp op, const Tensor& x, double a, double b) {
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   if (a.device() != b.device())
-    fail(name, "tensors are on different devices: ", a.device().str(), " and ",
-         b.device().str());
+    fail(name, "tensors are on different devices: ", a.device().str(), " and ", b.device().str());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   DType compute = result_type(a, b);
   bool needs_float = op == BinaryOp::kDiv || (op >= BinaryOp::kGeluGrad);
   if (needs_float && !is_floating(compute)) compute = DType::kFloat32;
-  if (compute == DType::kBool &&
-      (op == BinaryOp::kSub || op == BinaryOp::kPow || op == BinaryOp::kFloorDiv ||
-       op == BinaryOp::kRemainder))
+  if (compute == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kPow ||
+                                  op == BinaryOp::kFloorDiv || op == BinaryOp::kRemainder))
     fail<TypeError>(name, "is not supported for bool tensors ", a.str(), " and ", b.str());
   DType out_dtype = is_comparison(op) ? DType::kBool : compute;
   Tensor out = Tensor::empty(shape, out_dtype, a.device());
@@ -163,9 +190,9 @@ Tensor neg(const Tensor& x) {
                          [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
 }
 Tensor abs(const Tensor& x) {
-  return unary_with_grad("abs", UnaryOp::kAbs, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return mul(g, sign(x));
-  });
+  return unary_with_grad(
+      "abs", UnaryOp::kAbs, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&) { return mul(g, sign(x)); });
 }
 Tensor exp(const Tensor& x) {
   return unary_with_grad("exp", UnaryOp::kExp, x,
@@ -176,28 +203,32 @@ Tensor log(const Tensor& x) {
                          [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
 }
 Tensor sqrt(const Tensor& x) {
-  return unary_with_grad("sqrt", UnaryOp::kSqrt, x, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return div(g, mul(y, wrap_scalar(2.0, DType::kFloat64)));
-  });
+  return unary_with_grad("sqrt", UnaryOp::kSqrt, x,
+                         [](const Tensor& g, const Tensor&, const Tensor& y) {
+                           return div(g, mul(y, wrap_scalar(2.0, DType::kFloat64)));
+                         });
 }
 Tensor rsqrt(const Tensor& x) {
-  return unary_with_grad("rsqrt", UnaryOp::kRsqrt, x, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return mul(g, mul(pow(y, 3.0), wrap_scalar(-0.5, DType::kFloat64)));
-  });
+  return unary_with_grad("rsqrt", UnaryOp::kRsqrt, x,
+                         [](const Tensor& g, const Tensor&, const Tensor& y) {
+                           return mul(g, mul(pow(y, 3.0), wrap_scalar(-0.5, DType::kFloat64)));
+                         });
 }
 Tensor sin(const Tensor& x) {
-  return unary_with_grad("sin", UnaryOp::kSin, x,
-                         [](const Tensor& g, const Tensor& x, const Tensor&) { return mul(g, cos(x)); });
+  return unary_with_grad(
+      "sin", UnaryOp::kSin, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&) { return mul(g, cos(x)); });
 }
 Tensor cos(const Tensor& x) {
-  return unary_with_grad("cos", UnaryOp::kCos, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return neg(mul(g, sin(x)));
-  });
+  return unary_with_grad(
+      "cos", UnaryOp::kCos, x,
+      [](const Tensor& g, const Tensor& x, const Tensor&) { return neg(mul(g, sin(x))); });
 }
 Tensor tanh(const Tensor& x) {
-  return unary_with_grad("tanh", UnaryOp::kTanh, x, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return binary_op(BinaryOp::kTanhGradFromOutput, y, g);
-  });
+  return unary_with_grad("tanh", UnaryOp::kTanh, x,
+                         [](const Tensor& g, const Tensor&, const Tensor& y) {
+                           return binary_op(BinaryOp::kTanhGradFromOutput, y, g);
+                         });
 }
 Tensor sigmoid(const Tensor& x) {
   return unary_with_grad("sigmoid", UnaryOp::kSigmoid, x,
@@ -206,9 +237,10 @@ Tensor sigmoid(const Tensor& x) {
                          });
 }
 Tensor relu(const Tensor& x) {
-  return unary_with_grad("relu", UnaryOp::kRelu, x, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return mul(g, gt(y, wrap_scalar(0, DType::kInt64)));
-  });
+  return unary_with_grad("relu", UnaryOp::kRelu, x,
+                         [](const Tensor& g, const Tensor&, const Tensor& y) {
+                           return mul(g, gt(y, wrap_scalar(0, DType::kInt64)));
+                         });
 }
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh")
@@ -216,14 +248,15 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   bool use_tanh = approximate == "tanh";
   return unary_with_grad("gelu", use_tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu, x,
                          [use_tanh](const Tensor& g, const Tensor& x, const Tensor&) {
-                           return binary_op(use_tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad,
-                                            x, g);
+                           return binary_op(
+                               use_tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad, x, g);
                          });
 }
 Tensor silu(const Tensor& x) {
-  return unary_with_grad("silu", UnaryOp::kSilu, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return binary_op(BinaryOp::kSiluGrad, x, g);
-  });
+  return unary_with_grad("silu", UnaryOp::kSilu, x,
+                         [](const Tensor& g, const Tensor& x, const Tensor&) {
+                           return binary_op(BinaryOp::kSiluGrad, x, g);
+                         });
 }
 Tensor pow(const Tensor& x, double p) {
   return unary_with_grad(
@@ -249,55 +282,68 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
 
 namespace {
 Tensor zero_grad_unary(const char* name, UnaryOp op, const Tensor& x) {
-  return unary_with_grad(name, op, x,
-                         [](const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); });
+  return unary_with_grad(
+      name, op, x, [](const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); });
 }
 }  // namespace
 
-Tensor sign(const Tensor& x) { return zero_grad_unary("sign", UnaryOp::kSign, x); }
-Tensor floor(const Tensor& x) { return zero_grad_unary("floor", UnaryOp::kFloor, x); }
-Tensor ceil(const Tensor& x) { return zero_grad_unary("ceil", UnaryOp::kCeil, x); }
-Tensor round(const Tensor& x) { return zero_grad_unary("round", UnaryOp::kRound, x); }
+Tensor sign(const Tensor& x) {
+  return zero_grad_unary("sign", UnaryOp::kSign, x);
+}
+Tensor floor(const Tensor& x) {
+  return zero_grad_unary("floor", UnaryOp::kFloor, x);
+}
+Tensor ceil(const Tensor& x) {
+  return zero_grad_unary("ceil", UnaryOp::kCeil, x);
+}
+Tensor round(const Tensor& x) {
+  return zero_grad_unary("round", UnaryOp::kRound, x);
+}
 Tensor reciprocal(const Tensor& x) {
-  return unary_with_grad("reciprocal", UnaryOp::kReciprocal, x,
-                         [](const Tensor& g, const Tensor&, const Tensor& y) {
-                           return neg(mul(g, mul(y, y)));
-                         });
+  return unary_with_grad(
+      "reciprocal", UnaryOp::kReciprocal, x,
+      [](const Tensor& g, const Tensor&, const Tensor& y) { return neg(mul(g, mul(y, y))); });
 }
 Tensor square(const Tensor& x) {
-  return unary_with_grad("square", UnaryOp::kSquare, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return mul(g, mul(x, wrap_scalar(2.0, DType::kFloat64)));
-  });
+  return unary_with_grad("square", UnaryOp::kSquare, x,
+                         [](const Tensor& g, const Tensor& x, const Tensor&) {
+                           return mul(g, mul(x, wrap_scalar(2.0, DType::kFloat64)));
+                         });
 }
 Tensor log1p(const Tensor& x) {
-  return unary_with_grad("log1p", UnaryOp::kLog1p, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return div(g, add(x, wrap_scalar(1.0, DType::kFloat64)));
-  });
+  return unary_with_grad("log1p", UnaryOp::kLog1p, x,
+                         [](const Tensor& g, const Tensor& x, const Tensor&) {
+                           return div(g, add(x, wrap_scalar(1.0, DType::kFloat64)));
+                         });
 }
 Tensor expm1(const Tensor& x) {
-  return unary_with_grad("expm1", UnaryOp::kExpm1, x, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return mul(g, add(y, wrap_scalar(1.0, DType::kFloat64)));
-  });
+  return unary_with_grad("expm1", UnaryOp::kExpm1, x,
+                         [](const Tensor& g, const Tensor&, const Tensor& y) {
+                           return mul(g, add(y, wrap_scalar(1.0, DType::kFloat64)));
+                         });
 }
 Tensor erf(const Tensor& x) {
-  return unary_with_grad("erf", UnaryOp::kErf, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    Tensor d = mul(exp(neg(mul(x, x))), wrap_scalar(1.1283791670955126, DType::kFloat64));
-    return mul(g, d);
-  });
+  return unary_with_grad(
+      "erf", UnaryOp::kErf, x, [](const Tensor& g, const Tensor& x, const Tensor&) {
+        Tensor d = mul(exp(neg(mul(x, x))), wrap_scalar(1.1283791670955126, DType::kFloat64));
+        return mul(g, d);
+      });
 }
-Tensor logical_not(const Tensor& x) { return unary_op(UnaryOp::kLogicalNot, x); }
+Tensor logical_not(const Tensor& x) {
+  return unary_op(UnaryOp::kLogicalNot, x);
+}
 
 // --- binary ops ---
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
   Tensor out = binary_op(BinaryOp::kAdd, a, scaled(b, alpha));
   if (autograd::needs_grad(a, b)) {
-    autograd::record("add", {a, b}, {out},
-                     [ma = InputMeta(a), mb = InputMeta(b), alpha](const Grads& g,
-                                                                   const Needs& n) -> Grads {
-                       return {n[0] ? grad_for(g[0], ma) : Tensor(),
-                               n[1] ? grad_for(scaled(g[0], alpha), mb) : Tensor()};
-                     });
+    autograd::record(
+        "add", {a, b}, {out},
+        [ma = InputMeta(a), mb = InputMeta(b), alpha](const Grads& g, const Needs& n) -> Grads {
+          return {n[0] ? grad_for(g[0], ma) : Tensor(),
+                  n[1] ? grad_for(scaled(g[0], alpha), mb) : Tensor()};
+        });
   }
   return out;
 }
@@ -305,12 +351,12 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
 Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
   Tensor out = binary_op(BinaryOp::kSub, a, scaled(b, alpha));
   if (autograd::needs_grad(a, b)) {
-    autograd::record("sub", {a, b}, {out},
-                     [ma = InputMeta(a), mb = InputMeta(b), alpha](const Grads& g,
-                                                                   const Needs& n) -> Grads {
-                       return {n[0] ? grad_for(g[0], ma) : Tensor(),
-                               n[1] ? grad_for(scaled(g[0], -alpha), mb) : Tensor()};
-                     });
+    autograd::record(
+        "sub", {a, b}, {out},
+        [ma = InputMeta(a), mb = InputMeta(b), alpha](const Grads& g, const Needs& n) -> Grads {
+          return {n[0] ? grad_for(g[0], ma) : Tensor(),
+                  n[1] ? grad_for(scaled(g[0], -alpha), mb) : Tensor()};
+        });
   }
   return out;
 }
@@ -318,13 +364,13 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(BinaryOp::kMul, a, b);
   if (autograd::needs_grad(a, b)) {
-    autograd::record("mul", {a, b}, {out},
-                     [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g,
-                                                                const Needs& n) -> Grads {
-                       Tensor a = sa.unpack("mul"), b = sb.unpack("mul");
-                       return {n[0] ? grad_for(mul(g[0], b), InputMeta(a)) : Tensor(),
-                               n[1] ? grad_for(mul(g[0], a), InputMeta(b)) : Tensor()};
-                     });
+    autograd::record(
+        "mul", {a, b}, {out},
+        [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const Needs& n) -> Grads {
+          Tensor a = sa.unpack("mul"), b = sb.unpack("mul");
+          return {n[0] ? grad_for(mul(g[0], b), InputMeta(a)) : Tensor(),
+                  n[1] ? grad_for(mul(g[0], a), InputMeta(b)) : Tensor()};
+        });
   }
   return out;
 }
@@ -332,15 +378,15 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(BinaryOp::kDiv, a, b);
   if (autograd::needs_grad(a, b)) {
-    autograd::record("div", {a, b}, {out},
-                     [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g,
-                                                                const Needs& n) -> Grads {
-                       Tensor a = sa.unpack("div"), b = sb.unpack("div");
-                       Tensor ga, gb;
-                       if (n[0]) ga = grad_for(div(g[0], b), InputMeta(a));
-                       if (n[1]) gb = grad_for(neg(div(mul(g[0], a), mul(b, b))), InputMeta(b));
-                       return {ga, gb};
-                     });
+    autograd::record(
+        "div", {a, b}, {out},
+        [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const Needs& n) -> Grads {
+          Tensor a = sa.unpack("div"), b = sb.unpack("div");
+          Tensor ga, gb;
+          if (n[0]) ga = grad_for(div(g[0], b), InputMeta(a));
+          if (n[1]) gb = grad_for(neg(div(mul(g[0], a), mul(b, b))), InputMeta(b));
+          return {ga, gb};
+        });
   }
   return out;
 }
@@ -373,18 +419,19 @@ namespace {
 Tensor extremum(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(op, a, b);
   if (autograd::needs_grad(a, b)) {
-    autograd::record(name, {a, b}, {out},
-                     [sa = SavedTensor(a), sb = SavedTensor(b), name](const Grads& g,
-                                                                      const Needs& n) -> Grads {
-                       Tensor a = sa.unpack(name), b = sb.unpack(name);
-                       Tensor half = wrap_scalar(0.5, DType::kFloat64);
-                       Tensor tie = mul(eq(a, b), half);
-                       Tensor a_wins = name[1] == 'a' ? gt(a, b) : lt(a, b);
-                       Tensor wa = add(a_wins, tie);
-                       Tensor wb = sub(add(logical_not(a_wins), tie), mul(eq(a, b), wrap_scalar(1, DType::kInt64)));
-                       return {n[0] ? grad_for(mul(g[0], wa), InputMeta(a)) : Tensor(),
-                               n[1] ? grad_for(mul(g[0], wb), InputMeta(b)) : Tensor()};
-                     });
+    autograd::record(
+        name, {a, b}, {out},
+        [sa = SavedTensor(a), sb = SavedTensor(b), name](const Grads& g, const Needs& n) -> Grads {
+          Tensor a = sa.unpack(name), b = sb.unpack(name);
+          Tensor half = wrap_scalar(0.5, DType::kFloat64);
+          Tensor tie = mul(eq(a, b), half);
+          Tensor a_wins = name[1] == 'a' ? gt(a, b) : lt(a, b);
+          Tensor wa = add(a_wins, tie);
+          Tensor wb =
+              sub(add(logical_not(a_wins), tie), mul(eq(a, b), wrap_scalar(1, DType::kInt64)));
+          return {n[0] ? grad_for(mul(g[0], wa), InputMeta(a)) : Tensor(),
+                  n[1] ? grad_for(mul(g[0], wb), InputMeta(b)) : Tensor()};
+        });
   }
   return out;
 }
@@ -399,17 +446,33 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::kFloorDiv, a, b);
 }
-Tensor remainder(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kRemainder, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kEq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kNe, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kLt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kLe, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kGt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kGe, a, b); }
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kRemainder, a, b);
+}
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kEq, a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kNe, a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kLt, a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kLe, a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kGt, a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kGe, a, b);
+}
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::kLogicalAnd, a, b);
 }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::kLogicalOr, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return binary_op(BinaryOp::kLogicalOr, a, b);
+}
 Tensor logical_xor(const Tensor& a, const Tensor& b) {
   return binary_op(BinaryOp::kLogicalXor, a, b);
 }
@@ -417,8 +480,8 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (cond.dtype() != DType::kBool)
     fail<TypeError>("where", "condition must be a bool tensor, got ", cond.str());
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(),
-                                 "where");
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   DType dt = result_type(a, b);
   Tensor out = Tensor::empty(shape, dt, a.device());
   where_kernel().get(a.device().type)(cond, to_dtype(a, dt), to_dtype(b, dt), out);
@@ -469,8 +532,7 @@ void check_no_internal_overlap(const char* op, const Tensor& self) {
     if (self.shape()[d] > 1 && self.strides()[d] == 0)
       fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
            shape_str(self.strides()),
-           " has elements sharing one memory location (an expanded "
-           "view); clone() it first");
+           " has elements sharing one memory location (an expanded view); clone() it first");
 }
 
 // Writes op(self, other) into self (same dtype rules as the out-of-place op).
@@ -512,21 +574,23 @@ Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
   return self;
 }
 
-Tensor& sub_(Tensor& self, const Tensor& other, double alpha) { return add_(self, other, -alpha); }
+Tensor& sub_(Tensor& self, const Tensor& other, double alpha) {
+  return add_(self, other, -alpha);
+}
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
   bool record = autograd::needs_grad(self, other);
   Tensor before = record && other.requires_grad() ? contiguous_copy(self) : Tensor();
   binary_into_self("mul_", BinaryOp::kMul, self, other);
   if (record)
-    autograd::record("mul_", {self, other}, {self},
-                     [sb = SavedTensor(before), so = SavedTensor(other)](
-                         const Grads& g, const Needs& n) -> Grads {
-                       Tensor other = so.unpack("mul_");
-                       return {n[0] ? mul(g[0], other) : Tensor(),
-                               n[1] ? grad_for(mul(g[0], sb.unpack("mul_")), InputMeta(other))
-                                    : Tensor()};
-                     });
+    autograd::record(
+        "mul_", {self, other}, {self},
+        [sb = SavedTensor(before), so = SavedTensor(other)](const Grads& g,
+                                                            const Needs& n) -> Grads {
+          Tensor other = so.unpack("mul_");
+          return {n[0] ? mul(g[0], other) : Tensor(),
+                  n[1] ? grad_for(mul(g[0], sb.unpack("mul_")), InputMeta(other)) : Tensor()};
+        });
   return self;
 }
 
@@ -540,8 +604,7 @@ Tensor& div_(Tensor& self, const Tensor& other) {
                        Tensor other = so.unpack("div_");
                        Tensor ga = div(g[0], other);
                        Tensor gb;
-                       if (n[1])
-                         gb = grad_for(neg(mul(ga, sy.unpack("div_"))), InputMeta(other));
+                       if (n[1]) gb = grad_for(neg(mul(ga, sy.unpack("div_"))), InputMeta(other));
                        return {ga, gb};
                      });
   return self;
@@ -659,7 +722,7 @@ OFL_REGISTER_OPS({
     {.name = "copy_", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "fill_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
     {.name = "zero_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "clamp_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "clamp_", .num_inputs = 1, .cost = elementwise_cost},
 });
 
 }  // namespace ofl

@@ -6,9 +6,9 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
+#include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -46,9 +46,12 @@ struct Split3 {
 Split3 split3(const Shape& shape, int64_t axis) {
   Split3 s;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) s.outer *= shape[d];
-    else if (d == axis) s.n = shape[d];
-    else s.inner *= shape[d];
+    if (d < axis)
+      s.outer *= shape[d];
+    else if (d == axis)
+      s.n = shape[d];
+    else
+      s.inner *= shape[d];
   }
   return s;
 }
@@ -84,16 +87,18 @@ void check_same_rank(const char* op, const Tensor& x, int64_t axis, const Tensor
 }  // namespace
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
-  if (index.dim() > 1) fail("index_select", "index must be 0-d or 1-d, got ", shape_str(index.shape()));
+  if (index.dim() > 1)
+    fail("index_select", "index must be 0-d or 1-d, got ", shape_str(index.shape()));
   axis = normalize_axis(axis, x.dim(), "index_select");
   Tensor xx = x.dim() == 0 ? reshape(x, {1}) : x;
   Tensor idx = reshape(check_index("index_select", index, xx.shape()[axis], x, axis), {-1});
   Tensor out = index_select_raw(xx, axis, idx);
   if (autograd::needs_grad(x)) {
-    autograd::record("index_select", {x}, {out},
-                     [shape = xx.shape(), axis, idx](const Grads& g, const Needs&) -> Grads {
-                       return {index_add(zeros(shape, g[0].dtype(), g[0].device()), axis, idx, g[0])};
-                     });
+    autograd::record(
+        "index_select", {x}, {out},
+        [shape = xx.shape(), axis, idx](const Grads& g, const Needs&) -> Grads {
+          return {index_add(zeros(shape, g[0].dtype(), g[0].device()), axis, idx, g[0])};
+        });
   }
   return out;
 }
@@ -108,10 +113,10 @@ Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tenso
          shape_str(expect));
   Tensor out = index_add_raw(x, axis, idx, src);
   if (autograd::needs_grad(x, src)) {
-    autograd::record("index_add", {x, src}, {out},
-                     [axis, idx](const Grads& g, const Needs& n) -> Grads {
-                       return {n[0] ? g[0] : Tensor(), n[1] ? index_select(g[0], axis, idx) : Tensor()};
-                     });
+    autograd::record(
+        "index_add", {x, src}, {out}, [axis, idx](const Grads& g, const Needs& n) -> Grads {
+          return {n[0] ? g[0] : Tensor(), n[1] ? index_select(g[0], axis, idx) : Tensor()};
+        });
   }
   return out;
 }
@@ -146,10 +151,11 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
   gather_kernel().get(x.device().type)(contiguous(detach(x)), axis, idx, out);
   if (autograd::needs_grad(x)) {
-    autograd::record("gather", {x}, {out},
-                     [shape = x.shape(), axis, idx](const Grads& g, const Needs&) -> Grads {
-                       return {scatter_add(zeros(shape, g[0].dtype(), g[0].device()), axis, idx, g[0])};
-                     });
+    autograd::record(
+        "gather", {x}, {out},
+        [shape = x.shape(), axis, idx](const Grads& g, const Needs&) -> Grads {
+          return {scatter_add(zeros(shape, g[0].dtype(), g[0].device()), axis, idx, g[0])};
+        });
   }
   return out;
 }
@@ -192,8 +198,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t axis) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const Tensor& t = xs[i];
     if (t.dim() != first.dim())
-      fail("cat", "tensor 0 has shape ", shape_str(first.shape()), " but tensor ", i,
-           " has shape ", shape_str(t.shape()), ": ranks differ");
+      fail("cat", "tensor 0 has shape ", shape_str(first.shape()), " but tensor ", i, " has shape ",
+           shape_str(t.shape()), ": ranks differ");
     for (int64_t d = 0; d < t.dim(); ++d)
       if (d != axis && t.shape()[d] != shape[d])
         fail("cat", "tensor 0 has shape ", shape_str(first.shape()), " but tensor ", i,
@@ -217,12 +223,13 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t axis) {
   if (autograd::any_requires_grad(xs)) {
     std::vector<DType> dtypes;
     for (const auto& t : xs) dtypes.push_back(t.dtype());
-    autograd::record("cat", xs, {out}, [axis, sizes, dtypes](const Grads& g, const Needs& n) -> Grads {
-      Grads parts = split_sizes(g[0], sizes, axis);
-      for (size_t i = 0; i < parts.size(); ++i)
-        parts[i] = n[i] ? to_dtype(parts[i], dtypes[i]) : Tensor();
-      return parts;
-    });
+    autograd::record("cat", xs, {out},
+                     [axis, sizes, dtypes](const Grads& g, const Needs& n) -> Grads {
+                       Grads parts = split_sizes(g[0], sizes, axis);
+                       for (size_t i = 0; i < parts.size(); ++i)
+                         parts[i] = n[i] ? to_dtype(parts[i], dtypes[i]) : Tensor();
+                       return parts;
+                     });
   }
   return out;
 }

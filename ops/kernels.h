@@ -34,8 +34,8 @@ using SoftmaxBackwardKernel = void(const Tensor& grad, const Tensor& out, const 
 using NormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                         bool rms, const Tensor& out, const Tensor& mean, const Tensor& rstd);
 using NormBackwardKernel = void(const Tensor& grad, const Tensor& x, const Tensor& weight,
-                                const Tensor& mean, const Tensor& rstd, bool rms,
-                                const Tensor& gx, const Tensor& gweight, const Tensor& gbias);
+                                const Tensor& mean, const Tensor& rstd, bool rms, const Tensor& gx,
+                                const Tensor& gweight, const Tensor& gbias);
 // Philox fills: kind 0 uniform [a, b), 1 normal (mean a, std b), 2 integers in [a, b).
 using RandomKernel = void(const Tensor& out, int kind, double a, double b, uint64_t seed,
                           uint64_t offset);

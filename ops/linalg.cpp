@@ -6,8 +6,8 @@
 #include "core/autograd/node.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
-#include "ops/shape_ops.h"
 #include "ops/op_def.h"
+#include "ops/shape_ops.h"
 
 namespace ofl {
 
@@ -24,13 +24,13 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty({a.shape()[0], a.shape()[1], b.shape()[2]}, a.dtype(), a.device());
   matmul_kernel().get(a.device().type)(a, b, out);
   if (autograd::needs_grad(a, b)) {
-    autograd::record("matmul", {a, b}, {out},
-                     [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g,
-                                                                const Needs& n) -> Grads {
-                       Tensor a = sa.unpack("matmul"), b = sb.unpack("matmul");
-                       return {n[0] ? bmm(g[0], transpose(b, 1, 2)) : Tensor(),
-                               n[1] ? bmm(transpose(a, 1, 2), g[0]) : Tensor()};
-                     });
+    autograd::record(
+        "matmul", {a, b}, {out},
+        [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const Needs& n) -> Grads {
+          Tensor a = sa.unpack("matmul"), b = sb.unpack("matmul");
+          return {n[0] ? bmm(g[0], transpose(b, 1, 2)) : Tensor(),
+                  n[1] ? bmm(transpose(a, 1, 2), g[0]) : Tensor()};
+        });
   }
   return out;
 }
@@ -98,8 +98,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (w.dim() != 2) fail("linear", "weight must be 2-d, got ", shape_str(w.shape()));
   if (x.dim() == 0 || x.shape().back() != w.shape()[1])
     fail("linear", "input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
-         ": the input's last dimension must equal the weight's in_features (", w.shape()[1],
-         ")");
+         ": the input's last dimension must equal the weight's in_features (", w.shape()[1], ")");
   Tensor y = matmul(x, transpose(w, 0, 1));
   if (!bias.defined()) return y;
   if (bias.dim() != 1 || bias.shape()[0] != w.shape()[0])

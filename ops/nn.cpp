@@ -12,9 +12,9 @@
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
+#include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
-#include "ops/op_def.h"
 
 namespace ofl {
 
@@ -39,14 +39,15 @@ Tensor softmax_impl(const Tensor& x_in, int64_t axis, bool log) {
   Tensor out = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
   softmax_kernel().get(x.device().type)(xc, out, log);
   if (autograd::needs_grad(xt)) {
-    autograd::record(name, {xt}, {out},
-                     [so = SavedTensor(out, true), log, name](const Grads& g, const Needs&) -> Grads {
-                       Tensor y = so.unpack(name);
-                       Tensor gc = contiguous(g[0]);
-                       Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
-                       softmax_backward_kernel().get(y.device().type)(gc, y, gx, log);
-                       return {gx};
-                     });
+    autograd::record(
+        name, {xt}, {out},
+        [so = SavedTensor(out, true), log, name](const Grads& g, const Needs&) -> Grads {
+          Tensor y = so.unpack(name);
+          Tensor gc = contiguous(g[0]);
+          Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
+          softmax_backward_kernel().get(y.device().type)(gc, y, gx, log);
+          return {gx};
+        });
   }
   Tensor result = moved ? transpose(out, axis, -1) : out;
   return x_in.dim() == 0 ? reshape(result, {}) : result;
@@ -84,14 +85,14 @@ Tensor norm_impl(const char* name, bool rms, const Tensor& x, const Shape& ns, c
     autograd::record(
         name, {x, w, b}, {out},
         [sx = SavedTensor(xc), sw = SavedTensor(wc), mean, rstd, rms, name, ns,
-         wdt = w.defined() ? w.dtype() : x.dtype(), bdt = b.defined() ? b.dtype() : x.dtype()](
-            const Grads& g, const Needs& n) -> Grads {
+         wdt = w.defined() ? w.dtype() : x.dtype(),
+         bdt = b.defined() ? b.dtype() : x.dtype()](const Grads& g, const Needs& n) -> Grads {
           Tensor x = sx.unpack(name), w = sw.unpack(name);
           Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
           Tensor gw = w.defined() ? Tensor::empty(ns, x.dtype(), x.device()) : Tensor();
           Tensor gb = n[2] ? Tensor::empty(ns, x.dtype(), x.device()) : Tensor();
-          norm_backward_kernel().get(x.device().type)(contiguous(g[0]), x, w, mean, rstd, rms,
-                                                      gx, gw, gb);
+          norm_backward_kernel().get(x.device().type)(contiguous(g[0]), x, w, mean, rstd, rms, gx,
+                                                      gw, gb);
           return {gx, n[1] ? to_dtype(gw, wdt) : Tensor(), n[2] ? to_dtype(gb, bdt) : Tensor()};
         });
   }
@@ -103,7 +104,8 @@ std::pair<Tensor, Tensor> flatten_classes(const char* op, const Tensor& input,
                                           const Tensor& target) {
   if (input.dim() < 1 || (input.dim() > 1 && target.dim() != input.dim() - 1))
     fail(op, "input of shape ", shape_str(input.shape()), " and target of shape ",
-         shape_str(target.shape()), " do not match (expected input (N, C, ...) and target (N, ...))");
+         shape_str(target.shape()),
+         " do not match (expected input (N, C, ...) and target (N, ...))");
   if (input.dim() == 1) return {unsqueeze(input, 0), reshape(target, {1})};
   Shape expect = input.shape();
   expect.erase(expect.begin() + 1);
@@ -119,14 +121,19 @@ Tensor reduce_loss(const char* op, const Tensor& losses, const std::string& redu
                    const Tensor& weight_sum) {
   if (reduction == "none") return losses;
   if (reduction == "sum") return sum(losses);
-  if (reduction == "mean") return weight_sum.defined() ? div(sum(losses), weight_sum) : mean(losses);
+  if (reduction == "mean")
+    return weight_sum.defined() ? div(sum(losses), weight_sum) : mean(losses);
   fail(op, "reduction must be 'mean', 'sum' or 'none', got '", reduction, "'");
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, false); }
-Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, true); }
+Tensor softmax(const Tensor& x, int64_t axis) {
+  return softmax_impl(x, axis, false);
+}
+Tensor log_softmax(const Tensor& x, int64_t axis) {
+  return softmax_impl(x, axis, true);
+}
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
                 const std::string& reduction) {
@@ -140,8 +147,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   if (safe.numel() > 0) {
     int64_t lo = amin(safe).item<int64_t>(), hi = amax(safe).item<int64_t>();
     if (lo < 0 || hi >= classes)
-      fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ",
-                       classes, " classes (input ", shape_str(log_probs.shape()), ")");
+      fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
+                       " classes (input ", shape_str(log_probs.shape()), ")");
   }
   Tensor picked = squeeze(gather(x, 1, unsqueeze(safe, 1)), std::vector<int64_t>{1});
   Tensor losses = neg(mul(picked, valid));
@@ -200,8 +207,9 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (p < 0 || p > 1) fail("dropout", "probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   if (p == 1) return mul(x, zeros_like(x));
-  Tensor keep = ge(rand(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device()),
-                   wrap_scalar(p, DType::kFloat64));
+  Tensor keep =
+      ge(rand(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device()),
+         wrap_scalar(p, DType::kFloat64));
   // Scale after masking so the factor is applied in x's dtype (a float32 mask would round it).
   return mul(mul(x, keep), wrap_scalar(1.0 / (1.0 - p), DType::kFloat64));
 }
@@ -226,8 +234,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     Tensor cols = unsqueeze(arange(0, S, 1, DType::kInt64), 0);
     scores = masked_fill(scores, gt(cols, rows), neg_inf);
   } else if (attn_mask.defined()) {
-    scores = attn_mask.dtype() == DType::kBool ? masked_fill(scores, logical_not(attn_mask), neg_inf)
-                                               : add(scores, attn_mask);
+    scores = attn_mask.dtype() == DType::kBool
+                 ? masked_fill(scores, logical_not(attn_mask), neg_inf)
+                 : add(scores, attn_mask);
   }
   Tensor attn = softmax(scores, -1);
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);

@@ -21,7 +21,9 @@ bool register_ops(std::vector<OpDef> defs) {
   return true;
 }
 
-const std::vector<OpDef>& registered_ops() { return table(); }
+const std::vector<OpDef>& registered_ops() {
+  return table();
+}
 
 const OpDef* find_op(const std::string& name) {
   auto& ops = table();

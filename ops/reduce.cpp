@@ -10,8 +10,8 @@
 #include "ops/elementwise.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
-#include "ops/shape_ops.h"
 #include "ops/op_def.h"
+#include "ops/shape_ops.h"
 
 namespace ofl {
 
@@ -37,8 +37,10 @@ Shape reduced_shape(const Shape& shape, const Axes& axes, bool keepdim) {
   Shape out;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
     bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    if (!reduced) out.push_back(shape[d]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(shape[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -63,9 +65,12 @@ Blocked block(const Tensor& x, const Axes& axes) {
   if (consecutive && x.is_contiguous()) {
     b.x = x;
     for (int64_t d = 0; d < x.dim(); ++d) {
-      if (d < axes.front()) b.outer *= x.shape()[d];
-      else if (d <= axes.back()) b.reduce *= x.shape()[d];
-      else b.inner *= x.shape()[d];
+      if (d < axes.front())
+        b.outer *= x.shape()[d];
+      else if (d <= axes.back())
+        b.reduce *= x.shape()[d];
+      else
+        b.inner *= x.shape()[d];
     }
     return b;
   }
@@ -109,8 +114,8 @@ Tensor extreme(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_
   if (autograd::needs_grad(x)) {
     Axes axes = reduction_axes(axes_in, x.dim(), name);
     autograd::record(name, {x}, {out},
-                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes, keepdim,
-                      name](const Grads& g, const Needs&) -> Grads {
+                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes, keepdim, name](
+                         const Grads& g, const Needs&) -> Grads {
                        Tensor x = sx.unpack(name);
                        Tensor y = unreduce(so.unpack(name), x.shape(), axes, keepdim);
                        Tensor mask = to_dtype(eq(x, y), g[0].dtype());
@@ -138,8 +143,8 @@ std::pair<Tensor, Tensor> extreme_dim(bool is_max, const Tensor& x, int64_t axis
                                            indices);
   if (autograd::needs_grad(x)) {
     autograd::record(name, {x}, {values},
-                     [shape = x.shape(), axis, keepdim, si = SavedTensor(indices),
-                      name](const Grads& g, const Needs&) -> Grads {
+                     [shape = x.shape(), axis, keepdim, si = SavedTensor(indices), name](
+                         const Grads& g, const Needs&) -> Grads {
                        Tensor idx = si.unpack(name), gv = g[0];
                        if (shape.empty()) return {reshape(gv, shape)};
                        if (!keepdim) {
@@ -159,12 +164,12 @@ Tensor sum(const Tensor& x, const Axes& axes_in, bool keepdim, std::optional<DTy
   Tensor out = reduce(ReduceOp::kSum, "sum", x, axes_in, keepdim, dt);
   if (autograd::needs_grad(x)) {
     Axes axes = reduction_axes(axes_in, x.dim(), "sum");
-    autograd::record("sum", {x}, {out},
-                     [shape = x.shape(), dt = x.dtype(), axes, keepdim](const Grads& g,
-                                                                        const Needs&) -> Grads {
-                       Tensor gy = unreduce(g[0], shape, axes, keepdim);
-                       return {to_dtype(contiguous(expand(gy, shape)), dt)};
-                     });
+    autograd::record(
+        "sum", {x}, {out},
+        [shape = x.shape(), dt = x.dtype(), axes, keepdim](const Grads& g, const Needs&) -> Grads {
+          Tensor gy = unreduce(g[0], shape, axes, keepdim);
+          return {to_dtype(contiguous(expand(gy, shape)), dt)};
+        });
   }
   return out;
 }
@@ -185,8 +190,8 @@ Tensor prod(const Tensor& x, const Axes& axes_in, bool keepdim) {
   if (autograd::needs_grad(x)) {
     Axes axes = reduction_axes(axes_in, x.dim(), "prod");
     autograd::record("prod", {x}, {out},
-                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes,
-                      keepdim](const Grads& g, const Needs&) -> Grads {
+                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes, keepdim](
+                         const Grads& g, const Needs&) -> Grads {
                        Tensor x = sx.unpack("prod");
                        Tensor y = unreduce(so.unpack("prod"), x.shape(), axes, keepdim);
                        Tensor gy = unreduce(g[0], x.shape(), axes, keepdim);

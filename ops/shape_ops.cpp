@@ -7,8 +7,8 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
-#include "ops/reduce.h"
 #include "ops/op_def.h"
+#include "ops/reduce.h"
 
 namespace ofl {
 
@@ -154,13 +154,14 @@ Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
   strides[axis] *= step;
   Tensor out = make_view(x, shape, strides, x.offset() + b * x.strides()[axis]);
   if (autograd::needs_grad(x))
-    autograd::record("slice", {x}, {out},
-                     [shape = x.shape(), axis, b, step, len](const Grads& g, const Needs&) -> Grads {
-                       Tensor gx = zeros(shape, g[0].dtype(), g[0].device());
-                       Tensor region = slice(gx, axis, b, b + len * step, step);
-                       copy_(region, g[0]);
-                       return {gx};
-                     });
+    autograd::record(
+        "slice", {x}, {out},
+        [shape = x.shape(), axis, b, step, len](const Grads& g, const Needs&) -> Grads {
+          Tensor gx = zeros(shape, g[0].dtype(), g[0].device());
+          Tensor region = slice(gx, axis, b, b + len * step, step);
+          copy_(region, g[0]);
+          return {gx};
+        });
   return out;
 }
 
@@ -169,9 +170,8 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   int64_t n = x.shape()[axis];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
-    fail<IndexError>("narrow", "start ", start, " + length ", length,
-                     " exceeds dimension ", axis, " of size ", n, " in shape ",
-                     shape_str(x.shape()));
+    fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", axis,
+                     " of size ", n, " in shape ", shape_str(x.shape()));
   return slice(x, axis, start, start + length, 1);
 }
 
@@ -208,9 +208,10 @@ Tensor expand(const Tensor& x, Shape shape) {
   }
   Tensor out = make_view(x, shape, strides, x.offset());
   if (autograd::needs_grad(x))
-    autograd::record("expand", {x}, {out}, [shape = x.shape()](const Grads& g, const Needs&) -> Grads {
-      return {sum_to(g[0], shape)};
-    });
+    autograd::record("expand", {x}, {out},
+                     [shape = x.shape()](const Grads& g, const Needs&) -> Grads {
+                       return {sum_to(g[0], shape)};
+                     });
   return out;
 }
 
@@ -259,14 +260,15 @@ Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
   return reshape(x, shape);
 }
 
-Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
+Tensor contiguous(const Tensor& x) {
+  return x.is_contiguous() ? x : clone(x);
+}
 
 Tensor clone(const Tensor& x) {
   Tensor out = contiguous_copy(x);
   if (autograd::needs_grad(x))
-    autograd::record("clone", {x}, {out}, [](const Grads& g, const Needs&) -> Grads {
-      return {g[0]};
-    });
+    autograd::record("clone", {x}, {out},
+                     [](const Grads& g, const Needs&) -> Grads { return {g[0]}; });
   return out;
 }
 

@@ -136,15 +136,14 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
 
 }  // namespace
 
-void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
-              bool retain_graph, bool create_graph) {
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+              bool create_graph) {
   run(roots, grads, retain_graph, create_graph, "backward", nullptr, nullptr);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
-                         const std::vector<Tensor>& grad_outputs,
-                         const std::vector<Tensor>& inputs, bool retain_graph, bool create_graph,
-                         bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& inputs,
+                         bool retain_graph, bool create_graph, bool allow_unused) {
   std::vector<Edge> captures;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad())

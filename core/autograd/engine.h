@@ -8,13 +8,12 @@ namespace ofl::autograd {
 
 // Accumulates d(roots)/d(leaves) into every leaf's .grad. grads may hold undefined entries
 // for scalar roots (an implicit 1).
-void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
-              bool retain_graph, bool create_graph);
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+              bool create_graph);
 
 // Returns d(outputs)/d(inputs) without touching .grad.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
-                         const std::vector<Tensor>& grad_outputs,
-                         const std::vector<Tensor>& inputs, bool retain_graph, bool create_graph,
-                         bool allow_unused);
+                         const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& inputs,
+                         bool retain_graph, bool create_graph, bool allow_unused);
 
 }  // namespace ofl::autograd

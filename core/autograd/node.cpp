@@ -13,8 +13,12 @@ std::atomic<uint64_t> next_sequence_nr{0};
 thread_local bool tls_grad_enabled = true;
 }  // namespace
 
-bool grad_enabled() { return tls_grad_enabled; }
-void set_grad_enabled(bool enabled) { tls_grad_enabled = enabled; }
+bool grad_enabled() {
+  return tls_grad_enabled;
+}
+void set_grad_enabled(bool enabled) {
+  tls_grad_enabled = enabled;
+}
 
 Node::Node(std::string name) : name_(std::move(name)), seq_(next_sequence_nr++) {}
 

@@ -26,33 +26,50 @@ void unary_typed(UnaryOp op, const Tensor& in, const Tensor& out, double a, doub
   auto run = [&](auto f) { map1<T, T>(in, out, f); };
   if constexpr (std::is_floating_point_v<M>) {
     switch (op) {
-      case UnaryOp::kExp: return run([](M x) { return std::exp(x); });
-      case UnaryOp::kLog: return run([](M x) { return std::log(x); });
-      case UnaryOp::kSqrt: return run([](M x) { return std::sqrt(x); });
-      case UnaryOp::kRsqrt: return run([](M x) { return M(1) / std::sqrt(x); });
-      case UnaryOp::kSin: return run([](M x) { return std::sin(x); });
-      case UnaryOp::kCos: return run([](M x) { return std::cos(x); });
-      case UnaryOp::kTanh: return run([](M x) { return std::tanh(x); });
-      case UnaryOp::kSigmoid: return run([](M x) { return M(1) / (M(1) + std::exp(-x)); });
+      case UnaryOp::kExp:
+        return run([](M x) { return std::exp(x); });
+      case UnaryOp::kLog:
+        return run([](M x) { return std::log(x); });
+      case UnaryOp::kSqrt:
+        return run([](M x) { return std::sqrt(x); });
+      case UnaryOp::kRsqrt:
+        return run([](M x) { return M(1) / std::sqrt(x); });
+      case UnaryOp::kSin:
+        return run([](M x) { return std::sin(x); });
+      case UnaryOp::kCos:
+        return run([](M x) { return std::cos(x); });
+      case UnaryOp::kTanh:
+        return run([](M x) { return std::tanh(x); });
+      case UnaryOp::kSigmoid:
+        return run([](M x) { return M(1) / (M(1) + std::exp(-x)); });
       case UnaryOp::kGelu:
         return run([](M x) { return M(0.5) * x * (M(1) + std::erf(x / M(kSqrt2))); });
       case UnaryOp::kGeluTanh:
         return run([](M x) {
           return M(0.5) * x * (M(1) + std::tanh(M(kSqrt2OverPi) * (x + M(0.044715) * x * x * x)));
         });
-      case UnaryOp::kSilu: return run([](M x) { return x / (M(1) + std::exp(-x)); });
+      case UnaryOp::kSilu:
+        return run([](M x) { return x / (M(1) + std::exp(-x)); });
       case UnaryOp::kPowScalar:
         if (a == 2.0) return run([](M x) { return x * x; });
         if (a == 0.5) return run([](M x) { return std::sqrt(x); });
         return run([ma](M x) { return std::pow(x, ma); });
-      case UnaryOp::kFloor: return run([](M x) { return std::floor(x); });
-      case UnaryOp::kCeil: return run([](M x) { return std::ceil(x); });
-      case UnaryOp::kRound: return run([](M x) { return std::nearbyint(x); });
-      case UnaryOp::kReciprocal: return run([](M x) { return M(1) / x; });
-      case UnaryOp::kLog1p: return run([](M x) { return std::log1p(x); });
-      case UnaryOp::kExpm1: return run([](M x) { return std::expm1(x); });
-      case UnaryOp::kErf: return run([](M x) { return std::erf(x); });
-      default: break;
+      case UnaryOp::kFloor:
+        return run([](M x) { return std::floor(x); });
+      case UnaryOp::kCeil:
+        return run([](M x) { return std::ceil(x); });
+      case UnaryOp::kRound:
+        return run([](M x) { return std::nearbyint(x); });
+      case UnaryOp::kReciprocal:
+        return run([](M x) { return M(1) / x; });
+      case UnaryOp::kLog1p:
+        return run([](M x) { return std::log1p(x); });
+      case UnaryOp::kExpm1:
+        return run([](M x) { return std::expm1(x); });
+      case UnaryOp::kErf:
+        return run([](M x) { return std::erf(x); });
+      default:
+        break;
     }
   } else {
     switch (op) {
@@ -64,19 +81,27 @@ void unary_typed(UnaryOp op, const Tensor& in, const Tensor& out, double a, doub
         });
       case UnaryOp::kFloor:
       case UnaryOp::kCeil:
-      case UnaryOp::kRound: return run([](M x) { return x; });
-      default: break;
+      case UnaryOp::kRound:
+        return run([](M x) { return x; });
+      default:
+        break;
     }
   }
   switch (op) {
-    case UnaryOp::kNeg: return run([](M x) { return static_cast<M>(-x); });
-    case UnaryOp::kAbs: return run([](M x) { return x < M(0) ? static_cast<M>(-x) : x; });
-    case UnaryOp::kRelu: return run([](M x) { return x > M(0) ? x : M(0); });
-    case UnaryOp::kSign: return run([](M x) { return static_cast<M>((M(0) < x) - (x < M(0))); });
-    case UnaryOp::kSquare: return run([](M x) { return static_cast<M>(x * x); });
+    case UnaryOp::kNeg:
+      return run([](M x) { return static_cast<M>(-x); });
+    case UnaryOp::kAbs:
+      return run([](M x) { return x < M(0) ? static_cast<M>(-x) : x; });
+    case UnaryOp::kRelu:
+      return run([](M x) { return x > M(0) ? x : M(0); });
+    case UnaryOp::kSign:
+      return run([](M x) { return static_cast<M>((M(0) < x) - (x < M(0))); });
+    case UnaryOp::kSquare:
+      return run([](M x) { return static_cast<M>(x * x); });
     case UnaryOp::kClamp:
       return run([ma, mb](M x) { return x < ma ? ma : (x > mb ? mb : x); });
-    default: OFL_CHECK(false, "unary op not supported for this dtype");
+    default:
+      OFL_CHECK(false, "unary op not supported for this dtype");
   }
 }
 
@@ -87,9 +112,8 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out, double a, double b) 
       map1<bool, T>(in, out, [](auto x) { return !static_cast<bool>(x); });
     });
   }
-  dispatch_numeric(out.dtype(), "unary", [&](auto tag) {
-    unary_typed<typename decltype(tag)::type>(op, in, out, a, b);
-  });
+  dispatch_numeric(out.dtype(), "unary",
+                   [&](auto tag) { unary_typed<typename decltype(tag)::type>(op, in, out, a, b); });
 }
 
 template <class T>
@@ -98,40 +122,61 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
   auto arith = [&](auto f) { map2<T, T>(a, b, out, f); };
   auto cmp = [&](auto f) { map2<bool, T>(a, b, out, f); };
   switch (op) {
-    case BinaryOp::kEq: return cmp([](M x, M y) { return x == y; });
-    case BinaryOp::kNe: return cmp([](M x, M y) { return x != y; });
-    case BinaryOp::kLt: return cmp([](M x, M y) { return x < y; });
-    case BinaryOp::kLe: return cmp([](M x, M y) { return x <= y; });
-    case BinaryOp::kGt: return cmp([](M x, M y) { return x > y; });
-    case BinaryOp::kGe: return cmp([](M x, M y) { return x >= y; });
-    case BinaryOp::kLogicalAnd: return cmp([](M x, M y) { return bool(x) && bool(y); });
-    case BinaryOp::kLogicalOr: return cmp([](M x, M y) { return bool(x) || bool(y); });
-    case BinaryOp::kLogicalXor: return cmp([](M x, M y) { return bool(x) != bool(y); });
-    default: break;
+    case BinaryOp::kEq:
+      return cmp([](M x, M y) { return x == y; });
+    case BinaryOp::kNe:
+      return cmp([](M x, M y) { return x != y; });
+    case BinaryOp::kLt:
+      return cmp([](M x, M y) { return x < y; });
+    case BinaryOp::kLe:
+      return cmp([](M x, M y) { return x <= y; });
+    case BinaryOp::kGt:
+      return cmp([](M x, M y) { return x > y; });
+    case BinaryOp::kGe:
+      return cmp([](M x, M y) { return x >= y; });
+    case BinaryOp::kLogicalAnd:
+      return cmp([](M x, M y) { return bool(x) && bool(y); });
+    case BinaryOp::kLogicalOr:
+      return cmp([](M x, M y) { return bool(x) || bool(y); });
+    case BinaryOp::kLogicalXor:
+      return cmp([](M x, M y) { return bool(x) != bool(y); });
+    default:
+      break;
   }
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
       case BinaryOp::kAdd:
-      case BinaryOp::kMaximum: return arith([](M x, M y) { return x || y; });
+      case BinaryOp::kMaximum:
+        return arith([](M x, M y) { return x || y; });
       case BinaryOp::kMul:
-      case BinaryOp::kMinimum: return arith([](M x, M y) { return x && y; });
-      default: OFL_CHECK(false, "binary op not supported for bool");
+      case BinaryOp::kMinimum:
+        return arith([](M x, M y) { return x && y; });
+      default:
+        OFL_CHECK(false, "binary op not supported for bool");
     }
   } else {
     switch (op) {
-      case BinaryOp::kAdd: return arith([](M x, M y) { return x + y; });
-      case BinaryOp::kSub: return arith([](M x, M y) { return x - y; });
-      case BinaryOp::kMul: return arith([](M x, M y) { return x * y; });
+      case BinaryOp::kAdd:
+        return arith([](M x, M y) { return x + y; });
+      case BinaryOp::kSub:
+        return arith([](M x, M y) { return x - y; });
+      case BinaryOp::kMul:
+        return arith([](M x, M y) { return x * y; });
       case BinaryOp::kMaximum:
         return arith([](M x, M y) { return (x != x || x > y) ? x : y; });  // NaN propagates
-      case BinaryOp::kMinimum: return arith([](M x, M y) { return (x != x || x < y) ? x : y; });
-      default: break;
+      case BinaryOp::kMinimum:
+        return arith([](M x, M y) { return (x != x || x < y) ? x : y; });
+      default:
+        break;
     }
     if constexpr (std::is_floating_point_v<M>) {
       switch (op) {
-        case BinaryOp::kDiv: return arith([](M x, M y) { return x / y; });
-        case BinaryOp::kPow: return arith([](M x, M y) { return std::pow(x, y); });
-        case BinaryOp::kFloorDiv: return arith([](M x, M y) { return std::floor(x / y); });
+        case BinaryOp::kDiv:
+          return arith([](M x, M y) { return x / y; });
+        case BinaryOp::kPow:
+          return arith([](M x, M y) { return std::pow(x, y); });
+        case BinaryOp::kFloorDiv:
+          return arith([](M x, M y) { return std::floor(x / y); });
         case BinaryOp::kRemainder:
           return arith([](M x, M y) {
             M r = std::fmod(x, y);
@@ -159,7 +204,8 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
           return arith([](M y, M g) { return g * y * (M(1) - y); });
         case BinaryOp::kTanhGradFromOutput:
           return arith([](M y, M g) { return g * (M(1) - y * y); });
-        default: break;
+        default:
+          break;
       }
     } else {
       switch (op) {
@@ -181,7 +227,8 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
             for (int64_t e = 0; e < static_cast<int64_t>(y); ++e) r *= x;
             return r;
           });
-        default: break;
+        default:
+          break;
       }
     }
     OFL_CHECK(false, "binary op not supported for this dtype");
@@ -189,7 +236,8 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  dispatch_all(a.dtype(), [&](auto tag) { binary_typed<typename decltype(tag)::type>(op, a, b, out); });
+  dispatch_all(a.dtype(),
+               [&](auto tag) { binary_typed<typename decltype(tag)::type>(op, a, b, out); });
 }
 
 void copy(const Tensor& src, const Tensor& dst) {
@@ -218,14 +266,14 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto plan = make_loop<4>(out.shape(), {&out, &cond, &a, &b});
-    run_loop<4>(plan, [&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s,
-                          int64_t n) {
-      for (int64_t i = 0; i < n; ++i) {
-        bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
-        const char* src = c ? p[2] + i * s[2] : p[3] + i * s[3];
-        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(src);
-      }
-    });
+    run_loop<4>(plan,
+                [&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+                  for (int64_t i = 0; i < n; ++i) {
+                    bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+                    const char* src = c ? p[2] + i * s[2] : p[3] + i * s[3];
+                    *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(src);
+                  }
+                });
   });
 }
 

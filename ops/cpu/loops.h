@@ -8,8 +8,7 @@ namespace ofl::cpu {
 template <class Out, class In, class F>
 void map1(const Tensor& in, const Tensor& out, F f) {
   auto plan = make_loop<2>(out.shape(), {&out, &in});
-  run_loop<2>(plan, [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s,
-                        int64_t n) {
+  run_loop<2>(plan, [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const In* x = reinterpret_cast<const In*>(p[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
@@ -18,7 +17,8 @@ void map1(const Tensor& in, const Tensor& out, F f) {
     } else {
       for (int64_t i = 0; i < n; ++i) {
         auto v = *reinterpret_cast<const In*>(p[1] + i * s[1]);
-        *reinterpret_cast<Out*>(p[0] + i * s[0]) = static_cast<Out>(f(static_cast<opmath_t<In>>(v)));
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            static_cast<Out>(f(static_cast<opmath_t<In>>(v)));
       }
     }
   });
@@ -29,8 +29,7 @@ template <class Out, class In, class F>
 void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   using M = opmath_t<In>;
   auto plan = make_loop<3>(out.shape(), {&out, &a, &b});
-  run_loop<3>(plan, [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s,
-                        int64_t n) {
+  run_loop<3>(plan, [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const In* x = reinterpret_cast<const In*>(p[1]);
     const In* y = reinterpret_cast<const In*>(p[2]);

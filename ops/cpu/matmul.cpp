@@ -52,16 +52,19 @@ void blas_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
     if (oa.needs_copy) {
       abuf.resize(n * k);
       for (int64_t r = 0; r < n; ++r)
-        for (int64_t q = 0; q < k; ++q) abuf[r * k + q] = pa[r * a.strides()[1] + q * a.strides()[2]];
+        for (int64_t q = 0; q < k; ++q)
+          abuf[r * k + q] = pa[r * a.strides()[1] + q * a.strides()[2]];
       pa = abuf.data();
     }
     if (ob.needs_copy) {
       bbuf.resize(k * m);
       for (int64_t r = 0; r < k; ++r)
-        for (int64_t q = 0; q < m; ++q) bbuf[r * m + q] = pb[r * b.strides()[1] + q * b.strides()[2]];
+        for (int64_t q = 0; q < m; ++q)
+          bbuf[r * m + q] = pb[r * b.strides()[1] + q * b.strides()[2]];
       pb = bbuf.data();
     }
-    gemm<T>(oa.trans, ob.trans, n, m, k, pa, oa.ld, pb, ob.ld, c + i * n * m, std::max<int64_t>(m, 1));
+    gemm<T>(oa.trans, ob.trans, n, m, k, pa, oa.ld, pb, ob.ld, c + i * n * m,
+            std::max<int64_t>(m, 1));
   }
 }
 
@@ -81,7 +84,8 @@ void loop_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
                    for (int64_t q = 0; q < m; ++q) {
                      A acc = 0;
                      for (int64_t p = 0; p < k; ++p)
-                       acc += A(opmath_t<T>(pa[p * sa[2]])) * A(opmath_t<T>(pb[p * sb[1] + q * sb[2]]));
+                       acc += A(opmath_t<T>(pa[p * sa[2]])) *
+                              A(opmath_t<T>(pb[p * sb[1] + q * sb[2]]));
                      c[bi * m + q] = static_cast<T>(acc);
                    }
                  }
@@ -90,12 +94,15 @@ void loop_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (a.dtype()) {
-    case DType::kFloat32: return blas_bmm<float>(a, b, out);
-    case DType::kFloat64: return blas_bmm<double>(a, b, out);
+    case DType::kFloat32:
+      return blas_bmm<float>(a, b, out);
+    case DType::kFloat64:
+      return blas_bmm<double>(a, b, out);
     case DType::kFloat16:
     case DType::kBFloat16: {  // through float32 GEMM, rounded once at the end
       auto copy = copy_kernel().get(DeviceType::kCPU);
-      Tensor af = Tensor::empty(a.shape(), DType::kFloat32), bf = Tensor::empty(b.shape(), DType::kFloat32);
+      Tensor af = Tensor::empty(a.shape(), DType::kFloat32),
+             bf = Tensor::empty(b.shape(), DType::kFloat32);
       Tensor of = Tensor::empty(out.shape(), DType::kFloat32);
       copy(a, af);
       copy(b, bf);

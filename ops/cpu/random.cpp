@@ -8,8 +8,7 @@
 namespace ofl::cpu {
 namespace {
 
-void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed,
-                 uint64_t offset) {
+void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed, uint64_t offset) {
   OFL_CHECK(out.is_contiguous(), "random fill needs a contiguous tensor");
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -26,12 +26,18 @@ struct Prod {
 };
 template <class A>
 struct Max {
-  static A init() { return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest(); }
+  static A init() {
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::lowest();
+  }
   static A combine(A a, A b) { return (a != a || a > b) ? a : b; }
 };
 template <class A>
 struct Min {
-  static A init() { return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max(); }
+  static A init() {
+    return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::max();
+  }
   static A combine(A a, A b) { return (a != a || a < b) ? a : b; }
 };
 
@@ -45,7 +51,8 @@ A reduce_row(const T* x, int64_t n) {
     return acc;
   } else {
     A acc = R::init();
-    for (int64_t i = 0; i < n; ++i) acc = R::combine(acc, static_cast<A>(static_cast<opmath_t<T>>(x[i])));
+    for (int64_t i = 0; i < n; ++i)
+      acc = R::combine(acc, static_cast<A>(static_cast<opmath_t<T>>(x[i])));
     return acc;
   }
 }
@@ -115,11 +122,16 @@ void reduce(ReduceOp op, const Tensor& in, int64_t outer, int64_t red, int64_t i
     const T* x = in.data<T>();
     T* o = out.data<T>();
     switch (op) {
-      case ReduceOp::kSum: return reduce_typed<Sum<A>, A>(x, outer, red, inner, o);
-      case ReduceOp::kProd: return reduce_typed<Prod<A>, A>(x, outer, red, inner, o);
-      case ReduceOp::kMax: return reduce_typed<Max<M>, M>(x, outer, red, inner, o);
-      case ReduceOp::kMin: return reduce_typed<Min<M>, M>(x, outer, red, inner, o);
-      default: OFL_CHECK(false, "bad reduce op");
+      case ReduceOp::kSum:
+        return reduce_typed<Sum<A>, A>(x, outer, red, inner, o);
+      case ReduceOp::kProd:
+        return reduce_typed<Prod<A>, A>(x, outer, red, inner, o);
+      case ReduceOp::kMax:
+        return reduce_typed<Max<M>, M>(x, outer, red, inner, o);
+      case ReduceOp::kMin:
+        return reduce_typed<Min<M>, M>(x, outer, red, inner, o);
+      default:
+        OFL_CHECK(false, "bad reduce op");
     }
   });
 }

@@ -142,7 +142,9 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
         dtype = _C.dtype.int64 if is_int else _C.dtype.float32
-    return _finish(_C.arange(_py_float(start), _py_float(end), _py_float(step), dtype), requires_grad)
+    return _finish(
+        _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype), requires_grad
+    )
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
@@ -318,5 +320,15 @@ def _install_tensor_methods():
     def new_tensor(self, data, dtype=None):
         return tensor(data, dtype=dtype or self.dtype)
 
-    for fn in (addcmul_, addcdiv_, lerp_, __deepcopy__, type_as, new_zeros, new_ones, new_full, new_tensor):
+    for fn in (
+        addcmul_,
+        addcdiv_,
+        lerp_,
+        __deepcopy__,
+        type_as,
+        new_zeros,
+        new_ones,
+        new_full,
+        new_tensor,
+    ):
         setattr(T, fn.__name__, fn)

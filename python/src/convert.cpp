@@ -1,7 +1,6 @@
 #include "convert.h"
 
-#include "ops/creation.h"
-#include "ops/elementwise.h"
+#include "ops/ops.h"
 
 namespace ofl::py_bind {
 
@@ -24,14 +23,22 @@ DType dtype_of_array(const py::array& arr) {
 
 py::dtype numpy_dtype(DType t) {
   switch (t) {
-    case DType::kBool: return py::dtype("bool");
-    case DType::kUInt8: return py::dtype("uint8");
-    case DType::kInt8: return py::dtype("int8");
-    case DType::kInt32: return py::dtype("int32");
-    case DType::kInt64: return py::dtype("int64");
-    case DType::kFloat16: return py::dtype("float16");
-    case DType::kFloat32: return py::dtype("float32");
-    case DType::kFloat64: return py::dtype("float64");
+    case DType::kBool:
+      return py::dtype("bool");
+    case DType::kUInt8:
+      return py::dtype("uint8");
+    case DType::kInt8:
+      return py::dtype("int8");
+    case DType::kInt32:
+      return py::dtype("int32");
+    case DType::kInt64:
+      return py::dtype("int64");
+    case DType::kFloat16:
+      return py::dtype("float16");
+    case DType::kFloat32:
+      return py::dtype("float32");
+    case DType::kFloat64:
+      return py::dtype("float64");
     case DType::kBFloat16:
       throw TypeError("[numpy] numpy has no bfloat16; convert with .float() first");
   }
@@ -58,11 +65,11 @@ Tensor from_numpy(py::array arr) {
   if (span != 0)
     for (py::ssize_t d = 0; d < arr.ndim(); ++d) span += (shape[d] - 1) * strides[d];
   auto keep = new py::object(arr);
-  auto storage = std::make_shared<Storage>(const_cast<void*>(arr.data()), span * isz, Device{},
-                                           [keep]() {
-                                             py::gil_scoped_acquire gil;
-                                             delete keep;
-                                           });
+  auto storage =
+      std::make_shared<Storage>(const_cast<void*>(arr.data()), span * isz, Device{}, [keep]() {
+        py::gil_scoped_acquire gil;
+        delete keep;
+      });
   Tensor t = Tensor::view_of(std::move(storage), shape, strides, 0, dt);
   t.impl()->is_view = false;
   return t;
@@ -73,7 +80,8 @@ py::array to_numpy(const Tensor& t) {
     throw Error("[numpy] can't convert a " + t.device().str() + " tensor; call .cpu() first");
   py::dtype dt = numpy_dtype(t.dtype());
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end()), strides;
-  for (int64_t s : t.strides()) strides.push_back(s * static_cast<py::ssize_t>(itemsize(t.dtype())));
+  for (int64_t s : t.strides())
+    strides.push_back(s * static_cast<py::ssize_t>(itemsize(t.dtype())));
   auto holder = new std::shared_ptr<Storage>(t.storage());
   py::capsule base(holder, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
   return py::array(dt, shape, strides, t.raw_data(), base);
@@ -115,8 +123,8 @@ Shape to_shape(py::handle obj, const char* op) {
   try {
     for (auto item : obj) s.push_back(item.cast<int64_t>());
   } catch (const py::cast_error&) {
-    throw TypeError(str_cat("[", op, "] expected a shape of ints, got ",
-                            std::string(py::str(obj))));
+    throw TypeError(
+        str_cat("[", op, "] expected a shape of ints, got ", std::string(py::str(obj))));
   }
   return s;
 }
@@ -162,6 +170,32 @@ Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi) {
   bool float_bound = py::isinstance<py::float_>(lo) || py::isinstance<py::float_>(hi);
   Tensor in = float_bound && !is_floating(x.dtype()) ? to_dtype(x, DType::kFloat32) : x;
   return clamp(in, bound(lo), bound(hi));
+}
+
+const std::vector<std::pair<const char*, UnaryFn>>& unary_functions() {
+  static const std::vector<std::pair<const char*, UnaryFn>> table = {{"neg", &neg},
+                                                                     {"abs", &abs},
+                                                                     {"exp", &exp},
+                                                                     {"log", &log},
+                                                                     {"sqrt", &sqrt},
+                                                                     {"rsqrt", &rsqrt},
+                                                                     {"sin", &sin},
+                                                                     {"cos", &cos},
+                                                                     {"tanh", &tanh},
+                                                                     {"sigmoid", &sigmoid},
+                                                                     {"relu", &relu},
+                                                                     {"silu", &silu},
+                                                                     {"sign", &sign},
+                                                                     {"floor", &floor},
+                                                                     {"ceil", &ceil},
+                                                                     {"round", &round},
+                                                                     {"reciprocal", &reciprocal},
+                                                                     {"square", &square},
+                                                                     {"log1p", &log1p},
+                                                                     {"expm1", &expm1},
+                                                                     {"erf", &erf},
+                                                                     {"logical_not", &logical_not}};
+  return table;
 }
 
 }  // namespace ofl::py_bind

@@ -5,15 +5,20 @@
 namespace ofl::py_bind {
 
 namespace {
-Tensor T(py::handle h, const char* op) { return as_tensor(h, op); }
-Tensor opt(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
+Tensor T(py::handle h, const char* op) {
+  return as_tensor(h, op);
+}
+Tensor opt(const std::optional<Tensor>& t) {
+  return t ? *t : Tensor();
+}
 Pair pair(py::handle h, const char* op) {
   if (py::isinstance<py::int_>(h)) {
     int64_t v = h.cast<int64_t>();
     return {v, v};
   }
   Shape s = to_shape(h, op);
-  if (s.size() != 2) throw Error(str_cat("[", op, "] expected an int or a pair, got ", shape_str(s)));
+  if (s.size() != 2)
+    throw Error(str_cat("[", op, "] expected an int or a pair, got ", shape_str(s)));
   return {s[0], s[1]};
 }
 }  // namespace
@@ -28,15 +33,18 @@ void bind_functions(py::module_& m) {
   m.def("arange", [](double a, double b, double step, DType d) { return arange(a, b, step, d); });
   m.def("linspace", [](double a, double b, int64_t n, DType d) { return linspace(a, b, n, d); });
   m.def("eye", [](int64_t n, int64_t k, DType d) { return eye(n, k, d); });
-  m.def("rand", [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); }, arg("shape"),
-        arg("dtype"), arg("generator") = nullptr);
-  m.def("randn", [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); }, arg("shape"),
-        arg("dtype"), arg("generator") = nullptr);
-  m.def("randint",
-        [](int64_t lo, int64_t hi, const Shape& s, DType d, Generator* g) {
-          return randint(lo, hi, s, d, g);
-        },
-        arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr);
+  m.def(
+      "rand", [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); }, arg("shape"),
+      arg("dtype"), arg("generator") = nullptr);
+  m.def(
+      "randn", [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); }, arg("shape"),
+      arg("dtype"), arg("generator") = nullptr);
+  m.def(
+      "randint",
+      [](int64_t lo, int64_t hi, const Shape& s, DType d, Generator* g) {
+        return randint(lo, hi, s, d, g);
+      },
+      arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr);
   m.def("tensor_bytes", [](const Tensor& t) {
     Tensor c = contiguous(t);
     return py::bytes(static_cast<const char*>(c.raw_data()), c.numel() * itemsize(c.dtype()));
@@ -53,33 +61,40 @@ void bind_functions(py::module_& m) {
   });
 
   // elementwise
-  using U = Tensor (*)(const Tensor&);
-  const std::pair<const char*, U> unary[] = {
-      {"neg", &neg},   {"abs", &abs},         {"exp", &exp},         {"log", &log},
-      {"sqrt", &sqrt}, {"rsqrt", &rsqrt},     {"sin", &sin},         {"cos", &cos},
-      {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"relu", &relu},       {"silu", &silu},
-      {"sign", &sign}, {"floor", &floor},     {"ceil", &ceil},       {"round", &round},
-      {"reciprocal", &reciprocal}, {"square", &square}, {"log1p", &log1p}, {"expm1", &expm1},
-      {"erf", &erf},   {"logical_not", &logical_not}, {"clone", &clone}, {"detach", &detach},
-      {"contiguous", &contiguous}};
+  std::vector<std::pair<const char*, UnaryFn>> unary = unary_functions();
+  unary.insert(unary.end(), {{"clone", &clone}, {"detach", &detach}, {"contiguous", &contiguous}});
   for (auto [name, f] : unary)
     m.def(
         name, [f](const Tensor& t) { return f(t); }, arg("input"));
   using B = Tensor (*)(const Tensor&, const Tensor&);
-  const std::pair<const char*, B> binary[] = {
-      {"mul", &mul}, {"div", &div}, {"maximum", &maximum}, {"minimum", &minimum},
-      {"eq", &eq},   {"ne", &ne},   {"lt", &lt},           {"le", &le},
-      {"gt", &gt},   {"ge", &ge},   {"logical_and", &logical_and}, {"logical_or", &logical_or},
-      {"logical_xor", &logical_xor}, {"matmul", &matmul}, {"floor_divide", &floor_divide},
-      {"remainder", &remainder}};
+  const std::pair<const char*, B> binary[] = {{"mul", &mul},
+                                              {"div", &div},
+                                              {"maximum", &maximum},
+                                              {"minimum", &minimum},
+                                              {"eq", &eq},
+                                              {"ne", &ne},
+                                              {"lt", &lt},
+                                              {"le", &le},
+                                              {"gt", &gt},
+                                              {"ge", &ge},
+                                              {"logical_and", &logical_and},
+                                              {"logical_or", &logical_or},
+                                              {"logical_xor", &logical_xor},
+                                              {"matmul", &matmul},
+                                              {"floor_divide", &floor_divide},
+                                              {"remainder", &remainder}};
   for (auto [name, f] : binary)
     m.def(
         name, [f, name](py::handle a, py::handle b) { return f(T(a, name), T(b, name)); },
         arg("input"), arg("other"));
-  m.def("add", [](py::handle a, py::handle b, double alpha) { return add(T(a, "add"), T(b, "add"), alpha); },
-        arg("input"), arg("other"), arg("alpha") = 1.0);
-  m.def("sub", [](py::handle a, py::handle b, double alpha) { return sub(T(a, "sub"), T(b, "sub"), alpha); },
-        arg("input"), arg("other"), arg("alpha") = 1.0);
+  m.def(
+      "add",
+      [](py::handle a, py::handle b, double alpha) { return add(T(a, "add"), T(b, "add"), alpha); },
+      arg("input"), arg("other"), arg("alpha") = 1.0);
+  m.def(
+      "sub",
+      [](py::handle a, py::handle b, double alpha) { return sub(T(a, "sub"), T(b, "sub"), alpha); },
+      arg("input"), arg("other"), arg("alpha") = 1.0);
   m.def(
       "pow",
       [](py::handle a, py::handle b) {
@@ -96,8 +111,9 @@ void bind_functions(py::module_& m) {
   m.def(
       "clamp", [](const Tensor& t, py::object lo, py::object hi) { return clamp_arg(t, lo, hi); },
       arg("input"), arg("min") = py::none(), arg("max") = py::none());
-  m.def("gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); }, arg("input"),
-        arg("approximate") = "none");
+  m.def(
+      "gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); }, arg("input"),
+      arg("approximate") = "none");
   m.def("to_dtype", [](const Tensor& t, DType d) { return to_dtype(t, d); });
   m.def(
       "masked_fill",
@@ -107,12 +123,19 @@ void bind_functions(py::module_& m) {
       arg("input"), arg("mask"), arg("value"));
 
   // reductions
-  m.def("sum", [](const Tensor& t, py::object dim, bool k, py::object dt) { return sum(t, to_axes(dim), k, to_dtype_opt(dt)); },
-        arg("input"), arg("dim") = py::none(), arg("keepdim") = false, arg("dtype") = py::none());
-  m.def("mean", [](const Tensor& t, py::object dim, bool k) { return mean(t, to_axes(dim), k); },
-        arg("input"), arg("dim") = py::none(), arg("keepdim") = false);
-  m.def("logsumexp", [](const Tensor& t, py::object dim, bool k) { return logsumexp(t, to_axes(dim), k); },
-        arg("input"), arg("dim"), arg("keepdim") = false);
+  m.def(
+      "sum",
+      [](const Tensor& t, py::object dim, bool k, py::object dt) {
+        return sum(t, to_axes(dim), k, to_dtype_opt(dt));
+      },
+      arg("input"), arg("dim") = py::none(), arg("keepdim") = false, arg("dtype") = py::none());
+  m.def(
+      "mean", [](const Tensor& t, py::object dim, bool k) { return mean(t, to_axes(dim), k); },
+      arg("input"), arg("dim") = py::none(), arg("keepdim") = false);
+  m.def(
+      "logsumexp",
+      [](const Tensor& t, py::object dim, bool k) { return logsumexp(t, to_axes(dim), k); },
+      arg("input"), arg("dim"), arg("keepdim") = false);
 
   // shapes and joins
   m.def(
@@ -124,26 +147,37 @@ void bind_functions(py::module_& m) {
   m.def(
       "transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
       arg("input"), arg("dim0"), arg("dim1"));
-  m.def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, arg("input"),
-        arg("start_dim") = 0, arg("end_dim") = -1);
-  m.def("squeeze", [](const Tensor& t, py::object d) { return d.is_none() ? squeeze(t) : squeeze(t, to_axes(d)); },
-        arg("input"), arg("dim") = py::none());
+  m.def(
+      "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
+      arg("input"), arg("start_dim") = 0, arg("end_dim") = -1);
+  m.def(
+      "squeeze",
+      [](const Tensor& t, py::object d) {
+        return d.is_none() ? squeeze(t) : squeeze(t, to_axes(d));
+      },
+      arg("input"), arg("dim") = py::none());
   m.def(
       "unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); }, arg("input"),
       arg("dim"));
   m.def(
       "narrow", [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); },
       arg("input"), arg("dim"), arg("start"), arg("length"));
-  m.def("cat", [](const std::vector<Tensor>& xs, int64_t d) { return cat(xs, d); }, arg("tensors"), arg("dim") = 0);
-  m.def("stack", [](const std::vector<Tensor>& xs, int64_t d) { return stack(xs, d); }, arg("tensors"), arg("dim") = 0);
-  m.def("split",
-        [](const Tensor& t, py::object size, int64_t dim) {
-          if (py::isinstance<py::int_>(size)) return split(t, size.cast<int64_t>(), dim);
-          return split_sizes(t, to_shape(size, "split"), dim);
-        },
-        arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0);
-  m.def("chunk", [](const Tensor& t, int64_t c, int64_t d) { return chunk(t, c, d); }, arg("input"),
-        arg("chunks"), arg("dim") = 0);
+  m.def(
+      "cat", [](const std::vector<Tensor>& xs, int64_t d) { return cat(xs, d); }, arg("tensors"),
+      arg("dim") = 0);
+  m.def(
+      "stack", [](const std::vector<Tensor>& xs, int64_t d) { return stack(xs, d); },
+      arg("tensors"), arg("dim") = 0);
+  m.def(
+      "split",
+      [](const Tensor& t, py::object size, int64_t dim) {
+        if (py::isinstance<py::int_>(size)) return split(t, size.cast<int64_t>(), dim);
+        return split_sizes(t, to_shape(size, "split"), dim);
+      },
+      arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0);
+  m.def(
+      "chunk", [](const Tensor& t, int64_t c, int64_t d) { return chunk(t, c, d); }, arg("input"),
+      arg("chunks"), arg("dim") = 0);
   m.def(
       "index_select",
       [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); },
@@ -157,78 +191,106 @@ void bind_functions(py::module_& m) {
         return scatter_add(t, d, i, s);
       },
       arg("input"), arg("dim"), arg("index"), arg("src"));
-  m.def("index_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return index_add(t, d, i, s); },
-        arg("input"), arg("dim"), arg("index"), arg("source"));
+  m.def(
+      "index_add",
+      [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
+        return index_add(t, d, i, s);
+      },
+      arg("input"), arg("dim"), arg("index"), arg("source"));
 
   // nn
-  m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) { return linear(x, w, opt(b)); },
-        arg("input"), arg("weight"), arg("bias") = py::none());
-  m.def("softmax", [](const Tensor& x, int64_t d) { return softmax(x, d); }, arg("input"), arg("dim"));
-  m.def("log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); }, arg("input"), arg("dim"));
-  m.def("cross_entropy",
-        [](const Tensor& x, const Tensor& t, int64_t ignore, const std::string& red, double ls) {
-          return cross_entropy(x, t, ignore, red, ls);
-        },
-        arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean",
-        arg("label_smoothing") = 0.0);
-  m.def("nll_loss",
-        [](const Tensor& x, const Tensor& t, int64_t ignore, const std::string& red) {
-          return nll_loss(x, t, ignore, red);
-        },
-        arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean");
-  m.def("mse_loss", [](const Tensor& a, const Tensor& b, const std::string& r) { return mse_loss(a, b, r); },
-        arg("input"), arg("target"), arg("reduction") = "mean");
-  m.def("layer_norm",
-        [](const Tensor& x, py::handle ns, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {
-          return layer_norm(x, to_shape(ns, "layer_norm"), opt(w), opt(b), eps);
-        },
-        arg("input"), arg("normalized_shape"), arg("weight") = py::none(), arg("bias") = py::none(),
-        arg("eps") = 1e-5);
-  m.def("rms_norm",
-        [](const Tensor& x, py::handle ns, std::optional<Tensor> w, std::optional<double> eps) {
-          return rms_norm(x, to_shape(ns, "rms_norm"), opt(w), eps);
-        },
-        arg("input"), arg("normalized_shape"), arg("weight") = py::none(), arg("eps") = py::none());
-  m.def("embedding",
-        [](const Tensor& idx, const Tensor& w, std::optional<int64_t> pad) { return embedding(w, idx, pad); },
-        arg("input"), arg("weight"), arg("padding_idx") = py::none());
-  m.def("dropout", [](const Tensor& x, double p, bool training) { return dropout(x, p, training); },
-        arg("input"), arg("p") = 0.5, arg("training") = true);
-  m.def("scaled_dot_product_attention",
-        [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask, double p,
-           bool causal, std::optional<double> scale) {
-          return scaled_dot_product_attention(q, k, v, opt(mask), p, causal, scale);
-        },
-        arg("query"), arg("key"), arg("value"), arg("attn_mask") = py::none(),
-        arg("dropout_p") = 0.0, arg("is_causal") = false, arg("scale") = py::none());
-  m.def("conv2d",
-        [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, py::handle stride,
-           py::handle padding, py::handle dilation, int64_t groups) {
-          return conv2d(x, w, opt(b), pair(stride, "conv2d"), pair(padding, "conv2d"),
-                        pair(dilation, "conv2d"), groups);
-        },
-        arg("input"), arg("weight"), arg("bias") = py::none(), arg("stride") = 1,
-        arg("padding") = 0, arg("dilation") = 1, arg("groups") = 1);
-  m.def("max_pool2d",
-        [](const Tensor& x, py::handle k, py::object s, py::handle p) {
-          Pair kp = pair(k, "max_pool2d");
-          return max_pool2d(x, kp, s.is_none() ? kp : pair(s, "max_pool2d"), pair(p, "max_pool2d"));
-        },
-        arg("input"), arg("kernel_size"), arg("stride") = py::none(), arg("padding") = 0);
-  m.def("avg_pool2d",
-        [](const Tensor& x, py::handle k, py::object s, py::handle p, bool cip) {
-          Pair kp = pair(k, "avg_pool2d");
-          return avg_pool2d(x, kp, s.is_none() ? kp : pair(s, "avg_pool2d"), pair(p, "avg_pool2d"), cip);
-        },
-        arg("input"), arg("kernel_size"), arg("stride") = py::none(), arg("padding") = 0,
-        arg("count_include_pad") = true);
-  m.def("batch_norm",
-        [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv, std::optional<Tensor> w,
-           std::optional<Tensor> b, bool training, double momentum, double eps) {
-          return batch_norm(x, opt(rm), opt(rv), opt(w), opt(b), training, momentum, eps);
-        },
-        arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = py::none(),
-        arg("bias") = py::none(), arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5);
+  m.def(
+      "linear",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+        return linear(x, w, opt(b));
+      },
+      arg("input"), arg("weight"), arg("bias") = py::none());
+  m.def(
+      "softmax", [](const Tensor& x, int64_t d) { return softmax(x, d); }, arg("input"),
+      arg("dim"));
+  m.def(
+      "log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); }, arg("input"),
+      arg("dim"));
+  m.def(
+      "cross_entropy",
+      [](const Tensor& x, const Tensor& t, int64_t ignore, const std::string& red, double ls) {
+        return cross_entropy(x, t, ignore, red, ls);
+      },
+      arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean",
+      arg("label_smoothing") = 0.0);
+  m.def(
+      "nll_loss",
+      [](const Tensor& x, const Tensor& t, int64_t ignore, const std::string& red) {
+        return nll_loss(x, t, ignore, red);
+      },
+      arg("input"), arg("target"), arg("ignore_index") = -100, arg("reduction") = "mean");
+  m.def(
+      "mse_loss",
+      [](const Tensor& a, const Tensor& b, const std::string& r) { return mse_loss(a, b, r); },
+      arg("input"), arg("target"), arg("reduction") = "mean");
+  m.def(
+      "layer_norm",
+      [](const Tensor& x, py::handle ns, std::optional<Tensor> w, std::optional<Tensor> b,
+         double eps) { return layer_norm(x, to_shape(ns, "layer_norm"), opt(w), opt(b), eps); },
+      arg("input"), arg("normalized_shape"), arg("weight") = py::none(), arg("bias") = py::none(),
+      arg("eps") = 1e-5);
+  m.def(
+      "rms_norm",
+      [](const Tensor& x, py::handle ns, std::optional<Tensor> w, std::optional<double> eps) {
+        return rms_norm(x, to_shape(ns, "rms_norm"), opt(w), eps);
+      },
+      arg("input"), arg("normalized_shape"), arg("weight") = py::none(), arg("eps") = py::none());
+  m.def(
+      "embedding",
+      [](const Tensor& idx, const Tensor& w, std::optional<int64_t> pad) {
+        return embedding(w, idx, pad);
+      },
+      arg("input"), arg("weight"), arg("padding_idx") = py::none());
+  m.def(
+      "dropout", [](const Tensor& x, double p, bool training) { return dropout(x, p, training); },
+      arg("input"), arg("p") = 0.5, arg("training") = true);
+  m.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask, double p,
+         bool causal, std::optional<double> scale) {
+        return scaled_dot_product_attention(q, k, v, opt(mask), p, causal, scale);
+      },
+      arg("query"), arg("key"), arg("value"), arg("attn_mask") = py::none(), arg("dropout_p") = 0.0,
+      arg("is_causal") = false, arg("scale") = py::none());
+  m.def(
+      "conv2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, py::handle stride,
+         py::handle padding, py::handle dilation, int64_t groups) {
+        return conv2d(x, w, opt(b), pair(stride, "conv2d"), pair(padding, "conv2d"),
+                      pair(dilation, "conv2d"), groups);
+      },
+      arg("input"), arg("weight"), arg("bias") = py::none(), arg("stride") = 1, arg("padding") = 0,
+      arg("dilation") = 1, arg("groups") = 1);
+  m.def(
+      "max_pool2d",
+      [](const Tensor& x, py::handle k, py::object s, py::handle p) {
+        Pair kp = pair(k, "max_pool2d");
+        return max_pool2d(x, kp, s.is_none() ? kp : pair(s, "max_pool2d"), pair(p, "max_pool2d"));
+      },
+      arg("input"), arg("kernel_size"), arg("stride") = py::none(), arg("padding") = 0);
+  m.def(
+      "avg_pool2d",
+      [](const Tensor& x, py::handle k, py::object s, py::handle p, bool cip) {
+        Pair kp = pair(k, "avg_pool2d");
+        return avg_pool2d(x, kp, s.is_none() ? kp : pair(s, "avg_pool2d"), pair(p, "avg_pool2d"),
+                          cip);
+      },
+      arg("input"), arg("kernel_size"), arg("stride") = py::none(), arg("padding") = 0,
+      arg("count_include_pad") = true);
+  m.def(
+      "batch_norm",
+      [](const Tensor& x, std::optional<Tensor> rm, std::optional<Tensor> rv,
+         std::optional<Tensor> w, std::optional<Tensor> b, bool training, double momentum,
+         double eps) {
+        return batch_norm(x, opt(rm), opt(rv), opt(w), opt(b), training, momentum, eps);
+      },
+      arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = py::none(),
+      arg("bias") = py::none(), arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5);
 }
 
 }  // namespace ofl::py_bind

@@ -40,14 +40,20 @@ void bind_device(py::module_& m) {
         d.index = index;
         return d;
       }))
-      .def_property_readonly("type", [](const Device& d) { return std::string(device_type_name(d.type)); })
+      .def_property_readonly("type",
+                             [](const Device& d) { return std::string(device_type_name(d.type)); })
       .def_property_readonly("index", [](const Device& d) { return d.index; })
       .def("__str__", &Device::str)
-      .def("__repr__", [](const Device& d) { return "device(type='" + std::string(device_type_name(d.type)) + "', index=" + std::to_string(d.index) + ")"; })
-      .def("__eq__", [](const Device& d, py::handle o) {
-        if (py::isinstance<py::str>(o)) return d == Device::parse(o.cast<std::string>());
-        return py::isinstance<Device>(o) && d == o.cast<Device>();
-      })
+      .def("__repr__",
+           [](const Device& d) {
+             return "device(type='" + std::string(device_type_name(d.type)) +
+                    "', index=" + std::to_string(d.index) + ")";
+           })
+      .def("__eq__",
+           [](const Device& d, py::handle o) {
+             if (py::isinstance<py::str>(o)) return d == Device::parse(o.cast<std::string>());
+             return py::isinstance<Device>(o) && d == o.cast<Device>();
+           })
       .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
 }
 
@@ -70,36 +76,37 @@ void bind_autograd(py::module_& m) {
           for (auto& x : grads) g.push_back(x ? *x : Tensor());
           autograd::backward(roots, g, retain_graph, create_graph);
         });
-  m.def("autograd_grad",
-        [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-           const std::vector<std::optional<Tensor>>& grads, bool retain_graph, bool create_graph,
-           bool allow_unused) {
-          std::vector<Tensor> g;
-          for (auto& x : grads) g.push_back(x ? *x : Tensor());
-          auto res = autograd::grad(outputs, g, inputs, retain_graph, create_graph, allow_unused);
-          py::list out;
-          for (auto& r : res) out.append(r.defined() ? py::cast(r) : py::none());
-          return py::tuple(out);
-        });
+  m.def("autograd_grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                            const std::vector<std::optional<Tensor>>& grads, bool retain_graph,
+                            bool create_graph, bool allow_unused) {
+    std::vector<Tensor> g;
+    for (auto& x : grads) g.push_back(x ? *x : Tensor());
+    auto res = autograd::grad(outputs, g, inputs, retain_graph, create_graph, allow_unused);
+    py::list out;
+    for (auto& r : res) out.append(r.defined() ? py::cast(r) : py::none());
+    return py::tuple(out);
+  });
 }
 
 void bind_random(py::module_& m) {
   py::class_<Generator>(m, "Generator")
       .def(py::init([](uint64_t seed) { return new Generator(seed); }), py::arg("seed") = 0)
-      .def("manual_seed",
-           [](Generator& g, uint64_t s) -> Generator& {
-             g.manual_seed(s);
-             return g;
-           },
-           py::return_value_policy::reference)
+      .def(
+          "manual_seed",
+          [](Generator& g, uint64_t s) -> Generator& {
+            g.manual_seed(s);
+            return g;
+          },
+          py::return_value_policy::reference)
       .def("initial_seed", &Generator::seed)
       .def("get_state", [](const Generator& g) { return py::make_tuple(g.seed(), g.offset()); })
       .def("set_state", [](Generator& g, py::tuple st) {
         g.manual_seed(st[0].cast<uint64_t>());
         g.set_offset(st[1].cast<uint64_t>());
       });
-  m.def("default_generator", []() { return &default_generator(); },
-        py::return_value_policy::reference);
+  m.def(
+      "default_generator", []() { return &default_generator(); },
+      py::return_value_policy::reference);
   m.def("manual_seed", [](uint64_t s) { default_generator().manual_seed(s); });
 }
 

@@ -11,7 +11,9 @@ namespace ofl::py_bind {
 
 namespace {
 
-Tensor T(py::handle h, const char* op) { return as_tensor(h, op); }
+Tensor T(py::handle h, const char* op) {
+  return as_tensor(h, op);
+}
 
 // --- indexing ---
 
@@ -55,16 +57,16 @@ Tensor index(const Tensor& x, py::handle key) {
       };
       std::optional<int64_t> step = get(s.attr("step"));
       r = slice(r, d++, get(s.attr("start")), get(s.attr("stop")), step.value_or(1));
-    } else if (py::isinstance<py::int_>(it) ||
-               (py::hasattr(it, "__index__") && !is_advanced(it))) {
+    } else if (py::isinstance<py::int_>(it) || (py::hasattr(it, "__index__") && !is_advanced(it))) {
       r = select(r, d, it.cast<int64_t>());
     } else if (is_advanced(it)) {
       if (++advanced > 1)
         throw IndexError("[index] only one tensor/list index per indexing expression is supported");
       Tensor idx = as_tensor(it, "index");
       if (idx.dtype() == DType::kBool)
-        throw IndexError("[index] boolean mask indexing is not supported; use where() or "
-                         "masked_fill()");
+        throw IndexError(
+            "[index] boolean mask indexing is not supported; use where() or "
+            "masked_fill()");
       if (is_integral(idx.dtype()) && d < r.dim()) {  // negative indices count from the end
         Tensor size = wrap_scalar(static_cast<double>(r.shape()[d]), DType::kInt64);
         idx = where(lt(idx, wrap_scalar(0, DType::kInt64)), add(idx, size), idx);
@@ -97,12 +99,14 @@ void set_index(Tensor& x, py::handle key, py::handle value) {
   if (!target.same(x)) x.bump_version();  // views share the storage's version counter
 }
 
-std::string repr_dtype(DType t) { return std::string("oneflowlike.") + dtype_name(t); }
+std::string repr_dtype(DType t) {
+  return std::string("oneflowlike.") + dtype_name(t);
+}
 
 py::object max_like(const Tensor& x, py::object dim, bool keepdim, bool is_max) {
   if (dim.is_none()) return py::cast(is_max ? amax(x) : amin(x));
-  auto [v, i] = is_max ? max_dim(x, dim.cast<int64_t>(), keepdim)
-                       : min_dim(x, dim.cast<int64_t>(), keepdim);
+  auto [v, i] =
+      is_max ? max_dim(x, dim.cast<int64_t>(), keepdim) : min_dim(x, dim.cast<int64_t>(), keepdim);
   // (values, indices) as torch.return_types; leaked on purpose to outlive interpreter teardown.
   static py::object* types[2] = {nullptr, nullptr};
   py::object*& type = types[is_max ? 0 : 1];
@@ -125,7 +129,8 @@ void bind_tensor(py::module_& m) {
         }
         return Tensor::empty(shape_from_args(args, "Tensor"), DType::kFloat32);
       }))
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("shape",
+                             [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("device", &Tensor::device)
       .def_property_readonly("ndim", &Tensor::dim)
@@ -159,57 +164,63 @@ void bind_tensor(py::module_& m) {
       .def("dim", &Tensor::dim)
       .def("numel", &Tensor::numel)
       .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
-      .def("size",
-           [](const Tensor& t, py::object dim) -> py::object {
-             if (dim.is_none()) return py::tuple(py::cast(t.shape()));
-             return py::cast(t.size(dim.cast<int64_t>()));
-           },
-           py::arg("dim") = py::none())
-      .def("stride",
-           [](const Tensor& t, py::object dim) -> py::object {
-             if (dim.is_none()) return py::tuple(py::cast(t.strides()));
-             return py::cast(t.strides()[normalize_axis(dim.cast<int64_t>(), t.dim(), "stride")]);
-           },
-           py::arg("dim") = py::none())
+      .def(
+          "size",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return py::tuple(py::cast(t.shape()));
+            return py::cast(t.size(dim.cast<int64_t>()));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "stride",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return py::tuple(py::cast(t.strides()));
+            return py::cast(t.strides()[normalize_axis(dim.cast<int64_t>(), t.dim(), "stride")]);
+          },
+          py::arg("dim") = py::none())
       .def("storage_offset", &Tensor::offset)
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
-      .def("requires_grad_",
-           [](Tensor& t, bool r) -> Tensor& {
-             t.set_requires_grad(r);
-             return t;
-           },
-           py::arg("requires_grad") = true, py::return_value_policy::reference)
+      .def(
+          "requires_grad_",
+          [](Tensor& t, bool r) -> Tensor& {
+            t.set_requires_grad(r);
+            return t;
+          },
+          py::arg("requires_grad") = true, py::return_value_policy::reference)
       .def("retain_grad", &Tensor::retain_grad)
       .def_property_readonly("retains_grad", &Tensor::retains_grad)
-      .def("backward",
-           [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph) {
-             Tensor g = gradient.is_none() ? Tensor() : as_tensor(gradient, "backward");
-             bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-             autograd::backward({t}, {g}, retain, create_graph);
-           },
-           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
-           py::arg("create_graph") = false)
+      .def(
+          "backward",
+          [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph) {
+            Tensor g = gradient.is_none() ? Tensor() : as_tensor(gradient, "backward");
+            bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
+            autograd::backward({t}, {g}, retain, create_graph);
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+          py::arg("create_graph") = false)
       .def("detach", [](const Tensor& t) { return detach(t); })
-      .def("detach_",
-           [](Tensor& t) -> Tensor& {
-             if (t.impl()->autograd) {
-               t.impl()->autograd->grad_fn.reset();
-               t.impl()->autograd->requires_grad = false;
-             }
-             return t;
-           },
-           py::return_value_policy::reference)
+      .def(
+          "detach_",
+          [](Tensor& t) -> Tensor& {
+            if (t.impl()->autograd) {
+              t.impl()->autograd->grad_fn.reset();
+              t.impl()->autograd->requires_grad = false;
+            }
+            return t;
+          },
+          py::return_value_policy::reference)
       .def("clone", [](const Tensor& t) { return clone(t); })
       .def("contiguous", [](const Tensor& t) { return contiguous(t); })
       .def("numpy", [](const Tensor& t) { return to_numpy(t); })
-      .def("__array__",
-           [](const Tensor& t, py::object dtype, py::object) {
-             py::array a = to_numpy(t);
-             return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
-           },
-           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def(
+          "__array__",
+          [](const Tensor& t, py::object dtype, py::object) {
+            py::array a = to_numpy(t);
+            return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("item",
            [](const Tensor& t) -> py::object {
              if (t.numel() != 1)
@@ -228,8 +239,10 @@ void bind_tensor(py::module_& m) {
            [](const Tensor& t, py::args args, py::kwargs kwargs) {
              std::optional<DType> dt;
              for (auto a : args)
-               if (py::isinstance<DType>(a)) dt = a.cast<DType>();
-               else if (py::isinstance<Tensor>(a)) dt = a.cast<Tensor>().dtype();
+               if (py::isinstance<DType>(a))
+                 dt = a.cast<DType>();
+               else if (py::isinstance<Tensor>(a))
+                 dt = a.cast<Tensor>().dtype();
              if (kwargs.contains("dtype")) dt = to_dtype_opt(kwargs["dtype"]);
              return dt ? to_dtype(t, *dt) : t;
            })
@@ -250,38 +263,50 @@ void bind_tensor(py::module_& m) {
              return view(t, shape_from_args(a, "view"));
            })
       .def("view_as", [](const Tensor& t, const Tensor& o) { return view(t, o.shape()); })
-      .def("reshape", [](const Tensor& t, py::args a) { return reshape(t, shape_from_args(a, "reshape")); })
+      .def("reshape",
+           [](const Tensor& t, py::args a) { return reshape(t, shape_from_args(a, "reshape")); })
       .def("reshape_as", [](const Tensor& t, const Tensor& o) { return reshape(t, o.shape()); })
-      .def("permute", [](const Tensor& t, py::args a) { return permute(t, shape_from_args(a, "permute")); })
-      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
-           py::arg("dim0"), py::arg("dim1"))
+      .def("permute",
+           [](const Tensor& t, py::args a) { return permute(t, shape_from_args(a, "permute")); })
+      .def(
+          "transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
+          py::arg("dim0"), py::arg("dim1"))
       .def("t",
            [](const Tensor& t) {
-             if (t.dim() > 2) throw Error(str_cat("[t] expects a tensor with <= 2 dimensions, got ", shape_str(t.shape())));
+             if (t.dim() > 2)
+               throw Error(str_cat("[t] expects a tensor with <= 2 dimensions, got ",
+                                   shape_str(t.shape())));
              return t.dim() < 2 ? t : transpose(t, 0, 1);
            })
-      .def_property_readonly("T", [](const Tensor& t) {
-        std::vector<int64_t> dims(t.dim());
-        for (int64_t i = 0; i < t.dim(); ++i) dims[i] = t.dim() - 1 - i;
-        return permute(t, dims);
-      })
+      .def_property_readonly("T",
+                             [](const Tensor& t) {
+                               std::vector<int64_t> dims(t.dim());
+                               for (int64_t i = 0; i < t.dim(); ++i) dims[i] = t.dim() - 1 - i;
+                               return permute(t, dims);
+                             })
       .def_property_readonly("mT", [](const Tensor& t) { return transpose(t, -2, -1); })
-      .def("narrow",
-           [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); },
-           py::arg("dim"), py::arg("start"), py::arg("length"))
-      .def("select", [](const Tensor& t, int64_t d, int64_t i) { return select(t, d, i); },
-           py::arg("dim"), py::arg("index"))
-      .def("expand", [](const Tensor& t, py::args a) { return expand(t, shape_from_args(a, "expand")); })
+      .def(
+          "narrow",
+          [](const Tensor& t, int64_t d, int64_t s, int64_t l) { return narrow(t, d, s, l); },
+          py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def(
+          "select", [](const Tensor& t, int64_t d, int64_t i) { return select(t, d, i); },
+          py::arg("dim"), py::arg("index"))
+      .def("expand",
+           [](const Tensor& t, py::args a) { return expand(t, shape_from_args(a, "expand")); })
       .def("expand_as", [](const Tensor& t, const Tensor& o) { return expand(t, o.shape()); })
-      .def("squeeze",
-           [](const Tensor& t, py::object dim) {
-             if (dim.is_none()) return squeeze(t);
-             return squeeze(t, to_axes(dim));
-           },
-           py::arg("dim") = py::none())
-      .def("unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); }, py::arg("dim"))
-      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
-           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def(
+          "squeeze",
+          [](const Tensor& t, py::object dim) {
+            if (dim.is_none()) return squeeze(t);
+            return squeeze(t, to_axes(dim));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "unsqueeze", [](const Tensor& t, int64_t d) { return unsqueeze(t, d); }, py::arg("dim"))
+      .def(
+          "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
+          py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("unflatten",
            [](const Tensor& t, int64_t dim, py::object sizes) {
              dim = normalize_axis(dim, t.dim(), "unflatten");
@@ -291,14 +316,16 @@ void bind_tensor(py::module_& m) {
              s.insert(s.end(), t.shape().begin() + dim + 1, t.shape().end());
              return reshape(t, s);
            })
-      .def("split",
-           [](const Tensor& t, py::object size, int64_t dim) {
-             if (py::isinstance<py::int_>(size)) return split(t, size.cast<int64_t>(), dim);
-             return split_sizes(t, to_shape(size, "split"), dim);
-           },
-           py::arg("split_size_or_sections"), py::arg("dim") = 0)
-      .def("chunk", [](const Tensor& t, int64_t c, int64_t d) { return chunk(t, c, d); },
-           py::arg("chunks"), py::arg("dim") = 0)
+      .def(
+          "split",
+          [](const Tensor& t, py::object size, int64_t dim) {
+            if (py::isinstance<py::int_>(size)) return split(t, size.cast<int64_t>(), dim);
+            return split_sizes(t, to_shape(size, "split"), dim);
+          },
+          py::arg("split_size_or_sections"), py::arg("dim") = 0)
+      .def(
+          "chunk", [](const Tensor& t, int64_t c, int64_t d) { return chunk(t, c, d); },
+          py::arg("chunks"), py::arg("dim") = 0)
       .def("__getitem__", [](const Tensor& t, py::handle key) { return index(t, key); })
       .def("__setitem__", [](Tensor& t, py::handle key, py::handle v) { set_index(t, key, v); })
       .def("__len__",
@@ -325,16 +352,19 @@ void bind_tensor(py::module_& m) {
       .def("__index__",
            [](const Tensor& t) {
              if (!is_integral(t.dtype()) || t.numel() != 1)
-               throw TypeError("[index] only integer tensors of a single element can be converted to an index");
+               throw TypeError(
+                   "[index] only integer tensors of a single element can be converted to an index");
              return t.item<int64_t>();
            })
       .def("__hash__", [](py::object self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 
   // Arithmetic: x op other, other op x, x op= other.
   auto bin = [&](const char* name, const char* rname, Tensor (*f)(const Tensor&, const Tensor&)) {
-    cls.def(name, [f, name](const Tensor& a, py::handle b) { return f(a, T(b, name)); },
-            py::arg("other"));
-    if (rname) cls.def(rname, [f, rname](const Tensor& a, py::handle b) { return f(T(b, rname), a); });
+    cls.def(
+        name, [f, name](const Tensor& a, py::handle b) { return f(a, T(b, name)); },
+        py::arg("other"));
+    if (rname)
+      cls.def(rname, [f, rname](const Tensor& a, py::handle b) { return f(T(b, rname), a); });
   };
   bin("__mul__", "__rmul__", &mul);
   bin("__truediv__", "__rtruediv__", &div);
@@ -366,151 +396,198 @@ void bind_tensor(py::module_& m) {
       .def("__radd__", [](const Tensor& a, py::handle b) { return add(T(b, "add"), a); })
       .def("__sub__", [](const Tensor& a, py::handle b) { return sub(a, T(b, "sub")); })
       .def("__rsub__", [](const Tensor& a, py::handle b) { return sub(T(b, "sub"), a); })
-      .def("add", [](const Tensor& a, py::handle b, double alpha) { return add(a, T(b, "add"), alpha); },
-           py::arg("other"), py::arg("alpha") = 1.0)
-      .def("sub", [](const Tensor& a, py::handle b, double alpha) { return sub(a, T(b, "sub"), alpha); },
-           py::arg("other"), py::arg("alpha") = 1.0)
-      .def("mul", [](const Tensor& a, py::handle b) { return mul(a, T(b, "mul")); },
-           py::arg("other"))
-      .def("div", [](const Tensor& a, py::handle b) { return div(a, T(b, "div")); },
-           py::arg("other"))
+      .def(
+          "add",
+          [](const Tensor& a, py::handle b, double alpha) { return add(a, T(b, "add"), alpha); },
+          py::arg("other"), py::arg("alpha") = 1.0)
+      .def(
+          "sub",
+          [](const Tensor& a, py::handle b, double alpha) { return sub(a, T(b, "sub"), alpha); },
+          py::arg("other"), py::arg("alpha") = 1.0)
+      .def(
+          "mul", [](const Tensor& a, py::handle b) { return mul(a, T(b, "mul")); },
+          py::arg("other"))
+      .def(
+          "div", [](const Tensor& a, py::handle b) { return div(a, T(b, "div")); },
+          py::arg("other"))
       .def("__pow__", [](const Tensor& a, py::handle b) { return pow_arg(a, b); })
-      .def("pow", [](const Tensor& a, py::handle b) { return pow_arg(a, b); }, py::arg("exponent"))
+      .def(
+          "pow", [](const Tensor& a, py::handle b) { return pow_arg(a, b); }, py::arg("exponent"))
       .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(T(b, "pow"), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
       .def("__invert__", [](const Tensor& a) { return logical_not(a); })
       // in-place
-      .def("__iadd__", [](Tensor& a, py::handle b) -> Tensor& { return add_(a, T(b, "add_")); },
-           py::return_value_policy::reference)
-      .def("__isub__", [](Tensor& a, py::handle b) -> Tensor& { return sub_(a, T(b, "sub_")); },
-           py::return_value_policy::reference)
-      .def("__imul__", [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, T(b, "mul_")); },
-           py::return_value_policy::reference)
-      .def("__itruediv__", [](Tensor& a, py::handle b) -> Tensor& { return div_(a, T(b, "div_")); },
-           py::return_value_policy::reference)
-      .def("add_", [](Tensor& a, py::handle b, double alpha) -> Tensor& { return add_(a, T(b, "add_"), alpha); },
-           py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference)
-      .def("sub_", [](Tensor& a, py::handle b, double alpha) -> Tensor& { return sub_(a, T(b, "sub_"), alpha); },
-           py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference)
-      .def("mul_", [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, T(b, "mul_")); },
-           py::return_value_policy::reference)
-      .def("div_", [](Tensor& a, py::handle b) -> Tensor& { return div_(a, T(b, "div_")); },
-           py::return_value_policy::reference)
-      .def("copy_", [](Tensor& a, py::handle b) -> Tensor& { return copy_(a, T(b, "copy_")); },
-           py::return_value_policy::reference)
-      .def("fill_", [](Tensor& a, double v) -> Tensor& { return fill_(a, v); },
-           py::return_value_policy::reference)
-      .def("zero_", [](Tensor& a) -> Tensor& { return zero_(a); }, py::return_value_policy::reference)
-      .def("clamp_",
-           [](Tensor& a, std::optional<double> lo, std::optional<double> hi) -> Tensor& {
-             return clamp_(a, lo, hi);
-           },
-           py::arg("min") = py::none(), py::arg("max") = py::none(),
-           py::return_value_policy::reference)
-      .def("uniform_",
-           [](Tensor& a, double lo, double hi, Generator* g) -> Tensor& {
-             uniform_(a, lo, hi, g);
-             return a;
-           },
-           py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("generator") = nullptr,
-           py::return_value_policy::reference)
-      .def("normal_",
-           [](Tensor& a, double mean, double std, Generator* g) -> Tensor& {
-             normal_(a, mean, std, g);
-             return a;
-           },
-           py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("generator") = nullptr,
-           py::return_value_policy::reference)
+      .def(
+          "__iadd__", [](Tensor& a, py::handle b) -> Tensor& { return add_(a, T(b, "add_")); },
+          py::return_value_policy::reference)
+      .def(
+          "__isub__", [](Tensor& a, py::handle b) -> Tensor& { return sub_(a, T(b, "sub_")); },
+          py::return_value_policy::reference)
+      .def(
+          "__imul__", [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, T(b, "mul_")); },
+          py::return_value_policy::reference)
+      .def(
+          "__itruediv__", [](Tensor& a, py::handle b) -> Tensor& { return div_(a, T(b, "div_")); },
+          py::return_value_policy::reference)
+      .def(
+          "add_",
+          [](Tensor& a, py::handle b, double alpha) -> Tensor& {
+            return add_(a, T(b, "add_"), alpha);
+          },
+          py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference)
+      .def(
+          "sub_",
+          [](Tensor& a, py::handle b, double alpha) -> Tensor& {
+            return sub_(a, T(b, "sub_"), alpha);
+          },
+          py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference)
+      .def(
+          "mul_", [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, T(b, "mul_")); },
+          py::return_value_policy::reference)
+      .def(
+          "div_", [](Tensor& a, py::handle b) -> Tensor& { return div_(a, T(b, "div_")); },
+          py::return_value_policy::reference)
+      .def(
+          "copy_", [](Tensor& a, py::handle b) -> Tensor& { return copy_(a, T(b, "copy_")); },
+          py::return_value_policy::reference)
+      .def(
+          "fill_", [](Tensor& a, double v) -> Tensor& { return fill_(a, v); },
+          py::return_value_policy::reference)
+      .def(
+          "zero_", [](Tensor& a) -> Tensor& { return zero_(a); },
+          py::return_value_policy::reference)
+      .def(
+          "clamp_",
+          [](Tensor& a, std::optional<double> lo, std::optional<double> hi) -> Tensor& {
+            return clamp_(a, lo, hi);
+          },
+          py::arg("min") = py::none(), py::arg("max") = py::none(),
+          py::return_value_policy::reference)
+      .def(
+          "uniform_",
+          [](Tensor& a, double lo, double hi, Generator* g) -> Tensor& {
+            uniform_(a, lo, hi, g);
+            return a;
+          },
+          py::arg("a") = 0.0, py::arg("b") = 1.0, py::arg("generator") = nullptr,
+          py::return_value_policy::reference)
+      .def(
+          "normal_",
+          [](Tensor& a, double mean, double std, Generator* g) -> Tensor& {
+            normal_(a, mean, std, g);
+            return a;
+          },
+          py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("generator") = nullptr,
+          py::return_value_policy::reference)
       // reductions
-      .def("sum",
-           [](const Tensor& t, py::object dim, bool keepdim, py::object dtype) {
-             return sum(t, to_axes(dim), keepdim, to_dtype_opt(dtype));
-           },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false, py::arg("dtype") = py::none())
-      .def("mean", [](const Tensor& t, py::object dim, bool k) { return mean(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("prod", [](const Tensor& t, py::object dim, bool k) { return prod(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("max",
-           [](const Tensor& t, py::object dim, bool k) -> py::object {
-             if (py::isinstance<Tensor>(dim)) return py::cast(maximum(t, dim.cast<Tensor>()));
-             return max_like(t, dim, k, true);
-           },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("min",
-           [](const Tensor& t, py::object dim, bool k) -> py::object {
-             if (py::isinstance<Tensor>(dim)) return py::cast(minimum(t, dim.cast<Tensor>()));
-             return max_like(t, dim, k, false);
-           },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amax", [](const Tensor& t, py::object dim, bool k) { return amax(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amin", [](const Tensor& t, py::object dim, bool k) { return amin(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("argmax",
-           [](const Tensor& t, std::optional<int64_t> dim, bool k) { return argmax(t, dim, k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("argmin",
-           [](const Tensor& t, std::optional<int64_t> dim, bool k) { return argmin(t, dim, k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("var",
-           [](const Tensor& t, py::object dim, bool unbiased, bool k, std::optional<double> corr) {
-             return var(t, to_axes(dim), corr.value_or(unbiased ? 1.0 : 0.0), k);
-           },
-           py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
-           py::arg("correction") = py::none())
-      .def("std",
-           [](const Tensor& t, py::object dim, bool unbiased, bool k, std::optional<double> corr) {
-             return std(t, to_axes(dim), corr.value_or(unbiased ? 1.0 : 0.0), k);
-           },
-           py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
-           py::arg("correction") = py::none())
-      .def("logsumexp", [](const Tensor& t, py::object dim, bool k) { return logsumexp(t, to_axes(dim), k); },
-           py::arg("dim"), py::arg("keepdim") = false)
-      .def("all", [](const Tensor& t, py::object dim, bool k) { return all(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("any", [](const Tensor& t, py::object dim, bool k) { return any(t, to_axes(dim), k); },
-           py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "sum",
+          [](const Tensor& t, py::object dim, bool keepdim, py::object dtype) {
+            return sum(t, to_axes(dim), keepdim, to_dtype_opt(dtype));
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false, py::arg("dtype") = py::none())
+      .def(
+          "mean", [](const Tensor& t, py::object dim, bool k) { return mean(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "prod", [](const Tensor& t, py::object dim, bool k) { return prod(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "max",
+          [](const Tensor& t, py::object dim, bool k) -> py::object {
+            if (py::isinstance<Tensor>(dim)) return py::cast(maximum(t, dim.cast<Tensor>()));
+            return max_like(t, dim, k, true);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "min",
+          [](const Tensor& t, py::object dim, bool k) -> py::object {
+            if (py::isinstance<Tensor>(dim)) return py::cast(minimum(t, dim.cast<Tensor>()));
+            return max_like(t, dim, k, false);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "amax", [](const Tensor& t, py::object dim, bool k) { return amax(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "amin", [](const Tensor& t, py::object dim, bool k) { return amin(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "argmax",
+          [](const Tensor& t, std::optional<int64_t> dim, bool k) { return argmax(t, dim, k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "argmin",
+          [](const Tensor& t, std::optional<int64_t> dim, bool k) { return argmin(t, dim, k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "var",
+          [](const Tensor& t, py::object dim, bool unbiased, bool k, std::optional<double> corr) {
+            return var(t, to_axes(dim), corr.value_or(unbiased ? 1.0 : 0.0), k);
+          },
+          py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
+          py::arg("correction") = py::none())
+      .def(
+          "std",
+          [](const Tensor& t, py::object dim, bool unbiased, bool k, std::optional<double> corr) {
+            return std(t, to_axes(dim), corr.value_or(unbiased ? 1.0 : 0.0), k);
+          },
+          py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
+          py::arg("correction") = py::none())
+      .def(
+          "logsumexp",
+          [](const Tensor& t, py::object dim, bool k) { return logsumexp(t, to_axes(dim), k); },
+          py::arg("dim"), py::arg("keepdim") = false)
+      .def(
+          "all", [](const Tensor& t, py::object dim, bool k) { return all(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "any", [](const Tensor& t, py::object dim, bool k) { return any(t, to_axes(dim), k); },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
       // elementwise
-      .def("clamp",
-           [](const Tensor& t, py::object lo, py::object hi) { return clamp_arg(t, lo, hi); },
-           py::arg("min") = py::none(), py::arg("max") = py::none())
-      .def("masked_fill",
-           [](const Tensor& t, const Tensor& mask, py::handle v) {
-             return masked_fill(t, mask, T(v, "masked_fill"));
-           },
-           py::arg("mask"), py::arg("value"))
-      .def("softmax", [](const Tensor& t, int64_t d) { return softmax(t, d); }, py::arg("dim"))
-      .def("log_softmax", [](const Tensor& t, int64_t d) { return log_softmax(t, d); }, py::arg("dim"))
-      .def("gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); },
-           py::arg("approximate") = "none")
-      .def("index_select",
-           [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); },
-           py::arg("dim"), py::arg("index"))
-      .def("gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); },
-           py::arg("dim"), py::arg("index"))
-      .def("scatter_add",
-           [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
-             return scatter_add(t, d, i, s);
-           },
-           py::arg("dim"), py::arg("index"), py::arg("src"))
-      .def("index_add", [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) { return index_add(t, d, i, s); },
-           py::arg("dim"), py::arg("index"), py::arg("source"))
-      .def("where",
-           [](const Tensor& t, const Tensor& c, py::handle o) {
-             return where(c, t, T(o, "where"));
-           },
-           py::arg("condition"), py::arg("other"));
-  using U = Tensor (*)(const Tensor&);
-  const std::pair<const char*, U> unary[] = {
-      {"neg", &neg},         {"abs", &abs},       {"exp", &exp},         {"log", &log},
-      {"sqrt", &sqrt},       {"rsqrt", &rsqrt},   {"sin", &sin},         {"cos", &cos},
-      {"tanh", &tanh},       {"sigmoid", &sigmoid}, {"relu", &relu},     {"silu", &silu},
-      {"sign", &sign},       {"floor", &floor},   {"ceil", &ceil},       {"round", &round},
-      {"reciprocal", &reciprocal}, {"square", &square}, {"log1p", &log1p}, {"expm1", &expm1},
-      {"erf", &erf},         {"logical_not", &logical_not}};
-  for (auto [name, f] : unary) cls.def(name, [f](const Tensor& t) { return f(t); });
+      .def(
+          "clamp",
+          [](const Tensor& t, py::object lo, py::object hi) { return clamp_arg(t, lo, hi); },
+          py::arg("min") = py::none(), py::arg("max") = py::none())
+      .def(
+          "masked_fill",
+          [](const Tensor& t, const Tensor& mask, py::handle v) {
+            return masked_fill(t, mask, T(v, "masked_fill"));
+          },
+          py::arg("mask"), py::arg("value"))
+      .def(
+          "softmax", [](const Tensor& t, int64_t d) { return softmax(t, d); }, py::arg("dim"))
+      .def(
+          "log_softmax", [](const Tensor& t, int64_t d) { return log_softmax(t, d); },
+          py::arg("dim"))
+      .def(
+          "gelu", [](const Tensor& t, const std::string& a) { return gelu(t, a); },
+          py::arg("approximate") = "none")
+      .def(
+          "index_select",
+          [](const Tensor& t, int64_t d, const Tensor& i) { return index_select(t, d, i); },
+          py::arg("dim"), py::arg("index"))
+      .def(
+          "gather", [](const Tensor& t, int64_t d, const Tensor& i) { return gather(t, d, i); },
+          py::arg("dim"), py::arg("index"))
+      .def(
+          "scatter_add",
+          [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
+            return scatter_add(t, d, i, s);
+          },
+          py::arg("dim"), py::arg("index"), py::arg("src"))
+      .def(
+          "index_add",
+          [](const Tensor& t, int64_t d, const Tensor& i, const Tensor& s) {
+            return index_add(t, d, i, s);
+          },
+          py::arg("dim"), py::arg("index"), py::arg("source"))
+      .def(
+          "where",
+          [](const Tensor& t, const Tensor& c, py::handle o) { return where(c, t, T(o, "where")); },
+          py::arg("condition"), py::arg("other"));
+  for (auto [name, f] : unary_functions()) cls.def(name, [f](const Tensor& t) { return f(t); });
 }
 
 }  // namespace ofl::py_bind

@@ -3,7 +3,6 @@
 import oneflowlike as flow
 import oneflowlike.nn.functional as F
 
-
 # Ops that Python reaches through syntax rather than a function of the same name.
 _SPELLED_DIFFERENTLY = {"slice": "__getitem__"}
 
