@@ -24,7 +24,8 @@ using ReduceKernel = void(ReduceOp op, const Tensor& in, int64_t outer, int64_t 
 // Index of the max (or min) over the middle axis of [outer, reduce, inner] (int64 out).
 using ArgReduceKernel = void(bool is_max, const Tensor& in, int64_t outer, int64_t reduce,
                              int64_t inner, const Tensor& values, const Tensor& indices);
-// out[b] = op(a[b]) @ op(b[b]) for 3-d operands (batch, rows, cols); any strides.
+// out[i] = a[i] @ b[i] over equal batch dims (batch..., n, k) @ (batch..., k, m); operands may
+// have any strides (0 for broadcast batch dims); out is contiguous.
 using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& out);
 // Softmax over the last axis of a contiguous [rows, cols] view.
 using SoftmaxKernel = void(const Tensor& x, const Tensor& out, bool log);

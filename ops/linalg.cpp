@@ -1,4 +1,4 @@
-// matmul and linear. Every case reduces to a batched 3-d product on the BLAS.
+// matmul and linear. Every case reduces to one batched product on the BLAS.
 #include "ops/linalg.h"
 
 #include <algorithm>
@@ -17,19 +17,22 @@ using autograd::SavedTensor;
 
 namespace {
 
-// (batch, n, k) @ (batch, k, m) -> (batch, n, m); operands may be strided views.
+// (batch..., n, k) @ (batch..., k, m) -> (batch..., n, m) with equal batch shapes. Operands
+// may be any strided views, expanded batch dims included: the kernel reads them in place.
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  OFL_CHECK(a.dim() == 3 && b.dim() == 3 && a.shape()[0] == b.shape()[0] &&
-            a.shape()[2] == b.shape()[1]);
-  Tensor out = Tensor::empty({a.shape()[0], a.shape()[1], b.shape()[2]}, a.dtype(), a.device());
+  const int64_t nd = a.dim();
+  OFL_CHECK(nd >= 2 && b.dim() == nd && a.shape()[nd - 1] == b.shape()[nd - 2]);
+  Shape shape(a.shape().begin(), a.shape().end() - 1);
+  shape.push_back(b.shape().back());
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   matmul_kernel().get(a.device().type)(a, b, out);
   if (autograd::needs_grad(a, b)) {
     autograd::record(
         "matmul", {a, b}, {out},
         [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const Needs& n) -> Grads {
           Tensor a = sa.unpack("matmul"), b = sb.unpack("matmul");
-          return {n[0] ? bmm(g[0], transpose(b, 1, 2)) : Tensor(),
-                  n[1] ? bmm(transpose(a, 1, 2), g[0]) : Tensor()};
+          return {n[0] ? bmm(g[0], transpose(b, -2, -1)) : Tensor(),
+                  n[1] ? bmm(transpose(a, -2, -1), g[0]) : Tensor()};
         });
   }
   return out;
@@ -59,16 +62,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const int64_t n = a.shape()[a.dim() - 2], k = a.shape().back(), m = b.shape().back();
   if (b.shape()[b.dim() - 2] != k) inner_mismatch(a_in, b_in);
 
-  Shape out_shape;
   Tensor out;
-  if (b.dim() == 2) {
+  if (b.dim() == 2 && a.is_contiguous()) {
     // Fold a's batch dims into its rows: one large GEMM instead of many small ones.
     Shape batch(a.shape().begin(), a.shape().end() - 2);
-    Tensor a3 = reshape(a, {1, numel_of(batch) * n, k});  // no -1: k may be 0
-    out = bmm(a3, unsqueeze(b, 0));
-    out_shape = batch;
-    out_shape.push_back(n);
-    out_shape.push_back(m);
+    out = bmm(reshape(a, {numel_of(batch) * n, k}), b);
+    batch.insert(batch.end(), {n, m});
+    out = reshape(out, batch);
   } else {
     Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
     for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
@@ -77,18 +77,11 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
         fail("matmul", "a is ", shape_str(a_in.shape()), ", b is ", shape_str(b_in.shape()),
              ": batch dimensions ", shape_str(ba), " and ", shape_str(bb), " cannot be broadcast");
     }
-    Shape batch = broadcast_shapes(ba, bb, "matmul");
-    Shape ea = batch, eb = batch;
+    Shape ea = broadcast_shapes(ba, bb, "matmul"), eb = ea;
     ea.insert(ea.end(), {n, k});
     eb.insert(eb.end(), {k, m});
-    Tensor a3 = reshape(expand(a, ea), {numel_of(batch), n, k});
-    Tensor b3 = reshape(expand(b, eb), {numel_of(batch), k, m});
-    out = bmm(a3, b3);
-    out_shape = batch;
-    out_shape.push_back(n);
-    out_shape.push_back(m);
+    out = bmm(expand(a, ea), expand(b, eb));
   }
-  out = reshape(out, out_shape);
   if (a_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 2});
   if (b_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 1});
   return out;

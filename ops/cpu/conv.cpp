@@ -2,40 +2,21 @@
 // back by col2im; the weight gradient is grad @ cols^T summed over the batch in fixed chunks,
 // so results do not depend on the number of threads.
 //
-// OpenBLAS's own threads must not run inside oneTBB tasks (its pthreads build has no per-call
-// thread count, so nesting oversubscribes the cores): images run in parallel on oneTBB only
-// while each GEMM is small enough for OpenBLAS to run it on one thread; larger GEMMs go one
-// image at a time on the BLAS's threads. im2col/col2im always split over channels on oneTBB.
-#include <cblas.h>
+// Images run in parallel while each GEMM is small (one task each); larger GEMMs go one image at
+// a time and split into panels inside gemm(). im2col/col2im split over channels on oneTBB.
 
 #include <algorithm>
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/cpu/gemm.h"
 #include "ops/kernels.h"
 
 namespace ofl::cpu {
 namespace {
 
-// C (m x n) = op(A) @ op(B) + beta * C, row-major.
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (beta == T(0))
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
-    return;
-  }
-  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  else
-    cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
-}
-
-// OpenBLAS runs a GEMM on one thread while m * n * k <= 65536 * 4 (interface/gemm.c).
-constexpr int64_t kSingleThreadedGemm = 65536 * 4;
+// A GEMM this small runs as one task, so images can run in parallel.
+constexpr int64_t kSingleThreadedGemm = kGemmTaskWork;
 
 // Sizes of one conv2d call. A group's column matrix is (K, L): K = Cg * kh * kw, L = Ho * Wo.
 struct Geometry {
