@@ -283,13 +283,13 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
 }
 
 OFL_REGISTER_OPS({
-    {.name = "index_select", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "gather", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "embedding", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "index_select", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "gather", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "embedding", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "split", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "chunk", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "cat", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "stack", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "cat", .num_inputs = -1, .cost = elementwise_cost},
+    {.name = "stack", .num_inputs = -1, .cost = elementwise_cost},
     {.name = "scatter_add", .num_inputs = 3, .cost = elementwise_cost},
     {.name = "index_add", .num_inputs = 3, .cost = elementwise_cost},
 });

@@ -246,13 +246,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 OFL_REGISTER_OPS({
     {.name = "softmax", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "log_softmax", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "layer_norm", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "rms_norm", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "layer_norm", .num_inputs = 3, .cost = elementwise_cost},
+    {.name = "rms_norm", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "dropout", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "nll_loss", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "mse_loss", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "scaled_dot_product_attention", .num_inputs = 3, .cost = matmul_cost},
+    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
 });
 
 }  // namespace ofl

@@ -22,7 +22,7 @@ struct SbpRule;
 
 struct OpDef {
   std::string name;
-  int num_inputs = 1;
+  int num_inputs = 1;  // tensor inputs, weights and indices included; -1: a list of tensors
   bool differentiable = true;
   CostFn cost = nullptr;
   const SbpRule* sbp = nullptr;  // null: only the all-broadcast signature

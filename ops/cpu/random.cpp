@@ -1,5 +1,6 @@
 // Philox fills: element i (in logical row-major order) uses counter offset + i.
 #include <cmath>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "core/random.h"
@@ -7,6 +8,16 @@
 
 namespace ofl::cpu {
 namespace {
+
+// Mantissa bits of T: a uniform draw is cut to this many bits, as PyTorch does, so it stays
+// below 1 after the conversion to T (rounding 1 - 2^-12 to float16 would give 1.0).
+template <class T>
+constexpr int uniform_bits() {
+  if constexpr (std::is_same_v<T, Half>) return 11;
+  if constexpr (std::is_same_v<T, BFloat16>) return 8;
+  if constexpr (std::is_same_v<T, float>) return 24;
+  return 53;
+}
 
 void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed, uint64_t offset) {
   OFL_CHECK(out.is_contiguous(), "random fill needs a contiguous tensor");
@@ -18,7 +29,10 @@ void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed,
         uint64_t c = offset + static_cast<uint64_t>(i);
         double v;
         if (kind == 0) {
-          v = a + (b - a) * philox_uniform(c, seed);
+          double u = philox_uniform(c, seed);
+          if constexpr (uniform_bits<T>() < 53)
+            u = std::ldexp(std::floor(std::ldexp(u, uniform_bits<T>())), -uniform_bits<T>());
+          v = a + (b - a) * u;
         } else if (kind == 1) {
           v = a + b * philox_normal(c, seed);
         } else {
