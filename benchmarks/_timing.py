@@ -1,5 +1,10 @@
-"""Shared timing helpers for the benchmarks: best-of-repeats wall time per call."""
+"""Shared timing helpers for the benchmarks: best-of-repeats wall time per call, and running
+each library's measurements in its own child process (so no library's idle worker threads
+compete with another's for the cores)."""
 
+import json
+import subprocess
+import sys
 import time
 
 
@@ -47,3 +52,10 @@ def report(rows, peers):
             t = others.get(p)
             line += f" {fmt_time(t) if t else '-':>12s} {f'{t / ours:9.2f}x' if t else '-':>10s}"
         print(line)
+
+
+def run_child(script, lib, extra_args):
+    """Runs `script --lib lib` in a fresh interpreter; returns its JSON dict of case -> seconds."""
+    cmd = [sys.executable, script, "--lib", lib, *extra_args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])

@@ -8,6 +8,7 @@ The PyTorch model is the very same source file (examples/char_gpt/model.py) load
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 import types
@@ -15,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see bench_ops.py
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import bench, report  # noqa: E402
+from _timing import bench, report, run_child  # noqa: E402
 
 MODEL = Path(__file__).resolve().parents[1] / "examples" / "char_gpt" / "model.py"
 
@@ -64,22 +64,21 @@ def main():
     ap.add_argument("--n-layer", type=int, default=2)
     ap.add_argument("--n-head", type=int, default=4)
     ap.add_argument("--n-embd", type=int, default=128)
+    ap.add_argument("--lib", help=argparse.SUPPRESS)  # child mode: measure one library
     args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    shape = (args.batch_size, args.block_size)
-    x_np = rng.integers(0, 96, shape, dtype=np.int64)
-    y_np = rng.integers(0, 96, shape, dtype=np.int64)
-
-    ours = bench(make_step("oneflowlike", args, x_np, y_np), min_time=2.0, repeats=3)
-    others = {}
-    peers = []
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        torch.set_num_threads(os.cpu_count())
-        others["torch"] = bench(make_step("torch", args, x_np, y_np), min_time=2.0, repeats=3)
-        peers.append("torch")
     name = f"train step B={args.batch_size} T={args.block_size} C={args.n_embd} L={args.n_layer}"
+    if args.lib:
+        rng = np.random.default_rng(0)
+        shape = (args.batch_size, args.block_size)
+        x_np = rng.integers(0, 96, shape, dtype=np.int64)
+        y_np = rng.integers(0, 96, shape, dtype=np.int64)
+        step = make_step(args.lib, args, x_np, y_np)
+        print(json.dumps({name: bench(step, min_time=2.0, repeats=3)}))
+        return
+    extra = sys.argv[1:]
+    peers = ["torch"] if importlib.util.find_spec("torch") else []
+    ours = run_child(__file__, "oneflowlike", extra)[name]
+    others = {p: run_child(__file__, p, extra)[name] for p in peers}
     report([(name, ours, others)], peers)
 
 

@@ -28,4 +28,8 @@ class Allocator {
 void register_allocator(DeviceType t, Allocator* a);
 Allocator& allocator_for(DeviceType t);
 
+// The CPU allocator keeps freed large blocks for reuse (at most OFL_CPU_CACHE_MB, default 2048).
+void release_cached_cpu_memory();
+size_t cached_cpu_bytes();
+
 }  // namespace ofl

@@ -1,7 +1,10 @@
 #include "core/storage.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 
@@ -9,24 +12,93 @@ namespace ofl {
 
 namespace {
 
-class CpuAllocator : public Allocator {
+// Blocks of kCacheMin bytes and more are kept after free, by size, and handed out again: a
+// training loop that allocates the same activations every step then stops paying for fresh
+// pages (page faults) on every call. Smaller blocks go straight to malloc, which is fast for them.
+class CachingCpuAllocator : public Allocator {
  public:
+  static constexpr size_t kCacheMin = size_t{1} << 18;
+  static constexpr size_t kPage = 4096;
+
+  CachingCpuAllocator() {
+    const char* env = std::getenv("OFL_CPU_CACHE_MB");
+    limit_ = (env ? std::strtoull(env, nullptr, 10) : 2048) << 20;
+  }
+  ~CachingCpuAllocator() override { release_cached(); }
+
   void* allocate(size_t nbytes, int) override {
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    if (!p) throw std::bad_alloc();
+    size_t size = rounded(nbytes);
+    if (size >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
+    if (!p) {  // give the cache back to the system and try once more
+      release_cached();
+      p = std::aligned_alloc(64, size);
+      if (!p) throw std::bad_alloc();
+    }
     return p;
   }
-  void deallocate(void* p, size_t, int) override { std::free(p); }
+
+  void deallocate(void* p, size_t nbytes, int) override {
+    size_t size = rounded(nbytes);
+    if (size >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + size <= limit_) {
+        free_[size].push_back(p);
+        cached_ += size;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  void release_cached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+
+  size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_;
+  }
+
+ private:
+  static size_t rounded(size_t n) {
+    if (n >= kCacheMin) return (n + kPage - 1) / kPage * kPage;
+    return n == 0 ? 64 : (n + 63) / 64 * 64;
+  }
+
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+  size_t limit_ = 0;
 };
 
+CachingCpuAllocator& cpu_allocator() {
+  static CachingCpuAllocator* cpu = new CachingCpuAllocator();  // outlives static tensors
+  return *cpu;
+}
+
 Allocator*& allocator_slot(DeviceType t) {
-  static CpuAllocator cpu;
-  static Allocator* table[kNumDeviceTypes] = {&cpu, nullptr};
+  static Allocator* table[kNumDeviceTypes] = {&cpu_allocator(), nullptr};
   return table[static_cast<int>(t)];
 }
 
 }  // namespace
+
+void release_cached_cpu_memory() { cpu_allocator().release_cached(); }
+size_t cached_cpu_bytes() { return cpu_allocator().cached_bytes(); }
 
 const char* device_type_name(DeviceType t) {
   return t == DeviceType::kCPU ? "cpu" : "cuda";

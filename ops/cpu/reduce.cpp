@@ -44,7 +44,19 @@ struct Min {
 // Reduces one contiguous row; sums split into lanes so the compiler can vectorise.
 template <class R, class A, class T>
 A reduce_row(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<R, Sum<A>>) {
+  if constexpr (std::is_same_v<R, Sum<A>> && std::is_same_v<T, float>) {
+    // Cascade: float lanes within blocks (fast, vectorised), blocks added in double (accurate).
+    constexpr int64_t kBlock = 4096;
+    A total = 0;
+    for (int64_t b = 0; b < n; b += kBlock) {
+      float acc = 0;
+      const int64_t e = std::min(n, b + kBlock);
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = b; i < e; ++i) acc += x[i];
+      total += acc;
+    }
+    return total;
+  } else if constexpr (std::is_same_v<R, Sum<A>>) {
     A acc = 0;
 #pragma omp simd reduction(+ : acc)
     for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(static_cast<opmath_t<T>>(x[i]));

@@ -124,6 +124,8 @@ PYBIND11_MODULE(_C, m) {
   bind_autograd(m);
   bind_tensor(m);
   bind_functions(m);
+  m.def("empty_cache", &release_cached_cpu_memory);
+  m.def("cached_cpu_bytes", &cached_cpu_bytes);
   m.def("registered_ops", []() {
     py::list out;
     for (const auto& op : registered_ops())

@@ -49,3 +49,17 @@ TEST(Stream, GuardSetsAndRestoresTheCurrentStreamPerDevice) {
   }
   EXPECT_EQ(current_stream(cuda).handle, nullptr);
 }
+
+TEST(CpuAllocator, ReusesFreedLargeBlocksAndReleasesThemOnRequest) {
+  release_cached_cpu_memory();
+  void* first;
+  {
+    Tensor big = Tensor::empty({1 << 20}, DType::kFloat32);
+    first = big.raw_data();
+  }
+  EXPECT_GE(cached_cpu_bytes(), size_t{4} << 20);
+  Tensor again = Tensor::empty({1 << 20}, DType::kFloat32);
+  EXPECT_EQ(again.raw_data(), first);
+  EXPECT_EQ(cached_cpu_bytes(), 0u);
+  release_cached_cpu_memory();
+}
