@@ -1,8 +1,31 @@
 """oneflowlike: a distributed deep-learning tensor framework with SBP layouts."""
 
-import numpy as _np
+import os as _os
 
-from . import _C
+
+def _prefer_avx512_blas():
+    """Debian 12's OpenBLAS (0.3.21) does not know AMD Zen 4 and picks its AVX2 kernels there;
+    its SkylakeX kernels run on any CPU with these AVX-512 subsets, about twice as fast. The
+    choice is read when OpenBLAS loads, so it is made before importing the extension; an
+    OPENBLAS_CORETYPE already set wins."""
+    if "OPENBLAS_CORETYPE" in _os.environ:
+        return
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(
+                (line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []
+            )
+    except OSError:
+        return
+    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}.issubset(flags):
+        _os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+
+
+_prefer_avx512_blas()
+
+import numpy as _np  # noqa: E402
+
+from . import _C  # noqa: E402
 from ._C import (  # noqa: F401
     Tensor,
     Generator,
