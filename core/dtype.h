@@ -42,45 +42,6 @@ struct TypeTag {
   using type = T;
 };
 
-template <class T>
-constexpr DType dtype_of();
-template <>
-constexpr DType dtype_of<bool>() {
-  return DType::kBool;
-}
-template <>
-constexpr DType dtype_of<uint8_t>() {
-  return DType::kUInt8;
-}
-template <>
-constexpr DType dtype_of<int8_t>() {
-  return DType::kInt8;
-}
-template <>
-constexpr DType dtype_of<int32_t>() {
-  return DType::kInt32;
-}
-template <>
-constexpr DType dtype_of<int64_t>() {
-  return DType::kInt64;
-}
-template <>
-constexpr DType dtype_of<Half>() {
-  return DType::kFloat16;
-}
-template <>
-constexpr DType dtype_of<BFloat16>() {
-  return DType::kBFloat16;
-}
-template <>
-constexpr DType dtype_of<float>() {
-  return DType::kFloat32;
-}
-template <>
-constexpr DType dtype_of<double>() {
-  return DType::kFloat64;
-}
-
 // Accumulation/compute type: 16-bit floats compute in float.
 template <class T>
 struct OpMath {

@@ -7,6 +7,7 @@ import oneflowlike as flow
 
 from ._state_dict import StateDictMixin
 from .parameter import Parameter
+from .utils import zero_grads
 
 
 class RemovableHandle:
@@ -297,14 +298,7 @@ class Module(StateDictMixin):
         return self
 
     def zero_grad(self, set_to_none=True):
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                with flow.no_grad():
-                    param.grad.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for module in self.children():

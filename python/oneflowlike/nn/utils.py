@@ -1,10 +1,10 @@
-"""Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_)."""
+"""Gradient utilities: clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_), clearing."""
 
 import math
 
 import oneflowlike as flow
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "zero_grads"]
 
 
 def _grads(parameters):
@@ -46,3 +46,15 @@ def clip_grad_value_(parameters, clip_value):
     with flow.no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)
+
+
+def zero_grads(params, set_to_none=True):
+    """Clears the gradients of `params`: drops them, or zeroes them in place."""
+    for param in params:
+        if param.grad is None:
+            continue
+        if set_to_none:
+            param.grad = None
+        else:
+            with flow.no_grad():
+                param.grad.zero_()

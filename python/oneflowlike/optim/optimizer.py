@@ -5,6 +5,7 @@ import functools
 from collections.abc import MutableMapping
 
 import oneflowlike as flow
+from oneflowlike.nn.utils import zero_grads
 
 
 class _Required:
@@ -98,15 +99,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    with flow.no_grad():
-                        param.grad.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError
