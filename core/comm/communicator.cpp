@@ -1,0 +1,152 @@
+#include "core/comm/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace ofl::comm {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kProduct:
+      return "product";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kAvg:
+      return "avg";
+  }
+  return "?";
+}
+
+Communicator::Communicator(int rank, std::vector<int> ranks, std::string name)
+    : rank_(rank), ranks_(std::move(ranks)), name_(std::move(name)) {}
+
+std::shared_ptr<Communicator> Communicator::group(const std::vector<int>& members) {
+  if (members.empty()) fail("new_group", "a group needs at least one rank");
+  std::vector<int> sorted = members;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    fail("new_group", "rank list ", str_cat(shape_str(Shape(members.begin(), members.end()))),
+         " repeats a rank");
+  int my_index = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (std::find(ranks_.begin(), ranks_.end(), members[i]) == ranks_.end())
+      fail("new_group", "rank ", members[i], " is not in ", name_, " (ranks ",
+           shape_str(Shape(ranks_.begin(), ranks_.end())), ")");
+    if (members[i] == ranks_[rank_]) my_index = static_cast<int>(i);
+  }
+  if (my_index < 0)
+    fail("new_group", "rank ", ranks_[rank_], " is not a member of ",
+         shape_str(Shape(members.begin(), members.end())), "; only members may create a group");
+  std::lock_guard<std::mutex> lock(groups_mu_);
+  auto it = groups_.find(members);
+  if (it != groups_.end()) return it->second;
+  std::string name = "group" + shape_str(Shape(members.begin(), members.end()));
+  auto g = make_group(members, my_index, name);
+  g->set_timeout(timeout_);
+  groups_[members] = g;
+  return g;
+}
+
+void check_tensor(const char* op, const Communicator& c, const Tensor& t) {
+  if (!t.defined()) fail(op, "got an undefined tensor on ", c.name());
+  if (!t.is_contiguous())
+    fail(op, "needs a contiguous tensor, got shape ", shape_str(t.shape()), " with strides ",
+         shape_str(t.strides()), " on ", c.name());
+}
+
+void check_counts(const char* op, const Communicator& c, const std::vector<int64_t>& counts,
+                  int64_t expected_total, const Tensor& t) {
+  if (static_cast<int>(counts.size()) != c.size())
+    fail(op, "got ", counts.size(), " counts for the ", c.size(), " ranks of ", c.name());
+  for (int64_t n : counts)
+    if (n < 0) fail(op, "negative count ", n, " on ", c.name());
+  int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (total != expected_total)
+    fail(op, "counts sum to ", total, " but the tensor of shape ", shape_str(t.shape()), " holds ",
+         expected_total, " elements on ", c.name());
+}
+
+void check_peer(const char* op, const Communicator& c, int peer, const char* what) {
+  if (peer < 0 || peer >= c.size())
+    fail(op, what, " ", peer, " is out of range for ", c.name(), " of size ", c.size());
+}
+
+namespace {
+
+void copy_bytes(const Tensor& from, Tensor& to, int64_t offset_elems = 0) {
+  size_t n = from.numel() * itemsize(from.dtype());
+  std::memcpy(static_cast<char*>(to.raw_data()) + offset_elems * itemsize(to.dtype()),
+              from.raw_data(), n);
+}
+
+// One rank: every collective's result is its own input.
+class LocalCommunicator : public Communicator {
+ public:
+  LocalCommunicator() : Communicator(0, {0}, "world") {}
+  void all_reduce(Tensor& t, ReduceOp) override { check_tensor("all_reduce", *this, t); }
+  void all_gather(const Tensor& in, Tensor& out) override { same("all_gather", in, out); }
+  void all_gather_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts) override {
+    check_counts("all_gather_v", *this, counts, out.numel(), out);
+    same("all_gather_v", in, out);
+  }
+  void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp) override {
+    same("reduce_scatter", in, out);
+  }
+  void reduce_scatter_v(const Tensor& in, Tensor& out, const std::vector<int64_t>& counts,
+                        ReduceOp) override {
+    check_counts("reduce_scatter_v", *this, counts, in.numel(), in);
+    same("reduce_scatter_v", in, out);
+  }
+  void all_to_all(const Tensor& in, Tensor& out) override { same("all_to_all", in, out); }
+  void all_to_all_v(const Tensor& in, const std::vector<int64_t>&, Tensor& out,
+                    const std::vector<int64_t>&) override {
+    same("all_to_all_v", in, out);
+  }
+  void broadcast(Tensor& t, int root) override { check_peer("broadcast", *this, root, "root"); }
+  void reduce(Tensor& t, int root, ReduceOp) override { check_peer("reduce", *this, root, "root"); }
+  void gather(const Tensor& in, Tensor& out, int root, const std::vector<int64_t>&) override {
+    check_peer("gather", *this, root, "root");
+    same("gather", in, out);
+  }
+  void scatter(const Tensor& in, Tensor& out, int root, const std::vector<int64_t>&) override {
+    check_peer("scatter", *this, root, "root");
+    same("scatter", in, out);
+  }
+  void send(const Tensor&, int dst, int) override {
+    fail("send", "a group of one rank has no peer to send to");
+  }
+  void recv(Tensor&, int src, int) override {
+    fail("recv", "a group of one rank has no peer to receive from");
+  }
+  void barrier() override {}
+
+ protected:
+  std::shared_ptr<Communicator> make_group(const std::vector<int>&, int,
+                                           const std::string&) override {
+    return std::make_shared<LocalCommunicator>();
+  }
+
+ private:
+  void same(const char* op, const Tensor& in, Tensor& out) {
+    check_tensor(op, *this, in);
+    check_tensor(op, *this, out);
+    if (in.numel() != out.numel() || in.dtype() != out.dtype())
+      fail(op, "input ", in.str(), " and output ", out.str(), " differ on a group of one rank");
+    if (in.raw_data() != out.raw_data()) copy_bytes(in, out);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Communicator> make_local_communicator() {
+  return std::make_shared<LocalCommunicator>();
+}
+
+}  // namespace ofl::comm
