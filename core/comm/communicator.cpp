@@ -47,7 +47,9 @@ std::shared_ptr<Communicator> Communicator::group(const std::vector<int>& member
   std::lock_guard<std::mutex> lock(groups_mu_);
   auto it = groups_.find(members);
   if (it != groups_.end()) return it->second;
-  std::string name = "group" + shape_str(Shape(members.begin(), members.end()));
+  std::string name = "group[";
+  for (size_t i = 0; i < members.size(); ++i) name += (i ? "," : "") + std::to_string(members[i]);
+  name += "]";
   auto g = make_group(members, my_index, name);
   g->set_timeout(timeout_);
   groups_[members] = g;

@@ -10,6 +10,7 @@ namespace ofl::py_bind {
 
 void bind_tensor(py::module_& m);
 void bind_functions(py::module_& m);
+void bind_distributed(py::module_& m);
 
 namespace {
 
@@ -124,6 +125,7 @@ PYBIND11_MODULE(_C, m) {
   bind_autograd(m);
   bind_tensor(m);
   bind_functions(m);
+  bind_distributed(m);
   m.def("empty_cache", &release_cached_cpu_memory);
   m.def("cached_cpu_bytes", &cached_cpu_bytes);
   m.def("registered_ops", []() {
