@@ -7,6 +7,11 @@
 
 namespace ofl {
 
+// Caps the worker threads of every CPU kernel (n <= 0 lifts the cap); OFL_NUM_THREADS sets it
+// at load time.
+void set_num_threads(int n);
+int get_num_threads();
+
 // Work below this many elements is not worth a task.
 inline constexpr int64_t kGrainSize = 32768;
 

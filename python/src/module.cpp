@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/parallel.h"
 #include "ops/op_def.h"
 #include "ops/ops.h"
 
@@ -127,6 +128,8 @@ PYBIND11_MODULE(_C, m) {
   bind_functions(m);
   bind_distributed(m);
   m.def("empty_cache", &release_cached_cpu_memory);
+  m.def("set_num_threads", &set_num_threads);
+  m.def("get_num_threads", &get_num_threads);
   m.def("cached_cpu_bytes", &cached_cpu_bytes);
   m.def("registered_ops", []() {
     py::list out;

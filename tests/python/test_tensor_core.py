@@ -526,3 +526,17 @@ def test_in_place_on_view_of_tensor_requiring_grad_raises():
     y = x * 1
     with pytest.raises(RuntimeError, match=r"\[add_\].*view"):
         y[0].add_(1.0)
+
+
+def test_set_num_threads_caps_and_lifts_the_kernel_thread_count():
+    import os
+
+    before = flow.get_num_threads()
+    try:
+        flow.set_num_threads(1)
+        assert flow.get_num_threads() == 1
+        x = flow.randn(1 << 20)
+        assert abs((x + x).sum().item() - 2 * x.sum().item()) < 1e-2
+    finally:
+        flow.set_num_threads(0)
+    assert flow.get_num_threads() == before or flow.get_num_threads() == os.cpu_count()
