@@ -32,6 +32,8 @@ from ._C import (  # noqa: F401
     device,
     dtype,
     manual_seed,
+    set_num_threads,
+    get_num_threads,
     default_generator,
     is_grad_enabled,
     promote_types,
@@ -176,3 +178,4 @@ from ._tensor_api import _install_tensor_methods  # noqa: E402
 _install_tensor_methods()
 del _np
 __version__ = "0.1.0"
+
