@@ -179,3 +179,5 @@ _install_tensor_methods()
 del _np
 __version__ = "0.1.0"
 
+from . import distributed  # noqa: E402,F401
+from . import env  # noqa: E402,F401

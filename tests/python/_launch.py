@@ -1,0 +1,85 @@
+"""Helpers for tests that start real processes through oneflowlike.distributed.launch."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKERS = Path(__file__).resolve().parent / "dist_workers"
+LAUNCH = [sys.executable, "-m", "oneflowlike.distributed.launch"]
+# Variables a surrounding launcher (or the caller's shell) may have set; tests start clean.
+_JOB_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OFL_STORE_TOKEN",
+    "OFL_COMM_TIMEOUT_S",
+    "OMP_NUM_THREADS",
+    "OFL_NUM_THREADS",
+)
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def worker(name):
+    return str(WORKERS / name)
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def __repr__(self):
+        return (
+            f"launcher exited {self.returncode} after {self.seconds:.1f} s\n"
+            f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
+        )
+
+
+def launch(launcher_args, script_args=(), env=None, timeout=60, prefix=()):
+    """Runs the launcher to completion; prefix goes before python (e.g. `ip netns exec ns`)."""
+    cmd = [*prefix, *LAUNCH, *launcher_args, *script_args]
+    start = time.monotonic()
+    p = subprocess.run(cmd, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
+    return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+
+
+def json_lines(text):
+    """The JSON objects printed one per line in text (other lines are skipped)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def logs_by_rank(log_dir):
+    return {
+        int(p.stem.split("_")[1]): p.read_text() for p in sorted(Path(log_dir).glob("rank_*.log"))
+    }
+
+
+def alive(pid):
+    """Whether pid is a live (not zombie) process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
