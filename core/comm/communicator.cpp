@@ -48,7 +48,10 @@ std::shared_ptr<Communicator> Communicator::group(const std::vector<int>& member
   auto it = groups_.find(members);
   if (it != groups_.end()) return it->second;
   std::string name = "group[";
-  for (size_t i = 0; i < members.size(); ++i) name += (i ? "," : "") + std::to_string(members[i]);
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i) name += ",";
+    name += std::to_string(members[i]);
+  }
   name += "]";
   auto g = make_group(members, my_index, name);
   g->set_timeout(timeout_);

@@ -3,6 +3,8 @@
 python -m oneflowlike.distributed.launch --nproc_per_node 4 examples/distributed/collectives.py
 """
 
+import sys
+
 import oneflowlike as flow
 import oneflowlike.distributed as dist
 
@@ -19,12 +21,14 @@ def main():
         y = flow.tensor([1.0])
         evens.all_reduce(y)  # counts the even ranks
     dist.barrier()
-    print(
+    line = (
         f"rank {rank}/{world}: all_reduce {x.tolist()} all_gather {gathered.tolist()} "
         f"all_gather_v {uneven.tolist()}"
-        + (f" even-group size {int(y.item())}" if evens is not None else ""),
-        flush=True,
+        + (f" even-group size {int(y.item())}" if evens is not None else "")
     )
+    # One write per line: the ranks share the terminal, and print() writes the newline apart.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

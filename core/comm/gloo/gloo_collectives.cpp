@@ -202,8 +202,9 @@ void GlooCommunicator::reduce(Tensor& t, int root, ReduceOp op) {
   if (t.numel() == 0) return;
   // Gloo's ring reduce scribbles partial sums into every rank's output; non-roots keep t intact
   // by reducing into scratch.
-  std::unique_ptr<char[]> scratch;
-  if (rank_ != root) scratch.reset(new char[nbytes(t)]);
+  Tensor scratch_t;  // cached memory: no fresh pages per call
+  if (rank_ != root) scratch_t = Tensor::empty({static_cast<int64_t>(nbytes(t))}, DType::kUInt8);
+  char* scratch = scratch_t.defined() ? static_cast<char*>(scratch_t.raw_data()) : nullptr;
   collective({.op = name, .dtype = code(t), .numel = t.numel(), .root = root, .reduce = code(op)},
              [&] {
                with_element_type(t.dtype(), [&](auto e) {
@@ -211,7 +212,7 @@ void GlooCommunicator::reduce(Tensor& t, int root, ReduceOp op) {
                  gloo::ReduceOptions o(ctx_);
                  if (scratch) {
                    o.setInput<T>(buffer(t.raw_data(), nbytes(t)));
-                   o.setOutput<T>(buffer(scratch.get(), nbytes(t)));
+                   o.setOutput<T>(buffer(scratch, nbytes(t)));
                  } else {
                    o.setOutput<T>(buffer(t.raw_data(), nbytes(t)));
                  }

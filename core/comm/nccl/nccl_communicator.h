@@ -1,0 +1,28 @@
+// The NCCL backend: a Communicator over CUDA tensors on one device per rank. Compiled only in
+// CUDA builds (CMake globs this folder then); a CPU-only build links a stub that raises.
+//
+// Semantics that differ from Gloo, all behind the same interface:
+// - Work is enqueued on current_stream(cuda:device_index) and every call waits for it (polling,
+//   so a lost peer raises after the timeout and the NCCL communicator is aborted).
+// - bool reduces as uint8 bytes: sum and max are logical or, product and min logical and;
+//   avg of bools raises. Integer avg is NCCL's sum then integer division.
+// - send/recv ignore the tag: messages between two ranks arrive in the order they were sent.
+//   NCCL's send completes only once the peer receives, so two ranks that both send before
+//   receiving deadlock (until the timeout).
+// - Sub-groups bootstrap a fresh NCCL communicator from a unique id shared through a
+//   PrefixStore, so creating one is collective over its members only (ncclCommSplit would
+//   need every rank of the parent).
+#pragma once
+#include <memory>
+
+#include "core/comm/communicator.h"
+
+namespace ofl::comm {
+
+// Rank `rank` of `size` on CUDA device `device_index`. Rank 0 creates the NCCL unique id and
+// publishes it through `store`; every rank waits at most `timeout` for the others to join.
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> store, int rank,
+                                                     int size, int device_index,
+                                                     Millis timeout = default_timeout());
+
+}  // namespace ofl::comm
