@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd/grad_mode.h"
 #include "core/tensor.h"
 
 namespace ofl::autograd {
@@ -92,10 +93,6 @@ class AccumulateGrad : public Node {
 Edge gradient_edge(const Tensor& t);
 
 // True when grad mode is on and any defined tensor among `ts` requires grad.
-template <class... Ts>
-bool needs_grad(const Ts&... ts);
-bool grad_enabled();
-
 template <class... Ts>
 bool needs_grad(const Ts&... ts) {
   return grad_enabled() && ((ts.defined() && ts.requires_grad()) || ...);

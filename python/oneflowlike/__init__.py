@@ -181,3 +181,6 @@ __version__ = "0.1.0"
 
 from . import distributed  # noqa: E402,F401
 from . import env  # noqa: E402,F401
+
+from . import sbp  # noqa: E402,F401
+from .sbp import placement  # noqa: E402,F401
