@@ -1,0 +1,261 @@
+#include "sbp/cluster_spec.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ofl {
+
+double DeviceSpec::peak_flops(DType t) const {
+  switch (t) {
+    case DType::kFloat64:
+      return flops_fp64;
+    case DType::kFloat32:
+      return flops_fp32;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return flops_fp16;
+    default:
+      return flops_int;
+  }
+}
+
+ClusterSpec ClusterSpec::cpu_loopback(int world) {
+  ClusterSpec s;
+  s.name = "cpu_loopback";
+  s.nodes = 1;
+  s.devices_per_node = std::max(world, 1);
+  // Rough figures for this 2-core box: Gloo TCP loopback ~2 GB/s with ~60 us per message.
+  s.intra_node = {60e-6, 2e9};
+  s.inter_node = s.intra_node;
+  s.collective_overhead = 20e-6;
+  s.device.flops_fp32 = 100e9;
+  s.device.flops_fp64 = 50e9;
+  s.device.flops_fp16 = 25e9;  // no native half arithmetic: converted through fp32
+  s.device.flops_int = 100e9;
+  s.device.mem_bandwidth = 20e9;
+  const double phys = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  s.device.mem_capacity = phys > 0 ? phys / s.devices_per_node : 8e9;
+  return s;
+}
+
+// Public datasheet figures. Bandwidth is per direction per GPU; latencies are typical NCCL
+// small-message figures (a few us on NVLink, ~10 us across an InfiniBand hop).
+ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
+  ClusterSpec s;
+  s.name = "a100_nvlink";
+  s.nodes = nodes;
+  s.devices_per_node = gpus_per_node;
+  s.device.flops_fp64 = 19.5e12;      // FP64 tensor core
+  s.device.flops_fp32 = 19.5e12;      // non-tensor FP32 (TF32 tensor core: 156e12)
+  s.device.flops_fp16 = 312e12;       // FP16/BF16 dense tensor core
+  s.device.flops_int = 624e12;        // INT8 dense tensor core
+  s.device.mem_bandwidth = 2.039e12;  // HBM2e, 80 GB SXM
+  s.device.mem_capacity = 80e9;
+  s.intra_node = {5e-6, 300e9};   // NVLink3: 600 GB/s bidirectional
+  s.inter_node = {10e-6, 25e9};   // HDR InfiniBand 200 Gb/s per GPU
+  s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
+  return s;
+}
+
+ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
+  ClusterSpec s;
+  s.name = "h100_ib";
+  s.nodes = nodes;
+  s.devices_per_node = gpus_per_node;
+  s.device.flops_fp64 = 67e12;       // FP64 tensor core
+  s.device.flops_fp32 = 67e12;       // non-tensor FP32
+  s.device.flops_fp16 = 989e12;      // FP16/BF16 dense tensor core
+  s.device.flops_int = 1979e12;      // INT8 dense tensor core
+  s.device.mem_bandwidth = 3.35e12;  // HBM3, SXM5
+  s.device.mem_capacity = 80e9;
+  s.intra_node = {4e-6, 450e9};   // NVLink4: 900 GB/s bidirectional
+  s.inter_node = {8e-6, 50e9};    // NDR InfiniBand 400 Gb/s per GPU
+  s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
+  return s;
+}
+
+const LinkSpec& ClusterSpec::link_for(const std::vector<int>& group) const {
+  for (int r : group)
+    if (node_of(r) != node_of(group.front())) return inter_node;
+  return intra_node;
+}
+
+double ClusterSpec::all_gather(const std::vector<int>& group, double bytes) const {
+  const double p = double(group.size());
+  if (p <= 1) return 0;
+  const LinkSpec& l = link_for(group);
+  return collective_overhead + (p - 1) * (l.alpha + bytes / p / l.beta);
+}
+
+double ClusterSpec::reduce_scatter(const std::vector<int>& group, double bytes) const {
+  return all_gather(group, bytes);
+}
+
+double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) const {
+  // Ring: a reduce-scatter then an all-gather, launched as one collective.
+  const double p = double(group.size());
+  if (p <= 1) return 0;
+  const LinkSpec& l = link_for(group);
+  return collective_overhead + 2 * (p - 1) * (l.alpha + bytes / p / l.beta);
+}
+
+double ClusterSpec::all_to_all(const std::vector<int>& group, double bytes) const {
+  // p-1 rounds, each moving one 1/p block of the buffer.
+  return all_gather(group, bytes);
+}
+
+double ClusterSpec::broadcast(const std::vector<int>& group, double bytes) const {
+  if (group.size() <= 1) return 0;
+  const LinkSpec& l = link_for(group);
+  return collective_overhead +
+         std::ceil(std::log2(double(group.size()))) * (l.alpha + bytes / l.beta);
+}
+
+double ClusterSpec::send_recv(int src, int dst, double bytes) const {
+  if (src == dst) return local(bytes);
+  const LinkSpec& l = link_for({src, dst});
+  return l.alpha + bytes / l.beta;
+}
+
+double ClusterSpec::local(double bytes) const {
+  return device.mem_bandwidth > 0 ? bytes / device.mem_bandwidth : 0;
+}
+
+double ClusterSpec::compute(double flops, double bytes, DType t) const {
+  const double peak = device.peak_flops(t);
+  return std::max(peak > 0 ? flops / peak : 0, local(bytes));
+}
+
+namespace {
+
+struct NumField {
+  const char* key;
+  double DeviceSpec::*dev;  // a field of the DeviceSpec, or
+  LinkSpec ClusterSpec::*link;
+  double LinkSpec::*link_field;  // one on a LinkSpec
+};
+
+double* field_ptr(ClusterSpec& s, const NumField& f) {
+  if (f.dev) return &(s.device.*f.dev);
+  if (!f.link) return &s.collective_overhead;
+  return &((s.*f.link).*f.link_field);
+}
+
+const NumField kFields[] = {
+    {"flops_fp64", &DeviceSpec::flops_fp64, nullptr, nullptr},
+    {"flops_fp32", &DeviceSpec::flops_fp32, nullptr, nullptr},
+    {"flops_fp16", &DeviceSpec::flops_fp16, nullptr, nullptr},
+    {"flops_int", &DeviceSpec::flops_int, nullptr, nullptr},
+    {"mem_bandwidth", &DeviceSpec::mem_bandwidth, nullptr, nullptr},
+    {"mem_capacity", &DeviceSpec::mem_capacity, nullptr, nullptr},
+    {"intra_alpha", nullptr, &ClusterSpec::intra_node, &LinkSpec::alpha},
+    {"intra_beta", nullptr, &ClusterSpec::intra_node, &LinkSpec::beta},
+    {"inter_alpha", nullptr, &ClusterSpec::inter_node, &LinkSpec::alpha},
+    {"inter_beta", nullptr, &ClusterSpec::inter_node, &LinkSpec::beta},
+    {"collective_overhead", nullptr, nullptr, nullptr},
+};
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string ClusterSpec::to_json() const {
+  std::ostringstream os;
+  os << "{\n  \"name\": \"" << name << "\",\n  \"nodes\": " << nodes
+     << ",\n  \"devices_per_node\": " << devices_per_node;
+  ClusterSpec& self = const_cast<ClusterSpec&>(*this);
+  for (const NumField& f : kFields) os << ",\n  \"" << f.key << "\": " << num(*field_ptr(self, f));
+  os << "\n}\n";
+  return os.str();
+}
+
+ClusterSpec ClusterSpec::from_json(const std::string& json) {
+  ClusterSpec s;
+  size_t i = json.find('{');
+  if (i == std::string::npos) fail("ClusterSpec::from_json", "expected a JSON object");
+  auto skip = [&] {
+    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
+  };
+  auto string_at = [&]() {
+    skip();
+    if (i >= json.size() || json[i] != '"')
+      fail("ClusterSpec::from_json", "expected a string at ", i);
+    size_t end = json.find('"', i + 1);
+    if (end == std::string::npos) fail("ClusterSpec::from_json", "unterminated string");
+    std::string out = json.substr(i + 1, end - i - 1);
+    i = end + 1;
+    return out;
+  };
+  ++i;
+  for (;;) {
+    skip();
+    if (i < json.size() && json[i] == '}') break;
+    std::string key = string_at();
+    skip();
+    if (i >= json.size() || json[i] != ':')
+      fail("ClusterSpec::from_json", "expected ':' after \"", key, "\"");
+    ++i;
+    skip();
+    if (key == "name") {
+      s.name = string_at();
+    } else {
+      size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(json.substr(i), &used);
+      } catch (const std::exception&) {
+        fail("ClusterSpec::from_json", "\"", key, "\" is not a number");
+      }
+      i += used;
+      bool known = true;
+      if (key == "nodes")
+        s.nodes = int(v);
+      else if (key == "devices_per_node")
+        s.devices_per_node = int(v);
+      else {
+        auto it = std::find_if(std::begin(kFields), std::end(kFields),
+                               [&](const NumField& f) { return key == f.key; });
+        known = it != std::end(kFields);
+        if (known) *field_ptr(s, *it) = v;
+      }
+      if (!known) fail("ClusterSpec::from_json", "unknown key \"", key, "\"");
+    }
+    skip();
+    if (i < json.size() && json[i] == ',') ++i;
+  }
+  if (s.nodes < 1 || s.devices_per_node < 1)
+    fail("ClusterSpec::from_json", "nodes and devices_per_node must be positive");
+  return s;
+}
+
+void ClusterSpec::save(const std::string& path) const {
+  std::ofstream f(path);
+  if (!f) fail("ClusterSpec::save", "cannot write ", path);
+  f << to_json();
+}
+
+ClusterSpec ClusterSpec::load(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) fail("ClusterSpec::load", "cannot read ", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return from_json(ss.str());
+}
+
+bool ClusterSpec::operator==(const ClusterSpec& o) const {
+  return to_json() == o.to_json();
+}
+
+}  // namespace ofl

@@ -1,0 +1,76 @@
+// The cost model's one description of the machine: devices per node, nodes, per-device peaks and
+// per-link-level alpha/beta. Eager signature selection, boxing search and the auto planner all
+// price work with the formulas below; a profiler can write a measured spec as JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace ofl {
+
+struct DeviceSpec {
+  double flops_fp64 = 0;  // peak FLOP/s per dtype class
+  double flops_fp32 = 0;
+  double flops_fp16 = 0;     // fp16 and bf16 (tensor cores where the device has them)
+  double flops_int = 0;      // integer and bool ops
+  double mem_bandwidth = 0;  // bytes/s
+  double mem_capacity = 0;   // bytes
+  double peak_flops(DType t) const;
+};
+
+// One link level: a message of n bytes costs alpha + n / beta seconds.
+struct LinkSpec {
+  double alpha = 0;  // latency, seconds
+  double beta = 0;   // bandwidth, bytes/s
+  bool operator==(const LinkSpec&) const = default;
+};
+
+struct ClusterSpec {
+  std::string name = "custom";
+  int nodes = 1;
+  int devices_per_node = 1;
+  DeviceSpec device;
+  LinkSpec intra_node;
+  LinkSpec inter_node;
+  // Fixed cost of launching one collective (kernel launch, group setup), on top of its
+  // per-hop alphas: why one collective over a merged group can beat two nested ones.
+  double collective_overhead = 0;
+
+  // Gloo over TCP loopback on this machine, measured roughly (2 GB/s, 60 us, 100 GFLOP/s fp32).
+  static ClusterSpec cpu_loopback(int world);
+  // DGX A100 80GB: NVLink3 within a node, one HDR 200 Gb/s InfiniBand NIC per GPU across nodes.
+  static ClusterSpec a100_nvlink(int nodes, int gpus_per_node);
+  // DGX H100: NVLink4 within a node, one NDR 400 Gb/s InfiniBand NIC per GPU across nodes.
+  static ClusterSpec h100_ib(int nodes, int gpus_per_node);
+
+  int world() const { return nodes * devices_per_node; }
+  int node_of(int rank) const { return rank / devices_per_node; }
+  // The slowest link a group of global ranks spans: inter-node once it spans two nodes.
+  const LinkSpec& link_for(const std::vector<int>& group) const;
+
+  // Ring alpha-beta costs in seconds over `group`. `bytes` is each rank's full buffer: the
+  // gathered output of all_gather, the input of reduce_scatter / all_reduce / all_to_all.
+  double all_gather(const std::vector<int>& group, double bytes) const;
+  double reduce_scatter(const std::vector<int>& group, double bytes) const;
+  double all_reduce(const std::vector<int>& group, double bytes) const;
+  double all_to_all(const std::vector<int>& group, double bytes) const;
+  double broadcast(const std::vector<int>& group, double bytes) const;  // binary tree
+  double send_recv(int src, int dst, double bytes) const;
+  // Local memory-bound work (slice, zero-fill, copy): bytes touched / memory bandwidth.
+  double local(double bytes) const;
+  // Roofline time of a compute op.
+  double compute(double flops, double bytes, DType t) const;
+
+  // Flat JSON: {"name": "...", "nodes": 1, ..., "intra_alpha": 6e-05, ...}. from_json raises
+  // ofl::Error naming the bad key; missing keys keep their defaults.
+  std::string to_json() const;
+  static ClusterSpec from_json(const std::string& json);
+  void save(const std::string& path) const;
+  static ClusterSpec load(const std::string& path);
+
+  bool operator==(const ClusterSpec&) const;
+};
+
+}  // namespace ofl

@@ -1,0 +1,289 @@
+// Tier (a): boxing plans and the cost model as data, no sockets.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "boxing/search.h"
+#include "sbp/cluster_spec.h"
+
+using namespace ofl;
+
+namespace {
+
+const ClusterSpec kCpu4 = ClusterSpec::cpu_loopback(4);
+
+Placement line(int n) {
+  return Placement::all(DeviceType::kCPU, n);
+}
+Placement mesh2x2() {
+  return Placement(DeviceType::kCPU, {0, 1, 2, 3}, {2, 2});
+}
+
+BoxingPlan plan(const Shape& shape, const Placement& p, const std::string& from,
+                const std::string& to, const ClusterSpec& c = kCpu4) {
+  return plan_boxing(shape, DType::kFloat32, p, NdSbp::parse(from), p, NdSbp::parse(to), c);
+}
+
+// Steps chain from -> to and the plan's seconds are their sum.
+void expect_consistent(const BoxingPlan& p, const NdSbp& from, const NdSbp& to) {
+  if (p.empty()) {
+    EXPECT_EQ(from, to);
+    return;
+  }
+  EXPECT_EQ(p.steps.front().from, from) << p.str();
+  EXPECT_EQ(p.steps.back().to, to) << p.str();
+  double sum = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (i > 0) {
+      EXPECT_EQ(p.steps[i - 1].to, p.steps[i].from) << p.str();
+    }
+    sum += p.steps[i].seconds;
+  }
+  EXPECT_NEAR(p.seconds, sum, 1e-12);
+}
+
+void expect_one(const BoxingPlan& p, StepKind kind, PartialOp op = PartialOp::kSum) {
+  ASSERT_EQ(p.steps.size(), 1u) << p.str();
+  EXPECT_EQ(p.steps[0].kind, kind) << p.str();
+  EXPECT_EQ(p.steps[0].op, op) << p.str();
+  EXPECT_FALSE(p.fallback);
+}
+
+}  // namespace
+
+TEST(ClusterSpec, RingFormulas) {
+  ClusterSpec c;
+  c.nodes = 2;
+  c.devices_per_node = 2;
+  c.intra_node = {1e-6, 1e9};
+  c.inter_node = {10e-6, 1e8};
+  c.device.mem_bandwidth = 1e10;
+  const std::vector<int> intra = {0, 1}, inter = {0, 1, 2, 3};
+  EXPECT_NEAR(c.all_gather(intra, 1e6), 1 * (1e-6 + 0.5e6 / 1e9), 1e-15);
+  EXPECT_NEAR(c.all_gather(inter, 1e6), 3 * (10e-6 + 0.25e6 / 1e8), 1e-15);
+  EXPECT_NEAR(c.reduce_scatter(inter, 1e6), c.all_gather(inter, 1e6), 1e-15);
+  EXPECT_NEAR(c.all_reduce(inter, 1e6), 2 * c.all_gather(inter, 1e6), 1e-15);
+  EXPECT_NEAR(c.send_recv(0, 3, 1e6), 10e-6 + 1e6 / 1e8, 1e-15);
+  EXPECT_NEAR(c.send_recv(0, 1, 1e6), 1e-6 + 1e6 / 1e9, 1e-15);
+  EXPECT_NEAR(c.local(1e6), 1e-4, 1e-15);
+  EXPECT_EQ(c.all_gather({2}, 1e6), 0);
+  EXPECT_EQ(&c.link_for({2, 3}), &c.intra_node);
+  EXPECT_EQ(&c.link_for({1, 2}), &c.inter_node);
+}
+
+TEST(ClusterSpec, PresetsArePlausible) {
+  for (const ClusterSpec& c :
+       {ClusterSpec::cpu_loopback(4), ClusterSpec::a100_nvlink(2, 8), ClusterSpec::h100_ib(4, 8)}) {
+    EXPECT_GT(c.device.peak_flops(DType::kFloat32), 0) << c.name;
+    EXPECT_GT(c.device.mem_bandwidth, 0) << c.name;
+    EXPECT_GT(c.device.mem_capacity, 0) << c.name;
+    EXPECT_GE(c.intra_node.beta, c.inter_node.beta) << c.name;
+  }
+  EXPECT_EQ(ClusterSpec::h100_ib(4, 8).world(), 32);
+  EXPECT_GT(ClusterSpec::h100_ib(1, 8).device.peak_flops(DType::kBFloat16),
+            ClusterSpec::a100_nvlink(1, 8).device.peak_flops(DType::kBFloat16));
+}
+
+TEST(ClusterSpec, JsonRoundTrip) {
+  const ClusterSpec a = ClusterSpec::h100_ib(2, 8);
+  const ClusterSpec b = ClusterSpec::from_json(a.to_json());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b.name, "h100_ib");
+  EXPECT_EQ(b.intra_node, a.intra_node);
+  const std::string path = testing::TempDir() + "/ofl_cluster_spec.json";
+  a.save(path);
+  EXPECT_EQ(ClusterSpec::load(path), a);
+  std::remove(path.c_str());
+  const ClusterSpec c = ClusterSpec::from_json(R"({"nodes": 3, "intra_beta": 5e9})");
+  EXPECT_EQ(c.nodes, 3);
+  EXPECT_EQ(c.intra_node.beta, 5e9);
+  EXPECT_THROW(ClusterSpec::from_json(R"({"bogus": 1})"), Error);
+  EXPECT_THROW(ClusterSpec::from_json(R"({"nodes": "x"})"), Error);
+}
+
+TEST(Boxing, CanonicalOneDimTransitions) {
+  const Shape s = {8, 8};
+  const Placement p = line(4);
+  expect_one(plan(s, p, "S(0)", "B"), StepKind::kAllGather);
+  expect_one(plan(s, p, "P(sum)", "B"), StepKind::kAllReduce);
+  expect_one(plan(s, p, "P(sum)", "S(0)"), StepKind::kReduceScatter);
+  expect_one(plan(s, p, "S(0)", "S(1)"), StepKind::kAllToAll);
+  expect_one(plan(s, p, "B", "S(0)"), StepKind::kLocalSlice);
+  expect_one(plan(s, p, "B", "P(sum)"), StepKind::kLocalZeroFill);
+  expect_one(plan(s, p, "P(max)", "B"), StepKind::kAllReduce, PartialOp::kMax);
+  expect_one(plan(s, p, "P(min)", "S(1)"), StepKind::kReduceScatter, PartialOp::kMin);
+  expect_one(plan(s, p, "S(1)", "P(sum)"), StepKind::kLocalPad);
+  EXPECT_TRUE(plan(s, p, "S(0)", "S(0)").empty());
+  EXPECT_EQ(plan(s, p, "B", "B").seconds, 0);
+  const BoxingPlan ag = plan(s, p, "S(0)", "B");
+  EXPECT_EQ(ag.steps[0].bytes, 8 * 8 * 4);
+  EXPECT_EQ(ag.steps[0].group_size, 4);
+  EXPECT_EQ(ag.steps[0].mesh_axes, std::vector<int64_t>{0});
+}
+
+TEST(Boxing, SplitToBroadcastIsOneAllGather) {
+  const BoxingPlan p = plan({1024, 256}, line(2), "S(0)", "B");
+  expect_one(p, StepKind::kAllGather);
+  // 1 MiB gathered over 2 ranks at 2 GB/s, 60 us + 20 us overhead.
+  EXPECT_NEAR(p.seconds, 20e-6 + 60e-6 + 524288.0 / 2e9, 1e-9);
+}
+
+TEST(Boxing, EveryOneDimPairHasAPlanNoWorseThanViaBroadcast) {
+  const char* sbps[] = {"S(0)", "S(1)", "B", "P(sum)", "P(max)", "P(min)"};
+  for (const Shape& shape : {Shape{8, 6}, Shape{5, 3}, Shape{3, 2}}) {
+    for (int n = 1; n <= 4; ++n) {
+      const Placement p = line(n);
+      for (const char* a : sbps)
+        for (const char* b : sbps) {
+          const BoxingPlan direct = plan(shape, p, a, b);
+          SCOPED_TRACE(std::string(a) + " -> " + b + " on " + p.str() + "\n" + direct.str());
+          EXPECT_FALSE(direct.fallback);
+          expect_consistent(direct, NdSbp::parse(a), NdSbp::parse(b));
+          const double via_b = plan(shape, p, a, "B").seconds + plan(shape, p, "B", b).seconds;
+          EXPECT_LE(direct.seconds, via_b + 1e-12);
+          EXPECT_LE(direct.steps.size(), 2u);
+        }
+    }
+  }
+}
+
+TEST(Boxing, PartialToOtherPartialGoesThroughAReduction) {
+  // Reduce-scatter with sum, then pad each shard with max's identity: cheaper than all-reduce.
+  const BoxingPlan p = plan({8, 8}, line(4), "P(sum)", "P(max)");
+  ASSERT_EQ(p.steps.size(), 2u) << p.str();
+  EXPECT_EQ(p.steps[0].kind, StepKind::kReduceScatter);
+  EXPECT_EQ(p.steps[0].op, PartialOp::kSum);
+  EXPECT_EQ(p.steps[1].kind, StepKind::kLocalPad);
+  EXPECT_EQ(p.steps[1].op, PartialOp::kMax);
+  // B -> P(max): every rank keeps its copy, for free.
+  EXPECT_EQ(plan({8, 8}, line(4), "B", "P(max)").seconds, 0);
+}
+
+TEST(Boxing, MeshAxisZeroOnlyGathersOnThatAxis) {
+  const BoxingPlan p = plan({8, 8}, mesh2x2(), "(S(0), B)", "(B, B)");
+  expect_one(p, StepKind::kAllGather);
+  EXPECT_EQ(p.steps[0].mesh_axes, std::vector<int64_t>{0});
+  EXPECT_EQ(p.steps[0].group_size, 2);
+}
+
+TEST(Boxing, MergedAxesGatherWhenCheaper) {
+  // NVLink: one launch over the flat group of 4 beats two nested launches.
+  const BoxingPlan merged =
+      plan({1024, 1024}, mesh2x2(), "(S(0), S(0))", "(B, B)", ClusterSpec::a100_nvlink(1, 4));
+  expect_one(merged, StepKind::kAllGather);
+  EXPECT_EQ(merged.steps[0].mesh_axes, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(merged.steps[0].group_size, 4);
+  // Gloo's per-hop latency dominates its launch cost: two nested gathers, inner axis first.
+  const BoxingPlan nested = plan({1024, 1024}, mesh2x2(), "(S(0), S(0))", "(B, B)");
+  ASSERT_EQ(nested.steps.size(), 2u) << nested.str();
+  EXPECT_EQ(nested.steps[0].mesh_axes, std::vector<int64_t>{1});
+  EXPECT_EQ(nested.steps[1].mesh_axes, std::vector<int64_t>{0});
+}
+
+TEST(Boxing, NestedSplitsOfOneAxisAllToAllAsOneMergedStep) {
+  // Neither mesh axis alone can move S(0) -> S(1) exactly while the other splits the same axis.
+  const BoxingPlan p = plan({1024, 1024}, mesh2x2(), "(S(0), S(0))", "(S(1), S(1))");
+  expect_one(p, StepKind::kAllToAll);
+  EXPECT_EQ(p.steps[0].group_size, 4);
+}
+
+TEST(Boxing, UnevenMergedSplitsAreNotMerged) {
+  // 6 rows nested over 2x2 are 2,1,2,1; flat over 4 they are 2,2,1,1: no single gather.
+  const BoxingPlan p =
+      plan({6, 4}, mesh2x2(), "(S(0), S(0))", "(B, B)", ClusterSpec::a100_nvlink(1, 4));
+  EXPECT_EQ(p.steps.size(), 2u) << p.str();
+}
+
+TEST(Boxing, TwoByTwoAllPairsPlan) {
+  const char* sbps[] = {"S(0)", "S(1)", "B", "P(sum)", "P(max)"};
+  const Placement m = mesh2x2();
+  for (const char* a0 : sbps)
+    for (const char* a1 : sbps)
+      for (const char* b0 : sbps)
+        for (const char* b1 : sbps) {
+          const std::string from = std::string("(") + a0 + ", " + a1 + ")";
+          const std::string to = std::string("(") + b0 + ", " + b1 + ")";
+          const BoxingPlan p = plan({5, 6}, m, from, to);
+          SCOPED_TRACE(from + " -> " + to + "\n" + p.str());
+          EXPECT_FALSE(p.fallback);
+          expect_consistent(p, NdSbp::parse(from), NdSbp::parse(to));
+        }
+}
+
+TEST(Boxing, ThreeDimMeshSamplePairsPlan) {
+  const Placement m(DeviceType::kCPU, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  const std::pair<const char*, const char*> pairs[] = {
+      {"(S(0), S(0), S(0))", "(B, B, B)"},           {"(P(sum), P(sum), P(sum))", "(B, B, B)"},
+      {"(S(0), S(1), P(sum))", "(S(1), S(0), B)"},   {"(B, B, B)", "(S(0), S(1), S(0))"},
+      {"(P(max), S(0), B)", "(S(0), P(sum), S(1))"}, {"(S(1), S(1), S(1))", "(S(0), S(0), S(0))"},
+  };
+  for (const auto& [from, to] : pairs) {
+    const BoxingPlan p = plan({8, 12, 3}, m, from, to, ClusterSpec::cpu_loopback(8));
+    SCOPED_TRACE(std::string(from) + " -> " + to + "\n" + p.str());
+    EXPECT_FALSE(p.fallback);
+    expect_consistent(p, NdSbp::parse(from), NdSbp::parse(to));
+  }
+  const BoxingPlan ar =
+      plan({8, 12, 3}, m, "(P(sum), P(sum), P(sum))", "(B, B, B)", ClusterSpec::cpu_loopback(8));
+  EXPECT_EQ(ar.num_communication_steps(), int(ar.steps.size()));
+}
+
+TEST(Boxing, MixedPartialOpsReduceInnermostFirst) {
+  const BoxingPlan p = plan({4, 4}, mesh2x2(), "(P(sum), P(max))", "(B, B)");
+  ASSERT_EQ(p.steps.size(), 2u) << p.str();
+  EXPECT_EQ(p.steps[0].op, PartialOp::kMax);
+  EXPECT_EQ(p.steps[0].mesh_axes, std::vector<int64_t>{1});
+}
+
+TEST(Boxing, PlanCacheHitsOnSecondCall) {
+  PlanCache cache(kCpu4);
+  const Placement p = line(4);
+  auto a = cache.get({8, 8}, DType::kFloat32, p, NdSbp::parse("S(0)"), p, NdSbp::parse("B"));
+  EXPECT_EQ(cache.misses(), 1);
+  EXPECT_EQ(cache.hits(), 0);
+  auto b = cache.get({8, 8}, DType::kFloat32, p, NdSbp::parse("S(0)"), p, NdSbp::parse("B"));
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(a.get(), b.get());
+  cache.get({8, 8}, DType::kFloat16, p, NdSbp::parse("S(0)"), p, NdSbp::parse("B"));
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(Boxing, PlanStrIsReadable) {
+  const BoxingPlan p = plan({512, 512}, line(2), "S(0)", "B");
+  EXPECT_EQ(p.steps[0].str(),
+            "all_gather on mesh axis 0 (groups of 2), S(0) -> B, 1.0 MB/rank, 342.14 us");
+  EXPECT_NE(p.str().find("boxing plan: 1 step"), std::string::npos) << p.str();
+  const BoxingPlan m =
+      plan({1024, 1024}, mesh2x2(), "(S(0), S(0))", "(B, B)", ClusterSpec::a100_nvlink(1, 4));
+  EXPECT_NE(m.str().find("merged mesh axes 0+1 (groups of 4)"), std::string::npos) << m.str();
+}
+
+TEST(Boxing, FallbackIsLoudAndChains) {
+  const Placement m = mesh2x2();
+  const BoxingPlan f = fallback_plan({8, 8}, DType::kFloat32, m, NdSbp::parse("(S(0), P(sum))"), m,
+                                     NdSbp::parse("(S(1), P(max))"), kCpu4, "test");
+  EXPECT_TRUE(f.fallback);
+  EXPECT_NE(f.str().find("FALLBACK"), std::string::npos);
+  expect_consistent(f, NdSbp::parse("(S(0), P(sum))"), NdSbp::parse("(S(1), P(max))"));
+}
+
+TEST(Boxing, CrossPlacementIsOneSendRecvOfIntersections) {
+  const Placement a(DeviceType::kCPU, {0, 1}, {2}), b(DeviceType::kCPU, {2, 3}, {2});
+  const BoxingPlan p =
+      plan_boxing({8, 8}, DType::kFloat32, a, NdSbp::parse("S(0)"), b, NdSbp::parse("S(0)"), kCpu4);
+  expect_one(p, StepKind::kSendRecv);
+  EXPECT_EQ(p.steps[0].bytes, 4 * 8 * 4);  // each target receives its half from one source
+  // Partials are reduced on the source before slices move.
+  const BoxingPlan q = plan_boxing({8, 8}, DType::kFloat32, a, NdSbp::parse("P(sum)"), b,
+                                   NdSbp::parse("S(1)"), kCpu4);
+  ASSERT_GE(q.steps.size(), 2u) << q.str();
+  EXPECT_EQ(q.steps[0].kind, StepKind::kReduceScatter) << q.str();
+  EXPECT_EQ(q.steps.back().kind, StepKind::kSendRecv) << q.str();
+  // Overlapping placements read what they already hold locally.
+  const Placement c(DeviceType::kCPU, {1, 2}, {2});
+  const BoxingPlan r =
+      plan_boxing({8, 8}, DType::kFloat32, a, NdSbp::parse("B"), c, NdSbp::parse("S(0)"), kCpu4);
+  expect_one(r, StepKind::kSendRecv);
+  EXPECT_EQ(r.steps[0].bytes, 4 * 8 * 4);  // rank 1 is local; rank 2 gets rows 4..8
+}
