@@ -1,5 +1,5 @@
-// Runs n ranks as threads of one process, each with its own Gloo communicator, meeting through
-// a MemoryStore; plus small helpers to build and read 1-d tensors of any dtype.
+// Runs n ranks as threads of one process, each with its own communicator (Gloo ones meeting
+// through a MemoryStore); plus small helpers to build and read 1-d tensors of any dtype.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "core/comm/gloo/gloo_communicator.h"
 #include "core/tensor.h"
 #include "memory_store.h"
+#include "test_util.h"
 
 namespace ofl::comm::testing {
 
@@ -19,18 +20,18 @@ inline const std::vector<DType> kAllDTypes = {DType::kBool,     DType::kUInt8,  
                                               DType::kInt32,    DType::kInt64,   DType::kFloat16,
                                               DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 
-// Calls body(rank, communicator) on n threads. Communicators live until every thread is done,
-// so no rank closes its sockets while a peer still talks to it. Exceptions fail the test.
-inline void run_ranks(int n, const std::function<void(int, Communicator&)>& body,
-                      Millis timeout = Millis(10000),
-                      std::shared_ptr<Store> store = std::make_shared<MemoryStore>()) {
+// Calls body(rank, communicator) on n threads, each rank's communicator from connect(rank).
+// Communicators live until every thread is done, so no rank closes its connections while a peer
+// still talks to it. Exceptions fail the test.
+inline void run_ranks_with(int n, const std::function<std::shared_ptr<Communicator>(int)>& connect,
+                           const std::function<void(int, Communicator&)>& body) {
   std::vector<std::shared_ptr<Communicator>> comms(n);
   std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
       try {
-        comms[r] = make_gloo_communicator(store, r, n, "127.0.0.1", timeout);
+        comms[r] = connect(r);
         body(r, *comms[r]);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -45,6 +46,14 @@ inline void run_ranks(int n, const std::function<void(int, Communicator&)>& body
       ADD_FAILURE() << "rank " << r << " of " << n << " raised: " << e.what();
     }
   }
+}
+
+// run_ranks_with Gloo communicators meeting through store.
+inline void run_ranks(int n, const std::function<void(int, Communicator&)>& body,
+                      Millis timeout = Millis(10000),
+                      std::shared_ptr<Store> store = std::make_shared<MemoryStore>()) {
+  run_ranks_with(
+      n, [&](int r) { return make_gloo_communicator(store, r, n, "127.0.0.1", timeout); }, body);
 }
 
 inline Tensor make(DType dtype, const std::vector<double>& values) {
@@ -71,16 +80,6 @@ inline std::vector<double> values(const Tensor& t) {
   return out;
 }
 
-// The message of the ofl::Error that f raises, or "" (and a test failure) when it returns.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ofl::Error";
-  return "";
-}
+using ofl::testing::error_of;
 
 }  // namespace ofl::comm::testing

@@ -7,9 +7,11 @@
 
 #include "core/autograd/node.h"
 #include "tests/cpp/numeric_check.h"
+#include "tests/cpp/test_util.h"
 
 using namespace ofl;
 using numeric_check::values;
+using ofl::testing::error_of;
 
 namespace {
 
@@ -26,17 +28,6 @@ Tensor scalar(double v) {
 
 void backward(const Tensor& loss, bool retain_graph = false) {
   autograd::backward({loss}, {Tensor()}, retain_graph, false);
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected ofl::Error";
-  return "";
 }
 
 bool contains(const std::string& s, const std::string& part) {

@@ -8,8 +8,10 @@
 
 #include "core/dtype.h"
 #include "core/shape.h"
+#include "test_util.h"
 
 using namespace ofl;
+using ofl::testing::error_of;
 
 namespace {
 
@@ -21,18 +23,6 @@ float from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
-}
-
-// Runs f and returns the message of the E it throws ("" and a test failure otherwise).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The NCCL communicator with ranks as threads of one process, rank r on cuda:r, running the
-// checks of test_gloo_comm.cpp on CUDA tensors. Compiled only in CUDA builds; every test skips
-// with its reason where the machine has too few GPUs (a world of one needs one GPU, the
+// shared checks of collective_checks.h on CUDA tensors. Compiled only in CUDA builds; every test
+// skips with its reason where the machine has too few GPUs (a world of one needs one GPU, the
 // multi-rank cases two or more: NCCL cannot put two ranks on one device).
 #ifdef ONEFLOWLIKE_WITH_CUDA
 #include <cuda_runtime.h>
@@ -9,14 +9,16 @@
 #include <chrono>
 #include <numeric>
 
+#include "collective_checks.h"
 #include "core/comm/nccl/nccl_communicator.h"
 #include "core/stream.h"
-#include "gloo_test_util.h"  // make / values / kAllDTypes: CPU tensor helpers shared with Gloo
+#include "test_util.h"
 
 using namespace ofl;
 using namespace ofl::comm;
-using ofl::comm::testing::error_of;
+using namespace ofl::comm::checks;
 using ofl::comm::testing::kAllDTypes;
+using ofl::testing::error_of;
 
 namespace {
 
@@ -45,93 +47,37 @@ Tensor to_gpu(const Tensor& cpu, int device) {
   return t;
 }
 
-Tensor make(DType dt, const std::vector<double>& v, int device) {
-  return to_gpu(comm::testing::make(dt, v), device);
-}
-
-Tensor empty(int64_t n, DType dt, int device) {
-  return Tensor::empty({n}, dt, Device{DeviceType::kCUDA, device});
-}
-
-std::vector<double> values(const Tensor& t) {
+Tensor to_cpu(const Tensor& t) {
   Tensor cpu = Tensor::empty(t.shape(), t.dtype());
   size_t bytes = t.numel() * itemsize(t.dtype());
   if (bytes) {
     EXPECT_EQ(cudaMemcpy(cpu.raw_data(), t.raw_data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   }
-  return comm::testing::values(cpu);
+  return cpu;
 }
 
-// Calls body(rank, communicator) on n threads, rank r on cuda:r. Communicators live until every
-// thread is done; exceptions fail the test.
+// Rank r's tensors on cuda:r, staged through the CPU.
+const Backend kCuda = {[](int rank) { return Device{DeviceType::kCUDA, rank}; }, to_gpu, to_cpu};
+
+Tensor make(DType dt, const std::vector<double>& v, int device) {
+  return kCuda.make(dt, v, device);
+}
+
+Tensor empty(int64_t n, DType dt, int device) {
+  return kCuda.empty(n, dt, device);
+}
+
+std::vector<double> values(const Tensor& t) {
+  return kCuda.values(t);
+}
+
+// Calls body(rank, communicator) on n threads, rank r on cuda:r; exceptions fail the test.
 void run_ranks(int n, const std::function<void(int, Communicator&)>& body,
                Millis timeout = Millis(60000)) {
   auto store = std::make_shared<MemoryStore>();
   store->set_timeout(timeout);
-  std::vector<std::shared_ptr<Communicator>> comms(n);
-  std::vector<std::string> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        comms[r] = make_nccl_communicator(store, r, n, r, timeout);
-        body(r, *comms[r]);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r)
-    if (!errors[r].empty())
-      ADD_FAILURE() << "rank " << r << " of " << n << " raised: " << errors[r];
-}
-
-// The inputs and expectations of test_gloo_comm.cpp: small values every dtype holds exactly.
-double value(ReduceOp op, DType dt, int rank, int64_t i) {
-  if (dt == DType::kBool) return (rank + i) % 3 == 0;
-  if (op == ReduceOp::kProduct) return 1 + (rank + i) % 2;
-  return (rank + 1) + i % 3;
-}
-
-std::vector<double> inputs(ReduceOp op, DType dt, int rank, int64_t n) {
-  std::vector<double> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = value(op, dt, rank, i);
-  return v;
-}
-
-// The reduction over ranks of value(op, dt, r, i), with bool sum = or and product = and.
-double expected(ReduceOp op, DType dt, int size, int64_t i) {
-  double acc = value(op, dt, 0, i);
-  for (int r = 1; r < size; ++r) {
-    double x = value(op, dt, r, i);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc = dt == DType::kBool ? (acc || x) : acc + x;
-        break;
-      case ReduceOp::kProduct:
-        acc = dt == DType::kBool ? (acc && x) : acc * x;
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, x);
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, x);
-        break;
-    }
-  }
-  return op == ReduceOp::kAvg ? acc / size : acc;
-}
-
-const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMax,
-                                    ReduceOp::kMin};
-const std::vector<DType> kFloating = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                                      DType::kFloat64};
-
-std::vector<int64_t> offsets(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> off(counts.size() + 1, 0);
-  std::partial_sum(counts.begin(), counts.end(), off.begin() + 1);
-  return off;
+  comm::testing::run_ranks_with(
+      n, [&](int r) { return make_nccl_communicator(store, r, n, r, timeout); }, body);
 }
 
 }  // namespace
@@ -250,185 +196,54 @@ TEST(Nccl, WithoutAGpuCreationRaisesInsteadOfCrashing) {
 
 TEST(Nccl, AllReduceAppliesEveryOpToEveryDtype) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (DType dt : kAllDTypes)
-      for (ReduceOp op : kOps) {
-        Tensor t = make(dt, inputs(op, dt, rank, 7), rank);
-        c.all_reduce(t, op);
-        auto got = values(t);
-        for (int64_t i = 0; i < 7; ++i)
-          EXPECT_EQ(got[i], expected(op, dt, n, i))
-              << dtype_name(dt) << " " << reduce_op_name(op) << " n=" << n << " i=" << i;
-      }
-    for (DType dt : kFloating) {
-      Tensor t = make(dt, inputs(ReduceOp::kAvg, dt, rank, 5), rank);
-      c.all_reduce(t, ReduceOp::kAvg);
-      auto got = values(t);
-      for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(got[i], expected(ReduceOp::kAvg, dt, n, i));
-    }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    check_all_reduce_every_op(kCuda, c);
+    check_all_reduce_avg(kCuda, c);
   });
 }
 
 TEST(Nccl, AllGatherAndAllGatherVPlaceBlocksInRankOrder) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (DType dt : kAllDTypes) {
-      Tensor out = empty(2 * n, dt, rank);
-      c.all_gather(make(dt, {double(rank % 2), 1.0}, rank), out);
-      auto got = values(out);
-      for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(got[2 * r], r % 2) << dtype_name(dt);
-        EXPECT_EQ(got[2 * r + 1], 1.0);
-      }
-    }
-    std::vector<int64_t> counts = {3, 0, 1, 2};
-    counts.resize(n);
-    auto off = offsets(counts);
-    for (DType dt : {DType::kBool, DType::kInt8, DType::kInt64, DType::kBFloat16}) {
-      std::vector<double> mine(counts[rank]);
-      for (int64_t i = 0; i < counts[rank]; ++i) mine[i] = dt == DType::kBool ? 1 : rank + i;
-      Tensor out = empty(off[n], dt, rank);
-      c.all_gather_v(make(dt, mine, rank), out, counts);
-      auto got = values(out);
-      for (int r = 0; r < n; ++r)
-        for (int64_t i = 0; i < counts[r]; ++i)
-          EXPECT_EQ(got[off[r] + i], dt == DType::kBool ? 1 : r + i) << dtype_name(dt);
-    }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    check_all_gather(kCuda, c);
+    check_all_gather_v(kCuda, c, {DType::kBool, DType::kInt8, DType::kInt64, DType::kBFloat16});
   });
 }
 
 TEST(Nccl, ReduceScatterAndReduceScatterVReduceEachRanksBlock) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (DType dt : kAllDTypes)
-      for (ReduceOp op : kOps) {
-        const int64_t block = 3;
-        Tensor out = empty(block, dt, rank);
-        c.reduce_scatter(make(dt, inputs(op, dt, rank, block * n), rank), out, op);
-        auto got = values(out);
-        for (int64_t i = 0; i < block; ++i)
-          EXPECT_EQ(got[i], expected(op, dt, n, rank * block + i))
-              << dtype_name(dt) << " " << reduce_op_name(op);
-      }
-    std::vector<int64_t> counts = {2, 0, 5, 1};
-    counts.resize(n);
-    auto off = offsets(counts);
-    for (DType dt : {DType::kUInt8, DType::kInt32, DType::kFloat16, DType::kFloat32})
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
-        if (op == ReduceOp::kAvg && !is_floating(dt)) continue;
-        Tensor out = empty(counts[rank], dt, rank);
-        c.reduce_scatter_v(make(dt, inputs(op, dt, rank, off[n]), rank), out, counts, op);
-        auto got = values(out);
-        for (int64_t i = 0; i < counts[rank]; ++i)
-          EXPECT_EQ(got[i], expected(op, dt, n, off[rank] + i)) << dtype_name(dt);
-      }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    check_reduce_scatter(kCuda, c);
+    check_reduce_scatter_v(kCuda, c);
   });
 }
 
 TEST(Nccl, AllToAllAndAllToAllVRouteBlocksIncludingInPlace) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (DType dt : {DType::kBool, DType::kInt8, DType::kInt32, DType::kFloat16}) {
-      std::vector<double> mine(2 * n);
-      for (int j = 0; j < n; ++j)
-        for (int k = 0; k < 2; ++k)
-          mine[2 * j + k] = dt == DType::kBool ? (rank + j + k) % 2 : 10 * rank + j + k;
-      Tensor out = empty(2 * n, dt, rank);
-      c.all_to_all(make(dt, mine, rank), out);
-      auto got = values(out);
-      for (int r = 0; r < n; ++r)
-        for (int k = 0; k < 2; ++k)
-          EXPECT_EQ(got[2 * r + k], dt == DType::kBool ? (r + rank + k) % 2 : 10 * r + rank + k);
-      Tensor inplace = make(dt, mine, rank);
-      c.all_to_all(inplace, inplace);
-      EXPECT_EQ(values(inplace), got);
-    }
-    auto count = [](int i, int j) -> int64_t { return (i + j) % 3; };
-    for (DType dt : {DType::kUInt8, DType::kInt64, DType::kBFloat16, DType::kFloat32}) {
-      std::vector<int64_t> send(n), recv(n);
-      std::vector<double> mine;
-      for (int j = 0; j < n; ++j) {
-        send[j] = count(rank, j);
-        recv[j] = count(j, rank);
-        for (int64_t k = 0; k < send[j]; ++k) mine.push_back(10 * rank + j);
-      }
-      Tensor out = empty(std::accumulate(recv.begin(), recv.end(), int64_t{0}), dt, rank);
-      c.all_to_all_v(make(dt, mine, rank), send, out, recv);
-      auto got = values(out);
-      size_t at = 0;
-      for (int j = 0; j < n; ++j)
-        for (int64_t k = 0; k < recv[j]; ++k) EXPECT_EQ(got[at++], 10 * j + rank);
-    }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    check_all_to_all(kCuda, c, {DType::kBool, DType::kInt8, DType::kInt32, DType::kFloat16});
+    check_all_to_all_v(kCuda, c);
   });
 }
 
 TEST(Nccl, BroadcastAndReduceFromEveryRoot) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (int root = 0; root < n; ++root) {
-      for (DType dt : {DType::kBool, DType::kInt8, DType::kInt64, DType::kFloat16}) {
-        Tensor t = make(
-            dt, rank == root ? std::vector<double>{1, 0, 1} : std::vector<double>{0, 0, 0}, rank);
-        c.broadcast(t, root);
-        EXPECT_EQ(values(t), (std::vector<double>{1, 0, 1})) << dtype_name(dt);
-      }
-      for (DType dt : kAllDTypes)
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kAvg}) {
-          if (op == ReduceOp::kAvg && !is_floating(dt)) continue;
-          auto mine = inputs(op, dt, rank, 6);
-          Tensor t = make(dt, mine, rank);
-          c.reduce(t, root, op);
-          auto got = values(t);
-          for (int64_t i = 0; i < 6; ++i)
-            EXPECT_EQ(got[i], rank == root ? expected(op, dt, n, i) : mine[i])
-                << dtype_name(dt) << " root " << root;
-        }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    for (int root = 0; root < c.size(); ++root) {
+      check_broadcast(kCuda, c, root, {DType::kBool, DType::kInt8, DType::kInt64, DType::kFloat16});
+      check_reduce(kCuda, c, root);
     }
   });
 }
 
 TEST(Nccl, GatherAndScatterEqualAndUnevenBlocks) {
   NEED_GPUS(2);
-  int n = multi();
-  run_ranks(n, [&](int rank, Communicator& c) {
-    for (int root = 0; root < n; ++root)
-      for (DType dt : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kFloat64}) {
-        auto v = [&](int r, int64_t i) -> double {
-          return dt == DType::kBool ? (r + i) % 2 : 10 * r + i;
-        };
-        std::vector<int64_t> counts = {1, 3, 0, 2};
-        counts.resize(n);
-        auto off = offsets(counts);
-        Tensor out = rank == root ? empty(2 * n, dt, rank) : Tensor();
-        c.gather(make(dt, {v(rank, 0), v(rank, 1)}, rank), out, root);
-        std::vector<double> mine;
-        for (int64_t i = 0; i < counts[rank]; ++i) mine.push_back(v(rank, i));
-        Tensor out_v = rank == root ? empty(off[n], dt, rank) : Tensor();
-        c.gather(make(dt, mine, rank), out_v, root, counts);
-        if (rank == root) {
-          auto got = values(out), got_v = values(out_v);
-          for (int r = 0; r < n; ++r) {
-            for (int64_t i = 0; i < 2; ++i) EXPECT_EQ(got[2 * r + i], v(r, i));
-            for (int64_t i = 0; i < counts[r]; ++i) EXPECT_EQ(got_v[off[r] + i], v(r, i));
-          }
-        }
-        std::vector<double> all, all_v;
-        for (int r = 0; r < n; ++r) {
-          for (int64_t i = 0; i < 2; ++i) all.push_back(v(r, i));
-          for (int64_t i = 0; i < counts[r]; ++i) all_v.push_back(v(r, i));
-        }
-        Tensor piece = empty(2, dt, rank);
-        c.scatter(rank == root ? make(dt, all, rank) : Tensor(), piece, root);
-        EXPECT_EQ(values(piece), (std::vector<double>{v(rank, 0), v(rank, 1)}));
-        Tensor piece_v = empty(counts[rank], dt, rank);
-        c.scatter(rank == root ? make(dt, all_v, rank) : Tensor(), piece_v, root, counts);
-        EXPECT_EQ(values(piece_v), mine);
-      }
+  run_ranks(multi(), [&](int, Communicator& c) {
+    const std::vector<DType> dts = {DType::kBool, DType::kUInt8, DType::kInt32, DType::kFloat64};
+    for (int root = 0; root < c.size(); ++root) {
+      check_gather(kCuda, c, root, dts);
+      check_scatter(kCuda, c, root, dts, {1, 3, 0, 2});
+    }
   });
 }
 

@@ -10,21 +10,12 @@
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/ops.h"
+#include "test_util.h"
 
 using namespace ofl;
+using ofl::testing::error_of;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected ofl::Error";
-  return "";
-}
 
 void noop_kernel(int) {}
 

@@ -20,24 +20,15 @@
 #include "core/comm/tcp_store.h"
 #include "core/comm/tcp_store_wire.h"
 #include "core/error.h"
+#include "test_util.h"
 
 using namespace ofl;
 using namespace ofl::comm;
+using ofl::testing::error_of;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected ofl::Error";
-  return "";
-}
 
 std::unique_ptr<TcpStore> client(const TcpStoreServer& server, std::string token = "",
                                  Millis timeout = 2000ms) {
