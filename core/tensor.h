@@ -10,6 +10,7 @@
 namespace ofl {
 
 class TensorImpl;
+struct GlobalInfo;  // sbp/global_info.h: logical shape, placement, NdSbp
 namespace autograd {
 class Node;
 }
@@ -66,6 +67,7 @@ class Tensor {
 
   // Python scalars become 0-d "wrapped numbers" that do not drive type promotion.
   bool is_wrapped_number() const;
+  bool is_global() const;
   void set_wrapped_number(bool w);
 
  private:
@@ -91,6 +93,8 @@ class TensorImpl {
   bool is_wrapped_number = false;
   bool is_view = false;  // shares storage with a tensor it was derived from
   std::unique_ptr<AutogradMeta> autograd;
+  // Set when this tensor is one rank's shard of a global tensor; shape/strides stay local.
+  std::shared_ptr<const GlobalInfo> global;
 
   AutogradMeta& meta() {
     if (!autograd) autograd = std::make_unique<AutogradMeta>();
@@ -124,6 +128,9 @@ inline void* Tensor::raw_data() const {
 }
 inline bool Tensor::requires_grad() const {
   return impl_->autograd && impl_->autograd->requires_grad;
+}
+inline bool Tensor::is_global() const {
+  return impl_->global != nullptr;
 }
 inline bool Tensor::is_wrapped_number() const {
   return impl_->is_wrapped_number;

@@ -112,6 +112,7 @@ Tensor wrap_scalar(double v, DType kind) {
 }
 
 Tensor to_dtype(const Tensor& x, DType dtype) {
+  require_local("to", x);
   if (x.dtype() == dtype) return x;
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
   copy_kernel().get(x.device().type)(x, out);
@@ -131,6 +132,7 @@ Tensor contiguous_copy(const Tensor& x) {
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& x, double a, double b) {
+  require_local("unary", x);
   DType dt = x.dtype();
   if (promotes_int_to_float(op) && !is_floating(dt)) dt = DType::kFloat32;
   if (op == UnaryOp::kLogicalNot) {
@@ -150,6 +152,8 @@ Tensor unary_op(UnaryOp op, const Tensor& x, double a, double b) {
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
+  require_local(name, a);
+  require_local(name, b);
   if (a.device() != b.device())
     fail(name, "tensors are on different devices: ", a.device().str(), " and ", b.device().str());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);

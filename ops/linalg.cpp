@@ -47,6 +47,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  require_local("matmul", a_in);
+  require_local("matmul", b_in);
   if (a_in.dim() == 0 || b_in.dim() == 0)
     fail("matmul", "both operands need at least one dimension, got ", shape_str(a_in.shape()),
          " and ", shape_str(b_in.shape()));

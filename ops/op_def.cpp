@@ -31,6 +31,14 @@ const OpDef* find_op(const std::string& name) {
   return it == ops.end() ? nullptr : &*it;
 }
 
+void require_local(const char* op, const Tensor& t) {
+  if (t.defined() && t.is_global())
+    fail(op,
+         "does not take global tensors yet (global ops arrive with their SBP rules); got a "
+         "global tensor whose local shard is ",
+         t.str(), "; call to_local() or numpy() first");
+}
+
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
   double elems = static_cast<double>(numel_of(output));
   for (const auto& s : inputs) elems += static_cast<double>(numel_of(s));

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/shape.h"
+#include "core/tensor.h"
 
 namespace ofl {
 
@@ -32,6 +33,10 @@ struct OpDef {
 bool register_ops(std::vector<OpDef> defs);
 const std::vector<OpDef>& registered_ops();
 const OpDef* find_op(const std::string& name);
+
+// Ops run on local tensors until global ops (SBP rules) arrive; a global tensor raises instead
+// of being computed on as if its shard were the whole tensor.
+void require_local(const char* op, const Tensor& t);
 
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);

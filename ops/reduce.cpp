@@ -90,6 +90,7 @@ Blocked block(const Tensor& x, const Axes& axes) {
 
 Tensor reduce(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_in, bool keepdim,
               DType compute) {
+  require_local(name, x);
   Axes axes = reduction_axes(axes_in, x.dim(), name);
   Blocked b = block(to_dtype(detach(x), compute), axes);
   if (b.reduce == 0 && (op == ReduceOp::kMax || op == ReduceOp::kMin))

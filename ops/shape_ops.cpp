@@ -18,6 +18,7 @@ using autograd::Needs;
 namespace {
 
 Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
+  require_local("view", x);
   return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), offset, x.dtype());
 }
 

@@ -184,3 +184,21 @@ from . import env  # noqa: E402,F401
 
 from . import sbp  # noqa: E402,F401
 from .sbp import placement  # noqa: E402,F401
+from ._global import boxing  # noqa: E402,F401
+from . import _global as _global_mod  # noqa: E402
+
+_global_mod.install(Tensor)
+for _name in (
+    "zeros",
+    "ones",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "arange",
+    "eye",
+    "empty",
+    "linspace",
+):
+    globals()[_name] = _global_mod.make_global_creation(globals()[_name])
+del _name

@@ -6,6 +6,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "ops/ops.h"
+#include "sbp/global_info.h"
 
 namespace ofl::py_bind {
 
@@ -130,12 +131,15 @@ void bind_tensor(py::module_& m) {
         return Tensor::empty(shape_from_args(args, "Tensor"), DType::kFloat32);
       }))
       .def_property_readonly("shape",
-                             [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+                             [](const Tensor& t) {
+                               const Shape& s = t.is_global() ? t.impl()->global->shape : t.shape();
+                               return py::tuple(py::cast(s));
+                             })
       .def_property_readonly("dtype", &Tensor::dtype)
       .def_property_readonly("device", &Tensor::device)
       .def_property_readonly("ndim", &Tensor::dim)
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
-      .def_property_readonly("is_global", [](const Tensor&) { return false; })
+      .def_property_readonly("is_global", [](const Tensor& t) { return t.is_global(); })
       .def_property_readonly("_version", &Tensor::version)
       .def_property(
           "data", [](const Tensor& t) { return detach(t); },
@@ -167,8 +171,9 @@ void bind_tensor(py::module_& m) {
       .def(
           "size",
           [](const Tensor& t, py::object dim) -> py::object {
-            if (dim.is_none()) return py::tuple(py::cast(t.shape()));
-            return py::cast(t.size(dim.cast<int64_t>()));
+            const Shape& s = t.is_global() ? t.impl()->global->shape : t.shape();
+            if (dim.is_none()) return py::tuple(py::cast(s));
+            return py::cast(s[normalize_axis(dim.cast<int64_t>(), s.size(), "size")]);
           },
           py::arg("dim") = py::none())
       .def(

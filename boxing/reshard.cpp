@@ -1,0 +1,545 @@
+// Executing boxing plans: each step of a plan runs on this rank's shard with the collective of
+// its per-mesh-axis sub-group. Every collective here is laid out by boxes (one [begin, end) per
+// tensor axis) that each member computes from local_ranges, so uneven and empty shards and merged
+// mesh axes need no special cases: a buffer is the members' boxes packed back to back.
+#include "boxing/reshard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <type_traits>
+
+#include "boxing/layout.h"
+#include "core/autograd/grad_mode.h"
+#include "core/error.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/shape_ops.h"
+
+namespace ofl {
+
+namespace {
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+std::vector<int64_t> coords_at(const Shape& mesh, int64_t flat) {
+  std::vector<int64_t> c(mesh.size());
+  for (size_t d = mesh.size(); d-- > 0;) {
+    c[d] = flat % mesh[d];
+    flat /= mesh[d];
+  }
+  return c;
+}
+
+Shape shape_of(const Ranges& r) {
+  Shape s(r.size());
+  for (size_t a = 0; a < r.size(); ++a) s[a] = std::max<int64_t>(0, r[a].second - r[a].first);
+  return s;
+}
+
+int64_t numel_of_ranges(const Ranges& r) {
+  return numel_of(shape_of(r));
+}
+
+Ranges intersect(const Ranges& a, const Ranges& b) {
+  Ranges out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    out[i].first = std::max(a[i].first, b[i].first);
+    out[i].second = std::max(out[i].first, std::min(a[i].second, b[i].second));
+  }
+  return out;
+}
+
+Ranges full_ranges(const Shape& shape) {
+  Ranges r(shape.size());
+  for (size_t a = 0; a < shape.size(); ++a) r[a] = {0, shape[a]};
+  return r;
+}
+
+// The view of `t` (holding the logical box `have`) on the sub-box `want`.
+Tensor sub_box(const Tensor& t, const Ranges& have, const Ranges& want) {
+  Tensor v = t;
+  for (size_t a = 0; a < have.size(); ++a)
+    if (want[a] != have[a])
+      v = narrow(v, int64_t(a), want[a].first - have[a].first, want[a].second - want[a].first);
+  return v;
+}
+
+// Copies src (holding box `box`) into the box's place in dst (holding `have`).
+void put(Tensor& dst, const Ranges& have, const Tensor& src, const Ranges& box) {
+  if (numel_of_ranges(box) == 0) return;
+  Tensor view = sub_box(dst, have, box);
+  copy_(view, src);
+}
+
+Tensor empty_local(DType dtype, Device device) {
+  return Tensor::empty({0}, dtype, device);
+}
+
+// Whether the boxes, packed back to back, are exactly the row-major layout of `have` (each box
+// a contiguous run of it, in order, covering it): then packing and unpacking are no-ops.
+bool packs_in_place(const Ranges& have, const std::vector<Ranges>& boxes) {
+  const Shape extent = shape_of(have);
+  const Shape strides = contiguous_strides(extent);
+  int64_t next = 0;
+  for (const Ranges& b : boxes) {
+    const int64_t n = numel_of_ranges(b);
+    if (n == 0) continue;
+    size_t a = 0;
+    while (a < b.size() && b[a] == have[a]) ++a;
+    for (size_t i = 0; i < a; ++i)
+      if (extent[i] != 1) return false;
+    for (size_t i = a + 1; i < b.size(); ++i)
+      if (b[i] != have[i]) return false;
+    int64_t start = 0;
+    for (size_t i = 0; i < b.size(); ++i) start += (b[i].first - have[i].first) * strides[i];
+    if (start != next) return false;
+    next += n;
+  }
+  return next == numel_of(extent);
+}
+
+// The boxes of `in` (holding `have`) packed back to back into one 1-d contiguous buffer.
+Tensor pack(const Tensor& in, const Ranges& have, const std::vector<Ranges>& boxes) {
+  if (in.is_contiguous() && packs_in_place(have, boxes)) return reshape(in, {in.numel()});
+  int64_t total = 0;
+  for (const Ranges& b : boxes) total += numel_of_ranges(b);
+  Tensor buf = Tensor::empty({total}, in.dtype(), in.device());
+  int64_t off = 0;
+  for (const Ranges& b : boxes) {
+    const int64_t n = numel_of_ranges(b);
+    if (n == 0) continue;
+    Tensor dst = view(narrow(buf, 0, off, n), shape_of(b));
+    copy_(dst, sub_box(in, have, b));
+    off += n;
+  }
+  return buf;
+}
+
+// The inverse of pack: the buffer's boxes copied into out (holding `have`).
+void unpack(Tensor& out, const Ranges& have, const Tensor& buf, const std::vector<Ranges>& boxes) {
+  int64_t off = 0;
+  for (const Ranges& b : boxes) {
+    const int64_t n = numel_of_ranges(b);
+    if (n == 0) continue;
+    put(out, have, view(narrow(buf, 0, off, n), shape_of(b)), b);
+    off += n;
+  }
+}
+
+std::vector<int64_t> counts_of(const std::vector<Ranges>& boxes) {
+  std::vector<int64_t> c;
+  for (const Ranges& b : boxes) c.push_back(numel_of_ranges(b));
+  return c;
+}
+
+comm::ReduceOp reduce_op(PartialOp op) {
+  switch (op) {
+    case PartialOp::kSum:
+      return comm::ReduceOp::kSum;
+    case PartialOp::kMax:
+      return comm::ReduceOp::kMax;
+    case PartialOp::kMin:
+      return comm::ReduceOp::kMin;
+  }
+  return comm::ReduceOp::kSum;
+}
+
+// A tensor filled with op's identity: 0 for sum, the lowest value for max (-inf for floating
+// types), the highest for min (+inf).
+Tensor identity_full(const Shape& shape, DType dtype, Device device, PartialOp op) {
+  if (op == PartialOp::kSum) return zeros(shape, dtype, device);
+  Tensor t = Tensor::empty(shape, dtype, Device{});
+  dispatch_all(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    T v;
+    if constexpr (std::is_floating_point_v<M>)
+      v = static_cast<T>(op == PartialOp::kMax ? -std::numeric_limits<M>::infinity()
+                                               : std::numeric_limits<M>::infinity());
+    else
+      v = op == PartialOp::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = v;
+  });
+  if (device.type == DeviceType::kCPU) return t;
+  Tensor d = Tensor::empty(shape, dtype, device);
+  copy_(d, t);
+  return d;
+}
+
+int global_rank(const BoxingContext& ctx) {
+  return ctx.world->ranks()[size_t(ctx.world->rank())];
+}
+
+int world_index(const BoxingContext& ctx, int global) {
+  const auto& r = ctx.world->ranks();
+  auto it = std::find(r.begin(), r.end(), global);
+  OFL_CHECK(it != r.end(), "rank ", global, " is not in the world");
+  return int(it - r.begin());
+}
+
+struct SubGroup {
+  std::vector<int> members;  // global ranks, row-major over the step's mesh axes
+  int index = 0;             // this rank's position
+};
+
+SubGroup sub_group(const Placement& p, const std::vector<int64_t>& axes, int rank) {
+  for (auto& g : mesh_groups(p, axes)) {
+    auto it = std::find(g.begin(), g.end(), rank);
+    if (it != g.end()) return {g, int(it - g.begin())};
+  }
+  OFL_CHECK(false, "rank ", rank, " is in no sub-group of ", p.str());
+  return {};
+}
+
+std::shared_ptr<comm::Communicator> comm_for(BoxingContext& ctx, const std::vector<int>& members) {
+  if (members.size() == 1) return comm::make_local_communicator();
+  return ctx.world->group(members);
+}
+
+void log_step(BoxingContext& ctx, const BoxingStep& step, const std::string& group, int64_t bytes) {
+  if (ctx.log == nullptr) return;
+  std::string line = str_cat(step_kind_name(step.kind));
+  if (step.kind == StepKind::kAllReduce || step.kind == StepKind::kReduceScatter)
+    line += str_cat("(", partial_op_name(step.op), ")");
+  ctx.log->push_back(str_cat(line, " ", group, " ", bytes, " B"));
+}
+
+// One same-placement step on this rank (a member of p) whose shard `in` is laid out by step.from.
+Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, const Placement& p,
+                BoxingContext& ctx) {
+  const int me = global_rank(ctx);
+  const std::vector<int64_t> coords = *p.coords_of(me);
+  const Ranges before = local_ranges(shape, step.from, p, coords);
+  const Ranges after = local_ranges(shape, step.to, p, coords);
+  const int64_t item = int64_t(itemsize(in.dtype()));
+  switch (step.kind) {
+    case StepKind::kLocalSlice:
+      return contiguous(sub_box(in, before, after));
+    case StepKind::kLocalZeroFill: {
+      OFL_CHECK(before == after);
+      const SubGroup g = sub_group(p, step.mesh_axes, me);
+      if (step.op == PartialOp::kSum && g.index != 0)
+        return zeros(in.shape(), in.dtype(), in.device());
+      return in;
+    }
+    case StepKind::kLocalPad: {
+      Tensor out = identity_full(shape_of(after), in.dtype(), in.device(), step.op);
+      put(out, after, in, before);
+      return out;
+    }
+    case StepKind::kSendRecv:
+      break;
+    default: {
+      const SubGroup g = sub_group(p, step.mesh_axes, me);
+      std::vector<Ranges> from_boxes, to_boxes;
+      for (int m : g.members) {
+        const auto c = *p.coords_of(m);
+        from_boxes.push_back(local_ranges(shape, step.from, p, c));
+        to_boxes.push_back(local_ranges(shape, step.to, p, c));
+      }
+      auto comm = comm_for(ctx, g.members);
+      Tensor src = contiguous(in);
+      if (step.kind == StepKind::kAllReduce) {
+        OFL_CHECK(before == after);
+        Tensor out = clone(src);
+        log_step(ctx, step, comm->name(), out.numel() * item);
+        comm->all_reduce(out, reduce_op(step.op));
+        return out;
+      }
+      Tensor out = Tensor::empty(shape_of(after), in.dtype(), in.device());  // for unpacking
+      if (step.kind == StepKind::kAllGather) {
+        // Member k's shard is its from-box; together they tile this rank's to-box.
+        Tensor buf = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
+        log_step(ctx, step, comm->name(), buf.numel() * item);
+        comm->all_gather_v(reshape(src, {src.numel()}), buf, counts_of(from_boxes));
+        if (packs_in_place(after, from_boxes)) return reshape(buf, shape_of(after));
+        unpack(out, after, buf, from_boxes);
+        return out;
+      }
+      if (step.kind == StepKind::kReduceScatter) {
+        // Block k is the part of this rank's partial that member k keeps (its to-box).
+        Tensor send = pack(src, before, to_boxes);
+        Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
+        log_step(ctx, step, comm->name(), send.numel() * item);
+        comm->reduce_scatter_v(send, recv, counts_of(to_boxes), reduce_op(step.op));
+        return reshape(recv, shape_of(after));
+      }
+      if (step.kind == StepKind::kAllToAll) {
+        std::vector<Ranges> send_boxes, recv_boxes;
+        for (size_t k = 0; k < g.members.size(); ++k) {
+          send_boxes.push_back(intersect(before, to_boxes[k]));
+          recv_boxes.push_back(intersect(from_boxes[k], after));
+        }
+        Tensor send = pack(src, before, send_boxes);
+        Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
+        log_step(ctx, step, comm->name(), send.numel() * item);
+        comm->all_to_all_v(send, counts_of(send_boxes), recv, counts_of(recv_boxes));
+        if (packs_in_place(after, recv_boxes)) return reshape(recv, shape_of(after));
+        unpack(out, after, recv, recv_boxes);
+        return out;
+      }
+    }
+  }
+  fail("reshard", "cannot run step ", step.str(), " on ", p.str());
+}
+
+// The cross-placement step: each target rank receives exactly the slices of its box from the
+// source ranks, choosing replicas as send_recv_step (boxing/cross_placement.cpp) does. All ranks
+// post their sends and receives in global (src, dst) order, so a synchronous send never waits on
+// a peer that is itself blocked on a later message.
+Tensor run_send_recv(const BoxingStep& step, const Tensor& in, const Shape& shape,
+                     const Placement& from_p, const Placement& to_p, DType dtype, Device device,
+                     BoxingContext& ctx) {
+  const int me = global_rank(ctx);
+  std::map<Ranges, std::vector<int>> pieces;
+  for (int64_t i = 0; i < from_p.size(); ++i)
+    pieces[local_ranges(shape, step.from, from_p, coords_at(from_p.mesh(), i))].push_back(
+        from_p.ranks()[size_t(i)]);
+  std::optional<Ranges> have, want;
+  if (auto c = from_p.coords_of(me)) have = local_ranges(shape, step.from, from_p, *c);
+  if (auto c = to_p.coords_of(me)) want = local_ranges(shape, step.to, to_p, *c);
+  Tensor out = want ? Tensor::empty(shape_of(*want), dtype, device) : empty_local(dtype, device);
+  Tensor src = have ? contiguous(in) : in;
+  std::map<std::pair<int, int>, std::vector<Ranges>> messages;
+  for (int64_t t = 0; t < to_p.size(); ++t) {
+    const int dst = to_p.ranks()[size_t(t)];
+    const Ranges w = local_ranges(shape, step.to, to_p, coords_at(to_p.mesh(), t));
+    for (const auto& [h, replicas] : pieces) {
+      const Ranges box = intersect(w, h);
+      if (numel_of_ranges(box) == 0) continue;
+      const bool local = std::find(replicas.begin(), replicas.end(), dst) != replicas.end();
+      const int from = local ? dst : replicas[size_t(t) % replicas.size()];
+      if (from == dst) {
+        if (dst == me) put(out, *want, sub_box(src, *have, box), box);
+        continue;
+      }
+      messages[{from, dst}].push_back(box);
+    }
+  }
+  int64_t bytes = 0;
+  const int64_t item = int64_t(itemsize(dtype));
+  for (const auto& [pair, boxes] : messages) {
+    const auto [from, dst] = pair;
+    if (from == me) {
+      Tensor buf = pack(src, *have, boxes);
+      bytes += buf.numel() * item;
+      ctx.world->send(buf, world_index(ctx, dst));
+    } else if (dst == me) {
+      int64_t n = 0;
+      for (const Ranges& b : boxes) n += numel_of_ranges(b);
+      Tensor buf = Tensor::empty({n}, dtype, device);
+      ctx.world->recv(buf, world_index(ctx, from));
+      bytes += n * item;
+      unpack(out, *want, buf, boxes);
+    }
+  }
+  if (have || want) log_step(ctx, step, ctx.world->name(), bytes);
+  return out;
+}
+
+// --- metadata exchange for make_global ---
+
+struct Meta {
+  DType dtype = DType::kFloat32;
+  Shape local;
+  std::optional<Placement> placement;
+  NdSbp nd_sbp;
+};
+
+std::vector<int64_t> encode(const Tensor& local, const Placement& p, const NdSbp& nd) {
+  std::vector<int64_t> v = {int64_t(local.dtype()), local.dim()};
+  v.insert(v.end(), local.shape().begin(), local.shape().end());
+  v.push_back(int64_t(p.device_type()));
+  v.push_back(p.ndim());
+  v.insert(v.end(), p.mesh().begin(), p.mesh().end());
+  v.push_back(p.size());
+  v.insert(v.end(), p.ranks().begin(), p.ranks().end());
+  v.push_back(int64_t(nd.size()));
+  for (const Sbp& s : nd.axes()) {
+    v.push_back(int64_t(s.kind()));
+    v.push_back(s.is_split() ? s.axis() : 0);
+    v.push_back(s.is_partial() ? int64_t(s.op()) : 0);
+  }
+  return v;
+}
+
+Meta decode(const int64_t* p, int64_t n) {
+  int64_t i = 0;
+  auto next = [&]() {
+    OFL_CHECK(i < n, "truncated metadata");
+    return p[i++];
+  };
+  Meta m;
+  m.dtype = DType(next());
+  m.local.resize(size_t(next()));
+  for (auto& d : m.local) d = next();
+  const auto type = DeviceType(next());
+  Shape mesh(static_cast<size_t>(next()));
+  for (auto& d : mesh) d = next();
+  std::vector<int> ranks(static_cast<size_t>(next()));
+  for (auto& r : ranks) r = int(next());
+  m.placement.emplace(type, ranks, mesh);
+  std::vector<Sbp> axes(size_t(next()), Sbp::broadcast());
+  for (auto& s : axes) {
+    const auto kind = Sbp::Kind(next());
+    const int64_t axis = next(), op = next();
+    s = kind == Sbp::Kind::kSplit     ? Sbp::split(axis)
+        : kind == Sbp::Kind::kPartial ? Sbp::partial(PartialOp(op))
+                                      : Sbp::broadcast();
+  }
+  m.nd_sbp = NdSbp(axes);
+  return m;
+}
+
+// The logical shape rank r's metadata implies: split axes add up the shards of the ranks that
+// differ only along the mesh axes splitting them; other axes are the shard's own extent (taken
+// from the placement's first rank for ranks outside it).
+std::optional<Shape> implied_shape(const std::vector<Meta>& metas, int r) {
+  const Meta& m = metas[size_t(r)];
+  const Placement& p = *m.placement;
+  if (m.nd_sbp.size() != size_t(p.ndim())) return std::nullopt;
+  for (int q : p.ranks())
+    if (q < 0 || q >= int(metas.size())) return std::nullopt;
+  const Shape base = p.contains(r) ? m.local : metas[size_t(p.ranks()[0])].local;
+  Shape shape = base;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<bool> splits(size_t(p.ndim()), false);
+    bool split = false;
+    for (size_t k = 0; k < m.nd_sbp.size(); ++k)
+      if (m.nd_sbp[k].is_split() && m.nd_sbp[k].axis() == int64_t(d)) splits[k] = split = true;
+    if (!split) continue;
+    int64_t total = 0;
+    for (int64_t i = 0; i < p.size(); ++i) {
+      const auto c = coords_at(p.mesh(), i);
+      bool counted = true;
+      for (size_t k = 0; k < c.size(); ++k)
+        if (!splits[k] && c[k] != 0) counted = false;
+      if (!counted) continue;
+      const Shape& l = metas[size_t(p.ranks()[size_t(i)])].local;
+      if (l.size() != shape.size()) return std::nullopt;
+      total += l[d];
+    }
+    shape[d] = total;
+  }
+  return shape;
+}
+
+std::string describe(const Meta& m, const std::optional<Shape>& shape) {
+  return str_cat(shape ? shape_str(*shape) : std::string("(?)"), " ", dtype_name(m.dtype), " ",
+                 m.nd_sbp.str(), " on ", m.placement->str());
+}
+
+}  // namespace
+
+GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                         BoxingContext& ctx, bool check_meta) {
+  autograd::NoGradGuard no_grad;
+  const int me = global_rank(ctx);
+  const int world = ctx.world->size();
+  const std::vector<int64_t> mine = encode(local, placement, nd_sbp);
+  Tensor len = Tensor::empty({1}, DType::kInt64);
+  len.data<int64_t>()[0] = int64_t(mine.size());
+  Tensor lens = Tensor::empty({world}, DType::kInt64);
+  ctx.world->all_gather(len, lens);
+  std::vector<int64_t> counts(lens.data<int64_t>(), lens.data<int64_t>() + world);
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  Tensor buf = Tensor::empty({int64_t(mine.size())}, DType::kInt64);
+  std::copy(mine.begin(), mine.end(), buf.data<int64_t>());
+  Tensor all = Tensor::empty({total}, DType::kInt64);
+  ctx.world->all_gather_v(buf, all, counts);
+  std::vector<Meta> metas;
+  int64_t off = 0;
+  for (int r = 0; r < world; ++r) {
+    metas.push_back(decode(all.data<int64_t>() + off, counts[size_t(r)]));
+    off += counts[size_t(r)];
+  }
+  std::vector<std::optional<Shape>> shapes;
+  for (int r = 0; r < world; ++r) shapes.push_back(implied_shape(metas, r));
+  if (check_meta) {
+    for (int r = 1; r < world; ++r) {
+      const Meta &a = metas[0], &b = metas[size_t(r)];
+      if (a.dtype == b.dtype && shapes[0] == shapes[size_t(r)] && *a.placement == *b.placement &&
+          a.nd_sbp == b.nd_sbp)
+        continue;
+      fail("to_global", "ranks disagree on the global tensor: rank 0 has ", describe(a, shapes[0]),
+           ", rank ", r, " has ", describe(b, shapes[size_t(r)]));
+    }
+  }
+  if (!shapes[size_t(me)])
+    fail("to_global", "cannot derive the global shape of ", describe(metas[size_t(me)], {}),
+         ": the ranks' local tensors differ in rank");
+  const Shape shape = *shapes[size_t(me)];
+  validate_sbp("to_global", shape, nd_sbp, placement);
+  if (check_meta) {
+    for (int64_t i = 0; i < placement.size(); ++i) {
+      const auto c = coords_at(placement.mesh(), i);
+      const int r = placement.ranks()[size_t(i)];
+      const Shape want = local_shape(shape, nd_sbp, placement, c);
+      if (metas[size_t(r)].local != want)
+        fail("to_global", "rank ", r, " holds a local tensor of shape ",
+             shape_str(metas[size_t(r)].local), " but ", nd_sbp.str(), " on ", placement.str(),
+             " gives it ", shape_str(want), " of the global shape ", shape_str(shape),
+             " (splits are balanced: rank i of p holds n/p + (i < n%p))");
+    }
+  } else if (auto c = placement.coords_of(me)) {
+    const Shape want = local_shape(shape, nd_sbp, placement, *c);
+    if (local.shape() != want)
+      fail("to_global", "rank ", me, " holds a local tensor of shape ", shape_str(local.shape()),
+           " but ", nd_sbp.str(), " on ", placement.str(), " gives it ", shape_str(want),
+           " of the global shape ", shape_str(shape));
+  }
+  return GlobalTensor{placement.contains(me) ? local : empty_local(local.dtype(), local.device()),
+                      shape, placement, nd_sbp};
+}
+
+GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
+                     BoxingContext& ctx) {
+  autograd::NoGradGuard no_grad;
+  std::shared_ptr<const BoxingPlan> plan;
+  const DType dtype = x.local.dtype();
+  if (ctx.cache) {
+    plan = ctx.cache->get(x.shape, dtype, x.placement, x.nd_sbp, placement, nd_sbp);
+  } else {
+    plan = std::make_shared<const BoxingPlan>(
+        plan_boxing(x.shape, dtype, x.placement, x.nd_sbp, placement, nd_sbp,
+                    ClusterSpec::cpu_loopback(ctx.world->size())));
+  }
+  const int me = global_rank(ctx);
+  const Device device = x.local.device();
+  Tensor cur = x.local;
+  Placement cur_p = x.placement;
+  for (const BoxingStep& step : plan->steps) {
+    if (step.kind == StepKind::kSendRecv) {
+      cur = run_send_recv(step, cur, x.shape, cur_p, placement, dtype, device, ctx);
+      cur_p = placement;
+      continue;
+    }
+    if (cur_p.contains(me)) cur = run_step(step, cur, x.shape, cur_p, ctx);
+  }
+  return GlobalTensor{placement.contains(me) ? contiguous(cur) : empty_local(dtype, device),
+                      x.shape, placement, nd_sbp};
+}
+
+Tensor to_full(const GlobalTensor& x, BoxingContext& ctx) {
+  const Placement all = Placement::all(x.placement.device_type(), ctx.world->size());
+  return reshard(x, all, NdSbp({Sbp::broadcast()}), ctx).local;
+}
+
+Tensor shard_of(const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
+                const std::vector<int64_t>& coords) {
+  autograd::NoGradGuard no_grad;
+  const Ranges r = local_ranges(full.shape(), nd_sbp, placement, coords);
+  Tensor t = clone(sub_box(full, full_ranges(full.shape()), r));
+  for (size_t k = 0; k < nd_sbp.size(); ++k)
+    if (nd_sbp[k].is_partial() && nd_sbp[k].op() == PartialOp::kSum && coords[k] != 0) {
+      zero_(t);
+      break;
+    }
+  return t;
+}
+
+}  // namespace ofl

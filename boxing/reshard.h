@@ -1,0 +1,46 @@
+// Executing boxing: a global tensor is this rank's shard of one logical tensor laid over a
+// placement by an NdSbp; reshard() plans (cached) and runs the plan's steps with collectives
+// on the per-mesh-axis sub-groups of the world communicator.
+#pragma once
+#include <memory>
+
+#include "boxing/search.h"
+#include "core/comm/communicator.h"
+#include "sbp/placement.h"
+
+namespace ofl {
+
+struct GlobalTensor {
+  Tensor local;  // this rank's shard; an empty tensor (numel 0) on ranks outside the placement
+  Shape shape;   // logical
+  Placement placement;
+  NdSbp nd_sbp;
+};
+
+// Everything reshard needs besides the tensor: the world communicator (sub-groups come from it),
+// the plan cache, and an optional log of the collectives run (for tests and comm_log()).
+struct BoxingContext {
+  std::shared_ptr<comm::Communicator> world;
+  std::shared_ptr<PlanCache> cache;
+  std::vector<std::string>* log = nullptr;  // appends e.g. "all_gather group[0,1] 4096 B"
+};
+
+// Wraps this rank's local tensor as a shard of a global tensor. The logical shape is derived
+// (split axes add up the shards along their mesh axis); with check_meta, every rank's shape,
+// dtype, placement and sbp are compared and a mismatch raises on every rank.
+GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+                         BoxingContext& ctx, bool check_meta);
+
+// The same logical tensor laid out as (placement, nd_sbp).
+GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
+                     BoxingContext& ctx);
+
+// The whole logical tensor on every rank of the world (for numpy() and tests).
+Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
+
+// The shard a rank at `coords` of `placement` holds of the logical tensor `full` (tests, and
+// creation of global tensors from a full tensor on every rank).
+Tensor shard_of(const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
+                const std::vector<int64_t>& coords);
+
+}  // namespace ofl

@@ -1,0 +1,114 @@
+"""Global tensors in Python: to_global / to_local, sbp / placement, numpy() of the logical
+tensor, creation with placement= and sbp=, and flow.boxing (cost, explain, comm_log)."""
+
+import contextlib
+
+from . import _C
+
+
+def _world():
+    from . import distributed
+
+    return distributed.world()
+
+
+def _nd_sbp(sbp, placement):
+    """An NdSbp from an Sbp, a tuple/list of them, a string like "(S(0), B)" or an NdSbp."""
+    if sbp is None:
+        raise ValueError("[to_global] needs sbp= (e.g. flow.sbp.split(0) or a tuple per mesh axis)")
+    if isinstance(sbp, _C.Sbp):
+        sbp = [sbp]  # one per mesh axis: validation names the mismatch on n-d placements
+    return _C.NdSbp(sbp)
+
+
+def to_global(self, placement=None, sbp=None, check_meta=False):
+    """A local tensor becomes this rank's shard; a global tensor is resharded (boxing)."""
+    if not self.is_global:
+        if placement is None:
+            raise ValueError("[to_global] a local tensor needs placement=")
+        return _C.make_global(self, placement, _nd_sbp(sbp, placement), _world(), check_meta)
+    placement = placement if placement is not None else self.placement
+    nd = _C.global_sbp(self) if sbp is None else _nd_sbp(sbp, placement)
+    return _C.reshard(self, placement, nd, _world())
+
+
+def to_local(self):
+    return _C.to_local(self) if self.is_global else self
+
+
+def _placement(self):
+    return _C.global_placement(self) if self.is_global else None
+
+
+def _sbp(self):
+    return tuple(_C.global_sbp(self)) if self.is_global else None
+
+
+def install(tensor_cls):
+    local_numpy = tensor_cls.numpy
+
+    def numpy(self):
+        """The whole logical array on every rank for a global tensor."""
+        if self.is_global:
+            return local_numpy(_C.global_to_full(self, _world()))
+        return local_numpy(self)
+
+    tensor_cls.numpy = numpy
+    tensor_cls.to_global = to_global
+    tensor_cls.to_local = to_local
+    tensor_cls.placement = property(_placement)
+    tensor_cls.sbp = property(_sbp)
+
+
+def make_global_creation(fn):
+    """Wraps a creation op: with placement= and sbp=, every rank builds the same full tensor
+    (random ops draw by logical element index, so the values do not depend on the layout) and
+    keeps its shard."""
+
+    def wrapper(*args, placement=None, sbp=None, **kwargs):
+        full = fn(*args, **kwargs)
+        if placement is None:
+            if sbp is not None:
+                raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
+            return full
+        from . import distributed
+
+        return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), distributed.get_rank())
+
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+class _Boxing:
+    """flow.boxing: the cost model's view of a reshard, and a log of collectives run."""
+
+    @staticmethod
+    def cost(x, placement, sbp):
+        seconds, _, _ = _C.boxing_plan(
+            list(x.shape), x.dtype, x.placement, _C.global_sbp(x), placement,
+            _nd_sbp(sbp, placement),
+        )  # fmt: skip
+        return seconds
+
+    @staticmethod
+    def explain(x, placement, sbp, file=None):
+        _, text, _ = _C.boxing_plan(
+            list(x.shape), x.dtype, x.placement, _C.global_sbp(x), placement,
+            _nd_sbp(sbp, placement),
+        )  # fmt: skip
+        print(text, file=file)
+        return text
+
+    @staticmethod
+    @contextlib.contextmanager
+    def comm_log():
+        """Records the collectives reshards run inside the block: `with comm_log() as log:`."""
+        log = []
+        _C.boxing_log_start()
+        try:
+            yield log
+        finally:
+            log.extend(_C.boxing_log_stop())
+
+
+boxing = _Boxing()

@@ -1,0 +1,85 @@
+"""Global tensors on every rank: to_global/to_local, reshard, numpy of the logical tensor,
+creation with placement/sbp, comm_log counts, check_meta, and clear errors. Prints one JSON
+line of failures (empty when all is well)."""
+
+import sys
+
+import numpy as np
+
+import oneflowlike as flow
+import oneflowlike.distributed as dist
+from _common import report
+
+B, P, S = flow.sbp.broadcast, flow.sbp.partial_sum, flow.sbp.split
+
+
+def main():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    place = flow.placement("cpu", ranks=list(range(world)))
+    problems = []
+
+    def check(name, ok):
+        if not ok:
+            problems.append(name)
+
+    # Uneven (balanced) shards along axis 0: 2 * world + 1 rows split over the ranks.
+    full = np.arange((2 * world + 1) * 3, dtype=np.float32).reshape(-1, 3)
+    start, stop = flow._C.split_range(full.shape[0], world, rank)
+    local = flow.tensor(full[start:stop])
+    x = local.to_global(placement=place, sbp=S(0), check_meta=True)
+    check("logical shape", x.shape == full.shape and x.is_global)
+    check("numpy is the logical tensor", np.array_equal(x.numpy(), full))
+    check(
+        "to_local is the shard",
+        np.array_equal(x.to_local().numpy(), full[start:stop]),
+    )
+    check("sbp and placement", x.sbp == (S(0),) and x.placement == place)
+
+    with flow.boxing.comm_log() as log:
+        y = x.to_global(sbp=B)
+    check("S(0)->B gives the full tensor", np.array_equal(y.to_local().numpy(), full))
+    check("S(0)->B is one all_gather", world == 1 or (len(log) == 1 and "all_gather" in log[0]))
+
+    # Partial sum: every rank holds the same piece; the logical value is world * piece.
+    piece = np.ones((2, 4), np.float32) * (rank + 1)
+    p = flow.tensor(piece).to_global(placement=place, sbp=P)
+    total = sum(np.ones((2, 4), np.float32) * (r + 1) for r in range(world))
+    with flow.boxing.comm_log() as log:
+        b = p.to_global(sbp=B)
+    check("P->B sums the pieces", np.allclose(b.to_local().numpy(), total))
+    check("P->B is one all_reduce", world == 1 or (len(log) == 1 and "all_reduce" in log[0]))
+    s1 = p.to_global(sbp=S(1))
+    check("P->S(1) numpy", np.allclose(s1.numpy(), total))
+
+    # Random global tensors are the same logical tensor whatever the layout.
+    flow.manual_seed(7)
+    a = flow.randn(5, 6, placement=place, sbp=S(0)).numpy()
+    flow.manual_seed(7)
+    c = flow.randn(5, 6, placement=place, sbp=S(1)).numpy()
+    flow.manual_seed(7)
+    d = flow.randn(5, 6).numpy()
+    check("randn layout independent", np.array_equal(a, c) and np.array_equal(a, d))
+
+    explained = flow.boxing.explain(x, place, B, file=open("/dev/null", "w"))
+    check("explain names the collective", world == 1 or "all_gather" in explained)
+    check("cost is positive", world == 1 or flow.boxing.cost(x, place, B) > 0)
+
+    try:
+        _ = x + 1
+        check("ops on global tensors raise", False)
+    except RuntimeError as e:
+        check("ops on global tensors raise a clear error", "global" in str(e))
+
+    if world > 1:  # ranks disagree on the column count
+        bad = flow.zeros(2, 3 + (rank == 1))
+        try:
+            bad.to_global(placement=place, sbp=S(0), check_meta=True)
+            check("check_meta raises", False)
+        except RuntimeError as e:
+            check("check_meta names the disagreement", "disagree" in str(e))
+
+    report(rank=rank, problems=problems)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
