@@ -9,14 +9,6 @@ namespace ofl {
 
 namespace {
 
-std::vector<int64_t> coords_at(const Shape& mesh, int64_t flat) {
-  std::vector<int64_t> c(mesh.size());
-  for (size_t d = mesh.size(); d-- > 0;) {
-    c[d] = flat % mesh[d];
-    flat /= mesh[d];
-  }
-  return c;
-}
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -44,14 +36,14 @@ BoxingStep send_recv_step(const Shape& shape, DType dtype, const Placement& from
   // itself when it holds a replica, else from replica (target index mod replicas).
   std::map<Ranges, std::vector<int>> pieces;
   for (int64_t i = 0; i < from_p.size(); ++i)
-    pieces[local_ranges(shape, from, from_p, coords_at(from_p.mesh(), i))].push_back(
+    pieces[local_ranges(shape, from, from_p, unravel_index(from_p.mesh(), i))].push_back(
         from_p.ranks()[size_t(i)]);
   const double item = double(itemsize(dtype));
   std::map<int, double> send_s, recv_s;
   std::map<int, int64_t> recv_bytes;
   for (int64_t t = 0; t < to_p.size(); ++t) {
     const int dst = to_p.ranks()[size_t(t)];
-    const Ranges want = local_ranges(shape, to, to_p, coords_at(to_p.mesh(), t));
+    const Ranges want = local_ranges(shape, to, to_p, unravel_index(to_p.mesh(), t));
     for (const auto& [have, replicas] : pieces) {
       const int64_t n = overlap_numel(want, have);
       if (n == 0) continue;

@@ -23,14 +23,6 @@ namespace {
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
-std::vector<int64_t> coords_at(const Shape& mesh, int64_t flat) {
-  std::vector<int64_t> c(mesh.size());
-  for (size_t d = mesh.size(); d-- > 0;) {
-    c[d] = flat % mesh[d];
-    flat /= mesh[d];
-  }
-  return c;
-}
 
 Shape shape_of(const Ranges& r) {
   Shape s(r.size());
@@ -296,7 +288,7 @@ Tensor run_send_recv(const BoxingStep& step, const Tensor& in, const Shape& shap
   const int me = global_rank(ctx);
   std::map<Ranges, std::vector<int>> pieces;
   for (int64_t i = 0; i < from_p.size(); ++i)
-    pieces[local_ranges(shape, step.from, from_p, coords_at(from_p.mesh(), i))].push_back(
+    pieces[local_ranges(shape, step.from, from_p, unravel_index(from_p.mesh(), i))].push_back(
         from_p.ranks()[size_t(i)]);
   std::optional<Ranges> have, want;
   if (auto c = from_p.coords_of(me)) have = local_ranges(shape, step.from, from_p, *c);
@@ -306,7 +298,7 @@ Tensor run_send_recv(const BoxingStep& step, const Tensor& in, const Shape& shap
   std::map<std::pair<int, int>, std::vector<Ranges>> messages;
   for (int64_t t = 0; t < to_p.size(); ++t) {
     const int dst = to_p.ranks()[size_t(t)];
-    const Ranges w = local_ranges(shape, step.to, to_p, coords_at(to_p.mesh(), t));
+    const Ranges w = local_ranges(shape, step.to, to_p, unravel_index(to_p.mesh(), t));
     for (const auto& [h, replicas] : pieces) {
       const Ranges box = intersect(w, h);
       if (numel_of_ranges(box) == 0) continue;
@@ -413,7 +405,7 @@ std::optional<Shape> implied_shape(const std::vector<Meta>& metas, int r) {
     if (!split) continue;
     int64_t total = 0;
     for (int64_t i = 0; i < p.size(); ++i) {
-      const auto c = coords_at(p.mesh(), i);
+      const auto c = unravel_index(p.mesh(), i);
       bool counted = true;
       for (size_t k = 0; k < c.size(); ++k)
         if (!splits[k] && c[k] != 0) counted = false;
@@ -476,7 +468,7 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
   validate_sbp("to_global", shape, nd_sbp, placement);
   if (check_meta) {
     for (int64_t i = 0; i < placement.size(); ++i) {
-      const auto c = coords_at(placement.mesh(), i);
+      const auto c = unravel_index(placement.mesh(), i);
       const int r = placement.ranks()[size_t(i)];
       const Shape want = local_shape(shape, nd_sbp, placement, c);
       if (metas[size_t(r)].local != want)

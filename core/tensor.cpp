@@ -27,6 +27,16 @@ Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape stri
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::alias() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage();
+  impl->shape = shape();
+  impl->strides = strides();
+  impl->offset = offset();
+  impl->dtype = dtype();
+  return Tensor(std::move(impl));
+}
+
 int64_t Tensor::size(int64_t axis) const {
   return shape()[normalize_axis(axis, dim(), "size")];
 }

@@ -162,4 +162,13 @@ Shape local_shape(const Shape& shape, const NdSbp& nd_sbp, const Placement& plac
   return out;
 }
 
+std::vector<int64_t> unravel_index(const Shape& mesh, int64_t flat) {
+  std::vector<int64_t> c(mesh.size());
+  for (size_t d = mesh.size(); d-- > 0;) {
+    c[d] = flat % mesh[d];
+    flat /= mesh[d];
+  }
+  return c;
+}
+
 }  // namespace ofl

@@ -41,6 +41,9 @@ class Placement {
   Shape mesh_;
 };
 
+// The mesh coordinates of the flat (row-major) position `flat` in `mesh`.
+std::vector<int64_t> unravel_index(const Shape& mesh, int64_t flat);
+
 // Raises ofl::Error (naming op, shape, sbp and placement) unless nd_sbp fits: one Sbp per mesh
 // axis and every split axis within the tensor's rank.
 void validate_sbp(const char* op, const Shape& shape, const NdSbp& nd_sbp,

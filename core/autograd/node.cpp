@@ -25,14 +25,8 @@ Node::Node(std::string name) : name_(std::move(name)), seq_(next_sequence_nr++) 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   if (is_output) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->storage = t.storage();
-    impl->shape = t.shape();
-    impl->strides = t.strides();
-    impl->offset = t.offset();
-    impl->dtype = t.dtype();
-    impl->is_view = true;
-    t_ = Tensor(std::move(impl));
+    t_ = t.alias();
+    t_.impl()->is_view = true;
   } else {
     t_ = t;
   }

@@ -36,26 +36,14 @@ const GlobalInfo& info_of(const Tensor& t, const char* op) {
 
 // A Tensor handle for this rank's shard, carrying the global layout.
 Tensor wrap(const GlobalTensor& g) {
-  Tensor local = g.local;
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = local.storage();
-  impl->shape = local.shape();
-  impl->strides = local.strides();
-  impl->offset = local.offset();
-  impl->dtype = local.dtype();
-  impl->global = std::make_shared<GlobalInfo>(GlobalInfo{g.shape, g.placement, g.nd_sbp});
-  return Tensor(std::move(impl));
+  Tensor t = g.local.alias();
+  t.impl()->global = std::make_shared<GlobalInfo>(GlobalInfo{g.shape, g.placement, g.nd_sbp});
+  return t;
 }
 
 GlobalTensor unwrap(const Tensor& t) {
   const GlobalInfo& info = info_of(t, "to_global");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = t.storage();
-  impl->shape = t.shape();
-  impl->strides = t.strides();
-  impl->offset = t.offset();
-  impl->dtype = t.dtype();
-  return {Tensor(std::move(impl)), info.shape, info.placement, info.nd_sbp};
+  return {t.alias(), info.shape, info.placement, info.nd_sbp};
 }
 
 }  // namespace
