@@ -23,7 +23,6 @@ namespace {
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
-
 Shape shape_of(const Ranges& r) {
   Shape s(r.size());
   for (size_t a = 0; a < r.size(); ++a) s[a] = std::max<int64_t>(0, r[a].second - r[a].first);
@@ -241,15 +240,18 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         comm->all_reduce(out, reduce_op(step.op));
         return out;
       }
-      Tensor out = Tensor::empty(shape_of(after), in.dtype(), in.device());  // for unpacking
+      auto unpacked = [&](const Tensor& buf, const std::vector<Ranges>& boxes) {
+        if (packs_in_place(after, boxes)) return reshape(buf, shape_of(after));
+        Tensor out = Tensor::empty(shape_of(after), in.dtype(), in.device());
+        unpack(out, after, buf, boxes);
+        return out;
+      };
       if (step.kind == StepKind::kAllGather) {
         // Member k's shard is its from-box; together they tile this rank's to-box.
         Tensor buf = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
         log_step(ctx, step, comm->name(), buf.numel() * item);
         comm->all_gather_v(reshape(src, {src.numel()}), buf, counts_of(from_boxes));
-        if (packs_in_place(after, from_boxes)) return reshape(buf, shape_of(after));
-        unpack(out, after, buf, from_boxes);
-        return out;
+        return unpacked(buf, from_boxes);
       }
       if (step.kind == StepKind::kReduceScatter) {
         // Block k is the part of this rank's partial that member k keeps (its to-box).
@@ -269,9 +271,7 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
         log_step(ctx, step, comm->name(), send.numel() * item);
         comm->all_to_all_v(send, counts_of(send_boxes), recv, counts_of(recv_boxes));
-        if (packs_in_place(after, recv_boxes)) return reshape(recv, shape_of(after));
-        unpack(out, after, recv, recv_boxes);
-        return out;
+        return unpacked(recv, recv_boxes);
       }
     }
   }
