@@ -50,7 +50,9 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
       fail(op, "gradient has shape ", shape_str(g.shape()), " but the output has shape ",
            shape_str(root.shape()));
     // Copied: it may reach a leaf's .grad unchanged, which must not alias the caller's tensor.
-    return contiguous_copy(g);
+    Tensor copy = contiguous_copy(g);
+    copy.impl()->global = g.impl()->global;  // a global gradient stays global
+    return copy;
   }
   if (root.numel() != 1)
     fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",

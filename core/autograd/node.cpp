@@ -71,7 +71,9 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   if (!old.defined()) {
     // Steal the gradient only when no other tensor (a view, a user's tensor) shares its memory.
     bool unshared = g.is_contiguous() && g.storage().use_count() == 1 && !g.impl()->is_view;
-    var.set_grad(unshared ? g : contiguous_copy(g));
+    Tensor owned = unshared ? g : contiguous_copy(g);
+    owned.impl()->global = g.impl()->global;  // a global leaf's gradient stays global
+    var.set_grad(owned);
   } else {
     var.set_grad(add(old, g));
   }

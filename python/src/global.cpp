@@ -3,6 +3,7 @@
 // communicator comes from flow.distributed).
 #include "boxing/reshard.h"
 #include "convert.h"
+#include "core/autograd/node.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
@@ -52,17 +53,42 @@ void bind_global(py::module_& m) {
   m.def("make_global", [](const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                           std::shared_ptr<comm::Communicator> world, bool check_meta) {
     if (local.is_global()) fail("to_global", "the tensor is already global");
-    BoxingContext ctx = context(std::move(world));
-    py::gil_scoped_release release;
-    return wrap(make_global(local.is_contiguous() ? local : contiguous_copy(local), placement,
-                            nd_sbp, ctx, check_meta));
+    BoxingContext ctx = context(world);
+    Tensor out;
+    {
+      py::gil_scoped_release release;
+      out = wrap(make_global(local.is_contiguous() ? local : contiguous_copy(local), placement,
+                             nd_sbp, ctx, check_meta));
+    }
+    // The local input's gradient is this rank's shard of the global gradient.
+    if (autograd::needs_grad(local))
+      autograd::record("to_global", {local}, {out},
+                       [world, placement, nd_sbp](const autograd::Grads& g,
+                                                  const autograd::Needs&) -> autograd::Grads {
+                         BoxingContext ctx = context(world);
+                         return {reshard(unwrap(g[0]), placement, nd_sbp, ctx).local};
+                       });
+    return out;
   });
   m.def("reshard", [](const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
                       std::shared_ptr<comm::Communicator> world) {
-    BoxingContext ctx = context(std::move(world));
+    BoxingContext ctx = context(world);
     GlobalTensor g = unwrap(x);
-    py::gil_scoped_release release;
-    return wrap(reshard(g, placement, nd_sbp, ctx));
+    Tensor out;
+    {
+      py::gil_scoped_release release;
+      out = wrap(reshard(g, placement, nd_sbp, ctx));
+    }
+    // Reshard keeps the logical tensor, so its backward reshards the gradient back.
+    if (autograd::needs_grad(x))
+      autograd::record(
+          "reshard", {x}, {out},
+          [world, from_p = g.placement, from = g.nd_sbp](
+              const autograd::Grads& grads, const autograd::Needs&) -> autograd::Grads {
+            BoxingContext ctx = context(world);
+            return {wrap(reshard(unwrap(grads[0]), from_p, from, ctx))};
+          });
+    return out;
   });
   m.def("global_to_full", [](const Tensor& x, std::shared_ptr<comm::Communicator> world) {
     BoxingContext ctx = context(std::move(world));
@@ -70,7 +96,18 @@ void bind_global(py::module_& m) {
     py::gil_scoped_release release;
     return to_full(g, ctx);
   });
-  m.def("to_local", [](const Tensor& x) { return unwrap(x).local; });
+  m.def("to_local", [](const Tensor& x) {
+    GlobalTensor g = unwrap(x);
+    Tensor out = g.local.alias();
+    if (autograd::needs_grad(x))
+      autograd::record(
+          "to_local", {x}, {out},
+          [shape = g.shape, p = g.placement, s = g.nd_sbp](
+              const autograd::Grads& grads, const autograd::Needs&) -> autograd::Grads {
+            return {wrap({grads[0], shape, p, s})};
+          });
+    return out;
+  });
   // Every rank holds the same full tensor (e.g. from the same seed): keep this rank's shard.
   m.def("global_from_full",
         [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp, int rank) {

@@ -60,6 +60,17 @@ def main():
     d = flow.randn(5, 6).numpy()
     check("randn layout independent", np.array_equal(a, c) and np.array_equal(a, d))
 
+    # Autograd: to_global and reshard keep the logical tensor, so gradients come back as shards.
+    leaf = flow.tensor(full[start:stop], requires_grad=True)
+    z = leaf.to_global(placement=place, sbp=S(0)).to_global(sbp=B)
+    weights = np.arange(full.size, dtype=np.float32).reshape(full.shape)
+    z.backward(gradient=flow.tensor(weights).to_global(placement=place, sbp=B))
+    check("gradient through reshard", np.array_equal(leaf.grad.numpy(), weights[start:stop]))
+    g2 = flow.tensor(full, requires_grad=True)
+    w = g2.to_global(placement=place, sbp=B).to_global(sbp=S(1)).to_local()
+    w.backward(gradient=flow.ones(*w.shape))
+    check("gradient through to_local", g2.grad is not None and g2.grad.shape == full.shape)
+
     explained = flow.boxing.explain(x, place, B, file=open("/dev/null", "w"))
     check("explain names the collective", world == 1 or "all_gather" in explained)
     check("cost is positive", world == 1 or flow.boxing.cost(x, place, B) > 0)
