@@ -1,6 +1,8 @@
 // Global tensors in Python: to_global / to_local / reshard / numpy of the logical tensor, and
 // flow.boxing's cost, explain and comm_log. Python keeps the default boxing context (the world
 // communicator comes from flow.distributed).
+#include <cstdlib>
+
 #include "boxing/reshard.h"
 #include "convert.h"
 #include "core/autograd/node.h"
@@ -11,8 +13,15 @@ namespace ofl::py_bind {
 
 namespace {
 
+// The spec boxing prices plans with: the JSON file OFL_CLUSTER_SPEC names (e.g. one written by
+// `python -m oneflowlike.profile_cluster`), else the rough loopback figures.
+ClusterSpec default_cluster() {
+  const char* path = std::getenv("OFL_CLUSTER_SPEC");
+  return path && *path ? ClusterSpec::load(path) : ClusterSpec::cpu_loopback(1);
+}
+
 struct DefaultBoxing {
-  std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(ClusterSpec::cpu_loopback(1));
+  std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(default_cluster());
   std::vector<std::string> log;
   bool logging = false;
 };
@@ -137,6 +146,10 @@ void bind_global(py::module_& m) {
     boxing().logging = false;
     return boxing().log;
   });
+  // A fresh PlanCache: plans priced with the old spec are dropped with it.
+  m.def("set_cluster_spec",
+        [](const ClusterSpec& spec) { boxing().cache = std::make_shared<PlanCache>(spec); });
+  m.def("get_cluster_spec", []() { return boxing().cache->cluster(); });
   m.def("boxing_cache_stats",
         []() { return py::make_tuple(boxing().cache->hits(), boxing().cache->misses()); });
 }

@@ -13,6 +13,7 @@ void bind_tensor(py::module_& m);
 void bind_functions(py::module_& m);
 void bind_distributed(py::module_& m);
 void bind_global(py::module_& m);
+void bind_cluster(py::module_& m);
 void bind_sbp(py::module_& m);
 
 namespace {
@@ -130,6 +131,7 @@ PYBIND11_MODULE(_C, m) {
   bind_functions(m);
   bind_sbp(m);
   bind_distributed(m);
+  bind_cluster(m);
   bind_global(m);
   m.def("empty_cache", &release_cached_cpu_memory);
   m.def("set_num_threads", &set_num_threads);

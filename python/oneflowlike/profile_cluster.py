@@ -1,0 +1,174 @@
+"""Measures this machine and writes a ClusterSpec JSON the cost model can use:
+
+    python -m oneflowlike.profile_cluster --out spec.json
+    OFL_CLUSTER_SPEC=spec.json python train.py      # boxing prices plans with it
+
+Measured: memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
+(flow.matmul at 1024^3) and the collective link's alpha / beta, from all_reduce timed at a small
+and a large size on --nproc local ranks started through oneflowlike.distributed.launch. The fit
+uses ClusterSpec's ring formula, t = overhead + 2 (p-1) (alpha + bytes / p / beta): with local
+ranks only, the per-collective overhead cannot be told apart from alpha, so it is folded into
+alpha (collective_overhead = 0). The local link is written as both intra- and inter-node. Peaks
+not measured (fp64, fp16, int) keep the cpu_loopback preset's ratios to fp32.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+_TAG = "OFL_PROFILE_RESULT "
+_JOB_VARS = (
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+    "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OFL_STORE_TOKEN", "OFL_COMM_TIMEOUT_S",
+)  # fmt: skip
+
+
+def _best(fn, repeat):
+    fn()  # warm up: allocation, thread pool, caches
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def measure_mem_bandwidth(nbytes=64 << 20, repeat=5):
+    """Bytes/s of a contiguous fp32 copy, counting the bytes read and the bytes written."""
+    import oneflowlike as flow
+
+    n = nbytes // 4
+    src = flow.ones(n)
+    dst = flow.zeros(n)
+    return 2 * n * 4 / _best(lambda: dst.copy_(src), repeat)
+
+
+def measure_gemm_flops(n=1024, repeat=3):
+    """FLOP/s of an fp32 n x n x n matmul (2 n^3 FLOPs)."""
+    import oneflowlike as flow
+
+    a = flow.randn(n, n)
+    b = flow.randn(n, n)
+    return 2.0 * n**3 / _best(lambda: flow.matmul(a, b), repeat)
+
+
+def fit_alpha_beta(p, small_bytes, t_small, large_bytes, t_large):
+    """alpha, beta from ring all_reduce times, t = 2 (p-1) (alpha + bytes / p / beta)."""
+    hops = 2 * (p - 1)
+    alpha = max(t_small / hops - small_bytes / p / 1e12, 1e-9)  # the small message's bytes ~ 0
+    # A noisy small-size time must not eat the large one: latency is at most half of it.
+    data_time = max(t_large - hops * alpha, 0.5 * t_large)
+    beta = hops * large_bytes / p / data_time
+    return alpha, beta
+
+
+def _time_all_reduce(flow, numel, iters):
+    dist = flow.distributed
+    x = flow.ones(numel)
+    for _ in range(3):
+        dist.all_reduce(x)
+    dist.barrier()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        dist.all_reduce(x)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _worker(args):
+    """One rank of the collective measurement; rank 0 prints the timings as a tagged JSON line."""
+    import oneflowlike as flow
+
+    dist = flow.distributed
+    dist.init()
+    small = _time_all_reduce(flow, args.small_bytes // 4, args.small_iters)
+    large = _time_all_reduce(flow, args.large_bytes // 4, args.large_iters)
+    if dist.get_rank() == 0:
+        out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
+        print(_TAG + json.dumps(out), flush=True)
+    dist.barrier()
+
+
+def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=60):
+    """(world, t_small, t_large): median all_reduce seconds over nproc local ranks."""
+    env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
+    cmd = [
+        sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(nproc),
+        "--rdzv_timeout", "30", "-m", "oneflowlike.profile_cluster", "--worker",
+        "--small_bytes", str(small_bytes), "--large_bytes", str(large_bytes),
+        "--small_iters", str(small_iters), "--large_iters", str(large_iters),
+    ]  # fmt: skip
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    for line in r.stdout.splitlines():
+        if line.startswith(_TAG):
+            res = json.loads(line[len(_TAG) :])
+            return res["world"], res["t_small"], res["t_large"]
+    raise RuntimeError(
+        f"[profile_cluster] the all_reduce workers exited {r.returncode} without a result:\n"
+        f"{r.stdout}\n{r.stderr}"
+    )
+
+
+def profile(nproc=2, small_bytes=4, large_bytes=16 << 20, small_iters=200, large_iters=10):
+    """A ClusterSpec measured on this machine, and a dict of the raw measurements."""
+    from . import _C
+
+    spec = _C.ClusterSpec.cpu_loopback(nproc)
+    base_fp32 = spec.flops_fp32
+    spec.name = "measured"
+    raw = {"mem_bandwidth": measure_mem_bandwidth(), "flops_fp32": measure_gemm_flops()}
+    scale = raw["flops_fp32"] / base_fp32
+    spec.flops_fp32 = raw["flops_fp32"]
+    spec.flops_fp64 *= scale
+    spec.flops_fp16 *= scale
+    spec.flops_int *= scale
+    spec.mem_bandwidth = raw["mem_bandwidth"]
+    world, t_small, t_large = measure_collectives(
+        nproc, small_bytes, large_bytes, small_iters, large_iters
+    )
+    alpha, beta = fit_alpha_beta(world, small_bytes, t_small, large_bytes, t_large)
+    raw.update(world=world, small_bytes=small_bytes, t_small=t_small)
+    raw.update(large_bytes=large_bytes, t_large=t_large, alpha=alpha, beta=beta)
+    spec.intra_alpha = spec.inter_alpha = alpha
+    spec.intra_beta = spec.inter_beta = beta
+    spec.collective_overhead = 0.0
+    return spec, raw
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m oneflowlike.profile_cluster", description=__doc__)
+    p.add_argument("--out", default="cluster_spec.json", help="where to write the spec JSON")
+    p.add_argument("--nproc", type=int, default=2, help="local ranks for the collectives")
+    p.add_argument("--small_bytes", type=int, default=4)
+    p.add_argument("--large_bytes", type=int, default=16 << 20)
+    p.add_argument("--small_iters", type=int, default=200)
+    p.add_argument("--large_iters", type=int, default=10)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return _worker(args)
+    if args.nproc < 2:
+        p.error("--nproc must be at least 2 to measure a link")
+    t0 = time.perf_counter()
+    spec, raw = profile(
+        args.nproc, args.small_bytes, args.large_bytes, args.small_iters, args.large_iters
+    )
+    spec.save(args.out)
+    print(f"memory bandwidth  {raw['mem_bandwidth'] / 1e9:.2f} GB/s (copy, read + write)")
+    print(f"fp32 GEMM         {raw['flops_fp32'] / 1e9:.2f} GFLOP/s (1024^3 matmul)")
+    print(
+        f"all_reduce x{raw['world']}     {raw['t_small'] * 1e6:.1f} us at {raw['small_bytes']} B, "
+        f"{raw['t_large'] * 1e3:.2f} ms at {raw['large_bytes'] / 2**20:.0f} MiB"
+    )
+    print(f"link alpha        {raw['alpha'] * 1e6:.1f} us")
+    print(f"link beta         {raw['beta'] / 1e9:.2f} GB/s")
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+// oneflowlike._C.ClusterSpec, mirroring sbp/cluster_spec.h: presets, JSON read/write and the
+// fields a profiler fills in. The default boxing PlanCache's spec is set in global.cpp.
+#include "convert.h"
+#include "sbp/cluster_spec.h"
+
+namespace ofl::py_bind {
+
+namespace {
+
+// A read/write property for a double reached through `get`.
+template <typename Get>
+void field(py::class_<ClusterSpec>& c, const char* name, Get get) {
+  c.def_property(
+      name, [get](ClusterSpec& s) { return *get(s); },
+      [get](ClusterSpec& s, double v) { *get(s) = v; });
+}
+
+}  // namespace
+
+void bind_cluster(py::module_& m) {
+  py::class_<ClusterSpec> c(m, "ClusterSpec");
+  c.def(py::init<>())
+      .def_static("cpu_loopback", &ClusterSpec::cpu_loopback, py::arg("world") = 1)
+      .def_static("a100_nvlink", &ClusterSpec::a100_nvlink, py::arg("nodes") = 1,
+                  py::arg("gpus_per_node") = 8)
+      .def_static("h100_ib", &ClusterSpec::h100_ib, py::arg("nodes") = 1,
+                  py::arg("gpus_per_node") = 8)
+      .def_static("from_json", &ClusterSpec::from_json, py::arg("json"))
+      .def_static("load", &ClusterSpec::load, py::arg("path"))
+      .def("to_json", &ClusterSpec::to_json)
+      .def("save", &ClusterSpec::save, py::arg("path"))
+      .def_readwrite("name", &ClusterSpec::name)
+      .def_readwrite("nodes", &ClusterSpec::nodes)
+      .def_readwrite("devices_per_node", &ClusterSpec::devices_per_node)
+      .def_readwrite("collective_overhead", &ClusterSpec::collective_overhead)
+      .def_property_readonly("world", &ClusterSpec::world)
+      .def("all_reduce", &ClusterSpec::all_reduce, py::arg("group"), py::arg("bytes"))
+      .def("all_gather", &ClusterSpec::all_gather, py::arg("group"), py::arg("bytes"))
+      .def("send_recv", &ClusterSpec::send_recv, py::arg("src"), py::arg("dst"), py::arg("bytes"))
+      .def("__eq__", [](const ClusterSpec& a, const ClusterSpec& b) { return a == b; })
+      .def("__copy__", [](const ClusterSpec& s) { return ClusterSpec(s); })
+      .def("__repr__", [](const ClusterSpec& s) {
+        return "ClusterSpec(name='" + s.name + "', nodes=" + std::to_string(s.nodes) +
+               ", devices_per_node=" + std::to_string(s.devices_per_node) + ")";
+      });
+  field(c, "flops_fp64", [](ClusterSpec& s) { return &s.device.flops_fp64; });
+  field(c, "flops_fp32", [](ClusterSpec& s) { return &s.device.flops_fp32; });
+  field(c, "flops_fp16", [](ClusterSpec& s) { return &s.device.flops_fp16; });
+  field(c, "flops_int", [](ClusterSpec& s) { return &s.device.flops_int; });
+  field(c, "mem_bandwidth", [](ClusterSpec& s) { return &s.device.mem_bandwidth; });
+  field(c, "mem_capacity", [](ClusterSpec& s) { return &s.device.mem_capacity; });
+  field(c, "intra_alpha", [](ClusterSpec& s) { return &s.intra_node.alpha; });
+  field(c, "intra_beta", [](ClusterSpec& s) { return &s.intra_node.beta; });
+  field(c, "inter_alpha", [](ClusterSpec& s) { return &s.inter_node.alpha; });
+  field(c, "inter_beta", [](ClusterSpec& s) { return &s.inter_node.beta; });
+}
+
+}  // namespace ofl::py_bind

@@ -1,0 +1,106 @@
+"""ClusterSpec from Python: presets through JSON, the default boxing spec, and the profiler."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+import oneflowlike as flow
+from oneflowlike import _C
+
+from _launch import clean_env
+
+PRESETS = [
+    lambda: _C.ClusterSpec.cpu_loopback(4),
+    lambda: _C.ClusterSpec.a100_nvlink(2, 8),
+    lambda: _C.ClusterSpec.h100_ib(4, 8),
+]
+
+
+@pytest.mark.parametrize("make", PRESETS)
+def test_presets_round_trip_through_json(make, tmp_path):
+    spec = make()
+    assert _C.ClusterSpec.from_json(spec.to_json()) == spec
+    path = str(tmp_path / "spec.json")
+    spec.save(path)
+    loaded = _C.ClusterSpec.load(path)
+    assert loaded == spec
+    assert (loaded.name, loaded.nodes, loaded.devices_per_node) == (
+        spec.name,
+        spec.nodes,
+        spec.devices_per_node,
+    )
+    assert json.loads(spec.to_json())["intra_beta"] == spec.intra_beta
+
+
+def test_fields_are_settable_and_bad_json_is_named():
+    spec = _C.ClusterSpec.cpu_loopback(2)
+    spec.intra_beta = 5e9
+    spec.flops_fp32 = 1e12
+    spec.name = "mine"
+    back = _C.ClusterSpec.from_json(spec.to_json())
+    assert (back.intra_beta, back.flops_fp32, back.name) == (5e9, 1e12, "mine")
+    assert back != _C.ClusterSpec.cpu_loopback(2)
+    with pytest.raises(RuntimeError, match="bogus"):
+        _C.ClusterSpec.from_json('{"bogus": 1}')
+
+
+def _plan_seconds():
+    p = flow.placement("cpu", [0, 1])
+    split, bcast = _C.NdSbp([flow.sbp.split(0)]), _C.NdSbp([flow.sbp.broadcast])
+    return _C.boxing_plan([1024, 1024], flow.float32, p, split, p, bcast)[0]
+
+
+def test_set_cluster_spec_changes_boxing_cost():
+    old = _C.get_cluster_spec()
+    try:
+        _C.set_cluster_spec(_C.ClusterSpec.cpu_loopback(1))
+        slow = _plan_seconds()
+        _C.set_cluster_spec(_C.ClusterSpec.h100_ib(2, 8))
+        assert _C.get_cluster_spec().name == "h100_ib"
+        fast = _plan_seconds()
+        assert 0 < fast < slow / 10
+    finally:
+        _C.set_cluster_spec(old)
+    assert _C.get_cluster_spec() == old
+
+
+def test_env_var_picks_the_default_spec(tmp_path):
+    path = tmp_path / "spec.json"
+    spec = _C.ClusterSpec.h100_ib(1, 8)
+    spec.name = "from_env"
+    spec.save(str(path))
+    code = "from oneflowlike import _C; print(_C.get_cluster_spec().name)"
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=clean_env(OFL_CLUSTER_SPEC=path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "from_env"
+
+
+_within_40s = pytest.mark.timeout(40) if importlib.util.find_spec("pytest_timeout") else lambda f: f
+
+
+@_within_40s  # the subprocess timeout bounds it too
+def test_profiler_writes_a_loadable_spec(tmp_path):
+    out = tmp_path / "measured.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "oneflowlike.profile_cluster", "--out", str(out)],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=40,
+    )
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "link beta" in r.stdout
+    spec = _C.ClusterSpec.load(str(out))
+    assert spec.name == "measured"
+    for field in ("flops_fp32", "mem_bandwidth", "intra_alpha", "intra_beta"):
+        assert getattr(spec, field) > 0, field
+    assert spec.intra_alpha < 1.0 and spec.intra_beta > 1e6
