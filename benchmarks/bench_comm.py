@@ -32,21 +32,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+from oneflowlike.distributed.launch import JOB_ENV_VARS  # noqa: E402
+
 RAW_SRC = ROOT / "benchmarks" / "raw_gloo" / "raw_gloo_bench.cpp"
 WORKER = ROOT / "benchmarks" / "comm_worker.py"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
-JOB_VARS = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "GROUP_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "OFL_STORE_TOKEN",
-)
+JOB_VARS = JOB_ENV_VARS
 
 
 def bus_factor(op, n):

@@ -8,24 +8,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from oneflowlike.distributed.launch import JOB_ENV_VARS
+
 WORKERS = Path(__file__).resolve().parent / "dist_workers"
 LAUNCH = [sys.executable, "-m", "oneflowlike.distributed.launch"]
 # Variables a surrounding launcher (or the caller's shell) may have set; tests start clean.
-_JOB_VARS = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "GROUP_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "OFL_STORE_TOKEN",
-    "OFL_COMM_TIMEOUT_S",
-    "OMP_NUM_THREADS",
-    "OFL_NUM_THREADS",
-)
+_JOB_VARS = JOB_ENV_VARS
 
 
 def clean_env(**extra):

@@ -131,6 +131,24 @@ def _token(args):
     return secrets.token_hex(16)
 
 
+# Every variable the launcher sets for its ranks (tests and benchmarks clear these to start clean).
+JOB_ENV_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OFL_STORE_TOKEN",
+    "OFL_COMM_TIMEOUT_S",
+    "OMP_NUM_THREADS",
+    "OFL_NUM_THREADS",
+)
+
+
 def child_envs(args, base_env=None):
     """The environment of each local rank, in local-rank order."""
     base = dict(os.environ if base_env is None else base_env)
