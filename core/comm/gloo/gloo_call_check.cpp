@@ -50,6 +50,7 @@ void GlooCommunicator::check_same_call(const CallSignature& call) {
   auto all_gather_ints = [&](std::vector<int64_t> mine) {
     std::vector<int64_t> all(mine.size() * n);
     gloo::AllgatherOptions o(ctx_);
+    o.setTag(op_tag());
     o.setInput<int64_t>(mine.data(), mine.size());
     o.setOutput<int64_t>(all.data(), all.size());
     o.setTimeout(timeout());

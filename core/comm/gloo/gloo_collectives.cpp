@@ -62,6 +62,7 @@ void GlooCommunicator::all_reduce(Tensor& t, ReduceOp op) {
     with_element_type(t.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::AllreduceOptions o(ctx_);
+      o.setTag(op_tag());
       o.setOutput<T>(buffer(t.raw_data(), nbytes(t)));
       o.setReduceFunction(reduce_fn(t.dtype(), op));
       o.setTimeout(timeout());
@@ -84,6 +85,7 @@ void GlooCommunicator::all_gather(const Tensor& in, Tensor& out) {
     with_element_type(in.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::AllgatherOptions o(ctx_);
+      o.setTag(op_tag());
       // Without an input Gloo gathers in place from the rank's own block of the output.
       const char* own = static_cast<const char*>(out.raw_data()) + rank_ * nbytes(in);
       if (in.raw_data() != own) o.setInput<T>(buffer(in.raw_data(), nbytes(in)));
@@ -109,6 +111,7 @@ void GlooCommunicator::all_gather_v(const Tensor& in, Tensor& out,
     with_element_type(in.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::AllgathervOptions o(ctx_);
+      o.setTag(op_tag());
       o.setInput<T>(static_cast<T*>(in.raw_data()), in.numel());
       o.setOutput<T>(static_cast<T*>(out.raw_data()), to_sizes(counts));
       o.setTimeout(timeout());
@@ -136,6 +139,7 @@ void GlooCommunicator::all_to_all(const Tensor& in, Tensor& out) {
     with_element_type(in.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::AlltoallOptions o(ctx_);
+      o.setTag(op_tag());
       o.setInput<T>(buffer(src.raw_data(), nbytes(src)));
       o.setOutput<T>(buffer(out.raw_data(), nbytes(out)));
       o.setTimeout(timeout());
@@ -169,6 +173,7 @@ void GlooCommunicator::all_to_all_v(const Tensor& in, const std::vector<int64_t>
         with_element_type(in.dtype(), [&](auto e) {
           using T = decltype(e);
           gloo::AlltoallvOptions o(ctx_);
+          o.setTag(op_tag());
           o.setInput<T>(static_cast<T*>(in_ptr), send_counts);
           o.setOutput<T>(static_cast<T*>(out_ptr), recv_counts);
           o.setTimeout(timeout());
@@ -186,6 +191,7 @@ void GlooCommunicator::broadcast(Tensor& t, int root) {
     with_element_type(t.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::BroadcastOptions o(ctx_);
+      o.setTag(op_tag());
       o.setOutput<T>(buffer(t.raw_data(), nbytes(t)));
       o.setRoot(root);
       o.setTimeout(timeout());
@@ -210,6 +216,7 @@ void GlooCommunicator::reduce(Tensor& t, int root, ReduceOp op) {
                with_element_type(t.dtype(), [&](auto e) {
                  using T = decltype(e);
                  gloo::ReduceOptions o(ctx_);
+                 o.setTag(op_tag());
                  if (scratch) {
                    o.setInput<T>(buffer(t.raw_data(), nbytes(t)));
                    o.setOutput<T>(buffer(scratch, nbytes(t)));
@@ -244,6 +251,7 @@ void GlooCommunicator::gather(const Tensor& in, Tensor& out, int root,
     with_element_type(in.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::GatherOptions o(ctx_);
+      o.setTag(op_tag());
       o.setInput<T>(buffer(in.raw_data(), nbytes(in)));
       if (rank_ == root) o.setOutput<T>(buffer(out.raw_data(), nbytes(out)));
       o.setRoot(root);
@@ -271,6 +279,7 @@ void GlooCommunicator::scatter(const Tensor& in, Tensor& out, int root,
     with_element_type(out.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::ScatterOptions o(ctx_);
+      o.setTag(op_tag());
       if (rank_ == root) {
         std::vector<T*> blocks;
         for (int r = 0; r < size(); ++r)
@@ -288,6 +297,7 @@ void GlooCommunicator::scatter(const Tensor& in, Tensor& out, int root,
 void GlooCommunicator::barrier() {
   collective({.op = "barrier"}, [&] {
     gloo::BarrierOptions o(ctx_);
+    o.setTag(op_tag());
     o.setTimeout(timeout());
     gloo::barrier(o);
   });

@@ -102,7 +102,10 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<GlooWorld> world_;
   std::shared_ptr<Store> store_;  // this communicator's own key namespace
   std::shared_ptr<gloo::rendezvous::Context> ctx_;
-  uint64_t seq_ = 0;    // collectives started
+  uint64_t seq_ = 0;  // collectives started
+  // A fresh Gloo tag per collective (the same on every rank, which run them in the same order),
+  // so one call's messages never wait behind the previous call's on the same slot.
+  uint32_t op_tag() const { return static_cast<uint32_t>(seq_ & 0x3fffffff); }
   bool check_calls_;    // OFL_COMM_CHECK
   std::string broken_;  // why the Gloo context is unusable, after a failure
 };
