@@ -201,4 +201,14 @@ for _name in (
     "linspace",
 ):
     globals()[_name] = _global_mod.make_global_creation(globals()[_name])
+for _name in (
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+):
+    globals()[_name] = _global_mod.make_global_like(globals()[_name])
 del _name

@@ -79,6 +79,22 @@ def make_global_creation(fn):
     return wrapper
 
 
+def make_global_like(fn):
+    """Wraps a *_like creation op: given a global tensor, the result is global with the same
+    placement and sbp (and the same logical shape)."""
+
+    def wrapper(t, *args, **kwargs):
+        out = fn(t, *args, **kwargs)  # the full logical tensor (t.shape is logical)
+        if not t.is_global:
+            return out
+        from . import distributed
+
+        return _C.global_from_full(out, t.placement, _C.global_sbp(t), distributed.get_rank())
+
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
 class _Boxing:
     """flow.boxing: the cost model's view of a reshard, and a log of collectives run."""
 

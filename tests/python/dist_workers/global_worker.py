@@ -71,6 +71,15 @@ def main():
     w.backward(gradient=flow.ones(*w.shape))
     check("gradient through to_local", g2.grad is not None and g2.grad.shape == full.shape)
 
+    # *_like of a global tensor is global with the same layout.
+    for like in (flow.zeros_like(p), flow.ones_like(x), flow.full_like(s1, 2.0)):
+        check("*_like stays global", like.is_global)
+    check(
+        "ones_like of a partial is logically ones",
+        np.array_equal(flow.ones_like(p).numpy(), np.ones((2, 4), np.float32)),
+    )
+    check("full_like keeps the layout", flow.full_like(s1, 2.0).sbp == s1.sbp)
+
     explained = flow.boxing.explain(x, place, B, file=open("/dev/null", "w"))
     check("explain names the collective", world == 1 or "all_gather" in explained)
     check("cost is positive", world == 1 or flow.boxing.cost(x, place, B) > 0)
