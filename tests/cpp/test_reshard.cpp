@@ -225,30 +225,26 @@ TEST(ReshardCrossPlacement, OneDMeshToTwoByTwoMeshAndBack) {
   });
 }
 
-TEST(ReshardLog, SplitToBroadcastIsExactlyOneAllGather) {
+// Reshards `from` -> B on 2 ranks and checks the log holds exactly one collective with `prefix`.
+void expect_one_collective(const char* from, const std::string& prefix) {
   const Placement p = Placement::all(DeviceType::kCPU, 2);
   run_ranks(2, [&](int, Communicator& c) {
     Rank r(c);
     std::vector<std::string> log;
     r.ctx.log = &log;
     const Tensor full = logical({4, 6}, DType::kFloat32);
-    reshard(r.global(full, p, NdSbp::parse("S(0)")), p, NdSbp::parse("B"), r.ctx);
+    reshard(r.global(full, p, NdSbp::parse(from)), p, NdSbp::parse("B"), r.ctx);
     ASSERT_EQ(log.size(), 1u);
-    EXPECT_EQ(log[0].rfind("all_gather group[0,1]", 0), 0u) << log[0];
+    EXPECT_EQ(log[0].rfind(prefix, 0), 0u) << log[0];
   });
 }
 
+TEST(ReshardLog, SplitToBroadcastIsExactlyOneAllGather) {
+  expect_one_collective("S(0)", "all_gather group[0,1]");
+}
+
 TEST(ReshardLog, PartialToBroadcastIsExactlyOneAllReduce) {
-  const Placement p = Placement::all(DeviceType::kCPU, 2);
-  run_ranks(2, [&](int, Communicator& c) {
-    Rank r(c);
-    std::vector<std::string> log;
-    r.ctx.log = &log;
-    const Tensor full = logical({4, 6}, DType::kFloat32);
-    reshard(r.global(full, p, NdSbp::parse("P(sum)")), p, NdSbp::parse("B"), r.ctx);
-    ASSERT_EQ(log.size(), 1u);
-    EXPECT_EQ(log[0].rfind("all_reduce(sum) group[0,1]", 0), 0u) << log[0];
-  });
+  expect_one_collective("P(sum)", "all_reduce(sum) group[0,1]");
 }
 
 TEST(ReshardMakeGlobal, DerivesTheLogicalShapeFromUnevenShards) {
