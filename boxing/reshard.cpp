@@ -16,6 +16,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
+#include "sbp/global_info.h"
 
 namespace ofl {
 
@@ -425,6 +426,19 @@ std::string describe(const Meta& m, const std::optional<Shape>& shape) {
 }
 
 }  // namespace
+
+Tensor as_tensor(const GlobalTensor& g, std::shared_ptr<BoxingContext> ctx) {
+  Tensor t = g.local.alias();
+  t.impl()->global =
+      std::make_shared<GlobalInfo>(GlobalInfo{g.shape, g.placement, g.nd_sbp, std::move(ctx)});
+  return t;
+}
+
+GlobalTensor as_global(const Tensor& t, const char* op) {
+  if (!t.is_global()) fail(op, "expects a global tensor, got a local ", t.str());
+  const GlobalInfo& info = *t.impl()->global;
+  return {t.alias(), info.shape, info.placement, info.nd_sbp};
+}
 
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          BoxingContext& ctx, bool check_meta) {

@@ -25,6 +25,11 @@ struct BoxingContext {
   std::vector<std::string>* log = nullptr;  // appends e.g. "all_gather group[0,1] 4096 B"
 };
 
+// A Tensor handle on g's shard carrying g's layout and the context ops on it use.
+Tensor as_tensor(const GlobalTensor& g, std::shared_ptr<BoxingContext> ctx);
+// The GlobalTensor behind a global Tensor handle (raises for a local tensor, naming `op`).
+GlobalTensor as_global(const Tensor& t, const char* op);
+
 // Wraps this rank's local tensor as a shard of a global tensor. The logical shape is derived
 // (split axes add up the shards along their mesh axis); with check_meta, every rank's shape,
 // dtype, placement and sbp are compared and a mismatch raises on every rank.

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 
@@ -37,14 +38,19 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
 Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
+// Of a global tensor: the same placement and layout (partials become B unless filling zeros).
+Tensor full_like(const Tensor& t, double value) {
+  if (t.is_global())
+    return global_like(t, value == 0.0, [&](const Shape& local) {
+      return full(local, value, t.dtype(), t.device());
+    });
+  return full(t.shape(), value, t.dtype(), t.device());
+}
 Tensor zeros_like(const Tensor& t) {
-  return zeros(t.shape(), t.dtype(), t.device());
+  return full_like(t, 0.0);
 }
 Tensor ones_like(const Tensor& t) {
-  return ones(t.shape(), t.dtype(), t.device());
-}
-Tensor full_like(const Tensor& t, double value) {
-  return full(t.shape(), value, t.dtype(), t.device());
+  return full_like(t, 1.0);
 }
 Tensor scalar_tensor(double value, DType dtype, Device device) {
   return full({}, value, dtype, device);

@@ -5,9 +5,11 @@
 
 #include "core/autograd/node.h"
 #include "ops/creation.h"
+#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -112,8 +114,10 @@ Tensor wrap_scalar(double v, DType kind) {
 }
 
 Tensor to_dtype(const Tensor& x, DType dtype) {
-  require_local("to", x);
   if (x.dtype() == dtype) return x;
+  if (x.is_global())
+    return run_global1("to", {x}, logical_shape(x), {is_floating(dtype)},
+                       [dtype](const auto& l, const Shape&) { return to_dtype(l[0], dtype); });
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
   copy_kernel().get(x.device().type)(x, out);
   if (autograd::needs_grad(x) && is_floating(dtype)) {
@@ -152,8 +156,9 @@ Tensor unary_op(UnaryOp op, const Tensor& x, double a, double b) {
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
-  require_local(name, a);
-  require_local(name, b);
+  if (any_global({a, b}))
+    return run_global1(name, {a, b}, broadcast_shapes(logical_shape(a), logical_shape(b), name), {},
+                       [op](const auto& l, const Shape&) { return binary_op(op, l[0], l[1]); });
   if (a.device() != b.device())
     fail(name, "tensors are on different devices: ", a.device().str(), " and ", b.device().str());
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
@@ -176,6 +181,10 @@ namespace {
 template <class Backward>
 Tensor unary_with_grad(const char* name, UnaryOp op, const Tensor& x, Backward bw, double a = 0,
                        double b = 0) {
+  if (x.is_global())
+    return run_global1(name, {x}, logical_shape(x), {}, [=](const auto& l, const Shape&) {
+      return unary_with_grad(name, op, l[0], bw, a, b);
+    });
   Tensor out = unary_op(op, x, a, b);
   if (autograd::needs_grad(x) && is_floating(out.dtype())) {
     autograd::record(name, {x}, {out},
@@ -334,12 +343,28 @@ Tensor erf(const Tensor& x) {
       });
 }
 Tensor logical_not(const Tensor& x) {
+  if (x.is_global())
+    return run_global1("logical_not", {x}, logical_shape(x), {},
+                       [](const auto& l, const Shape&) { return logical_not(l[0]); });
   return unary_op(UnaryOp::kLogicalNot, x);
 }
 
 // --- binary ops ---
 
+namespace {
+// A differentiable binary op on global inputs: the same front end on the shards.
+template <class F>
+std::optional<Tensor> global_binary(const char* name, const Tensor& a, const Tensor& b, F f) {
+  if (!any_global({a, b})) return std::nullopt;
+  return run_global1(name, {a, b}, broadcast_shapes(logical_shape(a), logical_shape(b), name), {},
+                     [f](const auto& l, const Shape&) { return f(l[0], l[1]); });
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  if (auto g = global_binary(
+          "add", a, b, [alpha](const Tensor& x, const Tensor& y) { return add(x, y, alpha); }))
+    return *g;
   Tensor out = binary_op(BinaryOp::kAdd, a, scaled(b, alpha));
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -353,6 +378,9 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  if (auto g = global_binary(
+          "sub", a, b, [alpha](const Tensor& x, const Tensor& y) { return sub(x, y, alpha); }))
+    return *g;
   Tensor out = binary_op(BinaryOp::kSub, a, scaled(b, alpha));
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -366,6 +394,9 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  if (auto g =
+          global_binary("mul", a, b, [](const Tensor& x, const Tensor& y) { return mul(x, y); }))
+    return *g;
   Tensor out = binary_op(BinaryOp::kMul, a, b);
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -380,6 +411,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (auto g =
+          global_binary("div", a, b, [](const Tensor& x, const Tensor& y) { return div(x, y); }))
+    return *g;
   Tensor out = binary_op(BinaryOp::kDiv, a, b);
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -396,6 +430,9 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  if (auto g =
+          global_binary("pow", a, b, [](const Tensor& x, const Tensor& y) { return pow(x, y); }))
+    return *g;
   Tensor out = binary_op(BinaryOp::kPow, a, b);
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -421,6 +458,10 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 namespace {
 // maximum/minimum: the gradient goes to the selected input, split evenly on ties.
 Tensor extremum(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  if (auto g = global_binary(name, a, b, [op, name](const Tensor& x, const Tensor& y) {
+        return extremum(op, name, x, y);
+      }))
+    return *g;
   Tensor out = binary_op(op, a, b);
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -484,6 +525,12 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (cond.dtype() != DType::kBool)
     fail<TypeError>("where", "condition must be a bool tensor, got ", cond.str());
+  if (any_global({cond, a, b}))
+    return run_global1(
+        "where", {cond, a, b},
+        broadcast_shapes(broadcast_shapes(logical_shape(cond), logical_shape(a), "where"),
+                         logical_shape(b), "where"),
+        {}, [](const auto& l, const Shape&) { return where(l[0], l[1], l[2]); });
   Shape shape =
       broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   DType dt = result_type(a, b);
@@ -510,8 +557,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   Tensor v = to_dtype(value, x.dtype());
   v.set_wrapped_number(true);
   Tensor out = where(mask, v, x);
-  if (out.shape() != x.shape())
-    fail("masked_fill", "mask of shape ", shape_str(mask.shape()),
+  if (logical_shape(out) != logical_shape(x))
+    fail("masked_fill", "mask of shape ", shape_str(logical_shape(mask)),
          " is not broadcastable to the input's shape ", shape_str(x.shape()));
   return out;
 }
@@ -566,7 +613,30 @@ void binary_into_self(const char* name, BinaryOp op, Tensor& self, const Tensor&
 
 }  // namespace
 
+namespace {
+// An in-place op on a global tensor: the same op on its shard, in its own layout.
+template <class F>
+bool global_inplace(const char* name, Tensor& self, const Tensor& other, std::vector<int64_t> attrs,
+                    F f) {
+  if (!any_global({self, other})) return false;
+  std::vector<Tensor> inputs{self};
+  if (other.defined()) inputs.push_back(other);
+  run_global1(
+      name, inputs, logical_shape(self), std::move(attrs),
+      [f](const auto& l, const Shape&) {
+        Tensor local = l[0];
+        f(local, l.size() > 1 ? l[1] : Tensor());
+        return local;
+      },
+      /*inplace=*/true);
+  return true;
+}
+}  // namespace
+
 Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
+  if (global_inplace("add_", self, other, {},
+                     [alpha](Tensor& s, const Tensor& o) { add_(s, o, alpha); }))
+    return self;
   Tensor b = scaled(other, alpha);
   bool record = autograd::needs_grad(self, b);
   binary_into_self("add_", BinaryOp::kAdd, self, b);
@@ -583,6 +653,8 @@ Tensor& sub_(Tensor& self, const Tensor& other, double alpha) {
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
+  if (global_inplace("mul_", self, other, {}, [](Tensor& s, const Tensor& o) { mul_(s, o); }))
+    return self;
   bool record = autograd::needs_grad(self, other);
   Tensor before = record && other.requires_grad() ? contiguous_copy(self) : Tensor();
   binary_into_self("mul_", BinaryOp::kMul, self, other);
@@ -599,6 +671,8 @@ Tensor& mul_(Tensor& self, const Tensor& other) {
 }
 
 Tensor& div_(Tensor& self, const Tensor& other) {
+  if (global_inplace("div_", self, other, {}, [](Tensor& s, const Tensor& o) { div_(s, o); }))
+    return self;
   bool record = autograd::needs_grad(self, other);
   binary_into_self("div_", BinaryOp::kDiv, self, other);
   if (record)
@@ -615,6 +689,8 @@ Tensor& div_(Tensor& self, const Tensor& other) {
 }
 
 Tensor& copy_(Tensor& self, const Tensor& src) {
+  if (global_inplace("copy_", self, src, {}, [](Tensor& s, const Tensor& o) { copy_(s, o); }))
+    return self;
   check_inplace("copy_", self);
   check_no_internal_overlap("copy_", self);
   broadcast_shapes(self.shape(), src.shape(), "copy_");
@@ -636,6 +712,9 @@ Tensor& copy_(Tensor& self, const Tensor& src) {
 
 namespace {
 Tensor& fill_named(const char* name, Tensor& self, double value) {
+  if (global_inplace(name, self, Tensor(), {value == 0.0},
+                     [name, value](Tensor& s, const Tensor&) { fill_named(name, s, value); }))
+    return self;
   check_inplace(name, self);
   bool record = autograd::needs_grad(self);
   fill_kernel().get(self.device().type)(self, value);
@@ -656,6 +735,9 @@ Tensor& zero_(Tensor& self) {
 }
 
 Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi) {
+  if (global_inplace("clamp_", self, Tensor(), {},
+                     [lo, hi](Tensor& s, const Tensor&) { clamp_(s, lo, hi); }))
+    return self;
   check_inplace("clamp_", self);
   if (!lo && !hi) fail("clamp_", "at least one of min and max must be given");
   double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
@@ -674,59 +756,140 @@ Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi)
 }
 
 OFL_REGISTER_OPS({
-    {.name = "neg", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "abs", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "exp", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "log", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "sqrt", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "rsqrt", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "sin", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "cos", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "tanh", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "sigmoid", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "relu", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "gelu", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "silu", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "clamp", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "reciprocal", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "square", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "neg", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kLinearUnary},
+    {.name = "abs", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "exp", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "log", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "sqrt", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "rsqrt", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "sin", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "cos", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "tanh", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "sigmoid",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "relu", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "gelu", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "silu", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "clamp", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "reciprocal",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "square", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
     {.name = "log1p", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "expm1", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "erf", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "to", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "sign", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "floor", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "ceil", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "round", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "logical_not", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "add", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "sub", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "mul", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "div", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "pow", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "maximum", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "minimum", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "where", .num_inputs = 3, .cost = elementwise_cost},
+    {.name = "erf", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "to", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kCast},
+    {.name = "sign",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "floor",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "ceil",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "round",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
+    {.name = "logical_not",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "add", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kAddLike},
+    {.name = "sub", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kAddLike},
+    {.name = "mul", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kMulLike},
+    {.name = "div", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kDivLike},
+    {.name = "pow", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
+    {.name = "maximum", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kMaximum},
+    {.name = "minimum", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kMinimum},
+    {.name = "where", .num_inputs = 3, .cost = elementwise_cost, .sbp = &sbp_rules::kElementwise},
     {.name = "masked_fill", .num_inputs = 3, .cost = elementwise_cost},
-    {.name = "floor_divide", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "remainder", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "eq", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "ne", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "lt", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "le", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "gt", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "ge", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "logical_and", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "logical_or", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "logical_xor", .num_inputs = 2, .differentiable = false, .cost = elementwise_cost},
-    {.name = "add_", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "sub_", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "mul_", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "div_", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "copy_", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "fill_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "zero_", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "clamp_", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "floor_divide",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "remainder",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "eq",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "ne",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "lt",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "le",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "gt",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "ge",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "logical_and",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "logical_or",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "logical_xor",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise},
+    {.name = "add_", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kAddLike},
+    {.name = "sub_", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kAddLike},
+    {.name = "mul_", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kMulLike},
+    {.name = "div_", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kDivLike},
+    {.name = "copy_", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kCopy},
+    {.name = "fill_",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kFill},
+    {.name = "zero_",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kFill},
+    {.name = "clamp_",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMonotoneUnary},
 });
 
 }  // namespace ofl

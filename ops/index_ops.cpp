@@ -5,9 +5,11 @@
 #include "core/autograd/node.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -90,6 +92,13 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
   if (index.dim() > 1)
     fail("index_select", "index must be 0-d or 1-d, got ", shape_str(index.shape()));
   axis = normalize_axis(axis, x.dim(), "index_select");
+  if (any_global({x, index})) {
+    Shape shape = x.dim() == 0 ? Shape{1} : logical_shape(x);
+    shape[axis] = logical_numel(index);
+    return run_global1(
+        "index_select", {x, index}, shape, {axis},
+        [axis](const auto& l, const Shape&) { return index_select(l[0], axis, l[1]); });
+  }
   Tensor xx = x.dim() == 0 ? reshape(x, {1}) : x;
   Tensor idx = reshape(check_index("index_select", index, xx.shape()[axis], x, axis), {-1});
   Tensor out = index_select_raw(xx, axis, idx);
@@ -105,6 +114,10 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
 
 Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
   axis = normalize_axis(axis, x.dim(), "index_add");
+  if (any_global({x, index, src}))
+    return run_global1(
+        "index_add", {x, index, src}, logical_shape(x), {axis},
+        [axis](const auto& l, const Shape&) { return index_add(l[0], axis, l[1], l[2]); });
   Tensor idx = reshape(check_index("index_add", index, x.shape()[axis], x, axis), {-1});
   Shape expect = x.shape();
   expect[axis] = idx.numel();
@@ -123,7 +136,15 @@ Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tenso
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
   if (weight.dim() != 2)
-    fail("embedding", "weight must be 2-d (num_embeddings, dim), got ", shape_str(weight.shape()));
+    fail("embedding", "weight must be 2-d (num_embeddings, dim), got ",
+         shape_str(logical_shape(weight)));
+  if (any_global({weight, indices})) {
+    Shape shape = logical_shape(indices);
+    shape.push_back(logical_shape(weight)[1]);
+    return run_global1(
+        "embedding", {weight, indices}, shape, {},
+        [padding_idx](const auto& l, const Shape&) { return embedding(l[0], l[1], padding_idx); });
+  }
   Tensor idx = reshape(check_index("embedding", indices, weight.shape()[0], weight, 0), {-1});
   Tensor rows = index_select_raw(weight, 0, idx);
   Shape shape = indices.shape();
@@ -146,6 +167,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
 
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
   axis = normalize_axis(axis, x.dim(), "gather");
+  if (any_global({x, index}))
+    return run_global1("gather", {x, index}, logical_shape(index), {axis},
+                       [axis](const auto& l, const Shape&) { return gather(l[0], axis, l[1]); });
   check_same_rank("gather", x, axis, index);
   Tensor idx = check_index("gather", index, x.dim() ? x.shape()[axis] : 1, x, axis);
   Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
@@ -162,6 +186,10 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
 
 Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
   axis = normalize_axis(axis, x.dim(), "scatter_add");
+  if (any_global({x, index, src}))
+    return run_global1(
+        "scatter_add", {x, index, src}, logical_shape(x), {axis},
+        [axis](const auto& l, const Shape&) { return scatter_add(l[0], axis, l[1], l[2]); });
   check_same_rank("scatter_add", x, axis, index);
   for (int64_t d = 0; d < index.dim(); ++d)
     if (index.shape()[d] > src.shape()[d])
@@ -192,6 +220,20 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t axis) {
   const Tensor& first = xs[0];
   axis = normalize_axis(axis, first.dim(), "cat");
   if (first.dim() == 0) fail("cat", "zero-dimensional tensors cannot be concatenated");
+  bool global = false;
+  for (const Tensor& t : xs) global |= t.is_global();
+  if (global) {
+    Shape shape = logical_shape(first);
+    shape[axis] = 0;
+    for (const Tensor& t : xs) {
+      if (t.dim() != first.dim())
+        fail("cat", "tensors of shapes ", shape_str(logical_shape(first)), " and ",
+             shape_str(logical_shape(t)), " have different ranks");
+      shape[axis] += logical_shape(t)[axis];
+    }
+    return run_global1("cat", xs, shape, {axis},
+                       [axis](const auto& l, const Shape&) { return cat(l, axis); });
+  }
   DType dt = first.dtype();
   Shape shape = first.shape();
   int64_t total = 0;
@@ -239,9 +281,9 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
   axis = normalize_axis(axis, xs[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i].shape() != xs[0].shape())
-      fail("stack", "tensor 0 has shape ", shape_str(xs[0].shape()), " but tensor ", i,
-           " has shape ", shape_str(xs[i].shape()), "; stack needs equal shapes");
+    if (logical_shape(xs[i]) != logical_shape(xs[0]))
+      fail("stack", "tensor 0 has shape ", shape_str(logical_shape(xs[0])), " but tensor ", i,
+           " has shape ", shape_str(logical_shape(xs[i])), "; stack needs equal shapes");
     parts.push_back(unsqueeze(xs[i], axis));
   }
   return cat(parts, axis);
@@ -254,9 +296,9 @@ std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& siz
     if (s < 0) fail("split", "split sizes must be non-negative, got ", s);
     total += s;
   }
-  if (total != x.shape()[axis])
+  if (total != logical_shape(x)[axis])
     fail("split", "split sizes sum to ", total, " but dimension ", axis, " of shape ",
-         shape_str(x.shape()), " has size ", x.shape()[axis]);
+         shape_str(logical_shape(x)), " has size ", logical_shape(x)[axis]);
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t s : sizes) {
@@ -270,7 +312,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis) {
   if (split_size <= 0) fail("split", "split_size must be positive, got ", split_size);
   axis = normalize_axis(axis, x.dim(), "split");
   std::vector<int64_t> sizes;
-  for (int64_t at = 0, n = x.shape()[axis]; at < n; at += split_size)
+  for (int64_t at = 0, n = logical_shape(x)[axis]; at < n; at += split_size)
     sizes.push_back(std::min(split_size, n - at));
   if (sizes.empty()) sizes.push_back(0);
   return split_sizes(x, sizes, axis);
@@ -278,20 +320,23 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis) {
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
   if (chunks <= 0) fail("chunk", "chunks must be positive, got ", chunks);
-  int64_t n = x.shape()[normalize_axis(axis, x.dim(), "chunk")];
+  int64_t n = logical_shape(x)[normalize_axis(axis, x.dim(), "chunk")];
   return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), axis);
 }
 
 OFL_REGISTER_OPS({
-    {.name = "index_select", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "gather", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "embedding", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "index_select",
+     .num_inputs = 2,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kIndexSelect},
+    {.name = "gather", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kGather},
+    {.name = "embedding", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kEmbedding},
     {.name = "split", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "chunk", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "cat", .num_inputs = -1, .cost = elementwise_cost},
+    {.name = "cat", .num_inputs = -1, .cost = elementwise_cost, .sbp = &sbp_rules::kCat},
     {.name = "stack", .num_inputs = -1, .cost = elementwise_cost},
-    {.name = "scatter_add", .num_inputs = 3, .cost = elementwise_cost},
-    {.name = "index_add", .num_inputs = 3, .cost = elementwise_cost},
+    {.name = "scatter_add", .num_inputs = 3, .cost = elementwise_cost, .sbp = &sbp_rules::kScatter},
+    {.name = "index_add", .num_inputs = 3, .cost = elementwise_cost, .sbp = &sbp_rules::kScatter},
 });
 
 }  // namespace ofl

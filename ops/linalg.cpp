@@ -5,8 +5,10 @@
 
 #include "core/autograd/node.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -47,8 +49,19 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-  require_local("matmul", a_in);
-  require_local("matmul", b_in);
+  if (any_global({a_in, b_in})) {
+    const Shape &sa = logical_shape(a_in), &sb = logical_shape(b_in);
+    if (sa.empty() || sb.empty() || sa.back() != sb[sb.size() == 1 ? 0 : sb.size() - 2])
+      fail("matmul", "a is ", shape_str(sa), ", b is ", shape_str(sb),
+           ": inner dimensions differ or an operand is 0-d");
+    Shape ba(sa.begin(), sa.end() - std::min<size_t>(sa.size(), 2));
+    Shape bb(sb.begin(), sb.end() - std::min<size_t>(sb.size(), 2));
+    Shape out = broadcast_shapes(ba, bb, "matmul");
+    if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
+    if (sb.size() >= 2) out.push_back(sb.back());
+    return run_global1("matmul", {a_in, b_in}, out, {},
+                       [](const auto& l, const Shape&) { return matmul(l[0], l[1]); });
+  }
   if (a_in.dim() == 0 || b_in.dim() == 0)
     fail("matmul", "both operands need at least one dimension, got ", shape_str(a_in.shape()),
          " and ", shape_str(b_in.shape()));
@@ -90,20 +103,21 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  if (w.dim() != 2) fail("linear", "weight must be 2-d, got ", shape_str(w.shape()));
-  if (x.dim() == 0 || x.shape().back() != w.shape()[1])
-    fail("linear", "input ", shape_str(x.shape()), " and weight ", shape_str(w.shape()),
-         ": the input's last dimension must equal the weight's in_features (", w.shape()[1], ")");
+  const Shape &xs = logical_shape(x), &ws = logical_shape(w);
+  if (w.dim() != 2) fail("linear", "weight must be 2-d, got ", shape_str(ws));
+  if (x.dim() == 0 || xs.back() != ws[1])
+    fail("linear", "input ", shape_str(xs), " and weight ", shape_str(ws),
+         ": the input's last dimension must equal the weight's in_features (", ws[1], ")");
   Tensor y = matmul(x, transpose(w, 0, 1));
   if (!bias.defined()) return y;
-  if (bias.dim() != 1 || bias.shape()[0] != w.shape()[0])
-    fail("linear", "bias of shape ", shape_str(bias.shape()), " does not match out_features ",
-         w.shape()[0]);
+  if (bias.dim() != 1 || logical_shape(bias)[0] != ws[0])
+    fail("linear", "bias of shape ", shape_str(logical_shape(bias)),
+         " does not match out_features ", ws[0]);
   return add(y, bias);
 }
 
 OFL_REGISTER_OPS({
-    {.name = "matmul", .num_inputs = 2, .cost = matmul_cost},
+    {.name = "matmul", .num_inputs = 2, .cost = matmul_cost, .sbp = &sbp_rules::kMatmul},
     {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
 });
 

@@ -9,11 +9,13 @@
 #include "core/autograd/node.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -26,6 +28,11 @@ namespace {
 
 Tensor softmax_impl(const Tensor& x_in, int64_t axis, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
+  if (x_in.is_global()) {
+    int64_t a = x_in.dim() == 0 ? 0 : normalize_axis(axis, x_in.dim(), name);
+    return run_global1(name, {x_in}, logical_shape(x_in), {a},
+                       [=](const auto& l, const Shape&) { return softmax_impl(l[0], axis, log); });
+  }
   Tensor x = is_floating(x_in.dtype()) ? x_in : to_dtype(x_in, DType::kFloat32);
   if (x.dim() == 0) x = reshape(x, {1});
   axis = normalize_axis(axis, x.dim(), name);
@@ -71,6 +78,17 @@ void check_normalized(const char* op, const Tensor& x, const Shape& ns, const Te
 
 Tensor norm_impl(const char* name, bool rms, const Tensor& x, const Shape& ns, const Tensor& w,
                  const Tensor& b, double eps) {
+  if (any_global({x, w, b})) {
+    const Shape& xs = logical_shape(x);
+    if (ns.empty() || ns.size() > xs.size() ||
+        !std::equal(ns.begin(), ns.end(), xs.end() - ns.size()))
+      fail(name, "normalized_shape ", shape_str(ns), " does not match the trailing dimensions of ",
+           "the input of shape ", shape_str(xs));
+    return run_global1(name, {x, w, b}, xs, {static_cast<int64_t>(ns.size())},
+                       [=](const auto& l, const Shape&) {
+                         return norm_impl(name, rms, l[0], ns, l[1], l[2], eps);
+                       });
+  }
   check_normalized(name, x, ns, w, b);
   const int64_t cols = numel_of(ns), rows = cols ? x.numel() / cols : 0;
   DType stat = x.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
@@ -102,18 +120,18 @@ Tensor norm_impl(const char* name, bool rms, const Tensor& x, const Shape& ns, c
 // Classes on the last axis: (N, C, d1, ...) -> (N * d1 * ..., C), targets flattened to match.
 std::pair<Tensor, Tensor> flatten_classes(const char* op, const Tensor& input,
                                           const Tensor& target) {
+  const Shape &is = logical_shape(input), &ts = logical_shape(target);
   if (input.dim() < 1 || (input.dim() > 1 && target.dim() != input.dim() - 1))
-    fail(op, "input of shape ", shape_str(input.shape()), " and target of shape ",
-         shape_str(target.shape()),
+    fail(op, "input of shape ", shape_str(is), " and target of shape ", shape_str(ts),
          " do not match (expected input (N, C, ...) and target (N, ...))");
   if (input.dim() == 1) return {unsqueeze(input, 0), reshape(target, {1})};
-  Shape expect = input.shape();
+  Shape expect = is;
   expect.erase(expect.begin() + 1);
-  if (target.shape() != expect)
-    fail(op, "input of shape ", shape_str(input.shape()), " expects target of shape ",
-         shape_str(expect), ", got ", shape_str(target.shape()));
+  if (ts != expect)
+    fail(op, "input of shape ", shape_str(is), " expects target of shape ", shape_str(expect),
+         ", got ", shape_str(ts));
   Tensor x = input;
-  if (input.dim() > 2) x = reshape(transpose(flatten(input, 2), 1, 2), {-1, input.shape()[1]});
+  if (input.dim() > 2) x = reshape(transpose(flatten(input, 2), 1, 2), {-1, is[1]});
   return {x, reshape(target, {-1})};
 }
 
@@ -140,19 +158,24 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   if (is_floating(target.dtype()) || target.dtype() == DType::kBool)
     fail<TypeError>("nll_loss", "target must be an integer tensor, got ", target.str());
   auto [x, t] = flatten_classes("nll_loss", log_probs, target);
-  const int64_t classes = x.shape()[1];
+  const int64_t classes = logical_shape(x)[1];
   Tensor t64 = to_dtype(t, DType::kInt64);
   Tensor valid = ne(t64, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
   Tensor safe = where(valid, t64, zeros_like(t64));
   if (safe.numel() > 0) {
-    int64_t lo = amin(safe).item<int64_t>(), hi = amax(safe).item<int64_t>();
+    Tensor lo_t = amin(safe), hi_t = amax(safe);
+    if (lo_t.is_global()) {
+      lo_t = full_value(lo_t);
+      hi_t = full_value(hi_t);
+    }
+    int64_t lo = lo_t.item<int64_t>(), hi = hi_t.item<int64_t>();
     if (lo < 0 || hi >= classes)
       fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
-                       " classes (input ", shape_str(log_probs.shape()), ")");
+                       " classes (input ", shape_str(logical_shape(log_probs)), ")");
   }
   Tensor picked = squeeze(gather(x, 1, unsqueeze(safe, 1)), std::vector<int64_t>{1});
   Tensor losses = neg(mul(picked, valid));
-  if (reduction == "none") return reshape(losses, target.shape());
+  if (reduction == "none") return reshape(losses, logical_shape(target));
   return reduce_loss("nll_loss", losses, reduction, to_dtype(sum(valid), x.dtype()));
 }
 
@@ -163,13 +186,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   const int64_t class_axis = logits.dim() == 1 ? 0 : 1;
   Tensor logp = log_softmax(logits, class_axis);
   if (is_floating(target.dtype())) {  // class probabilities
-    if (target.shape() != logits.shape())
-      fail("cross_entropy", "probability target of shape ", shape_str(target.shape()),
-           " must match the input's shape ", shape_str(logits.shape()));
+    if (logical_shape(target) != logical_shape(logits))
+      fail("cross_entropy", "probability target of shape ", shape_str(logical_shape(target)),
+           " must match the input's shape ", shape_str(logical_shape(logits)));
     Tensor t = target;
     if (label_smoothing > 0)  // t * (1 - ls) + ls / C
       t = add(mul(target, wrap_scalar(1 - label_smoothing, DType::kFloat64)),
-              wrap_scalar(label_smoothing / logits.shape()[class_axis], DType::kFloat64));
+              wrap_scalar(label_smoothing / logical_shape(logits)[class_axis], DType::kFloat64));
     Tensor losses = neg(sum(mul(logp, t), {class_axis}));
     return reduce_loss("cross_entropy", losses, reduction, Tensor());
   }
@@ -178,7 +201,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   auto [x, t] = flatten_classes("cross_entropy", logp, target);
   Tensor valid = ne(to_dtype(t, DType::kInt64), wrap_scalar(ignore_index, DType::kInt64));
   Tensor smooth = mul(neg(mean(x, {1})), valid);
-  Tensor smooth_red = reduction == "none" ? reshape(smooth, target.shape())
+  Tensor smooth_red = reduction == "none" ? reshape(smooth, logical_shape(target))
                                           : reduce_loss("cross_entropy", smooth, reduction,
                                                         to_dtype(sum(valid), x.dtype()));
   return add(mul(nll, wrap_scalar(1 - label_smoothing, DType::kFloat64)),
@@ -186,9 +209,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
 }
 
 Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {
-  if (a.shape() != b.shape())
-    fail("mse_loss", "input of shape ", shape_str(a.shape()), " and target of shape ",
-         shape_str(b.shape()), " differ");
+  if (logical_shape(a) != logical_shape(b))
+    fail("mse_loss", "input of shape ", shape_str(logical_shape(a)), " and target of shape ",
+         shape_str(logical_shape(b)), " differ");
   Tensor d = sub(a, b);
   return reduce_loss("mse_loss", mul(d, d), reduction, Tensor());
 }
@@ -207,9 +230,12 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (p < 0 || p > 1) fail("dropout", "probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   if (p == 1) return mul(x, zeros_like(x));
-  Tensor keep =
-      ge(rand(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device()),
-         wrap_scalar(p, DType::kFloat64));
+  // A global x draws the whole logical mask on every rank, so the mask is the same whatever
+  // its layout (ranks share the generator's seed and offset).
+  Tensor noise =
+      rand(logical_shape(x), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device());
+  if (x.is_global()) noise = broadcast_on(noise, x);
+  Tensor keep = ge(noise, wrap_scalar(p, DType::kFloat64));
   // Scale after masking so the factor is applied in x's dtype (a float32 mask would round it).
   return mul(mul(x, keep), wrap_scalar(1.0 / (1.0 - p), DType::kFloat64));
 }
@@ -217,22 +243,25 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen) {
+  const Shape &qs = logical_shape(q), &ks = logical_shape(k), &vs = logical_shape(v);
   if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
-    fail("scaled_dot_product_attention", "q, k, v need at least 2 dims, got ", shape_str(q.shape()),
-         ", ", shape_str(k.shape()), ", ", shape_str(v.shape()));
-  if (q.shape().back() != k.shape().back() || k.shape()[k.dim() - 2] != v.shape()[v.dim() - 2])
-    fail("scaled_dot_product_attention", "q ", shape_str(q.shape()), ", k ", shape_str(k.shape()),
-         ", v ", shape_str(v.shape()), ": head dims of q and k or lengths of k and v differ");
+    fail("scaled_dot_product_attention", "q, k, v need at least 2 dims, got ", shape_str(qs), ", ",
+         shape_str(ks), ", ", shape_str(vs));
+  if (qs.back() != ks.back() || ks[k.dim() - 2] != vs[v.dim() - 2])
+    fail("scaled_dot_product_attention", "q ", shape_str(qs), ", k ", shape_str(ks), ", v ",
+         shape_str(vs), ": head dims of q and k or lengths of k and v differ");
   if (is_causal && attn_mask.defined())
     fail("scaled_dot_product_attention", "pass either attn_mask or is_causal, not both");
-  const int64_t L = q.shape()[q.dim() - 2], S = k.shape()[k.dim() - 2];
-  double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.shape().back())));
+  const int64_t L = qs[q.dim() - 2], S = ks[k.dim() - 2];
+  double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.back())));
   Tensor scores = matmul(mul(q, wrap_scalar(s, DType::kFloat64)), transpose(k, -2, -1));
   Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
   if (is_causal) {
     Tensor rows = unsqueeze(arange(0, L, 1, DType::kInt64), 1);
     Tensor cols = unsqueeze(arange(0, S, 1, DType::kInt64), 0);
-    scores = masked_fill(scores, gt(cols, rows), neg_inf);
+    Tensor future = gt(cols, rows);
+    if (scores.is_global()) future = broadcast_on(future, scores);
+    scores = masked_fill(scores, future, neg_inf);
   } else if (attn_mask.defined()) {
     scores = attn_mask.dtype() == DType::kBool
                  ? masked_fill(scores, logical_not(attn_mask), neg_inf)
@@ -244,10 +273,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 OFL_REGISTER_OPS({
-    {.name = "softmax", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "log_softmax", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "layer_norm", .num_inputs = 3, .cost = elementwise_cost},
-    {.name = "rms_norm", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "softmax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax},
+    {.name = "log_softmax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax},
+    {.name = "layer_norm", .num_inputs = 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm},
+    {.name = "rms_norm", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm},
     {.name = "dropout", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "nll_loss", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},

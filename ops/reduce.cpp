@@ -8,9 +8,11 @@
 #include "core/autograd/node.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -102,6 +104,23 @@ Tensor reduce(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_i
   return out;
 }
 
+// A reduction on a global tensor: the same front end on the shard. kind: the rule's (0 sum,
+// 1 max, 2 min, 3 no partial); outputs: 1, or 2 for values and indices.
+template <class F>
+std::vector<Tensor> global_reduce(const char* name, int kind, const Tensor& x, const Axes& axes_in,
+                                  bool keepdim, size_t outputs, F f) {
+  Axes axes = reduction_axes(axes_in, x.dim(), name);
+  std::vector<int64_t> attrs{kind, keepdim};
+  attrs.insert(attrs.end(), axes.begin(), axes.end());
+  Shape shape = reduced_shape(logical_shape(x), axes, keepdim);
+  return run_global(
+      {name,
+       {x},
+       std::vector<Shape>(outputs, shape),
+       attrs,
+       [f](const std::vector<Tensor>& l, const std::vector<Shape>&) { return f(l[0]); }});
+}
+
 // Re-inserts reduced axes as size 1 so a gradient broadcasts back over the input.
 Tensor unreduce(const Tensor& g, const Shape& in_shape, const Axes& axes, bool keepdim) {
   Tensor r = g;
@@ -111,6 +130,11 @@ Tensor unreduce(const Tensor& g, const Shape& in_shape, const Axes& axes, bool k
 }
 
 Tensor extreme(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_in, bool keepdim) {
+  if (x.is_global())
+    return global_reduce(name, op == ReduceOp::kMax ? 1 : 2, x, axes_in, keepdim, 1,
+                         [=](const Tensor& l) {
+                           return std::vector<Tensor>{extreme(op, name, l, axes_in, keepdim)};
+                         })[0];
   Tensor out = reduce(op, name, x, axes_in, keepdim, x.dtype());
   if (autograd::needs_grad(x)) {
     Axes axes = reduction_axes(axes_in, x.dim(), name);
@@ -131,6 +155,13 @@ Tensor extreme(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_
 std::pair<Tensor, Tensor> extreme_dim(bool is_max, const Tensor& x, int64_t axis, bool keepdim) {
   const char* name = is_max ? "max" : "min";
   if (x.dtype() == DType::kBool) fail<TypeError>(name, "is not supported for bool tensors");
+  if (x.is_global()) {
+    auto r = global_reduce(name, 3, x, {axis}, keepdim, 2, [=](const Tensor& l) {
+      auto [v, i] = extreme_dim(is_max, l, axis, keepdim);
+      return std::vector<Tensor>{v, i};
+    });
+    return {r[0], r[1]};
+  }
   axis = normalize_axis(axis, x.dim(), name);
   Axes axes = x.dim() == 0 ? Axes{} : Axes{axis};
   Blocked b = block(detach(x), axes);
@@ -161,6 +192,10 @@ std::pair<Tensor, Tensor> extreme_dim(bool is_max, const Tensor& x, int64_t axis
 }  // namespace
 
 Tensor sum(const Tensor& x, const Axes& axes_in, bool keepdim, std::optional<DType> dtype) {
+  if (x.is_global())
+    return global_reduce("sum", 0, x, axes_in, keepdim, 1, [=](const Tensor& l) {
+      return std::vector<Tensor>{sum(l, axes_in, keepdim, dtype)};
+    })[0];
   DType dt = dtype.value_or(sum_dtype(x.dtype()));
   Tensor out = reduce(ReduceOp::kSum, "sum", x, axes_in, keepdim, dt);
   if (autograd::needs_grad(x)) {
@@ -181,12 +216,16 @@ Tensor mean(const Tensor& x, const Axes& axes_in, bool keepdim) {
                     "; cast it with .float() first");
   Axes axes = reduction_axes(axes_in, x.dim(), "mean");
   int64_t count = 1;
-  for (int64_t a : axes) count *= x.shape()[a];
+  for (int64_t a : axes) count *= logical_shape(x)[a];
   Tensor s = sum(x, axes_in, keepdim);
   return div(s, wrap_scalar(static_cast<double>(count), DType::kFloat64));
 }
 
 Tensor prod(const Tensor& x, const Axes& axes_in, bool keepdim) {
+  if (x.is_global())
+    return global_reduce("prod", 3, x, axes_in, keepdim, 1, [=](const Tensor& l) {
+      return std::vector<Tensor>{prod(l, axes_in, keepdim)};
+    })[0];
   Tensor out = reduce(ReduceOp::kProd, "prod", x, axes_in, keepdim, sum_dtype(x.dtype()));
   if (autograd::needs_grad(x)) {
     Axes axes = reduction_axes(axes_in, x.dim(), "prod");
@@ -236,7 +275,7 @@ Tensor var(const Tensor& x, const Axes& axes_in, double correction, bool keepdim
     fail<TypeError>("var", "expects a floating-point tensor, got ", x.str());
   Axes axes = reduction_axes(axes_in, x.dim(), "var");
   int64_t n = 1;
-  for (int64_t a : axes) n *= x.shape()[a];
+  for (int64_t a : axes) n *= logical_shape(x)[a];
   Tensor centered = sub(x, mean(x, axes_in, true));
   Tensor ss = sum(mul(centered, centered), axes_in, keepdim);
   double denom = std::max(0.0, static_cast<double>(n) - correction);
@@ -260,27 +299,51 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim) {
 }
 
 Tensor all(const Tensor& x, const Axes& axes, bool keepdim) {
+  if (x.is_global())
+    return global_reduce("all", 3, x, axes, keepdim, 1, [=](const Tensor& l) {
+      return std::vector<Tensor>{all(l, axes, keepdim)};
+    })[0];
   return reduce(ReduceOp::kAll, "all", to_dtype(x, DType::kBool), axes, keepdim, DType::kBool);
 }
 Tensor any(const Tensor& x, const Axes& axes, bool keepdim) {
+  if (x.is_global())
+    return global_reduce("any", 3, x, axes, keepdim, 1, [=](const Tensor& l) {
+      return std::vector<Tensor>{any(l, axes, keepdim)};
+    })[0];
   return reduce(ReduceOp::kAny, "any", to_dtype(x, DType::kBool), axes, keepdim, DType::kBool);
 }
 
 OFL_REGISTER_OPS({
-    {.name = "sum", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "sum", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
     {.name = "mean", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "prod", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "amax", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "amin", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "max", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "min", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "prod", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
+    {.name = "amax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
+    {.name = "amin", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
+    {.name = "max", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
+    {.name = "min", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
     {.name = "var", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "std", .num_inputs = 1, .cost = elementwise_cost},
     {.name = "logsumexp", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "argmax", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "argmin", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "all", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
-    {.name = "any", .num_inputs = 1, .differentiable = false, .cost = elementwise_cost},
+    {.name = "argmax",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kReduce},
+    {.name = "argmin",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kReduce},
+    {.name = "all",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kReduce},
+    {.name = "any",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kReduce},
 });
 
 }  // namespace ofl

@@ -6,9 +6,11 @@
 #include "core/autograd/node.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
+#include "ops/sbp_rules.h"
 
 namespace ofl {
 
@@ -82,7 +84,19 @@ Shape infer_shape(Shape shape, int64_t numel, const char* op) {
   return shape;
 }
 
+namespace {
+// A reshaping view of a global tensor: the same front end on the shard, to its local shape.
+template <class F>
+Tensor global_reshape(const char* name, const Tensor& x, Shape shape, F f) {
+  return run_global1(name, {x}, std::move(shape), {},
+                     [f](const auto& l, const Shape& local) { return f(l[0], local); });
+}
+}  // namespace
+
 Tensor view(const Tensor& x, Shape shape) {
+  if (x.is_global())
+    return global_reshape("view", x, infer_shape(std::move(shape), logical_numel(x), "view"),
+                          [](const Tensor& l, const Shape& s) { return view(l, s); });
   shape = infer_shape(std::move(shape), x.numel(), "view");
   auto strides = view_strides(x, shape);
   if (!strides)
@@ -95,6 +109,9 @@ Tensor view(const Tensor& x, Shape shape) {
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {
+  if (x.is_global())
+    return global_reshape("reshape", x, infer_shape(std::move(shape), logical_numel(x), "reshape"),
+                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
   shape = infer_shape(std::move(shape), x.numel(), "reshape");
   if (auto strides = view_strides(x, shape)) {
     Tensor out = make_view(x, shape, *strides, x.offset());
@@ -111,6 +128,16 @@ Tensor reshape(const Tensor& x, Shape shape) {
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   if (static_cast<int64_t>(dims.size()) != x.dim())
     fail("permute", "got ", dims.size(), " dims for a tensor of shape ", shape_str(x.shape()));
+  if (x.is_global()) {
+    std::vector<int64_t> perm;
+    Shape shape;
+    for (int64_t d : dims) {
+      perm.push_back(normalize_axis(d, x.dim(), "permute"));
+      shape.push_back(logical_shape(x)[perm.back()]);
+    }
+    return run_global1("permute", {x}, shape, perm,
+                       [perm](const auto& l, const Shape&) { return permute(l[0], perm); });
+  }
   Shape shape(dims.size()), strides(dims.size());
   std::vector<int64_t> inverse(dims.size(), -1);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -142,6 +169,16 @@ Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
   if (x.dim() == 0) fail<IndexError>("slice", "cannot slice a 0-d tensor");
   axis = normalize_axis(axis, x.dim(), "slice");
   if (step <= 0) fail("slice", "step must be positive, got ", step);
+  if (x.is_global()) {
+    Shape shape = logical_shape(x);
+    const int64_t n = shape[axis];
+    auto clampi = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+    int64_t b = start ? clampi(*start) : 0, e = stop ? clampi(*stop) : n;
+    shape[axis] = e > b ? (e - b + step - 1) / step : 0;
+    return run_global1("slice", {x}, shape, {axis, 0}, [=](const auto& l, const Shape&) {
+      return slice(l[0], axis, start, stop, step);
+    });
+  }
   const int64_t n = x.shape()[axis];
   auto clampi = [n](int64_t v) {
     if (v < 0) v += n;
@@ -168,7 +205,7 @@ Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
 
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   axis = normalize_axis(axis, x.dim(), "narrow");
-  int64_t n = x.shape()[axis];
+  int64_t n = logical_shape(x)[axis];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
     fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", axis,
@@ -178,7 +215,7 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
 
 Tensor select(const Tensor& x, int64_t axis, int64_t index) {
   axis = normalize_axis(axis, x.dim(), "select");
-  int64_t n = x.shape()[axis];
+  int64_t n = logical_shape(x)[axis];
   if (index < -n || index >= n)
     fail<IndexError>("select", "index ", index, " is out of bounds for dimension ", axis,
                      " with size ", n);
@@ -192,6 +229,13 @@ Tensor expand(const Tensor& x, Shape shape) {
     fail("expand", "cannot expand shape ", shape_str(x.shape()), " to fewer dimensions ",
          shape_str(shape));
   size_t off = shape.size() - x.dim();
+  if (x.is_global()) {
+    for (size_t i = off; i < shape.size(); ++i)
+      if (shape[i] == -1) shape[i] = logical_shape(x)[i - off];
+    broadcast_shapes(logical_shape(x), shape, "expand");
+    return global_reshape("expand", x, shape,
+                          [](const Tensor& l, const Shape& s) { return expand(l, s); });
+  }
   Shape strides(shape.size(), 0);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < off) {
@@ -217,6 +261,17 @@ Tensor expand(const Tensor& x, Shape shape) {
 }
 
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> axes) {
+  if (x.is_global()) {
+    Shape shape;
+    const Shape& in = logical_shape(x);
+    std::vector<bool> drop(x.dim(), !axes);
+    if (axes)
+      for (int64_t a : *axes) drop[normalize_axis(a, x.dim(), "squeeze")] = true;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (!(drop[d] && in[d] == 1)) shape.push_back(in[d]);
+    return global_reshape("squeeze", x, shape,
+                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
+  }
   std::vector<bool> drop(x.dim(), false);
   if (axes) {
     for (int64_t a : *axes) {
@@ -239,6 +294,12 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> axes) {
 
 Tensor unsqueeze(const Tensor& x, int64_t axis) {
   axis = normalize_axis(axis, x.dim() + 1, "unsqueeze");
+  if (x.is_global()) {
+    Shape shape = logical_shape(x);
+    shape.insert(shape.begin() + axis, 1);
+    return global_reshape("unsqueeze", x, shape,
+                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
+  }
   Shape shape = x.shape(), strides = x.strides();
   int64_t stride = axis < x.dim() ? x.strides()[axis] * x.shape()[axis] : 1;
   shape.insert(shape.begin() + axis, 1);
@@ -253,11 +314,12 @@ Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
   start = normalize_axis(start, x.dim(), "flatten");
   end = normalize_axis(end, x.dim(), "flatten");
   if (start > end) fail("flatten", "start_dim ", start, " comes after end_dim ", end);
-  Shape shape(x.shape().begin(), x.shape().begin() + start);
+  const Shape& in = logical_shape(x);
+  Shape shape(in.begin(), in.begin() + start);
   int64_t merged = 1;
-  for (int64_t d = start; d <= end; ++d) merged *= x.shape()[d];
+  for (int64_t d = start; d <= end; ++d) merged *= in[d];
   shape.push_back(merged);
-  shape.insert(shape.end(), x.shape().begin() + end + 1, x.shape().end());
+  shape.insert(shape.end(), in.begin() + end + 1, in.end());
   return reshape(x, shape);
 }
 
@@ -266,6 +328,9 @@ Tensor contiguous(const Tensor& x) {
 }
 
 Tensor clone(const Tensor& x) {
+  if (x.is_global())
+    return run_global1("clone", {x}, logical_shape(x), {},
+                       [](const auto& l, const Shape&) { return clone(l[0]); });
   Tensor out = contiguous_copy(x);
   if (autograd::needs_grad(x))
     autograd::record("clone", {x}, {out},
@@ -274,6 +339,11 @@ Tensor clone(const Tensor& x) {
 }
 
 Tensor detach(const Tensor& x) {
+  if (x.is_global()) {
+    Tensor out = x.alias();
+    out.impl()->global = x.impl()->global;
+    return out;
+  }
   Tensor out = make_view(x, x.shape(), x.strides(), x.offset());
   out.impl()->is_view = x.impl()->is_view;
   return out;
@@ -298,20 +368,20 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 }
 
 OFL_REGISTER_OPS({
-    {.name = "view", .num_inputs = 1},
-    {.name = "reshape", .num_inputs = 1},
-    {.name = "permute", .num_inputs = 1},
-    {.name = "transpose", .num_inputs = 1},
-    {.name = "narrow", .num_inputs = 1},
-    {.name = "slice", .num_inputs = 1},
-    {.name = "select", .num_inputs = 1},
-    {.name = "expand", .num_inputs = 1},
-    {.name = "squeeze", .num_inputs = 1},
-    {.name = "unsqueeze", .num_inputs = 1},
-    {.name = "flatten", .num_inputs = 1},
-    {.name = "contiguous", .num_inputs = 1},
-    {.name = "clone", .num_inputs = 1},
-    {.name = "detach", .num_inputs = 1, .differentiable = false},
+    {.name = "view", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
+    {.name = "reshape", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
+    {.name = "permute", .num_inputs = 1, .sbp = &sbp_rules::kPermute},
+    {.name = "transpose", .num_inputs = 1, .sbp = &sbp_rules::kPermute},
+    {.name = "narrow", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
+    {.name = "slice", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
+    {.name = "select", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
+    {.name = "expand", .num_inputs = 1, .sbp = &sbp_rules::kExpand},
+    {.name = "squeeze", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
+    {.name = "unsqueeze", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
+    {.name = "flatten", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
+    {.name = "contiguous", .num_inputs = 1, .sbp = &sbp_rules::kIdentity},
+    {.name = "clone", .num_inputs = 1, .sbp = &sbp_rules::kIdentity},
+    {.name = "detach", .num_inputs = 1, .differentiable = false, .sbp = &sbp_rules::kIdentity},
 });
 
 }  // namespace ofl

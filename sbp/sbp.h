@@ -27,9 +27,9 @@ class Sbp {
   bool is_split() const { return kind_ == Kind::kSplit; }
   bool is_broadcast() const { return kind_ == Kind::kBroadcast; }
   bool is_partial() const { return kind_ == Kind::kPartial; }
-  int64_t axis() const;      // split axis; raises unless is_split()
-  PartialOp op() const;      // partial op; raises unless is_partial()
-  std::string str() const;   // "S(0)", "B", "P(sum)"
+  int64_t axis() const;     // split axis; raises unless is_split()
+  PartialOp op() const;     // partial op; raises unless is_partial()
+  std::string str() const;  // "S(0)", "B", "P(sum)"
 
   bool operator==(const Sbp& o) const = default;
   size_t hash() const;

@@ -57,6 +57,14 @@ Grads FunctionNode::apply(Grads&& grads) {
   return fn_(grads, needs);
 }
 
+namespace {
+GlobalGradFn global_grad_fn = nullptr;
+}  // namespace
+
+void set_global_grad_fn(GlobalGradFn fn) {
+  global_grad_fn = fn;
+}
+
 AccumulateGrad::AccumulateGrad(const Tensor& var) : Node("AccumulateGrad"), var_(var.impl_ptr()) {}
 
 Grads AccumulateGrad::apply(Grads&& grads) {
@@ -64,6 +72,7 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   if (!impl || !grads[0].defined()) return {};
   Tensor var(impl);
   Tensor g = grads[0];
+  if (var.is_global() && global_grad_fn) g = global_grad_fn(var, g);
   if (g.shape() != var.shape())
     fail("AccumulateGrad", "gradient of shape ", shape_str(g.shape()),
          " does not match the leaf's shape ", shape_str(var.shape()));

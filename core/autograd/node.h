@@ -89,6 +89,11 @@ class AccumulateGrad : public Node {
   std::weak_ptr<TensorImpl> var_;
 };
 
+// How a global leaf's gradient takes the leaf's own placement and SBP (set by the global
+// executor, which knows boxing; the engine does not).
+using GlobalGradFn = Tensor (*)(const Tensor& var, const Tensor& grad);
+void set_global_grad_fn(GlobalGradFn fn);
+
 // The edge a gradient for `t` flows into (its grad_fn, or its accumulator if a leaf).
 Edge gradient_edge(const Tensor& t);
 

@@ -73,7 +73,7 @@ def make_global_creation(fn):
             return full
         from . import distributed
 
-        return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), distributed.get_rank())
+        return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world())
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     return wrapper
@@ -89,7 +89,7 @@ def make_global_like(fn):
             return out
         from . import distributed
 
-        return _C.global_from_full(out, t.placement, _C.global_sbp(t), distributed.get_rank())
+        return _C.global_from_full(out, t.placement, _C.global_sbp(t), _world())
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     return wrapper

@@ -24,6 +24,7 @@ struct DefaultBoxing {
   std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(default_cluster());
   std::vector<std::string> log;
   bool logging = false;
+  std::shared_ptr<BoxingContext> ctx;  // the tensors' context: one per world communicator
 };
 
 DefaultBoxing& boxing() {
@@ -31,29 +32,22 @@ DefaultBoxing& boxing() {
   return *b;
 }
 
-BoxingContext context(std::shared_ptr<comm::Communicator> world) {
-  BoxingContext ctx;
-  ctx.world = std::move(world);
-  ctx.cache = boxing().cache;
-  ctx.log = boxing().logging ? &boxing().log : nullptr;
-  return ctx;
+// The context global tensors of `world` carry; ops on them plan with the current cache and
+// log while comm_log() is open.
+std::shared_ptr<BoxingContext> context(std::shared_ptr<comm::Communicator> world) {
+  DefaultBoxing& b = boxing();
+  if (!b.ctx || b.ctx->world != world) {
+    b.ctx = std::make_shared<BoxingContext>();
+    b.ctx->world = std::move(world);
+  }
+  b.ctx->cache = b.cache;
+  b.ctx->log = b.logging ? &b.log : nullptr;
+  return b.ctx;
 }
 
 const GlobalInfo& info_of(const Tensor& t, const char* op) {
   if (!t.is_global()) fail(op, "expects a global tensor, got a local ", t.str());
   return *t.impl()->global;
-}
-
-// A Tensor handle for this rank's shard, carrying the global layout.
-Tensor wrap(const GlobalTensor& g) {
-  Tensor t = g.local.alias();
-  t.impl()->global = std::make_shared<GlobalInfo>(GlobalInfo{g.shape, g.placement, g.nd_sbp});
-  return t;
-}
-
-GlobalTensor unwrap(const Tensor& t) {
-  const GlobalInfo& info = info_of(t, "to_global");
-  return {t.alias(), info.shape, info.placement, info.nd_sbp};
 }
 
 }  // namespace
@@ -62,70 +56,71 @@ void bind_global(py::module_& m) {
   m.def("make_global", [](const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                           std::shared_ptr<comm::Communicator> world, bool check_meta) {
     if (local.is_global()) fail("to_global", "the tensor is already global");
-    BoxingContext ctx = context(world);
+    auto ctx = context(world);
     Tensor out;
     {
       py::gil_scoped_release release;
-      out = wrap(make_global(local.is_contiguous() ? local : contiguous_copy(local), placement,
-                             nd_sbp, ctx, check_meta));
+      out = as_tensor(make_global(local.is_contiguous() ? local : contiguous_copy(local), placement,
+                                  nd_sbp, *ctx, check_meta),
+                      ctx);
     }
     // The local input's gradient is this rank's shard of the global gradient.
     if (autograd::needs_grad(local))
-      autograd::record("to_global", {local}, {out},
-                       [world, placement, nd_sbp](const autograd::Grads& g,
-                                                  const autograd::Needs&) -> autograd::Grads {
-                         BoxingContext ctx = context(world);
-                         return {reshard(unwrap(g[0]), placement, nd_sbp, ctx).local};
-                       });
+      autograd::record(
+          "to_global", {local}, {out},
+          [ctx, placement, nd_sbp](const autograd::Grads& g,
+                                   const autograd::Needs&) -> autograd::Grads {
+            return {reshard(as_global(g[0], "to_global"), placement, nd_sbp, *ctx).local};
+          });
     return out;
   });
   m.def("reshard", [](const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
                       std::shared_ptr<comm::Communicator> world) {
-    BoxingContext ctx = context(world);
-    GlobalTensor g = unwrap(x);
+    auto ctx = context(world);
+    GlobalTensor g = as_global(x, "to_global");
     Tensor out;
     {
       py::gil_scoped_release release;
-      out = wrap(reshard(g, placement, nd_sbp, ctx));
+      out = as_tensor(reshard(g, placement, nd_sbp, *ctx), ctx);
     }
     // Reshard keeps the logical tensor, so its backward reshards the gradient back.
     if (autograd::needs_grad(x))
       autograd::record(
           "reshard", {x}, {out},
-          [world, from_p = g.placement, from = g.nd_sbp](
-              const autograd::Grads& grads, const autograd::Needs&) -> autograd::Grads {
-            BoxingContext ctx = context(world);
-            return {wrap(reshard(unwrap(grads[0]), from_p, from, ctx))};
+          [ctx, from_p = g.placement, from = g.nd_sbp](const autograd::Grads& grads,
+                                                       const autograd::Needs&) -> autograd::Grads {
+            return {as_tensor(reshard(as_global(grads[0], "to_global"), from_p, from, *ctx), ctx)};
           });
     return out;
   });
   m.def("global_to_full", [](const Tensor& x, std::shared_ptr<comm::Communicator> world) {
-    BoxingContext ctx = context(std::move(world));
-    GlobalTensor g = unwrap(x);
+    auto ctx = context(std::move(world));
+    GlobalTensor g = as_global(x, "numpy");
     py::gil_scoped_release release;
-    return to_full(g, ctx);
+    return to_full(g, *ctx);
   });
   m.def("to_local", [](const Tensor& x) {
-    GlobalTensor g = unwrap(x);
+    GlobalTensor g = as_global(x, "to_local");
+    auto ctx = x.impl()->global->ctx;
     Tensor out = g.local.alias();
     if (autograd::needs_grad(x))
       autograd::record(
           "to_local", {x}, {out},
-          [shape = g.shape, p = g.placement, s = g.nd_sbp](
+          [ctx, shape = g.shape, p = g.placement, s = g.nd_sbp](
               const autograd::Grads& grads, const autograd::Needs&) -> autograd::Grads {
-            return {wrap({grads[0], shape, p, s})};
+            return {as_tensor({grads[0], shape, p, s}, ctx)};
           });
     return out;
   });
   // Every rank holds the same full tensor (e.g. from the same seed): keep this rank's shard.
-  m.def("global_from_full",
-        [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp, int rank) {
-          validate_sbp("to_global", full.shape(), nd_sbp, placement);
-          auto coords = placement.coords_of(rank);
-          Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
-                                : Tensor::empty({0}, full.dtype(), full.device());
-          return wrap({local, full.shape(), placement, nd_sbp});
-        });
+  m.def("global_from_full", [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
+                               std::shared_ptr<comm::Communicator> world) {
+    validate_sbp("to_global", full.shape(), nd_sbp, placement);
+    auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
+    Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
+                          : Tensor::empty({0}, full.dtype(), full.device());
+    return as_tensor({local, full.shape(), placement, nd_sbp}, context(world));
+  });
   m.def("global_shape",
         [](const Tensor& x) { return py::tuple(py::cast(info_of(x, "shape").shape)); });
   m.def("global_placement", [](const Tensor& x) { return info_of(x, "placement").placement; });
@@ -141,14 +136,18 @@ void bind_global(py::module_& m) {
   m.def("boxing_log_start", []() {
     boxing().log.clear();
     boxing().logging = true;
+    if (boxing().ctx) boxing().ctx->log = &boxing().log;
   });
   m.def("boxing_log_stop", []() {
     boxing().logging = false;
+    if (boxing().ctx) boxing().ctx->log = nullptr;
     return boxing().log;
   });
   // A fresh PlanCache: plans priced with the old spec are dropped with it.
-  m.def("set_cluster_spec",
-        [](const ClusterSpec& spec) { boxing().cache = std::make_shared<PlanCache>(spec); });
+  m.def("set_cluster_spec", [](const ClusterSpec& spec) {
+    boxing().cache = std::make_shared<PlanCache>(spec);
+    if (boxing().ctx) boxing().ctx->cache = boxing().cache;
+  });
   m.def("get_cluster_spec", []() { return boxing().cache->cluster(); });
   m.def("boxing_cache_stats",
         []() { return py::make_tuple(boxing().cache->hits(), boxing().cache->misses()); });

@@ -32,7 +32,7 @@ def main():
         full = flow.tensor(full_np)
         cands = layouts(len(place.hierarchy))
         for src, dst in itertools.product(cands, cands):
-            x = flow._C.global_from_full(full, place, src, rank)
+            x = flow._C.global_from_full(full, place, src, flow.distributed.world())
             y = x.to_global(sbp=dst)
             if not np.array_equal(y.numpy(), full_np):
                 problems.append(f"{shape} {src.to_string()}->{dst.to_string()} logical")

@@ -1,0 +1,344 @@
+// The global executor: runs an op on global tensors as DESIGN.md's "Eager, global" describes.
+// Signature choice follows the order: cheapest input boxing, then no communication, then
+// least output memory. The backward of a global op runs the local backward on the shards: a
+// gradient arrives in the dual of each output's layout (S(i) -> S(i), B -> P(sum), P(sum) -> B)
+// and leaves in the dual of each input's, which is exact for every signature whose partials are
+// sums (max/min partials are left out of signatures when a gradient is needed).
+#include "ops/global_op.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "boxing/reshard.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "ops/op_def.h"
+#include "sbp/global_info.h"
+#include "sbp/signature.h"
+
+namespace ofl {
+
+namespace {
+
+const GlobalInfo& info(const Tensor& t) {
+  return *t.impl()->global;
+}
+
+Tensor wrap(const Tensor& local, Shape shape, const Placement& p, NdSbp sbp,
+            std::shared_ptr<BoxingContext> ctx) {
+  return as_tensor({local, std::move(shape), p, std::move(sbp)}, std::move(ctx));
+}
+
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "none";
+  std::ostringstream os;
+  if (t.is_global())
+    os << shape_str(info(t).shape) << " " << info(t).nd_sbp.str() << " on "
+       << info(t).placement.str();
+  else
+    os << "local " << shape_str(t.shape());
+  return os.str();
+}
+
+std::string describe_inputs(const GlobalOp& op) {
+  std::string s;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    s += (i ? "; " : "") + std::string("input ") + std::to_string(i) + " is " +
+         describe(op.inputs[i]);
+  return s;
+}
+
+Sbp dual(const Sbp& s) {
+  if (s.is_broadcast()) return Sbp::partial(PartialOp::kSum);
+  if (s.is_partial()) return Sbp::broadcast();
+  return s;
+}
+NdSbp dual(const NdSbp& s) {
+  std::vector<Sbp> axes;
+  for (const Sbp& a : s.axes()) axes.push_back(dual(a));
+  return NdSbp(std::move(axes));
+}
+
+bool is_max_min(const Sbp& s) {
+  return s.is_partial() && s.op() != PartialOp::kSum;
+}
+
+// The 1-d candidates of mesh axis k after the call's constraints.
+std::vector<SbpSignature> axis_candidates(const GlobalOp& op, const SbpRule* rule,
+                                          const SbpQuery& q, size_t k, bool needs_grad) {
+  std::vector<SbpSignature> raw;
+  if (rule) raw = rule->signatures(q);
+  raw.push_back(all_broadcast_signature(op.inputs.size(), op.out_shapes.size()));
+  std::vector<SbpSignature> out;
+  for (SbpSignature sig : raw) {
+    bool ok = true;
+    for (size_t i = 0; i < op.inputs.size() && ok; ++i) {
+      const Tensor& t = op.inputs[i];
+      if (!t.defined())
+        sig.in[i] = Sbp::broadcast();
+      else if (!t.is_global())
+        ok = sig.in[i].is_broadcast();
+      if (needs_grad && is_max_min(sig.in[i])) ok = false;
+    }
+    for (const Sbp& s : sig.out)
+      if (needs_grad && is_max_min(s)) ok = false;
+    if (ok && op.inplace) {
+      const Sbp& self = info(op.inputs[0]).nd_sbp[k];
+      ok = sig.in[0] == self && sig.out[0] == self;
+    }
+    if (ok && std::find(out.begin(), out.end(), sig) == out.end()) out.push_back(std::move(sig));
+  }
+  return out;
+}
+
+struct Choice {
+  NdSbpSignature sig;
+  double seconds = INFINITY;
+  int comm_steps = 0;
+  double out_elems = 0;
+};
+
+bool better(const Choice& a, const Choice& b) {
+  if (std::isinf(b.seconds)) return !std::isinf(a.seconds);
+  const double tol = 1e-12 + 1e-9 * std::max(a.seconds, b.seconds);
+  if (std::abs(a.seconds - b.seconds) > tol) return a.seconds < b.seconds;
+  if (a.comm_steps != b.comm_steps) return a.comm_steps < b.comm_steps;
+  return a.out_elems < b.out_elems;
+}
+
+double local_fraction(const NdSbp& sbp, const Placement& p) {
+  double f = 1;
+  for (size_t k = 0; k < sbp.size(); ++k)
+    if (sbp[k].is_split()) f /= static_cast<double>(p.mesh()[k]);
+  return f;
+}
+
+}  // namespace
+
+bool any_global(std::initializer_list<Tensor> ts) {
+  for (const Tensor& t : ts)
+    if (t.defined() && t.is_global()) return true;
+  return false;
+}
+
+const Shape& logical_shape(const Tensor& t) {
+  return t.is_global() ? info(t).shape : t.shape();
+}
+int64_t logical_dim(const Tensor& t) {
+  return static_cast<int64_t>(logical_shape(t).size());
+}
+int64_t logical_numel(const Tensor& t) {
+  return numel_of(logical_shape(t));
+}
+
+std::vector<Tensor> run_global(const GlobalOp& op) {
+  // One placement for every global input; local tensors only as 0-d constants.
+  const Tensor* first = nullptr;
+  bool needs_grad = false;
+  for (const Tensor& t : op.inputs) {
+    if (!t.defined()) continue;
+    if (t.is_global()) {
+      if (!first)
+        first = &t;
+      else if (!(info(t).placement == info(*first).placement))
+        fail(op.name, "inputs are on different placements: ", describe_inputs(op),
+             "; move them onto one with to_global(placement=...)");
+      needs_grad |= t.requires_grad() && is_floating(t.dtype());
+    } else if (t.dim() != 0) {
+      fail(op.name, "mixes local and global tensors: ", describe_inputs(op),
+           "; make the local tensor global with to_global(placement, sbp)");
+    }
+  }
+  OFL_CHECK(first, "run_global without a global input");
+  needs_grad &= autograd::grad_enabled();
+  const Placement placement = info(*first).placement;
+  const std::shared_ptr<BoxingContext> ctx = info(*first).ctx;
+  if (!ctx) fail(op.name, "the global tensor ", describe(*first), " has no communicator");
+  const int me = ctx->world->ranks()[static_cast<size_t>(ctx->world->rank())];
+  const auto coords = placement.coords_of(me);
+  if (!coords)
+    fail(op.name, "rank ", me, " is outside the placement ", placement.str(),
+         "; ops on ranks outside a placement are not supported yet");
+  if (op.inplace && !op.inputs[0].is_global())
+    fail(op.name, "writes into a local tensor from global ones: ", describe_inputs(op));
+
+  // Candidate n-d signatures from the op's 1-d rule on each mesh axis.
+  const OpDef* def = find_op(op.name);
+  OFL_CHECK(def, "run_global: unregistered op ", op.name);
+  SbpQuery q;
+  for (const Tensor& t : op.inputs) q.in.push_back(t.defined() ? logical_shape(t) : Shape{});
+  q.out = op.out_shapes;
+  q.attrs = op.attrs;
+  q.parallel_num = placement.size();
+  std::vector<std::vector<SbpSignature>> per_axis;
+  for (size_t k = 0; k < placement.mesh().size(); ++k) {
+    per_axis.push_back(axis_candidates(op, def->sbp, q, k, needs_grad));
+    if (per_axis.back().empty())
+      fail(op.name, "no signature keeps the in-place output's layout: ", describe_inputs(op));
+  }
+
+  if (!ctx->cache)
+    ctx->cache = std::make_shared<PlanCache>(ClusterSpec::cpu_loopback(ctx->world->size()));
+  Choice best;
+  PlanCache& cache = *ctx->cache;
+  for (NdSbpSignature& sig : combine_signatures(per_axis)) {
+    Choice c;
+    c.seconds = 0;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Tensor& t = op.inputs[i];
+      if (!t.defined() || !t.is_global() || info(t).nd_sbp == sig.in[i]) continue;
+      auto plan =
+          cache.get(info(t).shape, t.dtype(), placement, info(t).nd_sbp, placement, sig.in[i]);
+      c.seconds += plan->seconds;
+      c.comm_steps += plan->num_communication_steps();
+    }
+    for (size_t j = 0; j < op.out_shapes.size(); ++j)
+      c.out_elems += numel_of(op.out_shapes[j]) * local_fraction(sig.out[j], placement);
+    c.sig = std::move(sig);
+    if (better(c, best)) best = std::move(c);
+  }
+  const NdSbpSignature& sig = best.sig;
+
+  // Reshard the inputs; inputs that need a gradient become local leaves of the shard graph.
+  std::vector<Tensor> locals(op.inputs.size()), leaves(op.inputs.size());
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const Tensor& t = op.inputs[i];
+    if (!t.defined()) continue;
+    if (!t.is_global()) {
+      locals[i] = t;
+      continue;
+    }
+    GlobalTensor g = as_global(t, op.name);
+    locals[i] = g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx).local;
+    if (needs_grad && t.requires_grad() && is_floating(t.dtype())) {
+      leaves[i] = locals[i].alias();
+      leaves[i].set_requires_grad(true);
+      locals[i] = leaves[i];
+    }
+  }
+  std::vector<Shape> local_shapes;
+  for (size_t j = 0; j < op.out_shapes.size(); ++j)
+    local_shapes.push_back(local_shape(op.out_shapes[j], sig.out[j], placement, *coords));
+  std::vector<Tensor> outs;
+  {
+    autograd::GradModeGuard mode(needs_grad);
+    outs = op.local(locals, local_shapes);
+  }
+  OFL_CHECK(outs.size() == op.out_shapes.size(), op.name, ": local function gave ", outs.size(),
+            " outputs");
+  std::vector<Tensor> result;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (outs[j].shape() != local_shapes[j])
+      fail(op.name, "internal error: signature ", sig.str(), " gave a local output of shape ",
+           shape_str(outs[j].shape()), " where ", shape_str(local_shapes[j]), " was expected (",
+           describe_inputs(op), ")");
+    result.push_back(op.inplace && j == 0
+                         ? op.inputs[0]
+                         : wrap(outs[j], op.out_shapes[j], placement, sig.out[j], ctx));
+  }
+  if (!needs_grad) return result;
+  if (op.inplace)
+    fail(op.name, "in-place ops on global tensors that require grad are not supported");
+
+  // One node for the whole call; its backward is the shard graph's, between dual layouts.
+  std::vector<Tensor> recorded, local_outs;
+  std::vector<NdSbp> out_sbps;
+  for (size_t j = 0; j < outs.size(); ++j)
+    if (outs[j].requires_grad()) {
+      recorded.push_back(result[j]);
+      local_outs.push_back(outs[j]);
+      out_sbps.push_back(sig.out[j]);
+    }
+  if (recorded.empty()) return result;
+  std::vector<Shape> in_shapes = q.in;
+  std::vector<NdSbp> in_sbps = sig.in;
+  autograd::record(
+      op.name, op.inputs, recorded,
+      [ctx, placement, local_outs, out_sbps, leaves, in_shapes, in_sbps](
+          const autograd::Grads& g, const autograd::Needs& needs) -> autograd::Grads {
+        std::vector<Tensor> outs, grads, wanted;
+        for (size_t j = 0; j < g.size(); ++j) {
+          if (!g[j].defined()) continue;
+          Tensor local = g[j];
+          if (local.is_global()) {
+            local = reshard(as_global(local, "backward"), placement, dual(out_sbps[j]), *ctx).local;
+          }
+          outs.push_back(local_outs[j]);
+          grads.push_back(local);
+        }
+        autograd::Grads result(leaves.size());
+        std::vector<size_t> index;
+        for (size_t i = 0; i < leaves.size(); ++i)
+          if (leaves[i].defined() && needs[i]) {
+            wanted.push_back(leaves[i]);
+            index.push_back(i);
+          }
+        if (outs.empty() || wanted.empty()) return result;
+        auto local_grads = autograd::grad(outs, grads, wanted, /*retain_graph=*/true,
+                                          /*create_graph=*/false, /*allow_unused=*/true);
+        for (size_t k = 0; k < index.size(); ++k)
+          if (local_grads[k].defined())
+            result[index[k]] =
+                wrap(local_grads[k], in_shapes[index[k]], placement, dual(in_sbps[index[k]]), ctx);
+        return result;
+      });
+  return result;
+}
+
+Tensor run_global1(const char* name, std::vector<Tensor> inputs, Shape out_shape,
+                   std::vector<int64_t> attrs, LocalFn1 local, bool inplace) {
+  GlobalOp op{
+      name,
+      std::move(inputs),
+      {std::move(out_shape)},
+      std::move(attrs),
+      [local = std::move(local)](const std::vector<Tensor>& l, const std::vector<Shape>& s) {
+        return std::vector<Tensor>{local(l, s[0])};
+      },
+      inplace};
+  return run_global(op)[0];
+}
+
+Tensor broadcast_on(const Tensor& local, const Tensor& like) {
+  const GlobalInfo& g = info(like);
+  std::vector<Sbp> axes(g.placement.mesh().size(), Sbp::broadcast());
+  return wrap(local, local.shape(), g.placement, NdSbp(std::move(axes)), g.ctx);
+}
+
+Tensor full_value(const Tensor& t) {
+  const GlobalInfo& g = info(t);
+  return to_full(as_global(t, "full_value"), *g.ctx);
+}
+
+Tensor global_like(const Tensor& like, bool is_zero,
+                   const std::function<Tensor(const Shape& local_shape)>& make) {
+  const GlobalInfo& g = info(like);
+  std::vector<Sbp> axes = g.nd_sbp.axes();
+  if (!is_zero)
+    for (Sbp& s : axes)
+      if (s.is_partial()) s = Sbp::broadcast();
+  NdSbp sbp(std::move(axes));
+  const int me = g.ctx->world->ranks()[static_cast<size_t>(g.ctx->world->rank())];
+  auto coords = g.placement.coords_of(me);
+  Shape shape = coords ? local_shape(g.shape, sbp, g.placement, *coords) : Shape{0};
+  return wrap(make(shape), g.shape, g.placement, std::move(sbp), g.ctx);
+}
+
+// A parameter's gradient takes the parameter's own layout: for B parameters fed split data this
+// is the data-parallel all-reduce.
+const bool grad_layout_registered = [] {
+  autograd::set_global_grad_fn([](const Tensor& var, const Tensor& grad) -> Tensor {
+    const GlobalInfo& v = info(var);
+    if (!grad.is_global())
+      fail("AccumulateGrad", "a global leaf ", describe(var), " got a local gradient of shape ",
+           shape_str(grad.shape()));
+    const GlobalInfo& g = info(grad);
+    if (g.placement == v.placement && g.nd_sbp == v.nd_sbp) return grad;
+    return wrap(reshard(as_global(grad, "AccumulateGrad"), v.placement, v.nd_sbp, *g.ctx).local,
+                v.shape, v.placement, v.nd_sbp, g.ctx);
+  });
+  return true;
+}();
+
+}  // namespace ofl

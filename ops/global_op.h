@@ -1,0 +1,49 @@
+// How an op's front end hands a call with global inputs to the global executor (global/): the
+// op names itself (its OpDef's SbpRule lists the signatures), gives the logical output shapes and
+// the rule's attributes, and a function that runs the same op on local shards. The executor
+// picks the cheapest signature, reshards the inputs, runs the local function, wraps the outputs
+// and records autograd (the backward runs the local backward on shards, with the dual layouts).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ofl {
+
+struct GlobalOp {
+  const char* name;               // a registered op
+  std::vector<Tensor> inputs;     // global tensors; wrapped numbers act as B; undefined = absent
+  std::vector<Shape> out_shapes;  // logical
+  std::vector<int64_t> attrs;     // for the op's SbpRule
+  // Runs the op on this rank's shards; `out_shapes` are the local output shapes expected.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>& locals,
+                                    const std::vector<Shape>& out_shapes)>
+      local;
+  bool inplace = false;  // output 0 is input 0, modified in place in its own layout
+};
+
+std::vector<Tensor> run_global(const GlobalOp& op);
+
+// The common case: one output, and a local function of the shards and the local output shape.
+using LocalFn1 = std::function<Tensor(const std::vector<Tensor>& locals, const Shape& out_shape)>;
+Tensor run_global1(const char* name, std::vector<Tensor> inputs, Shape out_shape,
+                   std::vector<int64_t> attrs, LocalFn1 local, bool inplace = false);
+
+bool any_global(std::initializer_list<Tensor> ts);
+// The logical shape: a global tensor's, else the tensor's own.
+const Shape& logical_shape(const Tensor& t);
+int64_t logical_dim(const Tensor& t);
+int64_t logical_numel(const Tensor& t);
+// A local tensor that every rank holds identically (a constant the op built), as a B tensor
+// on `like`'s placement, without communication.
+Tensor broadcast_on(const Tensor& local, const Tensor& like);
+// The whole logical value of a global tensor on every rank, as a local tensor (one collective).
+Tensor full_value(const Tensor& t);
+// A global tensor with `like`'s placement and layout (partials become B unless zero) whose
+// shard is `make(local_shape)`.
+Tensor global_like(const Tensor& like, bool is_zero,
+                   const std::function<Tensor(const Shape& local_shape)>& make);
+
+}  // namespace ofl

@@ -1,0 +1,335 @@
+#include "ops/sbp_rules.h"
+
+#include <algorithm>
+
+namespace ofl::sbp_rules {
+
+namespace {
+
+using Sigs = std::vector<SbpSignature>;
+const Sbp kB = Sbp::broadcast();
+const Sbp kPSum = Sbp::partial(PartialOp::kSum);
+const Sbp kPMax = Sbp::partial(PartialOp::kMax);
+const Sbp kPMin = Sbp::partial(PartialOp::kMin);
+
+int64_t rank_of(const Shape& s) {
+  return static_cast<int64_t>(s.size());
+}
+
+// Every input and output with the same Sbp.
+SbpSignature uniform(const SbpQuery& q, const Sbp& s) {
+  return {std::vector<Sbp>(q.in.size(), s), std::vector<Sbp>(q.out.size(), s)};
+}
+
+// One input at `i` with `s`, the others B, every output `out`.
+SbpSignature one_input(const SbpQuery& q, size_t i, const Sbp& s, const Sbp& out) {
+  SbpSignature sig{std::vector<Sbp>(q.in.size(), kB), std::vector<Sbp>(q.out.size(), out)};
+  sig.in[i] = s;
+  return sig;
+}
+
+// Splits of output 0's axes through broadcasting inputs (aligned on the right).
+Sigs broadcast_splits(const SbpQuery& q) {
+  Sigs sigs;
+  const Shape& out = q.out[0];
+  for (int64_t d = 0; d < rank_of(out); ++d) {
+    SbpSignature sig{{}, std::vector<Sbp>(q.out.size(), Sbp::split(d))};
+    bool any_split = false;
+    for (const Shape& in : q.in) {
+      int64_t di = d - (rank_of(out) - rank_of(in));
+      bool split = di >= 0 && in[di] == out[d];
+      sig.in.push_back(split ? Sbp::split(di) : kB);
+      any_split |= split;
+    }
+    if (any_split) sigs.push_back(std::move(sig));
+  }
+  return sigs;
+}
+
+enum Partials : int {
+  kNone = 0,
+  kAllSum = 1,    // every input P(sum)
+  kOneSum = 2,    // one input P(sum), the others B
+  kFirstSum = 4,  // input 0 P(sum), the others B
+  kAllMax = 8,
+  kAllMin = 16,
+};
+
+template <int kPartials>
+Sigs elementwise(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  if (kPartials & kAllSum) sigs.push_back(uniform(q, kPSum));
+  if (kPartials & kAllMax) sigs.push_back(uniform(q, kPMax));
+  if (kPartials & kAllMin) sigs.push_back(uniform(q, kPMin));
+  if (kPartials & kOneSum)
+    for (size_t i = 0; i < q.in.size(); ++i) sigs.push_back(one_input(q, i, kPSum, kPSum));
+  if ((kPartials & kFirstSum) && q.in.size() > 1) sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+Sigs identity(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back(uniform(q, p));
+  return sigs;
+}
+
+Sigs cast(const SbpQuery& q) {
+  Sigs sigs = elementwise<kAllMax | kAllMin>(q);
+  if (q.attrs[0]) sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+Sigs fill(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  if (!q.attrs.empty() && q.attrs[0])
+    for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back(uniform(q, p));
+  return sigs;
+}
+
+Sigs reduce(const SbpQuery& q) {
+  const int64_t kind = q.attrs[0];
+  const bool keepdim = q.attrs[1] != 0;
+  std::vector<int64_t> axes(q.attrs.begin() + 2, q.attrs.end());
+  const Shape& in = q.in[0];
+  Sigs sigs;
+  int64_t out_axis = 0;
+  for (int64_t d = 0; d < rank_of(in); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced) {
+      sigs.push_back({{Sbp::split(d)}, std::vector<Sbp>(q.out.size(), Sbp::split(out_axis))});
+    } else if (kind == 0) {
+      sigs.push_back({{Sbp::split(d)}, {kPSum}});
+    } else if ((kind == 1 || kind == 2) && in[d] >= q.parallel_num) {
+      sigs.push_back({{Sbp::split(d)}, {kind == 1 ? kPMax : kPMin}});
+    }
+    if (!reduced || keepdim) ++out_axis;
+  }
+  if (kind == 0) sigs.push_back({{kPSum}, {kPSum}});
+  if (kind == 1) sigs.push_back({{kPMax}, {kPMax}});
+  if (kind == 2) sigs.push_back({{kPMin}, {kPMin}});
+  return sigs;
+}
+
+Sigs matmul(const SbpQuery& q) {
+  const Shape &a = q.in[0], &b = q.in[1], &out = q.out[0];
+  const int64_t na = rank_of(a), nb = rank_of(b), no = rank_of(out);
+  const int64_t batch = no - (na >= 2 ? 1 : 0) - (nb >= 2 ? 1 : 0);
+  Sigs sigs;
+  for (int64_t j = 0; j < batch; ++j) {  // batch axes, broadcast like elementwise
+    SbpSignature sig{{kB, kB}, {Sbp::split(j)}};
+    bool any_split = false;
+    const Shape* ops[2] = {&a, &b};
+    for (int k = 0; k < 2; ++k) {
+      int64_t nbatch = rank_of(*ops[k]) - 2;
+      int64_t dk = j - (batch - nbatch);
+      if (nbatch > 0 && dk >= 0 && (*ops[k])[dk] == out[j]) {
+        sig.in[k] = Sbp::split(dk);
+        any_split = true;
+      }
+    }
+    if (any_split) sigs.push_back(std::move(sig));
+  }
+  if (na >= 2) sigs.push_back({{Sbp::split(na - 2), kB}, {Sbp::split(batch)}});
+  if (nb >= 2) sigs.push_back({{kB, Sbp::split(nb - 1)}, {Sbp::split(no - 1)}});
+  sigs.push_back({{Sbp::split(na - 1), Sbp::split(nb >= 2 ? nb - 2 : 0)}, {kPSum}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+Sigs permute(const SbpQuery& q) {
+  Sigs sigs;
+  for (size_t i = 0; i < q.attrs.size(); ++i)
+    sigs.push_back({{Sbp::split(q.attrs[i])}, {Sbp::split(static_cast<int64_t>(i))}});
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+
+Sigs reshape(const SbpQuery& q) {
+  const Shape &in = q.in[0], &out = q.out[0];
+  Sigs sigs;
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  if (std::find(in.begin(), in.end(), 0) != in.end()) return sigs;
+  // Walk matching groups of dimensions: in[i0, i) holds as many elements as out[j0, j).
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = i < in.size() ? in[i++] : 1, pj = j < out.size() ? out[j++] : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in.size())
+        pi *= in[i++];
+      else if (pj < pi && j < out.size())
+        pj *= out[j++];
+      else
+        return sigs;  // inconsistent shapes: leave it to the op's own check
+    }
+    auto lead = [](const Shape& s, size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k)
+        if (s[k] > 1) return static_cast<int64_t>(k);
+      return int64_t{-1};
+    };
+    int64_t d = lead(in, i0, i), o = lead(out, j0, j);
+    if (d < 0 || o < 0) continue;
+    if (in[d] == out[o] || (in[d] % q.parallel_num == 0 && out[o] % q.parallel_num == 0))
+      sigs.push_back({{Sbp::split(d)}, {Sbp::split(o)}});
+  }
+  return sigs;
+}
+
+Sigs expand(const SbpQuery& q) {
+  const Shape &in = q.in[0], &out = q.out[0];
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(out); ++d) {
+    int64_t di = d - (rank_of(out) - rank_of(in));
+    bool kept = di >= 0 && in[di] == out[d];
+    sigs.push_back({{kept ? Sbp::split(di) : kB}, {Sbp::split(d)}});
+  }
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+
+Sigs slice(const SbpQuery& q) {
+  const int64_t axis = q.attrs[0];
+  const bool removed = q.attrs.size() > 1 && q.attrs[1];
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != axis) sigs.push_back({{Sbp::split(d)}, {Sbp::split(removed && d > axis ? d - 1 : d)}});
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+
+Sigs softmax(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != q.attrs[0]) sigs.push_back({{Sbp::split(d)}, {Sbp::split(d)}});
+  return sigs;
+}
+
+Sigs norm(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t lead = rank_of(q.in[0]) - q.attrs[0];
+  for (int64_t d = 0; d < lead; ++d) {
+    SbpSignature sig{std::vector<Sbp>(q.in.size(), kB), {Sbp::split(d)}};
+    sig.in[0] = Sbp::split(d);
+    sigs.push_back(std::move(sig));
+  }
+  return sigs;
+}
+
+Sigs cat(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.out[0]); ++d)
+    if (d != q.attrs[0]) sigs.push_back(uniform(q, Sbp::split(d)));
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+Sigs stack(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    sigs.push_back(
+        {std::vector<Sbp>(q.in.size(), Sbp::split(d)), {Sbp::split(d >= q.attrs[0] ? d + 1 : d)}});
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+Sigs split(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != q.attrs[0]) sigs.push_back(uniform(q, Sbp::split(d)));
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+Sigs gather(const SbpQuery& q) {
+  Sigs sigs;
+  const Shape &x = q.in[0], &index = q.in[1];
+  for (int64_t d = 0; d < rank_of(index); ++d)
+    if (d != q.attrs[0] && x[d] == index[d]) sigs.push_back(uniform(q, Sbp::split(d)));
+  return sigs;
+}
+
+Sigs index_select(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t axis = q.attrs[0];
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != axis) sigs.push_back({{Sbp::split(d), kB}, {Sbp::split(d)}});
+  if (rank_of(q.in[1]) == 1) sigs.push_back({{kB, Sbp::split(0)}, {Sbp::split(axis)}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  return sigs;
+}
+
+Sigs embedding(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t ni = rank_of(q.in[1]);
+  for (int64_t d = 0; d < ni; ++d) sigs.push_back({{kB, Sbp::split(d)}, {Sbp::split(d)}});
+  sigs.push_back({{Sbp::split(1), kB}, {Sbp::split(ni)}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  return sigs;
+}
+
+Sigs scatter(const SbpQuery& q) {
+  Sigs sigs;
+  const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
+  const bool index_select_like = rank_of(index) == 1 && rank_of(x) > 1;  // index_add
+  for (int64_t d = 0; d < rank_of(x); ++d) {
+    if (d == q.attrs[0] || src[d] != x[d]) continue;
+    if (index_select_like)
+      sigs.push_back({{Sbp::split(d), kB, Sbp::split(d)}, {Sbp::split(d)}});
+    else if (index[d] == x[d])
+      sigs.push_back(uniform(q, Sbp::split(d)));
+  }
+  sigs.push_back({{kPSum, kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+Sigs conv(const SbpQuery& q) {
+  return {{{Sbp::split(0), kB, kB}, {Sbp::split(0)}},
+          {{kB, Sbp::split(0), Sbp::split(0)}, {Sbp::split(1)}},
+          {{kPSum, kB, kPSum}, {kPSum}}};
+}
+
+Sigs pool(const SbpQuery& q) {
+  return {{{Sbp::split(0)}, {Sbp::split(0)}}, {{Sbp::split(1)}, {Sbp::split(1)}}};
+}
+
+Sigs batch_norm(const SbpQuery& q) {
+  SbpSignature sig{std::vector<Sbp>(q.in.size(), Sbp::split(0)), {Sbp::split(1)}};
+  sig.in[0] = Sbp::split(1);
+  return {sig};
+}
+
+}  // namespace
+
+const SbpRule kIdentity{"identity", identity};
+const SbpRule kElementwise{"elementwise", elementwise<kNone>};
+const SbpRule kLinearUnary{"linear_unary", elementwise<kAllSum>};
+const SbpRule kMonotoneUnary{"monotone_unary", elementwise<kAllMax | kAllMin>};
+const SbpRule kAddLike{"add_like", elementwise<kAllSum>};
+const SbpRule kMulLike{"mul_like", elementwise<kOneSum>};
+const SbpRule kDivLike{"div_like", elementwise<kFirstSum>};
+const SbpRule kMaximum{"maximum", elementwise<kAllMax>};
+const SbpRule kMinimum{"minimum", elementwise<kAllMin>};
+const SbpRule kCast{"cast", cast};
+const SbpRule kCopy{"copy", identity};
+const SbpRule kFill{"fill", fill};
+const SbpRule kReduce{"reduce", reduce};
+const SbpRule kMatmul{"matmul", matmul};
+const SbpRule kPermute{"permute", permute};
+const SbpRule kReshape{"reshape", reshape};
+const SbpRule kExpand{"expand", expand};
+const SbpRule kSlice{"slice", slice};
+const SbpRule kSoftmax{"softmax", softmax};
+const SbpRule kNorm{"norm", norm};
+const SbpRule kCat{"cat", cat};
+const SbpRule kStack{"stack", stack};
+const SbpRule kSplit{"split", split};
+const SbpRule kGather{"gather", gather};
+const SbpRule kIndexSelect{"index_select", index_select};
+const SbpRule kEmbedding{"embedding", embedding};
+const SbpRule kScatter{"scatter", scatter};
+const SbpRule kConv{"conv", conv};
+const SbpRule kPool{"pool", pool};
+const SbpRule kBatchNorm{"batch_norm", batch_norm};
+
+}  // namespace ofl::sbp_rules

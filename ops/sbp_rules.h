@@ -1,0 +1,68 @@
+// The SBP rules ops declare in their definitions (OpDef::sbp). Each lists an op's valid 1-d
+// signatures from logical shapes and the attributes documented here; the executor (global/)
+// picks among them by cost. Composite ops (linear, the losses, attention, mean, ...) declare
+// none: they run as their parts, each with its own rule.
+#pragma once
+#include "sbp/signature.h"
+
+namespace ofl::sbp_rules {
+
+// Shape-preserving copies (clone, contiguous, detach): every layout passes through.
+extern const SbpRule kIdentity;
+// Elementwise with broadcasting: the same split on every input that has the output's axis
+// (B where an input broadcasts it). Variants add the partial signatures that are exact:
+extern const SbpRule kElementwise;    // splits only (comparisons, pow, non-monotone maps)
+extern const SbpRule kLinearUnary;    // + P(sum) -> P(sum)                        (neg, to)
+extern const SbpRule kMonotoneUnary;  // + P(max|min) -> P(max|min)       (relu, exp, floor)
+extern const SbpRule kAddLike;        // + all P(sum) -> P(sum)                  (add, sub)
+extern const SbpRule kMulLike;        // + one input P(sum), the rest B -> P(sum)      (mul)
+extern const SbpRule kDivLike;        // + input 0 P(sum), the rest B -> P(sum)        (div)
+extern const SbpRule kMaximum;        // + all P(max) -> P(max)
+extern const SbpRule kMinimum;        // + all P(min) -> P(min)
+// to(dtype): attrs {to_floating}; P(max|min) pass (casts are monotone), P(sum) into floats.
+extern const SbpRule kCast;
+// copy_(self, src): every layout, self and src alike.
+extern const SbpRule kCopy;
+// fill_ / zero_: attrs {value_is_zero}; partials pass only when filling zeros.
+extern const SbpRule kFill;
+// Reductions: attrs {kind, keepdim, axes...} with kind 0 sum, 1 max, 2 min, 3 no partial
+// (prod, all, any, max/min with indices). A split on a reduced axis gives P(kind); max and min
+// need every shard non-empty.
+extern const SbpRule kReduce;
+// matmul with numpy broadcasting and 1-d operands: batch splits, S(n), S(m), S(k) -> P(sum),
+// and P(sum) through either operand.
+extern const SbpRule kMatmul;
+// permute: attrs = the permutation.
+extern const SbpRule kPermute;
+// reshape / view / flatten / squeeze / unsqueeze: a split maps through merged or split
+// dimensions when it sits on the leading dimension of its group and the pieces coincide.
+extern const SbpRule kReshape;
+// expand: splits of kept axes map; new or size-1 axes may be split from B.
+extern const SbpRule kExpand;
+// slice / narrow / select: attrs {axis, removed}; any other axis may be split.
+extern const SbpRule kSlice;
+// softmax / log_softmax: attrs {axis}; any other axis may be split.
+extern const SbpRule kSoftmax;
+// layer_norm / rms_norm (x, weight, bias): attrs {normalized dims}; x split on a leading axis.
+extern const SbpRule kNorm;
+// cat / stack: attrs {axis}; split on another axis, or all P(sum).
+extern const SbpRule kCat;
+extern const SbpRule kStack;
+// split / chunk: attrs {axis}; one input, several outputs.
+extern const SbpRule kSplit;
+// gather(x, axis, index): attrs {axis}; x and index split on another axis where they agree.
+extern const SbpRule kGather;
+// index_select(x, axis, index): attrs {axis}.
+extern const SbpRule kIndexSelect;
+// embedding(weight, indices): split indices, or the weight's embedding dim.
+extern const SbpRule kEmbedding;
+// scatter_add / index_add (x, index, src): attrs {axis}.
+extern const SbpRule kScatter;
+// conv2d (x, w, b): batch split, or output channels.
+extern const SbpRule kConv;
+// max/avg pooling: batch or channel split.
+extern const SbpRule kPool;
+// batch_norm (x, w, b, running_mean, running_var): channel split.
+extern const SbpRule kBatchNorm;
+
+}  // namespace ofl::sbp_rules

@@ -1,0 +1,185 @@
+// Ops on global tensors: ranks as threads with Gloo. Each result is compared with the same op on
+// the whole logical tensor, and the chosen layouts and collectives are checked where the issue
+// fixes them (S(0) x B matmul needs no communication, a data-parallel gradient is one
+// all_reduce, ...).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "boxing/reshard.h"
+#include "core/autograd/engine.h"
+#include "gloo_test_util.h"
+#include "ops/global_op.h"
+#include "ops/ops.h"
+#include "sbp/global_info.h"
+
+using namespace ofl;
+using comm::Communicator;
+using comm::testing::run_ranks;
+using ofl::testing::error_of;
+
+namespace {
+
+// Values with a fixed seed: every rank builds the same logical tensor.
+Tensor logical(const Shape& shape, int salt) {
+  Tensor t = Tensor::empty(shape, DType::kFloat32);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = static_cast<float>(std::sin(0.7 * i + salt));
+  return t;
+}
+
+struct Rank {
+  std::shared_ptr<BoxingContext> ctx = std::make_shared<BoxingContext>();
+  std::vector<std::string> log;
+  int rank;
+  explicit Rank(Communicator& c) : rank(c.rank()) {
+    ctx->world = std::shared_ptr<Communicator>(&c, [](Communicator*) {});
+    ctx->cache = std::make_shared<PlanCache>(ClusterSpec::cpu_loopback(c.size()));
+    ctx->log = &log;
+  }
+  Tensor global(const Tensor& full, const Placement& p, const std::string& sbp) const {
+    NdSbp nd = NdSbp::parse(sbp);
+    return as_tensor({shard_of(full, p, nd, *p.coords_of(rank)), full.shape(), p, nd}, ctx);
+  }
+  Tensor full(const Tensor& g) const { return to_full(as_global(g, "test"), *ctx); }
+};
+
+std::string sbp_of(const Tensor& t) {
+  return t.impl()->global->nd_sbp.str();
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  Tensor g = contiguous(to_dtype(got, DType::kFloat64)),
+         w = contiguous(to_dtype(want, DType::kFloat64));
+  for (int64_t i = 0; i < g.numel(); ++i)
+    ASSERT_NEAR(g.data<double>()[i], w.data<double>()[i],
+                1e-4 * (1 + std::abs(w.data<double>()[i])))
+        << what << " at " << i;
+}
+
+Placement line(int n) {
+  return Placement::all(DeviceType::kCPU, n);
+}
+
+}  // namespace
+
+TEST(GlobalOps, SplitPlusBroadcastStaysSplitWithoutCommunication) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor a = logical({5, 3}, 1), b = logical({3}, 2);
+    Tensor y = add(r.global(a, line(2), "S(0)"), r.global(b, line(2), "B"));
+    EXPECT_EQ(sbp_of(y), "S(0)");
+    EXPECT_TRUE(r.log.empty()) << r.log[0];
+    expect_close(r.full(y), add(a, b), "add");
+  });
+}
+
+TEST(GlobalOps, MatmulPicksTheSignatureTheInputsAlreadyHave) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 1), w = logical({4, 5}, 2);
+    Tensor want = matmul(x, w);
+    struct Case {
+      const char *a, *b, *out;
+    } cases[] = {{"S(0)", "B", "S(0)"}, {"B", "S(1)", "S(1)"}, {"S(1)", "S(0)", "P(sum)"}};
+    for (const Case& k : cases) {
+      r.log.clear();
+      Tensor y = matmul(r.global(x, line(2), k.a), r.global(w, line(2), k.b));
+      EXPECT_EQ(sbp_of(y), k.out) << k.a << " x " << k.b;
+      EXPECT_TRUE(r.log.empty()) << k.a << " x " << k.b;
+      expect_close(r.full(y), want, std::string(k.a) + " x " + k.b);
+    }
+  });
+}
+
+TEST(GlobalOps, SumOverASplitAxisIsPartialSum) {
+  run_ranks(3, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({7, 4}, 3);
+    Tensor y = sum(r.global(x, line(3), "S(0)"), {0});
+    EXPECT_EQ(sbp_of(y), "P(sum)");
+    expect_close(r.full(y), sum(x, {0}), "sum");
+    Tensor m = amax(r.global(x, line(3), "S(1)"), {1});
+    EXPECT_EQ(sbp_of(m), "P(max)");  // no gradient is needed, so max partials are allowed
+    expect_close(r.full(m), amax(x, {1}), "amax");
+  });
+}
+
+TEST(GlobalOps, ViewsMapSplitsThroughReshapeAndTranspose) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({4, 3, 6}, 4);
+    Tensor g = r.global(x, line(2), "S(0)");
+    Tensor y = reshape(g, {12, 6});
+    EXPECT_EQ(sbp_of(y), "S(0)");
+    Tensor t = transpose(reshape(g, {4, 3, 2, 3}), 1, 2);
+    EXPECT_EQ(sbp_of(t), "S(0)");
+    EXPECT_TRUE(r.log.empty());
+    expect_close(r.full(t), transpose(reshape(x, {4, 3, 2, 3}), 1, 2), "transpose");
+    expect_close(r.full(softmax(g, -1)), softmax(x, -1), "softmax");
+  });
+}
+
+TEST(GlobalOps, DataParallelGradientIsOneAllReduce) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 1), w = logical({4, 3}, 2);
+    Tensor gw = r.global(w, line(2), "B");
+    gw.set_requires_grad(true);
+    Tensor loss =
+        sum(mul(matmul(r.global(x, line(2), "S(0)"), gw), wrap_scalar(0.5, DType::kFloat64)));
+    r.log.clear();
+    autograd::backward({loss}, {Tensor()}, false, false);
+    ASSERT_TRUE(gw.grad().defined());
+    EXPECT_EQ(sbp_of(gw.grad()), "B");
+    ASSERT_EQ(r.log.size(), 1u);
+    EXPECT_EQ(r.log[0].rfind("all_reduce", 0), 0u) << r.log[0];
+
+    Tensor lw = w.alias();
+    lw.set_requires_grad(true);
+    autograd::backward({sum(mul(matmul(x, lw), wrap_scalar(0.5, DType::kFloat64)))}, {Tensor()},
+                       false, false);
+    expect_close(gw.grad(), lw.grad(), "grad");  // B: the local shard is the whole gradient
+  });
+}
+
+TEST(GlobalOps, TensorParallelMlpMatchesOneDevice) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({5, 4}, 1), w1 = logical({4, 6}, 2), w2 = logical({6, 3}, 3);
+    Tensor g1 = r.global(w1, line(2), "S(1)"), g2 = r.global(w2, line(2), "S(0)");
+    g1.set_requires_grad(true);
+    g2.set_requires_grad(true);
+    Tensor y = matmul(gelu(matmul(r.global(x, line(2), "B"), g1)), g2);
+    EXPECT_EQ(sbp_of(y), "P(sum)");
+    autograd::backward({sum(mul(y, y))}, {Tensor()}, false, false);
+
+    Tensor l1 = w1.alias(), l2 = w2.alias();
+    l1.set_requires_grad(true);
+    l2.set_requires_grad(true);
+    Tensor ly = matmul(gelu(matmul(x, l1)), l2);
+    autograd::backward({sum(mul(ly, ly))}, {Tensor()}, false, false);
+    expect_close(r.full(y), ly, "forward");
+    EXPECT_EQ(sbp_of(g1.grad()), "S(1)");
+    expect_close(r.full(g1.grad()), l1.grad(), "grad w1");
+    expect_close(r.full(g2.grad()), l2.grad(), "grad w2");
+  });
+}
+
+TEST(GlobalOps, ErrorsNameShapesSbpsAndPlacements) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor a = r.global(logical({4}, 1), line(2), "S(0)");
+    Tensor b = r.global(logical({4}, 2), Placement(DeviceType::kCPU, {1, 0}, {2}), "B");
+    std::string e = error_of([&] { add(a, b); });
+    EXPECT_NE(e.find("[add] inputs are on different placements"), std::string::npos) << e;
+    EXPECT_NE(e.find("(4,) S(0) on cpu[0, 1]"), std::string::npos) << e;
+    e = error_of([&] { add(a, logical({4}, 3)); });
+    EXPECT_NE(e.find("mixes local and global tensors"), std::string::npos) << e;
+    e = error_of([&] { matmul(a, r.global(logical({3, 2}, 1), line(2), "B")); });
+    EXPECT_NE(e.find("[matmul]"), std::string::npos) << e;
+  });
+}
