@@ -97,6 +97,7 @@ struct Choice {
   double seconds = INFINITY;
   int comm_steps = 0;
   double out_elems = 0;
+  int partial_outs = 0;  // last tie-break: B over P when both are free (B is a valid P(max))
 };
 
 bool better(const Choice& a, const Choice& b) {
@@ -104,7 +105,8 @@ bool better(const Choice& a, const Choice& b) {
   const double tol = 1e-12 + 1e-9 * std::max(a.seconds, b.seconds);
   if (std::abs(a.seconds - b.seconds) > tol) return a.seconds < b.seconds;
   if (a.comm_steps != b.comm_steps) return a.comm_steps < b.comm_steps;
-  return a.out_elems < b.out_elems;
+  if (a.out_elems != b.out_elems) return a.out_elems < b.out_elems;
+  return a.partial_outs < b.partial_outs;
 }
 
 double local_fraction(const NdSbp& sbp, const Placement& p) {
@@ -193,8 +195,10 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       c.seconds += plan->seconds;
       c.comm_steps += plan->num_communication_steps();
     }
-    for (size_t j = 0; j < op.out_shapes.size(); ++j)
+    for (size_t j = 0; j < op.out_shapes.size(); ++j) {
       c.out_elems += numel_of(op.out_shapes[j]) * local_fraction(sig.out[j], placement);
+      c.partial_outs += sig.out[j].any_partial();
+    }
     c.sig = std::move(sig);
     if (better(c, best)) best = std::move(c);
   }

@@ -112,6 +112,9 @@ class GPT(nn.Module):
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
         pos = flow.arange(T)
+        if idx.is_global:  # positions are a constant: replicated on the batch's placement
+            nd = len(idx.placement.hierarchy)
+            pos = pos.to_global(idx.placement, [flow.sbp.broadcast] * nd)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for block in self.blocks:
             x = block(x)

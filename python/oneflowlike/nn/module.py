@@ -336,6 +336,36 @@ class Module(StateDictMixin):
                     self._buffers[key] = new_buf
         return self
 
+    def to_global(self, placement, sbp):
+        """Makes every parameter and buffer global on ``placement``, in place.
+
+        ``sbp`` is one layout for all (an Sbp, or a tuple with one per mesh axis) or a function
+        ``(name, tensor) -> layout``. Every rank must hold the same values (e.g. the model was
+        built after the same ``flow.manual_seed``); each keeps its shard, without communication.
+        Build the optimizer afterwards: its states then take each parameter's layout.
+        """
+
+        def convert(name, t):
+            layout = sbp(name, t) if callable(sbp) else sbp
+            if t.is_global:
+                return t.to_global(placement, layout)
+            nd = len(placement.hierarchy)
+            replicated = t.to_global(placement, [flow.sbp.broadcast] * nd)
+            return replicated.to_global(sbp=layout)
+
+        for prefix, module in self.named_modules():
+            dot = prefix + "." if prefix else ""
+            for key, param in module._parameters.items():
+                if param is None:
+                    continue
+                with flow.no_grad():
+                    data = convert(dot + key, param.detach())
+                module._parameters[key] = Parameter(data, param.requires_grad)
+            for key, buf in module._buffers.items():
+                if buf is not None:
+                    module._buffers[key] = convert(dot + key, buf)
+        return self
+
     def to(self, *args, **kwargs):
         """``to(dtype)``, ``to(device)``, ``to(tensor)``, ``to(device, dtype)``; floats only."""
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
