@@ -253,6 +253,7 @@ void update_running(const Tensor& running, const Tensor& stat, double momentum, 
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Pair stride, Pair padding,
               Pair dilation, int64_t groups) {
+  for (const Tensor* t : {&x_in, &w_in, &b_in}) require_local("conv2d", *t);
   check_conv(x_in, w_in, b_in, stride, padding, dilation, groups);
   const DType dt = compute_dtype(x_in.dtype());
   Tensor x = to_dtype(batched(x_in), dt), w = to_dtype(w_in, dt);
@@ -263,6 +264,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Pair s
 }
 
 Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding) {
+  require_local("max_pool2d", x_in);
   const Window2d win = pool_window("max_pool2d", x_in, kernel, stride, padding);
   Tensor x = to_dtype(batched(x_in), compute_dtype(x_in.dtype()));
   const Shape ys = pooled_shape(x, win);
@@ -280,6 +282,7 @@ Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding) {
 
 Tensor avg_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding,
                   bool count_include_pad) {
+  require_local("avg_pool2d", x_in);
   const Window2d win = pool_window("avg_pool2d", x_in, kernel, stride, padding);
   Tensor x = to_dtype(batched(x_in), compute_dtype(x_in.dtype()));
   Tensor y = avg_pool_forward(x, win, count_include_pad);
@@ -289,6 +292,8 @@ Tensor avg_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding,
 Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
+  for (const Tensor* t : {&x_in, &running_mean, &running_var, &weight, &bias})
+    require_local("batch_norm", *t);
   check_batch_norm(x_in, running_mean, running_var, weight, bias, training);
   const DType dt = compute_dtype(x_in.dtype());
   Shape per_channel(x_in.dim(), 1);

@@ -34,8 +34,8 @@ const OpDef* find_op(const std::string& name) {
 void require_local(const char* op, const Tensor& t) {
   if (t.defined() && t.is_global())
     fail(op,
-         "does not take global tensors yet (global ops arrive with their SBP rules); got a "
-         "global tensor whose local shard is ",
+         "does not take global tensors yet (it has no SBP rule); got a global tensor whose local "
+         "shard is ",
          t.str(), "; call to_local() or numpy() first");
 }
 

@@ -34,8 +34,8 @@ bool register_ops(std::vector<OpDef> defs);
 const std::vector<OpDef>& registered_ops();
 const OpDef* find_op(const std::string& name);
 
-// Ops run on local tensors until global ops (SBP rules) arrive; a global tensor raises instead
-// of being computed on as if its shard were the whole tensor.
+// For ops without an SBP rule yet: a global tensor raises instead of being computed on as if
+// its shard were the whole tensor.
 void require_local(const char* op, const Tensor& t);
 
 // Costs shared by op families.

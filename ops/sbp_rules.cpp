@@ -283,22 +283,6 @@ Sigs scatter(const SbpQuery& q) {
   return sigs;
 }
 
-Sigs conv(const SbpQuery& q) {
-  return {{{Sbp::split(0), kB, kB}, {Sbp::split(0)}},
-          {{kB, Sbp::split(0), Sbp::split(0)}, {Sbp::split(1)}},
-          {{kPSum, kB, kPSum}, {kPSum}}};
-}
-
-Sigs pool(const SbpQuery& q) {
-  return {{{Sbp::split(0)}, {Sbp::split(0)}}, {{Sbp::split(1)}, {Sbp::split(1)}}};
-}
-
-Sigs batch_norm(const SbpQuery& q) {
-  SbpSignature sig{std::vector<Sbp>(q.in.size(), Sbp::split(0)), {Sbp::split(1)}};
-  sig.in[0] = Sbp::split(1);
-  return {sig};
-}
-
 }  // namespace
 
 const SbpRule kIdentity{"identity", identity};
@@ -328,8 +312,5 @@ const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};
 const SbpRule kScatter{"scatter", scatter};
-const SbpRule kConv{"conv", conv};
-const SbpRule kPool{"pool", pool};
-const SbpRule kBatchNorm{"batch_norm", batch_norm};
 
 }  // namespace ofl::sbp_rules

@@ -58,11 +58,5 @@ extern const SbpRule kIndexSelect;
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;
-// conv2d (x, w, b): batch split, or output channels.
-extern const SbpRule kConv;
-// max/avg pooling: batch or channel split.
-extern const SbpRule kPool;
-// batch_norm (x, w, b, running_mean, running_var): channel split.
-extern const SbpRule kBatchNorm;
 
 }  // namespace ofl::sbp_rules

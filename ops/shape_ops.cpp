@@ -220,6 +220,13 @@ Tensor select(const Tensor& x, int64_t axis, int64_t index) {
     fail<IndexError>("select", "index ", index, " is out of bounds for dimension ", axis,
                      " with size ", n);
   if (index < 0) index += n;
+  if (x.is_global()) {
+    Shape shape = logical_shape(x);
+    shape.erase(shape.begin() + axis);
+    return run_global1("select", {x}, shape, {axis, 1}, [=](const auto& l, const Shape&) {
+      return select(l[0], axis, index);
+    });
+  }
   Tensor s = slice(x, axis, index, index + 1, 1);
   return squeeze(s, std::vector<int64_t>{axis});
 }
