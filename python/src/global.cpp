@@ -6,6 +6,7 @@
 #include "boxing/reshard.h"
 #include "convert.h"
 #include "core/autograd/node.h"
+#include "global/simulate.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
@@ -120,6 +121,17 @@ void bind_global(py::module_& m) {
     Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
                           : Tensor::empty({0}, full.dtype(), full.device());
     return as_tensor({local, full.shape(), placement, nd_sbp}, context(world));
+  });
+  // The SBP conformance checker's simulated ranks (tests/python/test_sbp_conformance.py).
+  m.def("sbp_simulated_global", &simulated_global);
+  m.def("sbp_declared", [](py::function call) {
+    Declared d = declared_signatures([&] { call(); });
+    py::list sigs;
+    for (const SbpSignature& s : d.signatures) sigs.append(py::make_tuple(s.in, s.out));
+    return py::make_tuple(d.op, sigs);
+  });
+  m.def("sbp_run_as_laid_out", [](py::function call, const Sbp& out) {
+    return run_first_op_as_laid_out([&] { call(); }, out);
   });
   m.def("global_shape",
         [](const Tensor& x) { return py::tuple(py::cast(info_of(x, "shape").shape)); });

@@ -6,6 +6,7 @@
 #include "core/parallel.h"
 #include "ops/op_def.h"
 #include "ops/ops.h"
+#include "sbp/signature.h"
 
 namespace ofl::py_bind {
 
@@ -140,8 +141,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("registered_ops", []() {
     py::list out;
     for (const auto& op : registered_ops())
-      out.append(py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
-                          py::arg("differentiable") = op.differentiable));
+      out.append(
+          py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
+                   py::arg("differentiable") = op.differentiable,
+                   py::arg("sbp") = op.sbp ? py::object(py::str(op.sbp->name)) : py::none()));
     return out;
   });
   m.def("op_cost", [](const std::string& name, const std::vector<Shape>& inputs,

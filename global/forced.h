@@ -1,0 +1,33 @@
+// The executor's hook for the conformance checker (global/simulate.h): while a ForcedCall is in
+// scope on this thread, the first global op reports its signatures (probe) or runs on its
+// inputs as they are laid out, records its local outputs, and ends the call.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "sbp/signature.h"
+
+namespace ofl {
+
+struct ForcedCall {
+  bool probe = false;
+  std::vector<Sbp> out_sbps;  // when running: the layout assumed for every output
+  bool seen = false;
+  std::string op;
+  std::vector<SbpSignature> declared;
+  std::vector<Tensor> outputs;
+};
+
+ForcedCall* forced_call();
+class ForcedScope {
+ public:
+  explicit ForcedScope(ForcedCall* f);
+  ~ForcedScope();
+
+ private:
+  ForcedCall* prev_;
+};
+[[noreturn]] void stop_forced_call();
+
+}  // namespace ofl

@@ -1,0 +1,304 @@
+"""SBP conformance checker: every registered op, every 1-d input layout, 2 and 3 ranks.
+
+One process plays every rank (no communication: the inputs are built in the layout tried). For
+each op case and each combination of input layouts (S(i) of every axis, B, and for floating
+inputs P(sum), P(max), P(min) from random uneven pieces), each rank runs the op's local
+function, and the pieces are matched against the logical result for each output layout. The
+report has (a) declared signatures that give a wrong result and (b) valid ones not declared.
+
+    python tests/python/sbp_conformance.py       # prints the report
+"""
+
+import itertools
+
+import numpy as np
+
+import oneflowlike as flow
+import oneflowlike.nn.functional as F
+from oneflowlike import _C
+
+S, B = flow.sbp.split, flow.sbp.broadcast
+PSUM, PMAX, PMIN = flow.sbp.partial_sum, flow.sbp.partial_max, flow.sbp.partial_min
+RANKS = (2, 3)
+
+
+def _f(*shape, positive=False, seed=0):
+    a = np.random.default_rng([seed, *shape]).standard_normal(shape).astype(np.float32)
+    return np.abs(a) + 0.5 if positive else a
+
+
+def _i(high, *shape, seed=0):
+    return np.random.default_rng([seed, high, *shape]).integers(0, high, shape).astype(np.int64)
+
+
+def _b(*shape):
+    return np.random.default_rng(list(shape)).integers(0, 2, shape).astype(bool)
+
+
+X, Y, ROW = _f(5, 4), _f(5, 4, seed=1), _f(4, seed=2)
+POS = _f(5, 4, positive=True)
+UNARY = {
+    "neg": lambda x: -x,
+    "abs": lambda x: x.abs(),
+    "exp": lambda x: x.exp(),
+    "sin": lambda x: x.sin(),
+    "cos": lambda x: x.cos(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "relu": lambda x: x.relu(),
+    "gelu": lambda x: F.gelu(x),
+    "silu": lambda x: F.silu(x),
+    "clamp": lambda x: x.clamp(-0.5, 0.5),
+    "square": lambda x: x.square(),
+    "expm1": lambda x: x.expm1(),
+    "erf": lambda x: x.erf(),
+    "to": lambda x: x.to(flow.float64),
+    "sign": lambda x: x.sign(),
+    "floor": lambda x: x.floor(),
+    "ceil": lambda x: x.ceil(),
+    "round": lambda x: x.round(),
+    "softmax": lambda x: x.softmax(1),
+    "log_softmax": lambda x: x.log_softmax(1),
+    "sum": lambda x: x.sum(0),
+    "prod": lambda x: x.prod(1),
+    "amax": lambda x: x.amax(0),
+    "amin": lambda x: x.amin(1),
+    "max": lambda x: x.max(0)[0],
+    "min": lambda x: x.min(1)[0],
+    "view": lambda x: x.view(20),
+    "permute": lambda x: x.permute(1, 0),
+    "transpose": lambda x: x.transpose(0, 1),
+    "narrow": lambda x: x.narrow(1, 1, 2),
+    "slice": lambda x: x[1:4],
+    "select": lambda x: x.select(1, 2),
+    "unsqueeze": lambda x: x.unsqueeze(1),
+    "clone": lambda x: x.clone(),
+    "clamp_": lambda x: x.clamp_(-0.5, 0.5),
+    "fill_": lambda x: x.fill_(2.0),
+    "zero_": lambda x: x.zero_(),
+}
+POSITIVE = {
+    "log": lambda x: x.log(),
+    "sqrt": lambda x: x.sqrt(),
+    "rsqrt": lambda x: x.rsqrt(),
+    "reciprocal": lambda x: x.reciprocal(),
+    "log1p": lambda x: x.log1p(),
+}
+BINARY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "maximum": lambda a, b: flow.maximum(a, b),
+    "minimum": lambda a, b: flow.minimum(a, b),
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+    "add_": lambda a, b: a.add_(b),
+    "sub_": lambda a, b: a.sub_(b),
+    "mul_": lambda a, b: a.mul_(b),
+    "div_": lambda a, b: a.div_(b),
+    "copy_": lambda a, b: a.copy_(b),
+}
+
+# name -> (function of tensors, input arrays)
+CASES = {n: (f, [X]) for n, f in UNARY.items()}
+CASES.update({n: (f, [POS]) for n, f in POSITIVE.items()})
+CASES.update({n: (f, [X, ROW if n.endswith("_") else Y]) for n, f in BINARY.items()})
+CASES.update(
+    {
+        "pow": (lambda a, b: a**b, [POS, Y]),
+        "floor_divide": (lambda a, b: a // b, [_i(9, 5, 4) + 1, _i(3, 4) + 1]),
+        "remainder": (lambda a, b: a % b, [_i(9, 5, 4), _i(3, 4) + 1]),
+        "logical_not": (lambda a: a.logical_not(), [_b(5, 4)]),
+        "logical_and": (lambda a, b: a.logical_and(b), [_b(5, 4), _b(4)]),
+        "logical_or": (lambda a, b: a.logical_or(b), [_b(5, 4), _b(4)]),
+        "logical_xor": (lambda a, b: a.logical_xor(b), [_b(5, 4), _b(4)]),
+        "all": (lambda a: a.all(0), [_b(5, 4)]),
+        "any": (lambda a: a.any(1), [_b(5, 4)]),
+        "where": (lambda c, a, b: flow.where(c, a, b), [_b(5, 4), X, ROW]),
+        "matmul": (lambda a, b: a @ b, [X, _f(4, 3)]),
+        "reshape": (lambda x: x.reshape(8, 3), [_f(4, 6)]),
+        "expand": (lambda x: x.expand(5, 4), [_f(5, 1)]),
+        "squeeze": (lambda x: x.squeeze(1), [_f(5, 1, 4)]),
+        "flatten": (lambda x: x.flatten(1), [_f(5, 2, 2)]),
+        "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [X, ROW, _f(4, seed=3)]),
+        "rms_norm": (lambda x, w: F.rms_norm(x, (4,), w), [X, ROW]),
+        "index_select": (lambda x, i: x.index_select(0, i), [X, _i(5, 3)]),
+        "gather": (lambda x, i: x.gather(1, i), [X, _i(4, 5, 2)]),
+        "embedding": (lambda w, i: F.embedding(i, w), [_f(7, 4), _i(7, 5)]),
+        "cat": (lambda a, b: flow.cat([a, b], 0), [X, _f(3, 4)]),
+        "scatter_add": (lambda x, i, s: x.scatter_add(1, i, s), [X, _i(4, 5, 2), _f(5, 2)]),
+        "index_add": (lambda x, i, s: x.index_add(0, i, s), [X, _i(5, 3), _f(3, 4)]),
+    }
+)
+
+# Cases whose first global op is another registered op with the same rule.
+RUNS_AS = {"transpose": "permute", "narrow": "slice", "flatten": "reshape", "sub_": "add_"}
+
+# Registered ops without a rule of their own, and why.
+COMPOSITE = {
+    "masked_fill": "runs as where",
+    "linear": "runs as matmul and add",
+    "mean": "runs as sum and div",
+    "var": "runs as its parts",
+    "std": "runs as its parts",
+    "logsumexp": "runs as its parts",
+    "dropout": "runs as rand and mul",
+    "nll_loss": "runs as its parts",
+    "cross_entropy": "runs as its parts",
+    "mse_loss": "runs as its parts",
+    "scaled_dot_product_attention": "runs as its parts",
+    "split": "runs as narrow",
+    "chunk": "runs as narrow",
+    "stack": "runs as unsqueeze and cat",
+    "contiguous": "a copy only when needed: checked as clone",
+    "detach": "no computation: the shard is aliased",
+    "argmax": "runs as max (values and indices)",
+    "argmin": "runs as min (values and indices)",
+}
+CREATION = {"zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"}
+NOT_YET = {"conv2d", "max_pool2d", "avg_pool2d", "batch_norm"}  # raise on global tensors
+
+
+def _layouts(arr):
+    out = [S(d) for d in range(arr.ndim)] + [B]
+    if arr.dtype.kind == "f":
+        out += [PSUM, PMAX, PMIN]
+    return out
+
+
+def _pieces(arr, sbp, n, rng):
+    """Rank r's local piece of arr under a 1-d sbp over n ranks (uneven random partials)."""
+    if sbp.kind == "split":
+        return np.array_split(arr, n, axis=sbp.axis)
+    if sbp.kind == "broadcast":
+        return [arr.copy() for _ in range(n)]
+    op = str(sbp)
+    if "sum" in op:
+        parts = [rng.standard_normal(arr.shape).astype(arr.dtype) * 3 for _ in range(n - 1)]
+        return parts + [arr - sum(parts)]
+    owner = rng.integers(0, n, arr.shape)
+    sign = -1 if "max" in op else 1
+    return [
+        np.where(
+            owner == r, arr, arr + sign * (np.abs(rng.standard_normal(arr.shape)) + 0.1)
+        ).astype(arr.dtype)
+        for r in range(n)
+    ]
+
+
+def _out_layouts(want):
+    """Bool and integer outputs are checked split or broadcast only: partials of them mean
+    nothing here (and random data would make comparisons look valid)."""
+    out = [S(d) for d in range(want.ndim)] + [B]
+    return out + [PSUM, PMAX, PMIN] if want.dtype.kind == "f" else out
+
+
+def _matches(pieces, want, sbp):
+    try:
+        if sbp.kind == "split":
+            got = np.concatenate(pieces, axis=sbp.axis)
+            sizes = [p.shape[sbp.axis] for p in np.array_split(want, len(pieces), axis=sbp.axis)]
+            if [p.shape[sbp.axis] for p in pieces] != sizes:
+                return False
+        elif sbp.kind == "broadcast":
+            return all(_close(p, want) for p in pieces)
+        else:
+            op = str(sbp)
+            reduce = np.add if "sum" in op else (np.maximum if "max" in op else np.minimum)
+            got = pieces[0]
+            for p in pieces[1:]:
+                got = reduce(got, p)
+        return _close(got, want)
+    except ValueError:
+        return False
+
+
+def _close(got, want):
+    if got.shape != want.shape:
+        return False
+    if want.dtype.kind in "biu":
+        return np.array_equal(got, want)
+    return np.allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=False)
+
+
+def _sig_key(ins, outs):
+    return (tuple(s.to_string() for s in ins), tuple(s.to_string() for s in outs))
+
+
+def check_case(name, fn, arrays, n, also_declared=()):
+    """(op the case ran, wrong declared signatures, valid undeclared signatures).
+    also_declared: extra (inputs, outputs) string tuples treated as declared (to test the
+    checker itself)."""
+    rng = np.random.default_rng(0)
+    want = fn(*[flow.tensor(a) for a in arrays])
+    want = np.array((want[0] if isinstance(want, tuple) else want).numpy())
+    shapes = [a.shape for a in arrays]
+
+    def run(pieces_per_input, layouts, rank, out):
+        ts = [
+            _C.sbp_simulated_global(flow.tensor(p[rank]), list(s), l, rank, n)
+            for p, s, l in zip(pieces_per_input, shapes, layouts)
+        ]
+        return np.array(_C.sbp_run_as_laid_out(lambda: fn(*ts), out)[0].numpy())
+
+    probe = [_C.sbp_simulated_global(flow.tensor(a), list(a.shape), B, 0, n) for a in arrays]
+    op, declared = _C.sbp_declared(lambda: fn(*probe))
+    # Inputs in the op's order; an absent optional input (rms_norm's bias) is left out.
+    declared = {_sig_key(i[: len(arrays)], o[:1]) for i, o in declared} | set(also_declared)
+    wrong, extra = [], []
+    for layouts in itertools.product(*[_layouts(a) for a in arrays]):
+        pieces = [_pieces(a, l, n, rng) for a, l in zip(arrays, layouts)]
+        valid_b = False
+        for out in _out_layouts(want):
+            key = _sig_key(layouts, [out])
+            try:
+                got = [run(pieces, layouts, r, out) for r in range(n)]
+                ok = _matches(got, want, out)
+            except Exception:  # a layout the local function cannot take (e.g. shapes)
+                ok = False
+            valid_b |= ok and out.kind == "broadcast"
+            # Identical pieces are trivially a valid P(max) or P(min): not worth listing.
+            trivial = valid_b and out.kind == "partial" and "sum" not in str(out)
+            if key in declared and not ok:
+                wrong.append(key)
+            elif ok and key not in declared and not trivial:
+                extra.append(key)
+    return op, wrong, extra
+
+
+def _fmt(key):
+    return ", ".join(key[0]) + " -> " + ", ".join(key[1])
+
+
+def report():
+    """{op: (wrong, valid undeclared)} over 2 and 3 ranks, and registered ops not covered."""
+    result = {}
+    for name, (fn, arrays) in CASES.items():
+        wrong, extra = set(), set()
+        for n in RANKS:
+            op, w, e = check_case(name, fn, [a.copy() for a in arrays], n)
+            if op != RUNS_AS.get(name, name):
+                wrong.add(f"the case ran {op}, not {name}")
+            wrong |= {f"{_fmt(k)} on {n} ranks" for k in w}
+            extra |= {_fmt(k) for k in e}
+        result[name] = (op, sorted(wrong), sorted(extra))
+    registered = {op["name"] for op in _C.registered_ops()}
+    uncovered = sorted(registered - set(CASES) - set(COMPOSITE) - CREATION - NOT_YET)
+    return result, uncovered
+
+
+if __name__ == "__main__":
+    result, uncovered = report()
+    for name, (op, wrong, extra) in result.items():
+        for w in wrong:
+            print(f"WRONG {name}: {w}")
+        if extra:
+            print(f"{name}: valid but not declared: " + "; ".join(extra))
+    print("not covered:", uncovered or "none")
+    print("composite:", ", ".join(sorted(COMPOSITE)))
+    print("no rule yet (raise on global tensors):", ", ".join(sorted(NOT_YET)))
