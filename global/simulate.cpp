@@ -70,8 +70,9 @@ Tensor simulated_global(const Tensor& piece, const Shape& shape, const Sbp& sbp,
   return as_tensor({piece, shape, Placement::all(DeviceType::kCPU, n), NdSbp({sbp})}, ctx);
 }
 
-Declared declared_signatures(const std::function<void()>& call) {
-  ForcedCall forced{.probe = true};
+namespace {
+// Runs `call` with `forced` in scope, up to (and not past) its first global op.
+void run_until_first_op(ForcedCall& forced, const std::function<void()>& call) {
   ForcedScope scope(&forced);
   try {
     call();
@@ -79,18 +80,18 @@ Declared declared_signatures(const std::function<void()>& call) {
     if (!forced.seen) throw;
   }
   if (!forced.seen) fail("sbp conformance", "the call ran no global op");
+}
+}  // namespace
+
+Declared declared_signatures(const std::function<void()>& call) {
+  ForcedCall forced{.probe = true};
+  run_until_first_op(forced, call);
   return {forced.op, forced.declared};
 }
 
 std::vector<Tensor> run_first_op_as_laid_out(const std::function<void()>& call, const Sbp& out) {
   ForcedCall forced{.probe = false, .out_sbps = {out}};
-  ForcedScope scope(&forced);
-  try {
-    call();
-  } catch (...) {  // Stop, possibly translated by bindings on its way out
-    if (!forced.seen) throw;
-  }
-  if (!forced.seen) fail("sbp conformance", "the call ran no global op");
+  run_until_first_op(forced, call);
   return forced.outputs;
 }
 

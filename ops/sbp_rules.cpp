@@ -224,23 +224,6 @@ Sigs cat(const SbpQuery& q) {
   return sigs;
 }
 
-Sigs stack(const SbpQuery& q) {
-  Sigs sigs;
-  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
-    sigs.push_back(
-        {std::vector<Sbp>(q.in.size(), Sbp::split(d)), {Sbp::split(d >= q.attrs[0] ? d + 1 : d)}});
-  sigs.push_back(uniform(q, kPSum));
-  return sigs;
-}
-
-Sigs split(const SbpQuery& q) {
-  Sigs sigs;
-  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
-    if (d != q.attrs[0]) sigs.push_back(uniform(q, Sbp::split(d)));
-  sigs.push_back(uniform(q, kPSum));
-  return sigs;
-}
-
 Sigs gather(const SbpQuery& q) {
   Sigs sigs;
   const Shape &x = q.in[0], &index = q.in[1];
@@ -306,8 +289,6 @@ const SbpRule kSlice{"slice", slice};
 const SbpRule kSoftmax{"softmax", softmax};
 const SbpRule kNorm{"norm", norm};
 const SbpRule kCat{"cat", cat};
-const SbpRule kStack{"stack", stack};
-const SbpRule kSplit{"split", split};
 const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};

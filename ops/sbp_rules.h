@@ -45,11 +45,8 @@ extern const SbpRule kSlice;
 extern const SbpRule kSoftmax;
 // layer_norm / rms_norm (x, weight, bias): attrs {normalized dims}; x split on a leading axis.
 extern const SbpRule kNorm;
-// cat / stack: attrs {axis}; split on another axis, or all P(sum).
+// cat: attrs {axis}; split on another axis, or all P(sum).
 extern const SbpRule kCat;
-extern const SbpRule kStack;
-// split / chunk: attrs {axis}; one input, several outputs.
-extern const SbpRule kSplit;
 // gather(x, axis, index): attrs {axis}; x and index split on another axis where they agree.
 extern const SbpRule kGather;
 // index_select(x, axis, index): attrs {axis}.
