@@ -60,6 +60,12 @@ def install(tensor_cls):
     tensor_cls.sbp = property(_sbp)
 
 
+def from_full(full, placement, sbp):
+    """A global tensor from the whole tensor, which every rank holds alike: each rank keeps its
+    shard, with no communication."""
+    return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world())
+
+
 def make_global_creation(fn):
     """Wraps a creation op: with placement= and sbp=, every rank builds the same full tensor
     (random ops draw by logical element index, so the values do not depend on the layout) and
@@ -71,9 +77,7 @@ def make_global_creation(fn):
             if sbp is not None:
                 raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
             return full
-        from . import distributed
-
-        return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world())
+        return from_full(full, placement, sbp)
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     return wrapper

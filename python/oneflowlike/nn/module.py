@@ -4,6 +4,7 @@ import itertools
 from collections import OrderedDict
 
 import oneflowlike as flow
+from oneflowlike import _global
 
 from ._state_dict import StateDictMixin
 from .parameter import Parameter
@@ -349,9 +350,7 @@ class Module(StateDictMixin):
             layout = sbp(name, t) if callable(sbp) else sbp
             if t.is_global:
                 return t.to_global(placement, layout)
-            nd = len(placement.hierarchy)
-            replicated = t.to_global(placement, [flow.sbp.broadcast] * nd)
-            return replicated.to_global(sbp=layout)
+            return _global.from_full(t, placement, layout)
 
         for prefix, module in self.named_modules():
             dot = prefix + "." if prefix else ""
