@@ -111,11 +111,9 @@ class GPT(nn.Module):
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
-        pos = flow.arange(T)
-        if idx.is_global:  # positions are a constant: replicated on the batch's placement
-            nd = len(idx.placement.hierarchy)
-            pos = pos.to_global(idx.placement, [flow.sbp.broadcast] * nd)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
+        # Positions 0..T-1 are the table's first T rows (pos_emb(arange(T)), without an index
+        # tensor that would have to be placed like idx when idx is global).
+        x = self.drop(self.tok_emb(idx) + self.pos_emb.weight[:T])
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.ln_f(x))
