@@ -530,6 +530,39 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
                       x.shape, placement, nd_sbp};
 }
 
+std::vector<Tensor> all_reduce_fused(const std::vector<Tensor>& shards, const Placement& placement,
+                                     const std::vector<int64_t>& axes, BoxingContext& ctx,
+                                     int64_t bucket_bytes) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> out(shards.size());
+  if (shards.empty()) return out;
+  auto comm = comm_for(ctx, sub_group(placement, axes, global_rank(ctx)).members);
+  const DType dtype = shards[0].dtype();
+  const int64_t item = int64_t(itemsize(dtype));
+  for (size_t begin = 0, end = 0; begin < shards.size(); begin = end) {
+    int64_t n = 0;
+    for (end = begin; end < shards.size(); ++end) {
+      const int64_t k = shards[end].numel();
+      if (end > begin && (n + k) * item > bucket_bytes) break;
+      OFL_CHECK(shards[end].dtype() == dtype, "fused all_reduce of mixed dtypes");
+      n += k;
+    }
+    Tensor buf = Tensor::empty({n}, dtype, shards[begin].device());
+    int64_t off = 0;
+    for (size_t i = begin; i < end; off += shards[i++].numel()) {
+      Tensor piece = narrow(buf, 0, off, shards[i].numel());
+      copy_(piece, reshape(shards[i], {shards[i].numel()}));
+    }
+    if (ctx.log != nullptr)
+      ctx.log->push_back(str_cat("all_reduce(sum) ", comm->name(), " ", n * item, " B"));
+    comm->all_reduce(buf, comm::ReduceOp::kSum);
+    off = 0;
+    for (size_t i = begin; i < end; off += shards[i++].numel())
+      out[i] = reshape(narrow(buf, 0, off, shards[i].numel()), shards[i].shape());
+  }
+  return out;
+}
+
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx) {
   const Placement all = Placement::all(x.placement.device_type(), ctx.world->size());
   return reshard(x, all, NdSbp({Sbp::broadcast()}), ctx).local;

@@ -40,6 +40,13 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
                      BoxingContext& ctx);
 
+// Sums each shard over this rank's sub-group on mesh `axes` of `placement` (the P(sum) -> B
+// all_reduce of reshard, for many tensors at once): shards go out packed into buffers of up to
+// bucket_bytes, one all_reduce per buffer. Every member passes the same list of shapes. Returns
+// the sums in order; the inputs are left intact.
+std::vector<Tensor> all_reduce_fused(const std::vector<Tensor>& shards, const Placement& placement,
+                                     const std::vector<int64_t>& axes, BoxingContext& ctx,
+                                     int64_t bucket_bytes);
 // The whole logical tensor on every rank of the world (for numpy() and tests).
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
 

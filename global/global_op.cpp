@@ -117,6 +117,21 @@ double local_fraction(const NdSbp& sbp, const Placement& p) {
   return f;
 }
 
+// A partial output owes a reduction to whatever consumes it unpartialled: priced at its cheapest,
+// a reduce-scatter onto the largest axis. Without it the choice would favour signatures that only
+// move the bill to the next op (a column-parallel matmul fed split activations through an S(k)
+// signature, and then a reduction of its much larger output). A 0-d output owes nothing: its
+// reduction is latency only and often never due (a loss's backward takes it partial).
+double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out, const Placement& p,
+                              PlanCache& cache) {
+  if (!out.any_partial() || shape.empty()) return 0;
+  const Sbp target = Sbp::split(std::max_element(shape.begin(), shape.end()) - shape.begin());
+  std::vector<Sbp> axes = out.axes();
+  for (Sbp& s : axes)
+    if (s.is_partial()) s = target;
+  return cache.get(shape, dtype, p, out, p, NdSbp(std::move(axes)))->seconds;
+}
+
 // The conformance checker's first op (global/forced.h): report the declared 1-d signatures, or
 // run the local function on the inputs' pieces as they are and record the local outputs.
 [[noreturn]] std::vector<Tensor> run_forced(const GlobalOp& op, const OpDef* def, const SbpQuery& q,
@@ -225,6 +240,8 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       c.comm_steps += plan->num_communication_steps();
     }
     for (size_t j = 0; j < op.out_shapes.size(); ++j) {
+      c.seconds +=
+          owed_reduction_seconds(op.out_shapes[j], first->dtype(), sig.out[j], placement, cache);
       c.out_elems += numel_of(op.out_shapes[j]) * local_fraction(sig.out[j], placement);
       c.partial_outs += sig.out[j].any_partial();
     }
@@ -359,19 +376,84 @@ Tensor global_like(const Tensor& like, bool is_zero,
 }
 
 // A parameter's gradient takes the parameter's own layout: for B parameters fed split data this
-// is the data-parallel all-reduce.
+// is the data-parallel all-reduce. Those all-reduces (a P(sum) gradient of a leaf that is B on
+// the same mesh axes, and laid out alike elsewhere) wait for the end of backward and go out
+// fused, DDP-style; every other gradient is resharded when it arrives.
+namespace {
+
+constexpr int64_t kGradBucketBytes = 25 << 20;  // DDP's default bucket_cap_mb
+
+struct PendingGrad {
+  Tensor var, grad;
+  std::vector<int64_t> axes;  // the mesh axes where the gradient is P(sum) and the leaf B
+};
+thread_local std::vector<PendingGrad> pending_grads;  // C++ tests run ranks as threads
+
+// The mesh axes a fused all-reduce would sum over, or none when grad -> var's layout is not
+// only P(sum) -> B.
+std::vector<int64_t> sum_to_broadcast_axes(const GlobalInfo& g, const GlobalInfo& v) {
+  std::vector<int64_t> axes;
+  if (g.placement != v.placement) return {};
+  for (size_t k = 0; k < v.nd_sbp.size(); ++k) {
+    const Sbp &from = g.nd_sbp[k], &to = v.nd_sbp[k];
+    if (from == to) continue;
+    if (!(from.is_partial() && from.op() == PartialOp::kSum && to.is_broadcast())) return {};
+    axes.push_back(int64_t(k));
+  }
+  return axes;
+}
+
+Tensor take_leaf_grad(const Tensor& var, const Tensor& grad) {
+  const GlobalInfo& v = info(var);
+  if (!grad.is_global())
+    fail("AccumulateGrad", "a global leaf ", describe(var), " got a local gradient of shape ",
+         shape_str(grad.shape()));
+  const GlobalInfo& g = info(grad);
+  if (g.placement == v.placement && g.nd_sbp == v.nd_sbp) return grad;
+  if (auto axes = sum_to_broadcast_axes(g, v); !axes.empty()) {
+    pending_grads.push_back({var, grad, std::move(axes)});
+    return Tensor();
+  }
+  return wrap(reshard(as_global(grad, "AccumulateGrad"), v.placement, v.nd_sbp, *g.ctx).local,
+              v.shape, v.placement, v.nd_sbp, g.ctx);
+}
+
+// Fuses the deferred all-reduces per (context, placement, axes, dtype), in the order the
+// gradients arrived, which is the same on every rank.
+void flush_leaf_grads(bool ok) {
+  std::vector<PendingGrad> todo = std::move(pending_grads);
+  pending_grads.clear();
+  if (!ok) return;
+  std::vector<bool> done(todo.size(), false);
+  for (size_t first = 0; first < todo.size(); ++first) {
+    if (done[first]) continue;
+    const GlobalInfo& key = info(todo[first].grad);
+    std::vector<size_t> group;
+    for (size_t i = first; i < todo.size(); ++i) {
+      const GlobalInfo& g = info(todo[i].grad);
+      if (!done[i] && g.ctx == key.ctx && g.placement == key.placement &&
+          todo[i].axes == todo[first].axes && todo[i].grad.dtype() == todo[first].grad.dtype()) {
+        group.push_back(i);
+        done[i] = true;
+      }
+    }
+    std::vector<Tensor> shards;
+    for (size_t i : group) shards.push_back(as_global(todo[i].grad, "AccumulateGrad").local);
+    auto sums =
+        all_reduce_fused(shards, key.placement, todo[first].axes, *key.ctx, kGradBucketBytes);
+    for (size_t j = 0; j < group.size(); ++j) {
+      const GlobalInfo& v = info(todo[group[j]].var);
+      autograd::accumulate_grad(todo[group[j]].var,
+                                wrap(sums[j], v.shape, v.placement, v.nd_sbp, key.ctx));
+    }
+  }
+}
+
 const bool grad_layout_registered = [] {
-  autograd::set_global_grad_fn([](const Tensor& var, const Tensor& grad) -> Tensor {
-    const GlobalInfo& v = info(var);
-    if (!grad.is_global())
-      fail("AccumulateGrad", "a global leaf ", describe(var), " got a local gradient of shape ",
-           shape_str(grad.shape()));
-    const GlobalInfo& g = info(grad);
-    if (g.placement == v.placement && g.nd_sbp == v.nd_sbp) return grad;
-    return wrap(reshard(as_global(grad, "AccumulateGrad"), v.placement, v.nd_sbp, *g.ctx).local,
-                v.shape, v.placement, v.nd_sbp, g.ctx);
-  });
+  autograd::set_global_grad_hooks({take_leaf_grad, flush_leaf_grads});
   return true;
 }();
+
+}  // namespace
 
 }  // namespace ofl

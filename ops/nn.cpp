@@ -163,15 +163,15 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   Tensor valid = ne(t64, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
   Tensor safe = where(valid, t64, zeros_like(t64));
   if (safe.numel() > 0) {
-    Tensor lo_t = amin(safe), hi_t = amax(safe);
-    if (lo_t.is_global()) {
-      lo_t = full_value(lo_t);
-      hi_t = full_value(hi_t);
-    }
-    int64_t lo = lo_t.item<int64_t>(), hi = hi_t.item<int64_t>();
-    if (lo < 0 || hi >= classes)
+    // One flag (one collective on global targets); the offending value only when it is set.
+    auto scalar = [](double v) { return wrap_scalar(v, DType::kInt64); };
+    auto whole = [](Tensor v) { return v.is_global() ? full_value(v) : v; };
+    Tensor bad = any(logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes)))));
+    if (whole(bad).item<bool>()) {
+      int64_t lo = whole(amin(safe)).item<int64_t>(), hi = whole(amax(safe)).item<int64_t>();
       fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
                        " classes (input ", shape_str(logical_shape(log_probs)), ")");
+    }
   }
   Tensor picked = squeeze(gather(x, 1, unsqueeze(safe, 1)), std::vector<int64_t>{1});
   Tensor losses = neg(mul(picked, valid));

@@ -140,7 +140,14 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
               bool create_graph) {
-  run(roots, grads, retain_graph, create_graph, "backward", nullptr, nullptr);
+  const GlobalGradHooks& hooks = global_grad_hooks();
+  try {
+    run(roots, grads, retain_graph, create_graph, "backward", nullptr, nullptr);
+  } catch (...) {
+    if (hooks.flush) hooks.flush(false);
+    throw;
+  }
+  if (hooks.flush) hooks.flush(true);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,

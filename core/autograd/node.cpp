@@ -58,21 +58,18 @@ Grads FunctionNode::apply(Grads&& grads) {
 }
 
 namespace {
-GlobalGradFn global_grad_fn = nullptr;
+GlobalGradHooks global_hooks;
 }  // namespace
 
-void set_global_grad_fn(GlobalGradFn fn) {
-  global_grad_fn = fn;
+void set_global_grad_hooks(GlobalGradHooks hooks) {
+  global_hooks = hooks;
 }
 
-AccumulateGrad::AccumulateGrad(const Tensor& var) : Node("AccumulateGrad"), var_(var.impl_ptr()) {}
+const GlobalGradHooks& global_grad_hooks() {
+  return global_hooks;
+}
 
-Grads AccumulateGrad::apply(Grads&& grads) {
-  auto impl = var_.lock();
-  if (!impl || !grads[0].defined()) return {};
-  Tensor var(impl);
-  Tensor g = grads[0];
-  if (var.is_global() && global_grad_fn) g = global_grad_fn(var, g);
+void accumulate_grad(Tensor var, const Tensor& g) {
   if (g.shape() != var.shape())
     fail("AccumulateGrad", "gradient of shape ", shape_str(g.shape()),
          " does not match the leaf's shape ", shape_str(var.shape()));
@@ -86,6 +83,17 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   } else {
     var.set_grad(add(old, g));
   }
+}
+
+AccumulateGrad::AccumulateGrad(const Tensor& var) : Node("AccumulateGrad"), var_(var.impl_ptr()) {}
+
+Grads AccumulateGrad::apply(Grads&& grads) {
+  auto impl = var_.lock();
+  if (!impl || !grads[0].defined()) return {};
+  Tensor var(impl);
+  Tensor g = grads[0];
+  if (var.is_global() && global_hooks.take) g = global_hooks.take(var, g);
+  if (g.defined()) accumulate_grad(var, g);
   return {};
 }
 

@@ -90,9 +90,19 @@ class AccumulateGrad : public Node {
 };
 
 // How a global leaf's gradient takes the leaf's own placement and SBP (set by the global
-// executor, which knows boxing; the engine does not).
-using GlobalGradFn = Tensor (*)(const Tensor& var, const Tensor& grad);
-void set_global_grad_fn(GlobalGradFn fn);
+// executor, which knows boxing; the engine does not). `take` returns the gradient in the leaf's
+// layout, or an undefined tensor when it defers that to `flush`, which backward() calls once the
+// graph has run (ok=false after an error: drop what was deferred). Deferring lets the
+// data-parallel all-reduces of many parameters go out as a few fused buffers.
+struct GlobalGradHooks {
+  Tensor (*take)(const Tensor& var, const Tensor& grad) = nullptr;
+  void (*flush)(bool ok) = nullptr;
+};
+void set_global_grad_hooks(GlobalGradHooks hooks);
+const GlobalGradHooks& global_grad_hooks();
+
+// Adds `grad` (in var's layout) into var.grad: what AccumulateGrad does with a leaf's gradient.
+void accumulate_grad(Tensor var, const Tensor& grad);
 
 // The edge a gradient for `t` flows into (its grad_fn, or its accumulator if a leaf).
 Edge gradient_edge(const Tensor& t);

@@ -123,26 +123,32 @@ TEST(GlobalOps, ViewsMapSplitsThroughReshapeAndTranspose) {
   });
 }
 
-TEST(GlobalOps, DataParallelGradientIsOneAllReduce) {
+TEST(GlobalOps, DataParallelGradientsAreOneFusedAllReduce) {
   run_ranks(2, [](int, Communicator& c) {
     Rank r(c);
-    Tensor x = logical({6, 4}, 1), w = logical({4, 3}, 2);
-    Tensor gw = r.global(w, line(2), "B");
+    Tensor x = logical({6, 4}, 1), w = logical({4, 3}, 2), b = logical({3}, 3);
+    Tensor gw = r.global(w, line(2), "B"), gb = r.global(b, line(2), "B");
     gw.set_requires_grad(true);
-    Tensor loss =
-        sum(mul(matmul(r.global(x, line(2), "S(0)"), gw), wrap_scalar(0.5, DType::kFloat64)));
+    gb.set_requires_grad(true);
+    auto loss_of = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return sum(mul(add(matmul(x, w), b), wrap_scalar(0.5, DType::kFloat64)));
+    };
+    Tensor loss = loss_of(r.global(x, line(2), "S(0)"), gw, gb);
     r.log.clear();
     autograd::backward({loss}, {Tensor()}, false, false);
-    ASSERT_TRUE(gw.grad().defined());
+    ASSERT_TRUE(gw.grad().defined() && gb.grad().defined());
     EXPECT_EQ(sbp_of(gw.grad()), "B");
+    EXPECT_EQ(sbp_of(gb.grad()), "B");
+    // Both parameters' gradients in one buffer: (4*3 + 3) float32.
     ASSERT_EQ(r.log.size(), 1u);
-    EXPECT_EQ(r.log[0].rfind("all_reduce", 0), 0u) << r.log[0];
+    EXPECT_EQ(r.log[0], "all_reduce(sum) group[0,1] 60 B");
 
-    Tensor lw = w.alias();
+    Tensor lw = w.alias(), lb = b.alias();
     lw.set_requires_grad(true);
-    autograd::backward({sum(mul(matmul(x, lw), wrap_scalar(0.5, DType::kFloat64)))}, {Tensor()},
-                       false, false);
-    expect_close(gw.grad(), lw.grad(), "grad");  // B: the local shard is the whole gradient
+    lb.set_requires_grad(true);
+    autograd::backward({loss_of(x, lw, lb)}, {Tensor()}, false, false);
+    expect_close(gw.grad(), lw.grad(), "grad w");  // B: the local shard is the whole gradient
+    expect_close(gb.grad(), lb.grad(), "grad b");
   });
 }
 
