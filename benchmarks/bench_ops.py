@@ -48,7 +48,9 @@ def make_cases(quick):
         cases.append((f"matmul {n}x{n} @ {n}x{n}", (arr(n, n), arr(n, n)), "matmul"))
     for m, k, n in [(2048, 512, 2048)] if quick else [(4096, 768, 3072), (4096, 3072, 768)]:
         cases.append((f"matmul {m}x{k} @ {k}x{n}", (arr(m, k), arr(k, n)), "matmul"))
-    cases.append(("batched matmul 16x256x64 @ 16x64x256", (arr(16, 256, 64), arr(16, 64, 256)), "matmul"))
+    cases.append(
+        ("batched matmul 16x256x64 @ 16x64x256", (arr(16, 256, 64), arr(16, 64, 256)), "matmul")
+    )
     for n in [1 << 16, 1 << 22]:
         a, b = arr(n), arr(n)
         cases += [(f"add {n}", (a, b), "add"), (f"mul {n}", (a, b), "mul")]

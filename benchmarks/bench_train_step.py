@@ -11,26 +11,12 @@ import importlib.util
 import json
 import os
 import sys
-import types
-from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import bench, report, run_child  # noqa: E402
-
-MODEL = Path(__file__).resolve().parents[1] / "examples" / "char_gpt" / "model.py"
-
-
-def load_model_module(framework):
-    source = MODEL.read_text()
-    if framework != "oneflowlike":
-        source = source.replace("oneflowlike", framework)
-    module = types.ModuleType(f"gpt_{framework}")
-    module.__dict__["__file__"] = str(MODEL)
-    sys.modules[module.__name__] = module  # dataclasses look the module up by name
-    exec(compile(source, str(MODEL), "exec"), module.__dict__)
-    return module
+from model_loader import load_model_module  # noqa: E402
 
 
 def make_step(framework, args, x_np, y_np):

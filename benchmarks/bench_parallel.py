@@ -1,0 +1,89 @@
+"""One training step of the example char-GPT on N local CPU ranks under each parallel layout,
+against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), in one run.
+
+    python benchmarks/bench_parallel.py [--ranks 4] [--repeats 2] [--batch-size 16] ...
+
+Both sides run through the launcher (python -m oneflowlike.distributed.launch, which gives each
+rank 1/N of the cores) on the same model file, global batch and AdamW step; see
+parallel_worker.py. Per layout it prints the best time per step over repeats, ddp/ours (> 1: we
+are faster), the collectives one step runs and the bytes they move per rank: `buffer` is the
+sum of the collectives' buffers, `wire` what a ring or pairwise algorithm sends of them
+(2(n-1)/n of an all_reduce's buffer, (n-1)/n of the others'). DDP's traffic is one all_reduce of
+every gradient.
+"""
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import fmt_time  # noqa: E402
+from bench_comm import fmt_bytes, run_job  # noqa: E402
+
+WORKER = Path(__file__).resolve().parent / "parallel_worker.py"
+MODEL_ARGS = ("batch_size", "block_size", "n_layer", "n_head", "n_embd", "steps", "rounds")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--layouts", default="dp,tp,zero,2d,seq")
+    ap.add_argument("--repeats", type=int, default=2, help="launcher jobs per side; best kept")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--block-size", type=int, default=64)
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--n-embd", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=5, help="steps per timed round")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds per job; best kept")
+    ap.add_argument("--timeout", type=float, default=1200)
+    return ap.parse_args()
+
+
+def run(lib, args):
+    cmd = [sys.executable, "-m", "oneflowlike.distributed.launch"]
+    cmd += ["--nproc_per_node", str(args.ranks), str(WORKER), "--lib", lib]
+    cmd += ["--layouts", args.layouts]
+    for name in MODEL_ARGS:
+        cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    best = {}
+    for _ in range(args.repeats):
+        for row in run_job(cmd, args.timeout):
+            if row["case"] not in best or row["step_s"] < best[row["case"]]["step_s"]:
+                best[row["case"]] = row
+    return best
+
+
+def collectives(row):
+    return ", ".join(f"{n} {k}" if n is not None else k for k, n in row["collectives"].items())
+
+
+def main():
+    args = parse_args()
+    if "2d" in args.layouts.split(",") and args.ranks != 4:
+        sys.exit("the 2d layout is a 2x2 mesh: run it with --ranks 4, or leave it out of --layouts")
+    ours = run("oneflowlike", args)
+    ddp = run("torch", args)["ddp"] if importlib.util.find_spec("torch") else None
+    print(
+        f"train step, {args.ranks} CPU ranks: B={args.batch_size} T={args.block_size} "
+        f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
+    )
+    header = (
+        f"{'layout':14s} {'step':>10s} {'ddp/ours':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
+    )
+    print(header)
+    print("-" * (len(header) + 30))
+    rows = [ours[c] for c in args.layouts.split(",")] + ([ddp] if ddp else [])
+    for row in rows:
+        name = row["case"] if row["lib"] == "oneflowlike" else "torch DDP"
+        ratio = f"{ddp['step_s'] / row['step_s']:8.2f}x" if ddp else "-"
+        print(
+            f"{name:14s} {fmt_time(row['step_s']):>10s} {ratio:>9s} "
+            f"{fmt_bytes(row['buffer_bytes']):>9s} {fmt_bytes(row['wire_bytes']):>9s}  "
+            f"{collectives(row)}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""The example char-GPT (examples/char_gpt/model.py) as a module of either framework: the very
+same source with `oneflowlike` replaced by `torch`, so both run one architecture and
+initialisation scheme."""
+
+import sys
+import types
+from pathlib import Path
+
+MODEL = Path(__file__).resolve().parents[1] / "examples" / "char_gpt" / "model.py"
+
+
+def load_model_module(framework):
+    source = MODEL.read_text()
+    if framework != "oneflowlike":
+        source = source.replace("oneflowlike", framework)
+    module = types.ModuleType(f"gpt_{framework}")
+    module.__dict__["__file__"] = str(MODEL)
+    sys.modules[module.__name__] = module  # dataclasses look the module up by name
+    exec(compile(source, str(MODEL), "exec"), module.__dict__)
+    return module

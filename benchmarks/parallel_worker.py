@@ -1,0 +1,168 @@
+"""One rank of bench_parallel.py, started by oneflowlike.distributed.launch: times one training
+step (forward, backward, AdamW) of the example char-GPT on a fixed global batch.
+
+    --lib oneflowlike   every layout of examples/parallel/gpt_layouts.py in turn (the same code
+                        as that example: Module.to_global with the layout's SBPs), and the
+                        collectives one step runs, from flow.boxing.comm_log()
+    --lib torch         PyTorch DistributedDataParallel over Gloo, each rank on its S(0) rows
+                        of the same batch; the model is the same file loaded with `oneflowlike`
+                        replaced by `torch` (bench_train_step.load_model_module)
+
+Each case warms up, then runs --rounds rounds of --steps steps behind a barrier; rank 0 prints
+one JSON line per case with the best round's seconds per step.
+"""
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "examples" / "parallel"))
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True, choices=["oneflowlike", "torch"])
+    ap.add_argument("--layouts", default="dp,tp,zero,2d,seq")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--block-size", type=int, default=64)
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--n-embd", type=int, default=128)
+    ap.add_argument("--vocab-size", type=int, default=96)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    return ap.parse_args()
+
+
+def batch(args):
+    rng = np.random.default_rng(0)
+    shape = (args.batch_size, args.block_size)
+    return (rng.integers(0, args.vocab_size, shape, dtype=np.int64) for _ in range(2))
+
+
+def best_step_seconds(step, barrier, args):
+    step()  # warm-up: first-touch allocations, plan caches, DDP's bucket rebuild
+    step()
+    best = float("inf")
+    for _ in range(args.rounds):
+        barrier()
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        barrier()
+        best = min(best, (time.perf_counter() - t0) / args.steps)
+    return best
+
+
+def wire_bytes(line, world_size):
+    """Bytes one rank sends for a logged collective ("all_reduce(sum) group[0,2] 4096 B"), as
+    a ring/pairwise algorithm moves them: 2(n-1)/n of the buffer for all_reduce, (n-1)/n for
+    all_gather, reduce_scatter and all_to_all, the whole buffer for send/recv."""
+    kind, group, nbytes = re.match(r"(\w+)(?:\(\w+\))? (\S+) (\d+) B", line).groups()
+    n = world_size if group == "world" else group.count(",") + 1
+    nbytes = int(nbytes)
+    if kind == "all_reduce":
+        return nbytes * 2 * (n - 1) / n
+    if kind in ("all_gather", "reduce_scatter", "all_to_all"):
+        return nbytes * (n - 1) / n
+    return nbytes
+
+
+def run_oneflowlike(args):
+    import oneflowlike as flow
+    import oneflowlike.distributed as dist
+    from gpt_layouts import LAYOUTS
+    from model_loader import load_model_module
+
+    m = load_model_module("oneflowlike")
+    x_np, y_np = batch(args)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    for layout in args.layouts.split(","):
+        ranks, param_sbp, batch_sbp = LAYOUTS[layout]
+        place = flow.placement("cpu", ranks=ranks)
+        flow.manual_seed(0)
+        model = m.GPT(
+            m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+        )
+        model.to_global(place, param_sbp)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
+        replicated = [flow.sbp.broadcast] * len(place.hierarchy)
+        x, y = (
+            flow.tensor(a).to_global(place, replicated).to_global(sbp=batch_sbp)
+            for a in (x_np, y_np)
+        )
+
+        def step():
+            _, loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        seconds = best_step_seconds(step, dist.barrier, args)
+        with flow.boxing.comm_log() as log:
+            step()
+        if rank == 0:
+            counts = {}
+            for line in log:
+                kind = line.split(" ")[0]
+                counts[kind] = counts.get(kind, 0) + 1
+            row = {
+                "lib": "oneflowlike",
+                "case": layout,
+                "step_s": seconds,
+                "collectives": counts,
+                "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),
+                "wire_bytes": sum(wire_bytes(line, world_size) for line in log),
+            }
+            print(json.dumps(row), flush=True)
+
+
+def run_torch(args):
+    import torch
+    import torch.distributed as dist
+    from model_loader import load_model_module
+
+    dist.init_process_group("gloo")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    m = load_model_module("torch")
+    rows = np.array_split(np.arange(args.batch_size), world_size)[rank]
+    x, y = (torch.from_numpy(a[rows]) for a in batch(args))
+    torch.manual_seed(0)
+    model = m.GPT(
+        m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    )
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+
+    def step():
+        _, loss = ddp(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    seconds = best_step_seconds(step, dist.barrier, args)
+    if rank == 0:
+        # DDP all-reduces every gradient once per step (in buckets): that is its whole traffic.
+        nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        row = {
+            "lib": "torch",
+            "case": "ddp",
+            "step_s": seconds,
+            "collectives": {"all_reduce (buckets)": None},
+            "buffer_bytes": nbytes,
+            "wire_bytes": nbytes * 2 * (world_size - 1) / world_size,
+        }
+        print(json.dumps(row), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    a = parse_args()
+    run_torch(a) if a.lib == "torch" else run_oneflowlike(a)
