@@ -530,35 +530,74 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
                       x.shape, placement, nd_sbp};
 }
 
-std::vector<Tensor> all_reduce_fused(const std::vector<Tensor>& shards, const Placement& placement,
-                                     const std::vector<int64_t>& axes, BoxingContext& ctx,
-                                     int64_t bucket_bytes) {
+std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
+                                 const std::vector<NdSbp>& targets,
+                                 const std::vector<int64_t>& axes, BoxingContext& ctx,
+                                 int64_t bucket_bytes) {
   autograd::NoGradGuard no_grad;
-  std::vector<Tensor> out(shards.size());
-  if (shards.empty()) return out;
-  auto comm = comm_for(ctx, sub_group(placement, axes, global_rank(ctx)).members);
-  const DType dtype = shards[0].dtype();
+  std::vector<Tensor> out(xs.size());
+  if (xs.empty()) return out;
+  const Placement& p = xs[0].placement;
+  const SubGroup g = sub_group(p, axes, global_rank(ctx));
+  auto comm = comm_for(ctx, g.members);
+  const DType dtype = xs[0].local.dtype();
   const int64_t item = int64_t(itemsize(dtype));
-  for (size_t begin = 0, end = 0; begin < shards.size(); begin = end) {
+  // Each tensor's box on this rank, and the box each member keeps of it.
+  std::vector<Ranges> have;
+  std::vector<std::vector<Ranges>> keep;
+  bool scatter = false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    OFL_CHECK(xs[i].local.dtype() == dtype && xs[i].placement == p, "reduce_fused: mixed tensors");
+    have.push_back(local_ranges(xs[i].shape, xs[i].nd_sbp, p, *p.coords_of(global_rank(ctx))));
+    keep.emplace_back();
+    for (int m : g.members)
+      keep[i].push_back(local_ranges(xs[i].shape, targets[i], p, *p.coords_of(m)));
+    for (const Ranges& b : keep[i]) scatter |= b != have[i];
+  }
+  for (size_t begin = 0, end = 0; begin < xs.size(); begin = end) {
     int64_t n = 0;
-    for (end = begin; end < shards.size(); ++end) {
-      const int64_t k = shards[end].numel();
+    for (end = begin; end < xs.size(); ++end) {
+      const int64_t k = xs[end].local.numel();
       if (end > begin && (n + k) * item > bucket_bytes) break;
-      OFL_CHECK(shards[end].dtype() == dtype, "fused all_reduce of mixed dtypes");
       n += k;
     }
-    Tensor buf = Tensor::empty({n}, dtype, shards[begin].device());
+    // Member-major: every tensor's block for member 0, then for member 1, ...
+    auto box_of = [&](size_t i, size_t m) -> const Ranges& {
+      return scatter ? keep[i][m] : have[i];
+    };
+    std::vector<int64_t> counts(scatter ? g.members.size() : 1, 0);
+    for (size_t m = 0; m < counts.size(); ++m)
+      for (size_t i = begin; i < end; ++i) counts[m] += numel_of_ranges(box_of(i, m));
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    Tensor buf = Tensor::empty({total}, dtype, xs[begin].local.device());
     int64_t off = 0;
-    for (size_t i = begin; i < end; off += shards[i++].numel()) {
-      Tensor piece = narrow(buf, 0, off, shards[i].numel());
-      copy_(piece, reshape(shards[i], {shards[i].numel()}));
-    }
+    for (size_t m = 0; m < counts.size(); ++m)
+      for (size_t i = begin; i < end; ++i) {
+        const Ranges& box = box_of(i, m);
+        const int64_t k = numel_of_ranges(box);
+        if (k == 0) continue;
+        Tensor piece = view(narrow(buf, 0, off, k), shape_of(box));
+        copy_(piece, sub_box(xs[i].local, have[i], box));
+        off += k;
+      }
+    const char* kind = scatter ? "reduce_scatter(sum) " : "all_reduce(sum) ";
     if (ctx.log != nullptr)
-      ctx.log->push_back(str_cat("all_reduce(sum) ", comm->name(), " ", n * item, " B"));
-    comm->all_reduce(buf, comm::ReduceOp::kSum);
+      ctx.log->push_back(str_cat(kind, comm->name(), " ", total * item, " B"));
+    Tensor mine = buf;
+    if (scatter) {
+      mine = Tensor::empty({counts[size_t(g.index)]}, dtype, buf.device());
+      comm->reduce_scatter_v(buf, mine, counts, comm::ReduceOp::kSum);
+    } else {
+      comm->all_reduce(buf, comm::ReduceOp::kSum);
+    }
     off = 0;
-    for (size_t i = begin; i < end; off += shards[i++].numel())
-      out[i] = reshape(narrow(buf, 0, off, shards[i].numel()), shards[i].shape());
+    for (size_t i = begin; i < end; ++i) {
+      const Ranges& box = box_of(i, size_t(g.index));
+      const int64_t k = numel_of_ranges(box);
+      out[i] = reshape(narrow(mine, 0, off, k), shape_of(box));
+      off += k;
+    }
   }
   return out;
 }

@@ -40,13 +40,15 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
                      BoxingContext& ctx);
 
-// Sums each shard over this rank's sub-group on mesh `axes` of `placement` (the P(sum) -> B
-// all_reduce of reshard, for many tensors at once): shards go out packed into buffers of up to
-// bucket_bytes, one all_reduce per buffer. Every member passes the same list of shapes. Returns
-// the sums in order; the inputs are left intact.
-std::vector<Tensor> all_reduce_fused(const std::vector<Tensor>& shards, const Placement& placement,
-                                     const std::vector<int64_t>& axes, BoxingContext& ctx,
-                                     int64_t bucket_bytes);
+// Reshards many tensors at once, each from P(sum) to B or S on the same mesh `axes` of one
+// placement (laid out alike elsewhere): their pieces go out packed into buffers of up to
+// bucket_bytes, one collective per buffer (an all_reduce when every target is B, else a
+// reduce_scatter). Every member of a sub-group passes the same shapes and layouts in the same
+// order. Returns this rank's shards of the results, in order; the inputs are left intact.
+std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
+                                 const std::vector<NdSbp>& targets,
+                                 const std::vector<int64_t>& axes, BoxingContext& ctx,
+                                 int64_t bucket_bytes);
 // The whole logical tensor on every rank of the world (for numpy() and tests).
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
 

@@ -376,28 +376,30 @@ Tensor global_like(const Tensor& like, bool is_zero,
 }
 
 // A parameter's gradient takes the parameter's own layout: for B parameters fed split data this
-// is the data-parallel all-reduce. Those all-reduces (a P(sum) gradient of a leaf that is B on
-// the same mesh axes, and laid out alike elsewhere) wait for the end of backward and go out
-// fused, DDP-style; every other gradient is resharded when it arrives.
+// is the data-parallel all-reduce, for split parameters (ZeRO) a reduce-scatter. Those
+// reductions (a P(sum) gradient of a leaf that is B or S on those mesh axes, and laid out alike
+// elsewhere) wait for the end of backward and go out fused, as DDP's buckets do; every other
+// gradient is resharded when it arrives.
 namespace {
 
 constexpr int64_t kGradBucketBytes = 25 << 20;  // DDP's default bucket_cap_mb
 
 struct PendingGrad {
   Tensor var, grad;
-  std::vector<int64_t> axes;  // the mesh axes where the gradient is P(sum) and the leaf B
+  std::vector<int64_t> axes;  // the mesh axes where the gradient is P(sum) and the leaf is not
+  bool scatter = false;       // the leaf is split on one of them
 };
 thread_local std::vector<PendingGrad> pending_grads;  // C++ tests run ranks as threads
 
-// The mesh axes a fused all-reduce would sum over, or none when grad -> var's layout is not
-// only P(sum) -> B.
-std::vector<int64_t> sum_to_broadcast_axes(const GlobalInfo& g, const GlobalInfo& v) {
+// The mesh axes a fused reduction would sum over, or none when grad -> var's layout is not only
+// P(sum) -> B or S.
+std::vector<int64_t> reduced_axes(const GlobalInfo& g, const GlobalInfo& v) {
   std::vector<int64_t> axes;
   if (g.placement != v.placement) return {};
   for (size_t k = 0; k < v.nd_sbp.size(); ++k) {
     const Sbp &from = g.nd_sbp[k], &to = v.nd_sbp[k];
     if (from == to) continue;
-    if (!(from.is_partial() && from.op() == PartialOp::kSum && to.is_broadcast())) return {};
+    if (!(from.is_partial() && from.op() == PartialOp::kSum && !to.is_partial())) return {};
     axes.push_back(int64_t(k));
   }
   return axes;
@@ -410,15 +412,17 @@ Tensor take_leaf_grad(const Tensor& var, const Tensor& grad) {
          shape_str(grad.shape()));
   const GlobalInfo& g = info(grad);
   if (g.placement == v.placement && g.nd_sbp == v.nd_sbp) return grad;
-  if (auto axes = sum_to_broadcast_axes(g, v); !axes.empty()) {
-    pending_grads.push_back({var, grad, std::move(axes)});
+  if (auto axes = reduced_axes(g, v); !axes.empty()) {
+    bool scatter = false;
+    for (int64_t k : axes) scatter |= v.nd_sbp[size_t(k)].is_split();
+    pending_grads.push_back({var, grad, std::move(axes), scatter});
     return Tensor();
   }
   return wrap(reshard(as_global(grad, "AccumulateGrad"), v.placement, v.nd_sbp, *g.ctx).local,
               v.shape, v.placement, v.nd_sbp, g.ctx);
 }
 
-// Fuses the deferred all-reduces per (context, placement, axes, dtype), in the order the
+// Fuses the deferred reductions per (context, placement, axes, dtype, scatter), in the order the
 // gradients arrived, which is the same on every rank.
 void flush_leaf_grads(bool ok) {
   std::vector<PendingGrad> todo = std::move(pending_grads);
@@ -432,15 +436,19 @@ void flush_leaf_grads(bool ok) {
     for (size_t i = first; i < todo.size(); ++i) {
       const GlobalInfo& g = info(todo[i].grad);
       if (!done[i] && g.ctx == key.ctx && g.placement == key.placement &&
-          todo[i].axes == todo[first].axes && todo[i].grad.dtype() == todo[first].grad.dtype()) {
+          todo[i].axes == todo[first].axes && todo[i].scatter == todo[first].scatter &&
+          todo[i].grad.dtype() == todo[first].grad.dtype()) {
         group.push_back(i);
         done[i] = true;
       }
     }
-    std::vector<Tensor> shards;
-    for (size_t i : group) shards.push_back(as_global(todo[i].grad, "AccumulateGrad").local);
-    auto sums =
-        all_reduce_fused(shards, key.placement, todo[first].axes, *key.ctx, kGradBucketBytes);
+    std::vector<GlobalTensor> grads;
+    std::vector<NdSbp> targets;
+    for (size_t i : group) {
+      grads.push_back(as_global(todo[i].grad, "AccumulateGrad"));
+      targets.push_back(info(todo[i].var).nd_sbp);
+    }
+    auto sums = reduce_fused(grads, targets, todo[first].axes, *key.ctx, kGradBucketBytes);
     for (size_t j = 0; j < group.size(); ++j) {
       const GlobalInfo& v = info(todo[group[j]].var);
       autograd::accumulate_grad(todo[group[j]].var,

@@ -152,6 +152,36 @@ TEST(GlobalOps, DataParallelGradientsAreOneFusedAllReduce) {
   });
 }
 
+TEST(GlobalOps, ZeroGradientsAreOneFusedReduceScatter) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    // Uneven on purpose: 5 and 3 rows over 2 ranks.
+    Tensor x = logical({6, 5}, 1), w = logical({5, 3}, 2), b = logical({3}, 3);
+    Tensor gw = r.global(w, line(2), "S(0)"), gb = r.global(b, line(2), "S(0)");
+    gw.set_requires_grad(true);
+    gb.set_requires_grad(true);
+    auto loss_of = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return sum(mul(add(matmul(x, w), b), add(matmul(x, w), b)));
+    };
+    Tensor loss = loss_of(r.global(x, line(2), "S(0)"), gw, gb);
+    r.log.clear();
+    autograd::backward({loss}, {Tensor()}, false, false);
+    ASSERT_TRUE(gw.grad().defined() && gb.grad().defined());
+    EXPECT_EQ(sbp_of(gw.grad()), "S(0)");
+    EXPECT_EQ(sbp_of(gb.grad()), "S(0)");
+    // Both gradients (P(sum) after the forward's all-gathers) in one buffer of 5*3 + 3 floats.
+    ASSERT_EQ(r.log.size(), 1u);
+    EXPECT_EQ(r.log[0], "reduce_scatter(sum) group[0,1] 72 B");
+
+    Tensor lw = w.alias(), lb = b.alias();
+    lw.set_requires_grad(true);
+    lb.set_requires_grad(true);
+    autograd::backward({loss_of(x, lw, lb)}, {Tensor()}, false, false);
+    expect_close(r.full(gw.grad()), lw.grad(), "grad w");
+    expect_close(r.full(gb.grad()), lb.grad(), "grad b");
+  });
+}
+
 TEST(GlobalOps, TensorParallelMlpMatchesOneDevice) {
   run_ranks(2, [](int, Communicator& c) {
     Rank r(c);
