@@ -6,10 +6,12 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "ops/elementwise.h"
+#include "ops/global_op.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
+#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
@@ -34,8 +36,9 @@ std::string pair_str(Pair p) {
 }
 
 void check_image(const char* op, const Tensor& x) {
-  if (x.dim() != 3 && x.dim() != 4)
-    fail(op, "expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got ", shape_str(x.shape()));
+  const Shape& xs = logical_shape(x);
+  if (xs.size() != 3 && xs.size() != 4)
+    fail(op, "expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got ", shape_str(xs));
   if (!is_floating(x.dtype())) fail<TypeError>(op, "expects a floating-point input, got ", x.str());
 }
 
@@ -116,10 +119,11 @@ Tensor conv_weight_grad(const Tensor& gy_in, const Tensor& x, const Shape& ws, c
 void check_conv(const Tensor& x, const Tensor& w, const Tensor& b, Pair stride, Pair padding,
                 Pair dilation, int64_t groups) {
   const char* op = "conv2d";
+  const Shape &xs = logical_shape(x), &ws = logical_shape(w);
   check_image(op, x);
-  if (w.dim() != 4)
+  if (ws.size() != 4)
     fail(op, "weight must be 4-d (out_channels, in_channels / groups, kH, kW), got ",
-         shape_str(w.shape()));
+         shape_str(ws));
   if (w.dtype() != x.dtype() || (b.defined() && b.dtype() != x.dtype()))
     fail<TypeError>(op, "input ", x.str(), ", weight ", w.str(),
                     b.defined() ? ", bias " + b.str() : std::string(), ": dtypes must be the same");
@@ -132,22 +136,22 @@ void check_conv(const Tensor& x, const Tensor& w, const Tensor& b, Pair stride, 
     fail(op, "dilation must be positive, got ", pair_str(dilation));
   if (padding[0] < 0 || padding[1] < 0)
     fail(op, "padding must be non-negative, got ", pair_str(padding));
-  const int64_t c = x.shape()[x.dim() - 3], co = w.shape()[0];
+  const int64_t c = xs[xs.size() - 3], co = ws[0];
   if (co % groups != 0)
-    fail(op, "weight ", shape_str(w.shape()), " has ", co,
-         " output channels, which groups=", groups, " does not divide");
-  if (c != w.shape()[1] * groups)
-    fail(op, "input ", shape_str(x.shape()), " has ", c, " channels but weight ",
-         shape_str(w.shape()), " expects ", w.shape()[1] * groups, " (groups=", groups, ")");
-  if (b.defined() && (b.dim() != 1 || b.shape()[0] != co))
-    fail(op, "bias of shape ", shape_str(b.shape()), " does not match the weight ",
-         shape_str(w.shape()), " with ", co, " output channels");
+    fail(op, "weight ", shape_str(ws), " has ", co, " output channels, which groups=", groups,
+         " does not divide");
+  if (c != ws[1] * groups)
+    fail(op, "input ", shape_str(xs), " has ", c, " channels but weight ", shape_str(ws),
+         " expects ", ws[1] * groups, " (groups=", groups, ")");
+  if (b.defined() && (logical_dim(b) != 1 || logical_shape(b)[0] != co))
+    fail(op, "bias of shape ", shape_str(logical_shape(b)), " does not match the weight ",
+         shape_str(ws), " with ", co, " output channels");
   for (int d = 0; d < 2; ++d) {
-    const int64_t padded = x.shape()[x.dim() - 2 + d] + 2 * padding[d];
-    const int64_t extent = dilation[d] * (w.shape()[2 + d] - 1) + 1;
+    const int64_t padded = xs[xs.size() - 2 + d] + 2 * padding[d];
+    const int64_t extent = dilation[d] * (ws[2 + d] - 1) + 1;
     if (padded < extent)
-      fail(op, "input ", shape_str(x.shape()), " padded by ", pair_str(padding),
-           " is smaller than the weight ", shape_str(w.shape()), "'s kernel dilated by ",
+      fail(op, "input ", shape_str(xs), " padded by ", pair_str(padding),
+           " is smaller than the weight ", shape_str(ws), "'s kernel dilated by ",
            pair_str(dilation));
   }
 }
@@ -156,17 +160,26 @@ void check_conv(const Tensor& x, const Tensor& w, const Tensor& b, Pair stride, 
 
 Window2d pool_window(const char* op, const Tensor& x, Pair kernel, Pair stride, Pair padding) {
   check_image(op, x);
+  const Shape& xs = logical_shape(x);
   if (kernel[0] < 1 || kernel[1] < 1)
     fail(op, "kernel size must be positive, got ", pair_str(kernel));
   if (stride[0] < 1 || stride[1] < 1) fail(op, "stride must be positive, got ", pair_str(stride));
   if (padding[0] < 0 || padding[1] < 0 || 2 * padding[0] > kernel[0] || 2 * padding[1] > kernel[1])
     fail(op, "padding ", pair_str(padding), " must be non-negative and at most half of kernel ",
          pair_str(kernel));
-  const int64_t h = x.shape()[x.dim() - 2], w = x.shape()[x.dim() - 1];
+  const int64_t h = xs[xs.size() - 2], w = xs[xs.size() - 1];
   if (h + 2 * padding[0] < kernel[0] || w + 2 * padding[1] < kernel[1])
-    fail(op, "input ", shape_str(x.shape()), " padded by ", pair_str(padding),
-         " is smaller than kernel ", pair_str(kernel));
+    fail(op, "input ", shape_str(xs), " padded by ", pair_str(padding), " is smaller than kernel ",
+         pair_str(kernel));
   return {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1]};
+}
+
+// The logical output shape of a window op on input shape xs ((N, C, H, W) or (C, H, W)).
+Shape windowed_shape(Shape xs, const Window2d& win) {
+  const size_t n = xs.size();
+  xs[n - 2] = win.out_h(xs[n - 2]);
+  xs[n - 1] = win.out_w(xs[n - 1]);
+  return xs;
 }
 
 Shape pooled_shape(const Tensor& x, const Window2d& win) {
@@ -222,21 +235,21 @@ Tensor avg_pool_backward(const Tensor& g, const Shape& xs, const Window2d& win, 
 void check_batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
                       const Tensor& b, bool training) {
   const char* op = "batch_norm";
-  if (x.dim() < 2)
-    fail(op, "expects an input (N, C, ...) with 2 or more dims, got ", shape_str(x.shape()));
+  const Shape& xs = logical_shape(x);
+  if (xs.size() < 2)
+    fail(op, "expects an input (N, C, ...) with 2 or more dims, got ", shape_str(xs));
   if (!is_floating(x.dtype())) fail<TypeError>(op, "expects a floating-point input, got ", x.str());
-  const int64_t c = x.shape()[1];
+  const int64_t c = xs[1];
   const std::pair<const char*, const Tensor*> params[] = {
       {"running_mean", &rm}, {"running_var", &rv}, {"weight", &w}, {"bias", &b}};
   for (const auto& [name, t] : params)
-    if (t->defined() && t->shape() != Shape{c})
-      fail(op, name, " of shape ", shape_str(t->shape()), " does not match the input ",
-           shape_str(x.shape()), " with ", c, " channels");
+    if (t->defined() && logical_shape(*t) != Shape{c})
+      fail(op, name, " of shape ", shape_str(logical_shape(*t)), " does not match the input ",
+           shape_str(xs), " with ", c, " channels");
   if (!training && (!rm.defined() || !rv.defined()))
     fail(op, "running_mean and running_var must be given in evaluation mode");
-  if (training && x.numel() / std::max<int64_t>(c, 1) <= 1)
-    fail(op, "expected more than 1 value per channel when training, got input ",
-         shape_str(x.shape()));
+  if (training && logical_numel(x) / std::max<int64_t>(c, 1) <= 1)
+    fail(op, "expected more than 1 value per channel when training, got input ", shape_str(xs));
 }
 
 // running = (1 - momentum) * running + momentum * factor * stat, outside autograd.
@@ -244,7 +257,7 @@ void update_running(const Tensor& running, const Tensor& stat, double momentum, 
   if (!running.defined()) return;
   autograd::NoGradGuard no_grad;
   Tensor r = running;
-  Tensor s = to_dtype(reshape(detach(stat), {r.numel()}), r.dtype());
+  Tensor s = to_dtype(reshape(detach(stat), {logical_numel(r)}), r.dtype());
   mul_(r, wrap_scalar(1.0 - momentum, DType::kFloat64));
   add_(r, s, momentum * factor);
 }
@@ -253,19 +266,30 @@ void update_running(const Tensor& running, const Tensor& stat, double momentum, 
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Pair stride, Pair padding,
               Pair dilation, int64_t groups) {
-  for (const Tensor* t : {&x_in, &w_in, &b_in}) require_local("conv2d", *t);
   check_conv(x_in, w_in, b_in, stride, padding, dilation, groups);
+  const Shape& ws = logical_shape(w_in);
+  const Window2d win{ws[2],      ws[3],      stride[0],   stride[1],
+                     padding[0], padding[1], dilation[0], dilation[1]};
+  if (any_global({x_in, w_in, b_in})) {
+    Shape ys = windowed_shape(logical_shape(x_in), win);
+    ys[ys.size() - 3] = ws[0];
+    return run_global1("conv2d", {x_in, w_in, b_in}, ys, {groups},
+                       [=](const auto& l, const Shape&) {
+                         return conv2d(l[0], l[1], l[2], stride, padding, dilation, groups);
+                       });
+  }
   const DType dt = compute_dtype(x_in.dtype());
   Tensor x = to_dtype(batched(x_in), dt), w = to_dtype(w_in, dt);
   Tensor b = b_in.defined() ? to_dtype(b_in, dt) : Tensor();
-  Window2d win{w.shape()[2], w.shape()[3], stride[0],   stride[1],
-               padding[0],   padding[1],   dilation[0], dilation[1]};
   return unbatched_like(to_dtype(conv_forward(x, w, b, win, groups), x_in.dtype()), x_in);
 }
 
 Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding) {
-  require_local("max_pool2d", x_in);
   const Window2d win = pool_window("max_pool2d", x_in, kernel, stride, padding);
+  if (x_in.is_global())
+    return run_global1(
+        "max_pool2d", {x_in}, windowed_shape(logical_shape(x_in), win), {sbp_rules::kMaxPool},
+        [=](const auto& l, const Shape&) { return max_pool2d(l[0], kernel, stride, padding); });
   Tensor x = to_dtype(batched(x_in), compute_dtype(x_in.dtype()));
   const Shape ys = pooled_shape(x, win);
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
@@ -282,8 +306,12 @@ Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding) {
 
 Tensor avg_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding,
                   bool count_include_pad) {
-  require_local("avg_pool2d", x_in);
   const Window2d win = pool_window("avg_pool2d", x_in, kernel, stride, padding);
+  if (x_in.is_global())
+    return run_global1("avg_pool2d", {x_in}, windowed_shape(logical_shape(x_in), win),
+                       {sbp_rules::kAvgPool}, [=](const auto& l, const Shape&) {
+                         return avg_pool2d(l[0], kernel, stride, padding, count_include_pad);
+                       });
   Tensor x = to_dtype(batched(x_in), compute_dtype(x_in.dtype()));
   Tensor y = avg_pool_forward(x, win, count_include_pad);
   return unbatched_like(to_dtype(y, x_in.dtype()), x_in);
@@ -292,21 +320,22 @@ Tensor avg_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding,
 Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
-  for (const Tensor* t : {&x_in, &running_mean, &running_var, &weight, &bias})
-    require_local("batch_norm", *t);
+  // Composed of global-aware ops: on global tensors the statistics are the whole batch's (as
+  // SyncBatchNorm's), whatever the layout.
   check_batch_norm(x_in, running_mean, running_var, weight, bias, training);
   const DType dt = compute_dtype(x_in.dtype());
-  Shape per_channel(x_in.dim(), 1);
-  per_channel[1] = x_in.shape()[1];
+  const Shape& xs = logical_shape(x_in);
+  Shape per_channel(xs.size(), 1);
+  per_channel[1] = xs[1];
   Axes axes{0};
-  for (int64_t d = 2; d < x_in.dim(); ++d) axes.push_back(d);
+  for (int64_t d = 2; d < int64_t(xs.size()); ++d) axes.push_back(d);
   auto channel = [&](const Tensor& t) { return reshape(to_dtype(t, dt), per_channel); };
   const Tensor eps_t = wrap_scalar(eps, DType::kFloat64);
 
   Tensor x = to_dtype(x_in, dt), y;
   if (training) {
     // Biased variance normalises; the running update uses the unbiased one.
-    const double count = static_cast<double>(x.numel() / x.shape()[1]);
+    const double count = static_cast<double>(logical_numel(x) / xs[1]);
     Tensor mu = mean(x, axes, true);
     Tensor centered = sub(x, mu);
     Tensor var = mean(mul(centered, centered), axes, true);
@@ -328,9 +357,9 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
 }
 
 OFL_REGISTER_OPS({
-    {.name = "conv2d", .num_inputs = 3, .cost = conv2d_cost},
-    {.name = "max_pool2d", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "avg_pool2d", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "conv2d", .num_inputs = 3, .cost = conv2d_cost, .sbp = &sbp_rules::kConv},
+    {.name = "max_pool2d", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kPool},
+    {.name = "avg_pool2d", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kPool},
     {.name = "batch_norm", .num_inputs = 5, .cost = elementwise_cost},
 });
 

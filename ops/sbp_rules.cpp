@@ -266,6 +266,29 @@ Sigs scatter(const SbpQuery& q) {
   return sigs;
 }
 
+// x (N, C, H, W) or (C, H, W), w (O, C / groups, kH, kW), b (O) -> (N, O, H', W'). Spatial
+// splits would need halos, so none.
+Sigs conv(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), kB, kB}, {Sbp::split(0)}});
+  if (q.attrs[0] == 1) {  // groups: a channel split must not cut through a group
+    sigs.push_back({{kB, Sbp::split(0), Sbp::split(0)}, {Sbp::split(channel)}});
+    sigs.push_back({{Sbp::split(channel), Sbp::split(1), kPSum}, {kPSum}});
+  }
+  sigs.push_back({{kPSum, kB, kPSum}, {kPSum}});
+  sigs.push_back({{kB, kPSum, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// Batch and channel splits; the window's axes stay whole. max passes P(max), avg P(sum).
+Sigs pool(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]) - 2; ++d) sigs.push_back(uniform(q, Sbp::split(d)));
+  sigs.push_back(uniform(q, q.attrs[0] == kMaxPool ? kPMax : kPSum));
+  return sigs;
+}
+
 }  // namespace
 
 const SbpRule kIdentity{"identity", identity};
@@ -293,5 +316,7 @@ const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};
 const SbpRule kScatter{"scatter", scatter};
+const SbpRule kConv{"conv", conv};
+const SbpRule kPool{"pool", pool};
 
 }  // namespace ofl::sbp_rules

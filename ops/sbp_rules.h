@@ -55,5 +55,10 @@ extern const SbpRule kIndexSelect;
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;
+// conv2d; attrs {groups}.
+extern const SbpRule kConv;
+// max_pool2d / avg_pool2d; attrs {kMaxPool or kAvgPool}.
+extern const SbpRule kPool;
+enum PoolKind : int64_t { kMaxPool = 0, kAvgPool = 1 };
 
 }  // namespace ofl::sbp_rules

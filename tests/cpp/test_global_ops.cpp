@@ -219,3 +219,24 @@ TEST(GlobalOps, ErrorsNameShapesSbpsAndPlacements) {
     EXPECT_NE(e.find("[matmul]"), std::string::npos) << e;
   });
 }
+
+TEST(GlobalOps, ConvAndPoolingKeepBatchAndChannelSplits) {
+  run_ranks(3, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({4, 3, 6, 6}, 1), w = logical({5, 3, 3, 3}, 2), b = logical({5}, 3);
+    Tensor want = max_pool2d(conv2d(x, w, b, {1, 1}, {1, 1}), {2, 2}, {2, 2});
+    // Batch split (uneven: 4 over 3 ranks) with replicated weights: no communication.
+    Tensor y = max_pool2d(conv2d(r.global(x, line(3), "S(0)"), r.global(w, line(3), "B"),
+                                 r.global(b, line(3), "B"), {1, 1}, {1, 1}),
+                          {2, 2}, {2, 2});
+    EXPECT_EQ(sbp_of(y), "S(0)");
+    EXPECT_TRUE(r.log.empty()) << r.log[0];
+    expect_close(r.full(y), want, "batch split");
+    // Output channels split with the weight; the pooling keeps the channel split.
+    Tensor z = max_pool2d(conv2d(r.global(x, line(3), "B"), r.global(w, line(3), "S(0)"),
+                                 r.global(b, line(3), "S(0)"), {1, 1}, {1, 1}),
+                          {2, 2}, {2, 2});
+    EXPECT_EQ(sbp_of(z), "S(1)");
+    expect_close(r.full(z), want, "channel split");
+  });
+}

@@ -84,3 +84,24 @@ def test_zero_with_adamw_matches_one_process(tmp_path):
     report, _ = _parallel(tmp_path, "zero", "adamw")
     _check_losses(report["losses"], want_losses)
     assert report["state_sbp"]["blocks.0.mlp.fc.weight"] == ["(S(0))"]
+
+
+CNN = str(Path(__file__).resolve().parent / "dist_workers" / "cnn_worker.py")
+
+
+@pytest.mark.parametrize("layout,ranks", [("dp", 2), ("dp", 4), ("cp", 3)])
+def test_cnn_layout_trains_like_one_process(layout, ranks):
+    """conv2d, batch_norm, max/avg pooling on global tensors: data parallel (batch norm's
+    statistics are the whole batch's, as SyncBatchNorm's) and channel parallel, uneven."""
+    p = subprocess.run(
+        [sys.executable, CNN], env=clean_env(), capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    want = json_lines(p.stdout)[0]
+    r = launch(["--nproc_per_node", str(ranks)], [CNN, "--layout", layout], timeout=120)
+    assert r.returncode == 0, r
+    got = json_lines(r.stdout)[0]
+    np.testing.assert_allclose(got["losses"], want["losses"], rtol=RTOL)
+    assert got["state"].keys() == want["state"].keys()
+    for name, value in want["state"].items():
+        np.testing.assert_allclose(got["state"][name], value, rtol=RTOL, atol=1e-7, err_msg=name)
