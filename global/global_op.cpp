@@ -132,6 +132,24 @@ double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out,
   return cache.get(shape, dtype, p, out, p, NdSbp(std::move(axes)))->seconds;
 }
 
+// Where the local function being run finds its inputs' shards (shard_offsets).
+struct ShardContext {
+  const std::vector<Tensor>* inputs;
+  std::vector<NdSbp> layouts;
+  Placement placement;
+  std::vector<int64_t> coords;
+};
+thread_local const ShardContext* current_shards = nullptr;
+
+class ShardScope {
+ public:
+  explicit ShardScope(const ShardContext* c) : prev_(current_shards) { current_shards = c; }
+  ~ShardScope() { current_shards = prev_; }
+
+ private:
+  const ShardContext* prev_;
+};
+
 // The conformance checker's first op (global/forced.h): report the declared 1-d signatures, or
 // run the local function on the inputs' pieces as they are and record the local outputs.
 [[noreturn]] std::vector<Tensor> run_forced(const GlobalOp& op, const OpDef* def, const SbpQuery& q,
@@ -153,6 +171,10 @@ double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out,
     std::vector<Shape> shapes;
     for (const Shape& s : op.out_shapes)
       shapes.push_back(local_shape(s, NdSbp(f.out_sbps), g.placement, *coords));
+    ShardContext shards{&op.inputs, {}, g.placement, *coords};
+    for (const Tensor& t : op.inputs)
+      shards.layouts.push_back(t.defined() && t.is_global() ? info(t).nd_sbp : NdSbp());
+    ShardScope scope(&shards);
     autograd::NoGradGuard no_grad;
     f.outputs = op.local(locals, shapes);
   }
@@ -160,6 +182,18 @@ double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out,
 }
 
 }  // namespace
+
+std::vector<int64_t> shard_offsets(size_t input) {
+  OFL_CHECK(current_shards && input < current_shards->inputs->size(),
+            "shard_offsets outside a global op's local function");
+  const Tensor& t = (*current_shards->inputs)[input];
+  if (!t.defined() || !t.is_global()) return std::vector<int64_t>(size_t(t.dim()), 0);
+  std::vector<int64_t> starts;
+  for (const auto& [begin, end] : local_ranges(info(t).shape, current_shards->layouts[input],
+                                               current_shards->placement, current_shards->coords))
+    starts.push_back(begin);
+  return starts;
+}
 
 bool any_global(std::initializer_list<Tensor> ts) {
   for (const Tensor& t : ts)
@@ -270,9 +304,11 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   std::vector<Shape> local_shapes;
   for (size_t j = 0; j < op.out_shapes.size(); ++j)
     local_shapes.push_back(local_shape(op.out_shapes[j], sig.out[j], placement, *coords));
+  const ShardContext shards{&op.inputs, sig.in, placement, *coords};
   std::vector<Tensor> outs;
   {
     autograd::GradModeGuard mode(needs_grad);
+    ShardScope scope(&shards);
     outs = op.local(locals, local_shapes);
   }
   OFL_CHECK(outs.size() == op.out_shapes.size(), op.name, ": local function gave ", outs.size(),

@@ -32,6 +32,10 @@ Tensor run_global1(const char* name, std::vector<Tensor> inputs, Shape out_shape
                    std::vector<int64_t> attrs, LocalFn1 local, bool inplace = false);
 
 bool any_global(std::initializer_list<Tensor> ts);
+// Inside a local function the executor runs: where input `input`'s shard begins in its logical
+// tensor, per axis (0 on axes it is not split on). For local functions that depend on the
+// shard's position, such as a vocabulary-split embedding looking up only its own rows.
+std::vector<int64_t> shard_offsets(size_t input);
 // The logical shape: a global tensor's, else the tensor's own.
 const Shape& logical_shape(const Tensor& t);
 int64_t logical_dim(const Tensor& t);

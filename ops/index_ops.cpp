@@ -134,6 +134,27 @@ Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tenso
   return out;
 }
 
+namespace {
+
+// A vocabulary-split table's part of the lookup: weight holds rows [start, start + rows) of a
+// table of `vocab` rows; indices elsewhere give zeros, so the parts add up to the lookup (the
+// P(sum) output of embedding's S(0), B signature).
+Tensor embedding_rows(const Tensor& weight, const Tensor& indices, int64_t start, int64_t vocab,
+                      std::optional<int64_t> padding_idx) {
+  const int64_t rows = weight.shape()[0];
+  Tensor idx = check_index("embedding", indices, vocab, weight, 0);
+  Tensor local = sub(idx, wrap_scalar(double(start), DType::kInt64));
+  Tensor mine = logical_and(ge(local, wrap_scalar(0.0, DType::kInt64)),
+                            lt(local, wrap_scalar(double(rows), DType::kInt64)));
+  Tensor safe = where(mine, local, zeros_like(local));
+  std::optional<int64_t> pad;
+  if (padding_idx && *padding_idx >= start && *padding_idx < start + rows)
+    pad = *padding_idx - start;
+  return mul(embedding(weight, safe, pad), to_dtype(unsqueeze(mine, -1), weight.dtype()));
+}
+
+}  // namespace
+
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
   if (weight.dim() != 2)
     fail("embedding", "weight must be 2-d (num_embeddings, dim), got ",
@@ -141,9 +162,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   if (any_global({weight, indices})) {
     Shape shape = logical_shape(indices);
     shape.push_back(logical_shape(weight)[1]);
-    return run_global1(
-        "embedding", {weight, indices}, shape, {},
-        [padding_idx](const auto& l, const Shape&) { return embedding(l[0], l[1], padding_idx); });
+    const int64_t vocab = logical_shape(weight)[0];
+    return run_global1("embedding", {weight, indices}, shape, {},
+                       [padding_idx, vocab](const auto& l, const Shape&) {
+                         if (l[0].shape()[0] == vocab) return embedding(l[0], l[1], padding_idx);
+                         return embedding_rows(l[0], l[1], shard_offsets(0)[0], vocab, padding_idx);
+                       });
   }
   Tensor idx = reshape(check_index("embedding", indices, weight.shape()[0], weight, 0), {-1});
   Tensor rows = index_select_raw(weight, 0, idx);

@@ -247,6 +247,7 @@ Sigs embedding(const SbpQuery& q) {
   const int64_t ni = rank_of(q.in[1]);
   for (int64_t d = 0; d < ni; ++d) sigs.push_back({{kB, Sbp::split(d)}, {Sbp::split(d)}});
   sigs.push_back({{Sbp::split(1), kB}, {Sbp::split(ni)}});
+  sigs.push_back({{Sbp::split(0), kB}, {kPSum}});  // vocabulary split: each part its own rows
   sigs.push_back({{kPSum, kB}, {kPSum}});
   return sigs;
 }

@@ -51,7 +51,8 @@ extern const SbpRule kCat;
 extern const SbpRule kGather;
 // index_select(x, axis, index): attrs {axis}.
 extern const SbpRule kIndexSelect;
-// embedding(weight, indices): split indices, or the weight's embedding dim.
+// embedding(weight, indices): split indices, or the weight's embedding dim, or its vocabulary
+// (S(0) weight, B indices -> P(sum): each rank looks up only the rows it holds).
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;

@@ -240,3 +240,29 @@ TEST(GlobalOps, ConvAndPoolingKeepBatchAndChannelSplits) {
     expect_close(r.full(z), want, "channel split");
   });
 }
+
+TEST(GlobalOps, VocabularySplitEmbeddingIsPartialSum) {
+  run_ranks(3, [](int, Communicator& c) {
+    Rank r(c);
+    // A table much larger than the lookup, as vocabulary-parallel tables are: 40 rows over 3
+    // ranks (14, 13, 13), so moving the table would cost more than reducing the output.
+    Tensor w = logical({40, 6}, 1);
+    Tensor idx = Tensor::empty({2, 3}, DType::kInt64);
+    for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = (13 * i + 1) % 40;
+    Tensor gw = r.global(w, line(3), "S(0)");
+    gw.set_requires_grad(true);
+    Tensor y = embedding(gw, r.global(idx, line(3), "B"));
+    EXPECT_EQ(sbp_of(y), "P(sum)");
+    EXPECT_TRUE(r.log.empty()) << r.log[0];
+    Tensor lw = w.alias();
+    lw.set_requires_grad(true);
+    Tensor want = embedding(lw, idx);
+    expect_close(r.full(y), want, "lookup");
+
+    Tensor dy = logical({2, 3, 6}, 2);
+    autograd::backward({sum(mul(y, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
+    autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
+    EXPECT_EQ(sbp_of(gw.grad()), "S(0)");
+    expect_close(r.full(gw.grad()), lw.grad(), "grad");
+  });
+}
