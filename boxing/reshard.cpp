@@ -440,9 +440,19 @@ GlobalTensor as_global(const Tensor& t, const char* op) {
   return {t.alias(), info.shape, info.placement, info.nd_sbp};
 }
 
+void check_placement_in_world(const Placement& placement, const comm::Communicator& world,
+                              const char* op) {
+  const auto& members = world.ranks();
+  for (int r : placement.ranks())
+    if (std::find(members.begin(), members.end(), r) == members.end())
+      fail(op, "placement ", placement.str(), " names rank ", r, ", which is not in the world of ",
+           members.size(), " ranks (", world.name(), ")");
+}
+
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          BoxingContext& ctx, bool check_meta) {
   autograd::NoGradGuard no_grad;
+  check_placement_in_world(placement, *ctx.world, "to_global");
   const int me = global_rank(ctx);
   const int world = ctx.world->size();
   const std::vector<int64_t> mine = encode(local, placement, nd_sbp);
@@ -505,6 +515,7 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
                      BoxingContext& ctx) {
   autograd::NoGradGuard no_grad;
+  if (!(placement == x.placement)) check_placement_in_world(placement, *ctx.world, "to_global");
   std::shared_ptr<const BoxingPlan> plan;
   const DType dtype = x.local.dtype();
   if (ctx.cache) {

@@ -30,6 +30,9 @@ Tensor as_tensor(const GlobalTensor& g, std::shared_ptr<BoxingContext> ctx);
 // The GlobalTensor behind a global Tensor handle (raises for a local tensor, naming `op`).
 GlobalTensor as_global(const Tensor& t, const char* op);
 
+// Raises, naming `op`, when the placement names ranks the world does not have.
+void check_placement_in_world(const Placement& placement, const comm::Communicator& world,
+                              const char* op);
 // Wraps this rank's local tensor as a shard of a global tensor. The logical shape is derived
 // (split axes add up the shards along their mesh axis); with check_meta, every rank's shape,
 // dtype, placement and sbp are compared and a mismatch raises on every rank.

@@ -117,6 +117,7 @@ void bind_global(py::module_& m) {
   m.def("global_from_full", [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
                                std::shared_ptr<comm::Communicator> world) {
     validate_sbp("to_global", full.shape(), nd_sbp, placement);
+    check_placement_in_world(placement, *world, "to_global");
     auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
     Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
                           : Tensor::empty({0}, full.dtype(), full.device());

@@ -91,6 +91,18 @@ def main():
     except RuntimeError as e:
         check("mixing local and global tensors raises a clear error", "mixes local" in str(e))
 
+    too_big = flow.placement("cpu", ranks=list(range(world + 1)))
+    for name, make in (
+        ("to_global", lambda: flow.ones(4).to_global(too_big, B)),
+        ("reshard", lambda: x.to_global(too_big, B)),
+        ("creation", lambda: flow.ones(4, placement=too_big, sbp=B)),
+    ):
+        try:
+            make()
+            check(f"{name} onto ranks outside the world raises", False)
+        except RuntimeError as e:
+            check(f"{name} names the missing rank", f"names rank {world}, which is not" in str(e))
+
     if world > 1:  # ranks disagree on the column count
         bad = flow.zeros(2, 3 + (rank == 1))
         try:
