@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import fmt_time  # noqa: E402
-from bench_comm import fmt_bytes, run_job  # noqa: E402
+from bench_comm import run_job  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "parallel_worker.py"
 MODEL_ARGS = ("batch_size", "block_size", "n_layer", "n_head", "n_embd", "steps", "rounds")
@@ -55,6 +55,10 @@ def run(lib, args):
     return best
 
 
+def mb(nbytes):
+    return f"{nbytes / (1 << 20):.2f} MB"
+
+
 def collectives(row):
     return ", ".join(f"{n} {k}" if n is not None else k for k, n in row["collectives"].items())
 
@@ -80,7 +84,7 @@ def main():
         ratio = f"{ddp['step_s'] / row['step_s']:8.2f}x" if ddp else "-"
         print(
             f"{name:14s} {fmt_time(row['step_s']):>10s} {ratio:>9s} "
-            f"{fmt_bytes(row['buffer_bytes']):>9s} {fmt_bytes(row['wire_bytes']):>9s}  "
+            f"{mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  "
             f"{collectives(row)}"
         )
 

@@ -86,6 +86,8 @@ def run_oneflowlike(args):
     rank, world_size = dist.get_rank(), dist.get_world_size()
     for layout in args.layouts.split(","):
         ranks, param_sbp, batch_sbp = LAYOUTS[layout]
+        if not isinstance(ranks[0], list):  # a 1-d layout runs on every rank there is
+            ranks = list(range(world_size))
         place = flow.placement("cpu", ranks=ranks)
         flow.manual_seed(0)
         model = m.GPT(
