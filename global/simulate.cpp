@@ -84,13 +84,15 @@ void run_until_first_op(ForcedCall& forced, const std::function<void()>& call) {
 }  // namespace
 
 Declared declared_signatures(const std::function<void()>& call) {
-  ForcedCall forced{.probe = true};
+  ForcedCall forced;
+  forced.probe = true;
   run_until_first_op(forced, call);
   return {forced.op, forced.declared};
 }
 
 std::vector<Tensor> run_first_op_as_laid_out(const std::function<void()>& call, const Sbp& out) {
-  ForcedCall forced{.probe = false, .out_sbps = {out}};
+  ForcedCall forced;
+  forced.out_sbps = {out};
   run_until_first_op(forced, call);
   return forced.outputs;
 }
