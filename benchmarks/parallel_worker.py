@@ -47,6 +47,16 @@ def batch(args):
     return (rng.integers(0, args.vocab_size, shape, dtype=np.int64) for _ in range(2))
 
 
+def train_step(model, opt, x, y):
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def best_step_seconds(step, barrier, args):
     step()  # warm-up: first-touch allocations, plan caches, DDP's bucket rebuild
     step()
@@ -101,12 +111,7 @@ def run_oneflowlike(args):
             for a in (x_np, y_np)
         )
 
-        def step():
-            _, loss = model(x, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-
+        step = train_step(model, opt, x, y)
         seconds = best_step_seconds(step, dist.barrier, args)
         with flow.boxing.comm_log() as log:
             step()
@@ -143,13 +148,7 @@ def run_torch(args):
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
 
-    def step():
-        _, loss = ddp(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    seconds = best_step_seconds(step, dist.barrier, args)
+    seconds = best_step_seconds(train_step(ddp, opt, x, y), dist.barrier, args)
     if rank == 0:
         # DDP all-reduces every gradient once per step (in buckets): that is its whole traffic.
         nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
