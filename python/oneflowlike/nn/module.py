@@ -341,13 +341,23 @@ class Module(StateDictMixin):
         """Makes every parameter and buffer global on ``placement``, in place.
 
         ``sbp`` is one layout for all (an Sbp, or a tuple with one per mesh axis) or a function
-        ``(name, tensor) -> layout``. Every rank must hold the same values (e.g. the model was
-        built after the same ``flow.manual_seed``); each keeps its shard, without communication.
-        Build the optimizer afterwards: its states then take each parameter's layout.
+        ``(name, tensor) -> layout``. With one layout for all, a tensor without the axis a split
+        names (a 0-d buffer such as BatchNorm's batch counter) stays replicated on that mesh
+        axis. Every rank must hold the same values (e.g. the model was built after the same
+        ``flow.manual_seed``); each keeps its shard, without communication. Build the optimizer
+        afterwards: its states then take each parameter's layout.
         """
 
+        def fits(s, t):
+            return s.kind != "split" or s.axis < t.dim()
+
         def convert(name, t):
-            layout = sbp(name, t) if callable(sbp) else sbp
+            if callable(sbp):
+                layout = sbp(name, t)
+            elif isinstance(sbp, (tuple, list)):
+                layout = [s if fits(s, t) else flow.sbp.broadcast for s in sbp]
+            else:
+                layout = sbp if fits(sbp, t) else flow.sbp.broadcast
             if t.is_global:
                 return t.to_global(placement, layout)
             return _global.from_full(t, placement, layout)

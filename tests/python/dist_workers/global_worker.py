@@ -91,6 +91,10 @@ def main():
     except RuntimeError as e:
         check("mixing local and global tensors raises a clear error", "mixes local" in str(e))
 
+    bn = flow.nn.BatchNorm2d(4).to_global(place, S(0))  # one layout for all
+    check("Module.to_global splits what has the axis", bn.running_mean.sbp == (S(0),))
+    check("Module.to_global keeps a 0-d buffer B", bn.num_batches_tracked.sbp == (B,))
+
     too_big = flow.placement("cpu", ranks=list(range(world + 1)))
     for name, make in (
         ("to_global", lambda: flow.ones(4).to_global(too_big, B)),
