@@ -162,12 +162,14 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   Tensor t64 = to_dtype(t, DType::kInt64);
   Tensor valid = ne(t64, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
   Tensor safe = where(valid, t64, zeros_like(t64));
-  if (safe.numel() > 0) {
-    // One flag (one collective on global targets); the offending value only when it is set.
+  if (logical_numel(safe) > 0) {  // logical: every rank of a global target takes part
+    // A count of bad targets (one all_reduce of a scalar on global targets); the offending value
+    // only when it is not zero.
     auto scalar = [](double v) { return wrap_scalar(v, DType::kInt64); };
     auto whole = [](Tensor v) { return v.is_global() ? full_value(v) : v; };
-    Tensor bad = any(logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes)))));
-    if (whole(bad).item<bool>()) {
+    Tensor bad = sum(to_dtype(logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes)))),
+                              DType::kInt64));
+    if (whole(bad).item<int64_t>() > 0) {
       int64_t lo = whole(amin(safe)).item<int64_t>(), hi = whole(amax(safe)).item<int64_t>();
       fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
                        " classes (input ", shape_str(logical_shape(log_probs)), ")");

@@ -91,6 +91,17 @@ def main():
     except RuntimeError as e:
         check("mixing local and global tensors raises a clear error", "mixes local" in str(e))
 
+    # Fewer rows than ranks: some shards are empty, and every rank still takes part.
+    logits = flow.zeros(world - 1 or 1, 5, placement=place, sbp=S(0))
+    targets = flow.tensor(np.arange(logits.shape[0]) % 5).to_global(place, B).to_global(sbp=S(0))
+    loss = flow.nn.functional.cross_entropy(logits, targets)
+    check("cross_entropy over empty shards", np.isclose(float(loss.numpy()), np.log(5)))
+    try:
+        flow.nn.functional.cross_entropy(logits, targets + 5)
+        check("an out-of-range global target raises", False)
+    except IndexError as e:
+        check("an out-of-range global target is named", "is out of bounds for 5 classes" in str(e))
+
     bn = flow.nn.BatchNorm2d(4).to_global(place, S(0))  # one layout for all
     check("Module.to_global splits what has the axis", bn.running_mean.sbp == (S(0),))
     check("Module.to_global keeps a 0-d buffer B", bn.num_batches_tracked.sbp == (B,))
