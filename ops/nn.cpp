@@ -162,23 +162,23 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   Tensor t64 = to_dtype(t, DType::kInt64);
   Tensor valid = ne(t64, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
   Tensor safe = where(valid, t64, zeros_like(t64));
-  if (logical_numel(safe) > 0) {  // logical: every rank of a global target takes part
-    // A count of bad targets (one all_reduce of a scalar on global targets); the offending value
-    // only when it is not zero.
-    auto scalar = [](double v) { return wrap_scalar(v, DType::kInt64); };
-    auto whole = [](Tensor v) { return v.is_global() ? full_value(v) : v; };
-    Tensor bad = sum(to_dtype(logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes)))),
-                              DType::kInt64));
-    if (whole(bad).item<int64_t>() > 0) {
-      int64_t lo = whole(amin(safe)).item<int64_t>(), hi = whole(amax(safe)).item<int64_t>();
-      fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
-                       " classes (input ", shape_str(logical_shape(log_probs)), ")");
-    }
+  // The count of bad targets and of counted ones, together: on global targets one all_reduce
+  // of two numbers, and the mean divides by a plain number. The offending value is looked up
+  // only when there is one.
+  auto scalar = [](double v) { return wrap_scalar(v, DType::kInt64); };
+  auto whole = [](Tensor v) { return v.is_global() ? full_value(v) : v; };
+  Tensor bad = logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes))));
+  Tensor counts = contiguous(
+      whole(stack({sum(to_dtype(bad, DType::kInt64)), sum(to_dtype(valid, DType::kInt64))}, 0)));
+  if (counts.data<int64_t>()[0] > 0) {
+    int64_t lo = whole(amin(safe)).item<int64_t>(), hi = whole(amax(safe)).item<int64_t>();
+    fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
+                     " classes (input ", shape_str(logical_shape(log_probs)), ")");
   }
   Tensor picked = squeeze(gather(x, 1, unsqueeze(safe, 1)), std::vector<int64_t>{1});
   Tensor losses = neg(mul(picked, valid));
   if (reduction == "none") return reshape(losses, logical_shape(target));
-  return reduce_loss("nll_loss", losses, reduction, to_dtype(sum(valid), x.dtype()));
+  return reduce_loss("nll_loss", losses, reduction, to_dtype(select(counts, 0, 1), x.dtype()));
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
