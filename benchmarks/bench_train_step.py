@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import bench, report, run_child  # noqa: E402
-from model_loader import load_model_module  # noqa: E402
+from model_loader import load_model_module, train_step  # noqa: E402
 
 
 def make_step(framework, args, x_np, y_np):
@@ -32,15 +32,7 @@ def make_step(framework, args, x_np, y_np):
     )
     model = m.GPT(cfg)
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = lib.from_numpy(x_np), lib.from_numpy(y_np)
-
-    def step():
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return step
+    return train_step(model, opt, lib.from_numpy(x_np), lib.from_numpy(y_np))
 
 
 def main():

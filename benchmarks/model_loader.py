@@ -1,6 +1,6 @@
 """The example char-GPT (examples/char_gpt/model.py) as a module of either framework: the very
 same source with `oneflowlike` replaced by `torch`, so both run one architecture and
-initialisation scheme."""
+initialisation scheme; and its training step."""
 
 import sys
 import types
@@ -18,3 +18,15 @@ def load_model_module(framework):
     sys.modules[module.__name__] = module  # dataclasses look the module up by name
     exec(compile(source, str(MODEL), "exec"), module.__dict__)
     return module
+
+
+def train_step(model, opt, x, y):
+    """One step (forward, backward, optimizer) on the batch (x, y), as a function to time."""
+
+    def step():
+        _, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step

@@ -6,7 +6,7 @@ step (forward, backward, AdamW) of the example char-GPT on a fixed global batch.
                         collectives one step runs, from flow.boxing.comm_log()
     --lib torch         PyTorch DistributedDataParallel over Gloo, each rank on its S(0) rows
                         of the same batch; the model is the same file loaded with `oneflowlike`
-                        replaced by `torch` (bench_train_step.load_model_module)
+                        replaced by `torch` (model_loader.load_model_module)
 
 Each case warms up, then runs --rounds rounds of --steps steps behind a barrier; rank 0 prints
 one JSON line per case with the best round's seconds per step.
@@ -47,16 +47,6 @@ def batch(args):
     return (rng.integers(0, args.vocab_size, shape, dtype=np.int64) for _ in range(2))
 
 
-def train_step(model, opt, x, y):
-    def step():
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return step
-
-
 def best_step_seconds(step, barrier, args):
     step()  # warm-up: first-touch allocations, plan caches, DDP's bucket rebuild
     step()
@@ -89,7 +79,7 @@ def run_oneflowlike(args):
     import oneflowlike as flow
     import oneflowlike.distributed as dist
     from gpt_layouts import LAYOUTS
-    from model_loader import load_model_module
+    from model_loader import load_model_module, train_step
 
     m = load_model_module("oneflowlike")
     x_np, y_np = batch(args)
@@ -134,7 +124,7 @@ def run_oneflowlike(args):
 def run_torch(args):
     import torch
     import torch.distributed as dist
-    from model_loader import load_model_module
+    from model_loader import load_model_module, train_step
 
     dist.init_process_group("gloo")
     rank, world_size = dist.get_rank(), dist.get_world_size()
