@@ -3,6 +3,8 @@
 // gradients are adjoint convolutions), so gradients of gradients work; batch_norm composes.
 #include "ops/conv.h"
 
+#include <optional>
+
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "ops/elementwise.h"
@@ -49,6 +51,16 @@ Tensor unbatched_like(const Tensor& y, const Tensor& x) {
   return x.dim() == 3 ? squeeze(y, std::vector<int64_t>{0}) : y;
 }
 
+// The output shape of a window op on input shape xs ((N, C, H, W) or (C, H, W)) with
+// `channels` output channels (pooling keeps the input's).
+Shape windowed_shape(Shape xs, const Window2d& win, std::optional<int64_t> channels = {}) {
+  const size_t n = xs.size();
+  if (channels) xs[n - 3] = *channels;
+  xs[n - 2] = win.out_h(xs[n - 2]);
+  xs[n - 1] = win.out_w(xs[n - 1]);
+  return xs;
+}
+
 // ---- conv2d: forward, input gradient and weight gradient, each the others' backward ----
 
 Tensor conv_input_grad(const Tensor& gy, const Tensor& w, const Shape& xs, const Window2d& win,
@@ -59,8 +71,7 @@ Tensor conv_weight_grad(const Tensor& gy, const Tensor& x, const Shape& ws, cons
 Tensor conv_forward(const Tensor& x_in, const Tensor& w, const Tensor& b, const Window2d& win,
                     int64_t groups) {
   Tensor x = to_dtype(x_in, w.dtype());
-  Shape ys{x.shape()[0], w.shape()[0], win.out_h(x.shape()[2]), win.out_w(x.shape()[3])};
-  Tensor y = Tensor::empty(ys, w.dtype(), w.device());
+  Tensor y = Tensor::empty(windowed_shape(x.shape(), win, w.shape()[0]), w.dtype(), w.device());
   conv2d_kernel().get(w.device().type)(kernel_arg(x), kernel_arg(w), kernel_arg(b), win, groups, y);
   if (autograd::needs_grad(x, w, b)) {
     autograd::record("conv2d", {x, w, b}, {y},
@@ -174,18 +185,6 @@ Window2d pool_window(const char* op, const Tensor& x, Pair kernel, Pair stride, 
   return {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1]};
 }
 
-// The logical output shape of a window op on input shape xs ((N, C, H, W) or (C, H, W)).
-Shape windowed_shape(Shape xs, const Window2d& win) {
-  const size_t n = xs.size();
-  xs[n - 2] = win.out_h(xs[n - 2]);
-  xs[n - 1] = win.out_w(xs[n - 1]);
-  return xs;
-}
-
-Shape pooled_shape(const Tensor& x, const Window2d& win) {
-  return {x.shape()[0], x.shape()[1], win.out_h(x.shape()[2]), win.out_w(x.shape()[3])};
-}
-
 // gx[argmax] += g; its adjoint gathers gg at the argmax positions.
 Tensor max_pool_backward(const Tensor& g_in, const Tensor& idx, const Shape& xs, DType dt) {
   Tensor g = to_dtype(g_in, dt);
@@ -206,7 +205,7 @@ Tensor max_pool_backward(const Tensor& g_in, const Tensor& idx, const Shape& xs,
 Tensor avg_pool_backward(const Tensor& g, const Shape& xs, const Window2d& win, bool cip);
 
 Tensor avg_pool_forward(const Tensor& x, const Window2d& win, bool cip) {
-  Tensor y = Tensor::empty(pooled_shape(x, win), x.dtype(), x.device());
+  Tensor y = Tensor::empty(windowed_shape(x.shape(), win), x.dtype(), x.device());
   avg_pool2d_kernel().get(x.device().type)(kernel_arg(x), win, cip, y);
   if (autograd::needs_grad(x)) {
     autograd::record("avg_pool2d", {x}, {y},
@@ -271,9 +270,8 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, Pair s
   const Window2d win{ws[2],      ws[3],      stride[0],   stride[1],
                      padding[0], padding[1], dilation[0], dilation[1]};
   if (any_global({x_in, w_in, b_in})) {
-    Shape ys = windowed_shape(logical_shape(x_in), win);
-    ys[ys.size() - 3] = ws[0];
-    return run_global1("conv2d", {x_in, w_in, b_in}, ys, {groups},
+    return run_global1("conv2d", {x_in, w_in, b_in},
+                       windowed_shape(logical_shape(x_in), win, ws[0]), {groups},
                        [=](const auto& l, const Shape&) {
                          return conv2d(l[0], l[1], l[2], stride, padding, dilation, groups);
                        });
@@ -291,7 +289,7 @@ Tensor max_pool2d(const Tensor& x_in, Pair kernel, Pair stride, Pair padding) {
         "max_pool2d", {x_in}, windowed_shape(logical_shape(x_in), win), {sbp_rules::kMaxPool},
         [=](const auto& l, const Shape&) { return max_pool2d(l[0], kernel, stride, padding); });
   Tensor x = to_dtype(batched(x_in), compute_dtype(x_in.dtype()));
-  const Shape ys = pooled_shape(x, win);
+  const Shape ys = windowed_shape(x.shape(), win);
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   Tensor idx = Tensor::empty(ys, DType::kInt64, x.device());
   max_pool2d_kernel().get(x.device().type)(kernel_arg(x), win, y, idx);
