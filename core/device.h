@@ -1,19 +1,23 @@
 // Devices and the per-device-type allocator table that a backend fills in.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ofl {
 
-enum class DeviceType : uint8_t { kCPU = 0, kCUDA = 1 };
-inline constexpr int kNumDeviceTypes = 2;
+// kMeta: tensors with shapes, dtypes and layouts but no memory (PyTorch's meta device); ops on
+// them infer their outputs and run no kernel.
+enum class DeviceType : uint8_t { kCPU = 0, kCUDA = 1, kMeta = 2 };
+inline constexpr int kNumDeviceTypes = 3;
 
 struct Device {
   DeviceType type = DeviceType::kCPU;
   int index = 0;
   bool operator==(const Device&) const = default;
-  std::string str() const;                    // "cpu", "cuda:1"
-  static Device parse(const std::string& s);  // "cpu", "cuda", "cuda:1"
+  std::string str() const;  // "cpu", "cuda:1", "meta"
+  bool is_meta() const { return type == DeviceType::kMeta; }
+  static Device parse(const std::string& s);  // "cpu", "cuda", "cuda:1", "meta"
 };
 const char* device_type_name(DeviceType t);
 

@@ -85,27 +85,40 @@ class CachingCpuAllocator : public Allocator {
   size_t limit_ = 0;
 };
 
+// Meta storage has a size and no memory.
+class MetaAllocator : public Allocator {
+ public:
+  void* allocate(size_t, int) override { return nullptr; }
+  void deallocate(void*, size_t, int) override {}
+};
+
 CachingCpuAllocator& cpu_allocator() {
   static CachingCpuAllocator* cpu = new CachingCpuAllocator();  // outlives static tensors
   return *cpu;
 }
 
 Allocator*& allocator_slot(DeviceType t) {
-  static Allocator* table[kNumDeviceTypes] = {&cpu_allocator(), nullptr};
+  static MetaAllocator meta;
+  static Allocator* table[kNumDeviceTypes] = {&cpu_allocator(), nullptr, &meta};
   return table[static_cast<int>(t)];
 }
 
 }  // namespace
 
-void release_cached_cpu_memory() { cpu_allocator().release_cached(); }
-size_t cached_cpu_bytes() { return cpu_allocator().cached_bytes(); }
+void release_cached_cpu_memory() {
+  cpu_allocator().release_cached();
+}
+size_t cached_cpu_bytes() {
+  return cpu_allocator().cached_bytes();
+}
 
 const char* device_type_name(DeviceType t) {
-  return t == DeviceType::kCPU ? "cpu" : "cuda";
+  static const char* names[] = {"cpu", "cuda", "meta"};
+  return names[static_cast<int>(t)];
 }
 
 std::string Device::str() const {
-  if (type == DeviceType::kCPU) return "cpu";
+  if (type != DeviceType::kCUDA) return device_type_name(type);
   return std::string(device_type_name(type)) + ":" + std::to_string(index);
 }
 
@@ -122,7 +135,8 @@ Device Device::parse(const std::string& s) {
   }
   if (kind == "cpu") return {DeviceType::kCPU, 0};
   if (kind == "cuda") return {DeviceType::kCUDA, index};
-  fail("device", "unknown device '", s, "' (expected 'cpu' or 'cuda[:i]')");
+  if (kind == "meta") return {DeviceType::kMeta, 0};
+  fail("device", "unknown device '", s, "' (expected 'cpu', 'cuda[:i]' or 'meta')");
 }
 
 void register_allocator(DeviceType t, Allocator* a) {

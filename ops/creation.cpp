@@ -3,9 +3,11 @@
 
 #include <cmath>
 
+#include "core/dispatcher.h"
 #include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
+#include "ops/sbp_rules.h"
 
 namespace ofl {
 
@@ -38,14 +40,26 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
 Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
-// Of a global tensor: the same placement and layout (partials become B unless filling zeros).
-Tensor full_like(const Tensor& t, double value) {
-  if (t.is_global())
-    return global_like(t, value == 0.0, [&](const Shape& local) {
-      return full(local, value, t.dtype(), t.device());
-    });
-  return full(t.shape(), value, t.dtype(), t.device());
+// Of a global tensor: the same placement and layout, each rank filling only its shard.
+Tensor full_like(const Tensor& t, double value, std::optional<DType> dtype) {
+  static const OpDef& def = op_def("full_like");
+  return dispatch1(def, {t}, {{"value", value}, {"dtype", dtype.value_or(t.dtype())}});
 }
+Tensor to_device(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  if (device.is_meta()) {
+    Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+    out.impl()->global = t.impl()->global;
+    return out;
+  }
+  if (t.device().is_meta())
+    fail("to", "cannot copy out of a meta tensor of shape ", shape_str(t.shape()),
+         ": it has no data (create the tensor on ", device.str(),
+         ", or use Module.to_empty(device=...) for modules)");
+  fail("to", "moving a tensor to ", device.str(),
+       " is not supported yet: ops run on the cpu (and shapes on the meta device) in this version");
+}
+
 Tensor zeros_like(const Tensor& t) {
   return full_like(t, 0.0);
 }
@@ -132,6 +146,19 @@ OFL_REGISTER_OPS({
     {.name = "rand", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
     {.name = "randn", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
     {.name = "randint", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "full_like",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kFillLike,
+     .attrs = {{"value", AttrType::kFloat}, {"dtype", AttrType::kDType}},
+     .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
+       return {{a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device}};
+     },
+     .compute =
+         [](const ComputeArgs& c) {
+           fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
+         }},
 });
 
 }  // namespace ofl

@@ -10,9 +10,12 @@ namespace ofl {
 Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
 Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
 Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32, Device device = {});
+// The tensor on `device`: itself when already there; to meta, a meta tensor of the same shape
+// and layout; out of meta or to a device without kernels yet, a clear error.
+Tensor to_device(const Tensor& t, Device device);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
-Tensor full_like(const Tensor& t, double value);
+Tensor full_like(const Tensor& t, double value, std::optional<DType> dtype = std::nullopt);
 // A 0-d tensor holding `value`.
 Tensor scalar_tensor(double value, DType dtype, Device device = {});
 Tensor arange(double start, double end, double step, DType dtype, Device device = {});

@@ -3,6 +3,8 @@
 #pragma once
 #include <optional>
 
+#include "core/op_def.h"
+#include "core/primitives.h"
 #include "core/tensor.h"
 
 namespace ofl {
@@ -114,6 +116,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 Tensor wrap_scalar(double v, DType kind);
 // The result dtype of a binary op under PyTorch's promotion (dims > 0-d > wrapped numbers).
 DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const TensorMeta& a, const TensorMeta& b);
 
 // In-place: out-of-place kernel semantics, written into `self` (bumps its version).
 Tensor& add_(Tensor& self, const Tensor& other, double alpha = 1.0);
@@ -126,9 +129,6 @@ Tensor& zero_(Tensor& self);
 Tensor& clamp_(Tensor& self, std::optional<double> min, std::optional<double> max);
 
 // --- shared by other op files ---
-Tensor unary_op(UnaryOp op, const Tensor& x, double a = 0, double b = 0);
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
-// A contiguous copy of x with the same dtype (always a new buffer).
-Tensor contiguous_copy(const Tensor& x);
 
 }  // namespace ofl

@@ -1,5 +1,6 @@
-// Helpers the backward rules of elementwise ops share (ops/elementwise*.cpp only).
+// Helpers the backward rules of elementwise ops share (ops/elementwise*.cpp, unary, binary).
 #pragma once
+#include "core/op_def.h"
 #include "core/tensor.h"
 
 namespace ofl::elementwise_grad {
@@ -13,7 +14,10 @@ struct InputMeta {
 
 // The gradient for an input: summed over broadcast dims and cast back to its dtype.
 Tensor grad_for(const Tensor& g, const InputMeta& input);
+Tensor grad_for(const Tensor& g, const TensorMeta& input);
 // t * s, or t itself when s is 1.
 Tensor scaled(const Tensor& t, double s);
+// A constant in a backward formula: a float64 wrapped number (does not drive promotion).
+Tensor k(double v);
 
 }  // namespace ofl::elementwise_grad

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/op_def.h"
 #include "core/tensor.h"
 
 namespace ofl {
@@ -21,7 +22,8 @@ struct GlobalOp {
   std::function<std::vector<Tensor>(const std::vector<Tensor>& locals,
                                     const std::vector<Shape>& out_shapes)>
       local;
-  bool inplace = false;  // output 0 is input 0, modified in place in its own layout
+  bool inplace = false;                // output 0 is input 0, modified in place in its own layout
+  const Attrs* typed_attrs = nullptr;  // the attributes of a call from the dispatcher
 };
 
 std::vector<Tensor> run_global(const GlobalOp& op);

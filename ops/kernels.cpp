@@ -4,8 +4,6 @@ namespace ofl {
 
 OFL_DEFINE_KERNEL(unary_kernel, UnaryKernel)
 OFL_DEFINE_KERNEL(binary_kernel, BinaryKernel)
-OFL_DEFINE_KERNEL(copy_kernel, CopyKernel)
-OFL_DEFINE_KERNEL(fill_kernel, FillKernel)
 OFL_DEFINE_KERNEL(where_kernel, WhereKernel)
 OFL_DEFINE_KERNEL(reduce_kernel, ReduceKernel)
 OFL_DEFINE_KERNEL(arg_reduce_kernel, ArgReduceKernel)

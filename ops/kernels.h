@@ -5,6 +5,7 @@
 #include <array>
 
 #include "core/dispatch.h"
+#include "core/primitives.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 
@@ -14,9 +15,6 @@ enum class ReduceOp { kSum, kProd, kMax, kMin, kAll, kAny };
 
 using UnaryKernel = void(UnaryOp op, const Tensor& in, const Tensor& out, double a, double b);
 using BinaryKernel = void(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
-// Copies src into dst, broadcasting src to dst's shape and converting dtype.
-using CopyKernel = void(const Tensor& src, const Tensor& dst);
-using FillKernel = void(const Tensor& dst, double value);
 using WhereKernel = void(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 // Reduces a contiguous input viewed as [outer, reduce, inner] into out [outer, inner].
 using ReduceKernel = void(ReduceOp op, const Tensor& in, int64_t outer, int64_t reduce,
@@ -76,8 +74,6 @@ using AvgPool2dBackwardKernel = void(const Tensor& grad, const Window2d& win,
 
 OFL_DECLARE_KERNEL(unary_kernel, UnaryKernel)
 OFL_DECLARE_KERNEL(binary_kernel, BinaryKernel)
-OFL_DECLARE_KERNEL(copy_kernel, CopyKernel)
-OFL_DECLARE_KERNEL(fill_kernel, FillKernel)
 OFL_DECLARE_KERNEL(where_kernel, WhereKernel)
 OFL_DECLARE_KERNEL(reduce_kernel, ReduceKernel)
 OFL_DECLARE_KERNEL(arg_reduce_kernel, ArgReduceKernel)

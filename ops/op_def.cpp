@@ -1,35 +1,8 @@
 #include "ops/op_def.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 
 namespace ofl {
-
-namespace {
-std::vector<OpDef>& table() {
-  static std::vector<OpDef> ops;
-  return ops;
-}
-}  // namespace
-
-bool register_ops(std::vector<OpDef> defs) {
-  for (auto& def : defs) {
-    OFL_CHECK(!find_op(def.name), "op registered twice: ", def.name);
-    table().push_back(std::move(def));
-  }
-  return true;
-}
-
-const std::vector<OpDef>& registered_ops() {
-  return table();
-}
-
-const OpDef* find_op(const std::string& name) {
-  auto& ops = table();
-  auto it = std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return d.name == name; });
-  return it == ops.end() ? nullptr : &*it;
-}
 
 void require_local(const char* op, const Tensor& t) {
   if (t.defined() && t.is_global())
@@ -37,6 +10,24 @@ void require_local(const char* op, const Tensor& t) {
          "does not take global tensors yet (it has no SBP rule); got a global tensor whose local "
          "shard is ",
          t.str(), "; call to_local() or numpy() first");
+}
+
+Device common_device(const InferArgs& a) {
+  const TensorMeta* first = nullptr;
+  for (const TensorMeta& m : a.in) {
+    if (!m.defined) continue;
+    const bool follower = m.wrapped || (m.shape.empty() && m.device.type == DeviceType::kCPU);
+    if (follower) continue;
+    if (!first)
+      first = &m;
+    else if (m.device != first->device)
+      fail(a.op, "tensors are on different devices: ", first->device.str(), " and ",
+           m.device.str());
+  }
+  if (first) return first->device;
+  for (const TensorMeta& m : a.in)
+    if (m.defined) return m.device;
+  return Device{};
 }
 
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {

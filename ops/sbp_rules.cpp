@@ -53,6 +53,7 @@ enum Partials : int {
   kFirstSum = 4,  // input 0 P(sum), the others B
   kAllMax = 8,
   kAllMin = 16,
+  kSecondSum = 32,  // input 1 P(sum), the others B
 };
 
 template <int kPartials>
@@ -64,6 +65,7 @@ Sigs elementwise(const SbpQuery& q) {
   if (kPartials & kOneSum)
     for (size_t i = 0; i < q.in.size(); ++i) sigs.push_back(one_input(q, i, kPSum, kPSum));
   if ((kPartials & kFirstSum) && q.in.size() > 1) sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  if ((kPartials & kSecondSum) && q.in.size() > 1) sigs.push_back(one_input(q, 1, kPSum, kPSum));
   return sigs;
 }
 
@@ -75,7 +77,14 @@ Sigs identity(const SbpQuery& q) {
 
 Sigs cast(const SbpQuery& q) {
   Sigs sigs = elementwise<kAllMax | kAllMin>(q);
-  if (q.attrs[0]) sigs.push_back(uniform(q, kPSum));
+  if (is_floating(q.typed->get<DType>("dtype"))) sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+// The output ignores the input's values: splits map, and partial inputs give a B output.
+Sigs fill_like(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {kB}});
   return sigs;
 }
 
@@ -299,11 +308,13 @@ const SbpRule kMonotoneUnary{"monotone_unary", elementwise<kAllMax | kAllMin>};
 const SbpRule kAddLike{"add_like", elementwise<kAllSum>};
 const SbpRule kMulLike{"mul_like", elementwise<kOneSum>};
 const SbpRule kDivLike{"div_like", elementwise<kFirstSum>};
+const SbpRule kActivationGrad{"activation_grad", elementwise<kSecondSum>};
 const SbpRule kMaximum{"maximum", elementwise<kAllMax>};
 const SbpRule kMinimum{"minimum", elementwise<kAllMin>};
 const SbpRule kCast{"cast", cast};
 const SbpRule kCopy{"copy", identity};
 const SbpRule kFill{"fill", fill};
+const SbpRule kFillLike{"fill_like", fill_like};
 const SbpRule kReduce{"reduce", reduce};
 const SbpRule kMatmul{"matmul", matmul};
 const SbpRule kPermute{"permute", permute};

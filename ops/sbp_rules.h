@@ -11,16 +11,19 @@ namespace ofl::sbp_rules {
 extern const SbpRule kIdentity;
 // Elementwise with broadcasting: the same split on every input that has the output's axis
 // (B where an input broadcasts it). Variants add the partial signatures that are exact:
-extern const SbpRule kElementwise;    // splits only (comparisons, pow, non-monotone maps)
-extern const SbpRule kLinearUnary;    // + P(sum) -> P(sum)                        (neg, to)
-extern const SbpRule kMonotoneUnary;  // + P(max|min) -> P(max|min)       (relu, exp, floor)
-extern const SbpRule kAddLike;        // + all P(sum) -> P(sum)                  (add, sub)
-extern const SbpRule kMulLike;        // + one input P(sum), the rest B -> P(sum)      (mul)
-extern const SbpRule kDivLike;        // + input 0 P(sum), the rest B -> P(sum)        (div)
-extern const SbpRule kMaximum;        // + all P(max) -> P(max)
-extern const SbpRule kMinimum;        // + all P(min) -> P(min)
-// to(dtype): attrs {to_floating}; P(max|min) pass (casts are monotone), P(sum) into floats.
+extern const SbpRule kElementwise;     // splits only (comparisons, pow, non-monotone maps)
+extern const SbpRule kLinearUnary;     // + P(sum) -> P(sum)                        (neg, to)
+extern const SbpRule kMonotoneUnary;   // + P(max|min) -> P(max|min)       (relu, exp, floor)
+extern const SbpRule kAddLike;         // + all P(sum) -> P(sum)                  (add, sub)
+extern const SbpRule kMulLike;         // + one input P(sum), the rest B -> P(sum)      (mul)
+extern const SbpRule kDivLike;         // + input 0 P(sum), the rest B -> P(sum)        (div)
+extern const SbpRule kActivationGrad;  // + input 1 P(sum), the rest B -> P(sum)  (f'(x) * grad)
+extern const SbpRule kMaximum;         // + all P(max) -> P(max)
+extern const SbpRule kMinimum;         // + all P(min) -> P(min)
+// to: typed attribute dtype; P(max|min) pass (casts are monotone), P(sum) into floats.
 extern const SbpRule kCast;
+// full_like(x): splits map; a partial x gives a B output (the values are not read).
+extern const SbpRule kFillLike;
 // copy_(self, src): every layout, self and src alike.
 extern const SbpRule kCopy;
 // fill_ / zero_: attrs {value_is_zero}; partials pass only when filling zeros.

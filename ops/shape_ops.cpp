@@ -223,9 +223,8 @@ Tensor select(const Tensor& x, int64_t axis, int64_t index) {
   if (x.is_global()) {
     Shape shape = logical_shape(x);
     shape.erase(shape.begin() + axis);
-    return run_global1("select", {x}, shape, {axis, 1}, [=](const auto& l, const Shape&) {
-      return select(l[0], axis, index);
-    });
+    return run_global1("select", {x}, shape, {axis, 1},
+                       [=](const auto& l, const Shape&) { return select(l[0], axis, index); });
   }
   Tensor s = slice(x, axis, index, index + 1, 1);
   return squeeze(s, std::vector<int64_t>{axis});
@@ -364,12 +363,13 @@ Tensor view_as_dtype(const Tensor& x, DType dtype) {
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
-  if (g.shape() == shape) return g;
+  const Shape& have = logical_shape(g);
+  if (have == shape) return g;
   const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
-  OFL_CHECK(lead >= 0, "sum_to ", shape_str(g.shape()), " -> ", shape_str(shape));
+  OFL_CHECK(lead >= 0, "sum_to ", shape_str(have), " -> ", shape_str(shape));
   Axes axes;
   for (int64_t d = 0; d < g.dim(); ++d)
-    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(d);
+    if (d < lead || (shape[d - lead] == 1 && have[d] != 1)) axes.push_back(d);
   Tensor r = axes.empty() ? g : sum(g, axes, true);
   return reshape(r, shape);
 }

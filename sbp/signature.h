@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/op_def.h"
 #include "core/shape.h"
 #include "sbp/sbp.h"
 
@@ -23,7 +24,8 @@ struct SbpSignature {
 struct SbpQuery {
   std::vector<Shape> in;
   std::vector<Shape> out;
-  std::vector<int64_t> attrs;
+  std::vector<int64_t> attrs;    // ops with their own front ends (until they are definitions)
+  const Attrs* typed = nullptr;  // the call's attributes, for ops run by the dispatcher
   int64_t parallel_num = 1;
 };
 

@@ -6,8 +6,8 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
+#include "core/dispatcher.h"
+#include "core/primitives.h"
 
 namespace ofl::autograd {
 
@@ -22,7 +22,7 @@ using Buffers = std::unordered_map<Node*, Grads>;
 
 void accumulate(Grads& slots, size_t index, size_t size, const Tensor& g) {
   if (slots.size() < size) slots.resize(size);
-  slots[index] = slots[index].defined() ? add(slots[index], g) : g;
+  slots[index] = slots[index].defined() ? call_op("add", {slots[index], g}) : g;
 }
 
 // Counts, for every node reachable from the roots, how many edges point at it.
@@ -57,7 +57,7 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
   if (root.numel() != 1)
     fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",
          shape_str(root.shape()), "; pass a gradient of that shape");
-  return ones_like(root);
+  return call_op("full_like", {root}, {{"value", 1.0}, {"dtype", root.dtype()}});
 }
 
 // Runs the graph from `roots`. With `captures`, gradients reaching those edges are returned
@@ -114,7 +114,7 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
     for (size_t i = 0; i < node->retained().size() && i < in.size(); ++i)
       if (auto impl = node->retained()[i].lock(); impl && in[i].defined()) {
         Tensor t(impl);
-        t.set_grad(t.grad().defined() ? add(t.grad(), in[i]) : in[i]);
+        t.set_grad(t.grad().defined() ? call_op("add", {t.grad(), in[i]}) : in[i]);
       }
     in.resize(std::max<size_t>(in.size(), node->outputs().size()));
     Grads out = node->apply(std::move(in));

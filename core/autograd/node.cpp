@@ -3,8 +3,8 @@
 #include <atomic>
 
 #include "core/autograd/grad_mode.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
+#include "core/dispatcher.h"
+#include "core/primitives.h"
 
 namespace ofl::autograd {
 
@@ -27,6 +27,9 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (is_output) {
     t_ = t.alias();
     t_.impl()->is_view = true;
+    t_.impl()->global = t.impl()->global;
+    producer_ = t.grad_fn();
+    output_nr_ = t.output_nr();
   } else {
     t_ = t;
   }
@@ -39,6 +42,13 @@ Tensor SavedTensor::unpack(const std::string& op) const {
          ") that backward needs was modified by an in-place operation after it was saved "
          "(version ",
          t_.version(), ", expected ", version_, "); clone it before changing it in place");
+  if (auto fn = producer_.lock()) {
+    Tensor out = t_.alias();
+    out.impl()->is_view = true;
+    out.impl()->global = t_.impl()->global;
+    out.set_history(std::move(fn), output_nr_);
+    return out;
+  }
   return t_;
 }
 
@@ -52,7 +62,9 @@ Grads FunctionNode::apply(Grads&& grads) {
   for (size_t i = 0; i < grads.size(); ++i)
     if (!grads[i].defined()) {
       auto& m = outputs()[i];
-      grads[i] = zeros(m.shape, m.dtype, m.device);
+      grads[i] = Tensor::empty(m.shape, m.dtype, m.device);
+      fill_kernel().get(m.device.type)(grads[i], 0.0);
+      grads[i].impl()->global = m.global;  // zeros are valid under every layout
     }
   return fn_(grads, needs);
 }
@@ -81,7 +93,7 @@ void accumulate_grad(Tensor var, const Tensor& g) {
     owned.impl()->global = g.impl()->global;  // a global leaf's gradient stays global
     var.set_grad(owned);
   } else {
-    var.set_grad(add(old, g));
+    var.set_grad(call_op("add", {old, g}));
   }
 }
 
@@ -123,7 +135,7 @@ void record(const std::string& name, const std::vector<Tensor>& inputs,
   for (const auto& in : inputs) node->next_edges().push_back(gradient_edge(in));
   for (uint32_t i = 0; i < outputs.size(); ++i) {
     Tensor out = outputs[i];
-    node->outputs().push_back({out.shape(), out.dtype(), out.device()});
+    node->outputs().push_back({out.shape(), out.dtype(), out.device(), out.impl()->global});
     out.set_history(node, i);
   }
   node->retained().resize(outputs.size());

@@ -35,9 +35,10 @@ class Node {
   std::vector<Edge>& next_edges() { return next_; }
   // Shapes/dtypes of the forward outputs, so missing output grads can be zero-filled.
   struct OutputMeta {
-    Shape shape;
+    Shape shape;  // local
     DType dtype;
     Device device;
+    std::shared_ptr<const GlobalInfo> global;
   };
   std::vector<OutputMeta>& outputs() { return outputs_; }
   // Non-leaf tensors that asked for retain_grad(), by output index.
@@ -55,7 +56,8 @@ class Node {
 class SavedTensor {
  public:
   SavedTensor() = default;
-  // An op's own output is saved without its history, so the node does not own itself.
+  // An op's own output is saved without its history, so the node does not own itself; its
+  // producer is kept weakly and given back on unpack, so gradients of gradients flow through it.
   explicit SavedTensor(const Tensor& t, bool is_output = false);
   Tensor unpack(const std::string& op) const;
   bool defined() const { return t_.defined(); }
@@ -64,6 +66,8 @@ class SavedTensor {
  private:
   Tensor t_;
   uint64_t version_ = 0;
+  std::weak_ptr<Node> producer_;
+  uint32_t output_nr_ = 0;
 };
 
 using BackwardFn = std::function<Grads(const Grads& grads, const Needs& needs)>;

@@ -201,10 +201,8 @@ for _name in (
     "linspace",
 ):
     globals()[_name] = _global_mod.make_global_creation(globals()[_name])
+# zeros_like, ones_like and full_like are ops (each rank fills only its shard).
 for _name in (
-    "zeros_like",
-    "ones_like",
-    "full_like",
     "empty_like",
     "rand_like",
     "randn_like",

@@ -88,11 +88,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.full(t.shape, 0.0, dtype or t.dtype), requires_grad)
+    return _finish(_C.full_like(t, 0.0, dtype or t.dtype), requires_grad)
 
 
 def ones_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.full(t.shape, 1.0, dtype or t.dtype), requires_grad)
+    return _finish(_C.full_like(t, 1.0, dtype or t.dtype), requires_grad)
 
 
 def empty_like(t, dtype=None, requires_grad=False):
@@ -100,7 +100,7 @@ def empty_like(t, dtype=None, requires_grad=False):
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
-    return _finish(_C.full(t.shape, _py_float(fill_value), dtype or t.dtype), requires_grad)
+    return _finish(_C.full_like(t, _py_float(fill_value), dtype or t.dtype), requires_grad)
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):

@@ -28,8 +28,11 @@ void bind_functions(py::module_& m) {
   // creation
   m.def("from_numpy", &from_numpy);
   m.def("as_tensor_arg", [](py::handle h) { return as_tensor(h, "tensor"); });
-  m.def("empty", [](const Shape& s, DType d) { return Tensor::empty(s, d); });
+  m.def(
+      "empty", [](const Shape& s, DType d, Device device) { return Tensor::empty(s, d, device); },
+      arg("shape"), arg("dtype"), arg("device") = Device{});
   m.def("full", [](const Shape& s, double v, DType d) { return full(s, v, d); });
+  m.def("full_like", [](const Tensor& t, double v, DType d) { return full_like(t, v, d); });
   m.def("arange", [](double a, double b, double step, DType d) { return arange(a, b, step, d); });
   m.def("linspace", [](double a, double b, int64_t n, DType d) { return linspace(a, b, n, d); });
   m.def("eye", [](int64_t n, int64_t k, DType d) { return eye(n, k, d); });

@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/dispatcher.h"
 #include "core/parallel.h"
 #include "ops/op_def.h"
 #include "ops/ops.h"
@@ -141,12 +142,51 @@ PYBIND11_MODULE(_C, m) {
   m.def("registered_ops", []() {
     py::list out;
     for (const auto& op : registered_ops())
-      out.append(
-          py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
-                   py::arg("differentiable") = op.differentiable,
-                   py::arg("sbp") = op.sbp ? py::object(py::str(op.sbp->name)) : py::none()));
+      out.append(py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
+                          py::arg("differentiable") = op.differentiable,
+                          py::arg("sbp") = op.sbp ? py::object(py::str(op.sbp->name)) : py::none(),
+                          py::arg("dispatched") = op.dispatched()));
     return out;
   });
+  // Any registered op through the dispatcher, attributes converted by the op's schema.
+  m.def(
+      "dispatch",
+      [](const std::string& name, const std::vector<std::optional<Tensor>>& inputs,
+         const py::dict& attrs) {
+        const OpDef* op = find_op(name);
+        if (!op) throw Error("[dispatch] no op named '" + name + "'");
+        if (!op->dispatched())
+          throw Error("[dispatch] op '" + name + "' is not run by the dispatcher yet");
+        Attrs a;
+        for (const AttrDef& d : op->attrs) {
+          if (!attrs.contains(d.name)) continue;  // the dispatcher names what is missing
+          py::handle v = attrs[d.name];
+          switch (d.type) {
+            case AttrType::kBool:
+              a.set(d.name, v.cast<bool>());
+              break;
+            case AttrType::kInt:
+              a.set(d.name, v.cast<int64_t>());
+              break;
+            case AttrType::kFloat:
+              a.set(d.name, v.cast<double>());
+              break;
+            case AttrType::kString:
+              a.set(d.name, v.cast<std::string>());
+              break;
+            case AttrType::kDType:
+              a.set(d.name, v.cast<DType>());
+              break;
+            case AttrType::kInts:
+              a.set(d.name, v.cast<std::vector<int64_t>>());
+              break;
+          }
+        }
+        std::vector<Tensor> in;
+        for (const auto& t : inputs) in.push_back(t ? *t : Tensor());
+        return dispatch(*op, in, a);
+      },
+      py::arg("name"), py::arg("inputs"), py::arg("attrs") = py::dict());
   m.def("op_cost", [](const std::string& name, const std::vector<Shape>& inputs,
                       const Shape& output, DType dtype) {
     const OpDef* op = find_op(name);

@@ -104,6 +104,10 @@ BINARY = {
     "copy_": lambda a, b: a.copy_(b),
 }
 
+# The fused activation backward ops f(x, grad), called as the backward definitions call them.
+for _name in ("gelu", "gelu_tanh", "silu", "sigmoid", "tanh"):
+    BINARY[_name + "_backward"] = lambda a, b, _n=_name: _C.dispatch(_n + "_backward", [a, b])[0]
+
 # name -> (function of tensors, input arrays)
 CASES = {n: (f, [X]) for n, f in UNARY.items()}
 CASES.update({n: (f, [POS]) for n, f in POSITIVE.items()})
@@ -111,6 +115,8 @@ CASES.update({n: (f, [X, ROW if n.endswith("_") else Y]) for n, f in BINARY.item
 CASES.update(
     {
         "pow": (lambda a, b: a**b, [POS, Y]),
+        "pow_scalar": (lambda a: a**3.0, [X]),
+        "full_like": (lambda a: flow.full_like(a, 2.0), [X]),
         "floor_divide": (lambda a, b: a // b, [_i(9, 5, 4) + 1, _i(3, 4) + 1]),
         "remainder": (lambda a, b: a % b, [_i(9, 5, 4), _i(3, 4) + 1]),
         "logical_not": (lambda a: a.logical_not(), [_b(5, 4)]),

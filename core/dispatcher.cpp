@@ -1,0 +1,152 @@
+#include "core/dispatcher.h"
+
+#include <array>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+
+namespace ofl {
+
+namespace {
+
+std::array<KindHandler*, kNumTensorKinds>& handlers() {
+  static std::array<KindHandler*, kNumTensorKinds> table{};
+  return table;
+}
+
+// Local and meta calls: meta outputs get no memory and no kernel runs (run_local).
+class LocalHandler : public KindHandler {
+ public:
+  std::vector<Tensor> run(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs,
+                          const std::vector<TensorMeta>& out) override {
+    return run_local(def, in, attrs, out);
+  }
+};
+
+const bool builtin_handlers = [] {
+  static LocalHandler local;
+  handlers()[static_cast<int>(TensorKind::kMeta)] = &local;
+  handlers()[static_cast<int>(TensorKind::kLocal)] = &local;
+  return true;
+}();
+
+KindHandler& handler(TensorKind kind) {
+  KindHandler* h = handlers()[static_cast<int>(kind)];
+  OFL_CHECK(h, "no handler registered for tensor kind ", static_cast<int>(kind));
+  return *h;
+}
+
+void check_attrs(const OpDef& def, const Attrs& attrs) {
+  for (const AttrDef& a : def.attrs) {
+    if (!attrs.has(a.name))
+      fail(def.name.c_str(), "missing attribute '", a.name, "' (", attr_type_name(a.type), ")");
+    if (attrs.value(a.name).index() != static_cast<size_t>(a.type))
+      fail(def.name.c_str(), "attribute '", a.name, "' must be of type ", attr_type_name(a.type));
+  }
+  OFL_CHECK(attrs.items().size() == def.attrs.size(), def.name, ": attributes ", attrs.str(),
+            " do not match its schema");
+}
+
+// One node for the call; its backward is the op's definition, run through this dispatcher on
+// whatever kind of tensors the gradients are.
+void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                     std::vector<TensorMeta> in_meta, const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> recorded;
+  std::vector<size_t> index;  // op output of each recorded one
+  for (size_t j = 0; j < outputs.size(); ++j)
+    if (is_floating(outputs[j].dtype())) {
+      recorded.push_back(outputs[j]);
+      index.push_back(j);
+    }
+  if (recorded.empty()) return;
+  std::vector<autograd::SavedTensor> saved_in;
+  if (def.saves & kSaveInputs)
+    for (const Tensor& t : inputs) saved_in.emplace_back(t);
+  // Outputs are saved once they have their history (their producer is this node, held weakly).
+  auto saved_out = std::make_shared<std::vector<autograd::SavedTensor>>();
+  const size_t num_out = outputs.size();
+  autograd::record(
+      def.name, inputs, recorded,
+      [&def, attrs, in_meta = std::move(in_meta), saved_in = std::move(saved_in), saved_out, index,
+       num_out](const autograd::Grads& g, const autograd::Needs& needs) -> autograd::Grads {
+        std::vector<Tensor> in(in_meta.size()), out(num_out), grads(num_out);
+        for (size_t i = 0; i < saved_in.size(); ++i) in[i] = saved_in[i].unpack(def.name);
+        for (size_t j = 0; j < saved_out->size(); ++j) out[j] = (*saved_out)[j].unpack(def.name);
+        for (size_t k = 0; k < index.size(); ++k) grads[index[k]] = g[k];
+        std::vector<Tensor> result = def.backward({in, out, in_meta, grads, needs, attrs});
+        OFL_CHECK(result.size() == in_meta.size(), def.name, ": backward gave ", result.size(),
+                  " gradients for ", in_meta.size(), " inputs");
+        return result;
+      });
+  if (def.saves & kSaveOutputs)
+    for (const Tensor& t : outputs) saved_out->emplace_back(t, /*is_output=*/true);
+}
+
+}  // namespace
+
+void set_kind_handler(TensorKind kind, KindHandler* h) {
+  handlers()[static_cast<int>(kind)] = h;
+}
+
+TensorKind kind_of(const std::vector<Tensor>& inputs) {
+  TensorKind kind = TensorKind::kLocal;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    if (t.is_global()) return TensorKind::kGlobal;
+    if (t.device().is_meta()) kind = TensorKind::kMeta;
+  }
+  return kind;
+}
+
+TensorMeta meta_of(const Tensor& t) {
+  if (!t.defined()) return {{}, DType::kFloat32, {}, false, false};
+  const Shape& shape = t.is_global() ? handler(TensorKind::kGlobal).logical_shape(t) : t.shape();
+  return {shape, t.dtype(), t.device(), true, t.is_wrapped_number()};
+}
+
+std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  OFL_CHECK(def.dispatched(), def.name, " has no definition the dispatcher can run");
+  if (def.num_inputs >= 0 && in.size() != static_cast<size_t>(def.num_inputs))
+    fail(def.name.c_str(), "expects ", def.num_inputs, " tensor inputs, got ", in.size());
+  check_attrs(def, attrs);
+  return def.infer({def.name.c_str(), in, attrs});
+}
+
+std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs, const std::vector<TensorMeta>& out) {
+  std::vector<Tensor> outs;
+  outs.reserve(out.size());
+  for (const TensorMeta& m : out) outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));
+  if (!outs.empty() && outs[0].device().is_meta()) return outs;
+  def.compute({inputs, outs, attrs});
+  return outs;
+}
+
+std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) {
+  std::vector<TensorMeta> in_meta;
+  in_meta.reserve(inputs.size());
+  for (const Tensor& t : inputs) in_meta.push_back(meta_of(t));
+  std::vector<TensorMeta> out_meta = infer_metas(def, in_meta, attrs);
+  const bool needs_grad = def.backward && autograd::any_requires_grad(inputs);
+  std::vector<Tensor> outs;
+  {
+    autograd::NoGradGuard no_grad;  // handlers run ops of their own; this call records once
+    outs = handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);
+  }
+  if (needs_grad) record_autograd(def, inputs, attrs, std::move(in_meta), outs);
+  return outs;
+}
+
+Tensor dispatch1(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  std::vector<Tensor> outs = dispatch(def, inputs, attrs);
+  OFL_CHECK(outs.size() == 1, def.name, " has ", outs.size(), " outputs");
+  return outs[0];
+}
+
+Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return dispatch1(op_def(name), inputs, attrs);
+}
+
+}  // namespace ofl

@@ -1,0 +1,49 @@
+// The one dispatcher every op call goes through (DESIGN.md): check and infer once from the
+// inputs' metas, route by the inputs' kind, record autograd once.
+//
+//   meta    -> outputs are meta tensors with the inferred shapes and dtypes; nothing runs
+//   global  -> the global executor (registered by global/; core does not include it)
+//   traced  -> (graph mode) appends a node to the graph being built
+//   local   -> allocates the outputs and runs the op's compute on the device's kernels
+#pragma once
+#include <vector>
+
+#include "core/op_def.h"
+
+namespace ofl {
+
+enum class TensorKind : uint8_t { kLocal = 0, kMeta = 1, kGlobal = 2, kTraced = 3 };
+inline constexpr int kNumTensorKinds = 4;
+
+// What runs a call whose inputs are of one kind. `out` holds the inferred output metas (logical
+// shapes); the handler returns the outputs (without autograd history: the dispatcher records it).
+class KindHandler {
+ public:
+  virtual ~KindHandler() = default;
+  virtual std::vector<Tensor> run(const OpDef& def, const std::vector<Tensor>& in,
+                                  const Attrs& attrs, const std::vector<TensorMeta>& out) = 0;
+  // The shape ops see: a global tensor's logical shape.
+  virtual const Shape& logical_shape(const Tensor& t) const { return t.shape(); }
+};
+void set_kind_handler(TensorKind kind, KindHandler* handler);
+
+// The kind of a call: traced over global over meta over local.
+TensorKind kind_of(const std::vector<Tensor>& inputs);
+// A tensor's meta as ops see it (logical shape for global tensors).
+TensorMeta meta_of(const Tensor& t);
+
+std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs = {});
+Tensor dispatch1(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+// By name, for callers below ops/ (autograd's gradient sums): the op must be registered.
+Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+
+// Runs the op's infer alone: the output metas, or the op's error for bad inputs.
+std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs);
+// Runs the op's compute on local tensors (no checks, no autograd): what the global executor
+// runs on each rank's shards.
+std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
+                              const Attrs& attrs, const std::vector<TensorMeta>& out);
+
+}  // namespace ofl

@@ -1,0 +1,97 @@
+#include "core/op_def.h"
+
+#include <algorithm>
+#include <deque>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ofl {
+
+namespace {
+// A deque: front ends keep references to their definitions while later ones register.
+std::deque<OpDef>& table() {
+  static std::deque<OpDef> ops;
+  return ops;
+}
+
+std::ostream& operator<<(std::ostream& os, const AttrValue& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>)
+          os << (x ? "true" : "false");
+        else if constexpr (std::is_same_v<T, DType>)
+          os << dtype_name(x);
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          os << shape_str(x);
+        else
+          os << x;
+      },
+      v);
+  return os;
+}
+}  // namespace
+
+const char* attr_type_name(AttrType t) {
+  static const char* names[] = {"bool", "int", "float", "string", "dtype", "ints"};
+  return names[static_cast<int>(t)];
+}
+
+bool Attrs::has(std::string_view name) const {
+  return std::any_of(items_.begin(), items_.end(),
+                     [&](const auto& kv) { return kv.first == name; });
+}
+
+const AttrValue& Attrs::value(std::string_view name) const {
+  for (const auto& [k, v] : items_)
+    if (k == name) return v;
+  OFL_CHECK(false, "no attribute ", name, " among ", str());
+}
+
+void Attrs::set(const char* name, AttrValue v) {
+  for (auto& [k, old] : items_)
+    if (std::string_view(k) == name) {
+      old = std::move(v);
+      return;
+    }
+  items_.emplace_back(name, std::move(v));
+}
+
+std::string Attrs::str() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < items_.size(); ++i)
+    os << (i ? ", " : "") << items_[i].first << "=" << items_[i].second;
+  return os.str();
+}
+
+std::string TensorMeta::str() const {
+  if (!defined) return "none";
+  return shape_str(shape) + " " + dtype_name(dtype);
+}
+
+bool register_ops(std::vector<OpDef> defs) {
+  for (auto& def : defs) {
+    OFL_CHECK(!find_op(def.name), "op registered twice: ", def.name);
+    table().push_back(std::move(def));
+  }
+  return true;
+}
+
+const std::deque<OpDef>& registered_ops() {
+  return table();
+}
+
+const OpDef* find_op(const std::string& name) {
+  auto& ops = table();
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return d.name == name; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+const OpDef& op_def(const std::string& name) {
+  const OpDef* def = find_op(name);
+  OFL_CHECK(def, "no registered op named ", name);
+  return *def;
+}
+
+}  // namespace ofl

@@ -1,0 +1,133 @@
+// An op's whole definition (DESIGN.md, "One op, one definition, one dispatcher"): typed
+// attributes, `infer` (every argument check, once), the SBP rule, the backward as calls to other
+// ops, the cost, and the compute that runs kernels from the device tables. The dispatcher
+// (core/dispatcher.h), the global executor, graph mode and the planner ask ops about themselves
+// only through this registry.
+#pragma once
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace ofl {
+
+// --- typed attributes ---
+
+enum class AttrType : uint8_t { kBool, kInt, kFloat, kString, kDType, kInts };
+using AttrValue = std::variant<bool, int64_t, double, std::string, DType, std::vector<int64_t>>;
+const char* attr_type_name(AttrType t);
+
+struct AttrDef {
+  const char* name;
+  AttrType type;
+};
+
+// The attribute values of one call, by name. The dispatcher checks them against the op's schema.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) : items_(items) {}
+
+  template <class T>
+  const T& get(std::string_view name) const {
+    const AttrValue& v = value(name);
+    const T* p = std::get_if<T>(&v);
+    OFL_CHECK(p, "attribute ", name, " has another type");
+    return *p;
+  }
+  bool has(std::string_view name) const;
+  const AttrValue& value(std::string_view name) const;
+  void set(const char* name, AttrValue v);
+  const std::vector<std::pair<const char*, AttrValue>>& items() const { return items_; }
+  std::string str() const;  // "axis=1, keepdim=true"
+
+ private:
+  std::vector<std::pair<const char*, AttrValue>> items_;
+};
+
+// --- what ops see of tensors without their data ---
+
+struct TensorMeta {
+  Shape shape;  // logical (a global tensor's whole shape)
+  DType dtype = DType::kFloat32;
+  Device device;
+  bool defined = true;   // false: an absent optional input
+  bool wrapped = false;  // a Python scalar (does not drive type promotion)
+  std::string str() const;
+};
+
+// Work of one call on one device, for the roofline cost model.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;  // read + written
+};
+using CostFn = OpCost (*)(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
+
+// The 1-d SBP signatures an op accepts (sbp/signature.h); opaque to core.
+struct SbpRule;
+
+struct InferArgs {
+  const char* op;
+  const std::vector<TensorMeta>& in;
+  const Attrs& attrs;
+};
+// Reads the inputs (local tensors on the op's device) and writes the outputs the dispatcher
+// allocated from `infer`'s metas.
+struct ComputeArgs {
+  const std::vector<Tensor>& in;
+  const std::vector<Tensor>& out;
+  const Attrs& attrs;
+};
+// The inputs and outputs the op saved (undefined where it saves none), their metas, one gradient
+// per output (zeros where none flowed) and which inputs need one. Returns one per input.
+struct BackwardArgs {
+  const std::vector<Tensor>& in;
+  const std::vector<Tensor>& out;
+  const std::vector<TensorMeta>& in_meta;
+  const std::vector<Tensor>& grads;
+  const std::vector<bool>& needs;
+  const Attrs& attrs;
+};
+
+enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
+
+struct OpDef {
+  std::string name;
+  int num_inputs = 1;  // tensor inputs, weights and indices included; -1: a list of tensors
+  bool differentiable = true;
+  CostFn cost = nullptr;
+  const SbpRule* sbp = nullptr;  // null: only the all-broadcast signature
+
+  // Set for ops that run through the dispatcher (the others still have their own front ends).
+  std::vector<AttrDef> attrs;
+  std::function<std::vector<TensorMeta>(const InferArgs&)> infer;
+  std::function<void(const ComputeArgs&)> compute;
+  std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
+  uint8_t saves = kSaveNone;
+  // Attributes that name logical sizes (a reshape's target, say), rewritten for one shard whose
+  // outputs have `local_out` shapes. Null: the attributes hold for shards as they are.
+  std::function<Attrs(const Attrs&, const std::vector<Shape>& local_out)> shard_attrs;
+
+  bool dispatched() const { return infer && compute; }
+};
+
+// Registers ops at load time; a second registration of the same name is a bug.
+bool register_ops(std::vector<OpDef> defs);
+const std::deque<OpDef>& registered_ops();
+const OpDef* find_op(const std::string& name);
+// The registered op `name` (an internal error if there is none); for front ends to cache.
+const OpDef& op_def(const std::string& name);
+
+#define OFL_CONCAT_INNER(a, b) a##b
+#define OFL_CONCAT(a, b) OFL_CONCAT_INNER(a, b)
+// OFL_REGISTER_OPS({{.name = "add", .num_inputs = 2, .cost = elementwise_cost}, ...});
+#define OFL_REGISTER_OPS(...) \
+  static const bool OFL_CONCAT(ofl_ops_registered_, __LINE__) = ::ofl::register_ops(__VA_ARGS__)
+
+}  // namespace ofl

@@ -1,0 +1,28 @@
+#include "core/primitives.h"
+
+namespace ofl {
+
+OFL_DEFINE_KERNEL(copy_kernel, CopyKernel)
+OFL_DEFINE_KERNEL(fill_kernel, FillKernel)
+
+namespace {
+void meta_copy(const Tensor&, const Tensor&) {}
+void meta_fill(const Tensor&, double) {}
+}  // namespace
+OFL_REGISTER_KERNEL(copy_kernel, DeviceType::kMeta, meta_copy);
+OFL_REGISTER_KERNEL(fill_kernel, DeviceType::kMeta, meta_fill);
+
+Tensor filled_like(const Tensor& t, double value) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  fill_kernel().get(t.device().type)(out, value);
+  out.impl()->global = t.impl()->global;
+  return out;
+}
+
+Tensor contiguous_copy(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  copy_kernel().get(x.device().type)(x, out);
+  return out;
+}
+
+}  // namespace ofl

@@ -1,0 +1,39 @@
+// The global kind of the dispatcher: a call with global inputs runs through the global executor,
+// which picks a signature from the op's SBP rule, reshards, and runs the op's compute on shards.
+#include "core/dispatcher.h"
+#include "ops/global_op.h"
+#include "sbp/global_info.h"
+
+namespace ofl {
+
+namespace {
+
+class GlobalHandler : public KindHandler {
+ public:
+  std::vector<Tensor> run(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs,
+                          const std::vector<TensorMeta>& out) override {
+    GlobalOp op;
+    op.name = def.name.c_str();
+    op.inputs = in;
+    for (const TensorMeta& m : out) op.out_shapes.push_back(m.shape);
+    op.typed_attrs = &attrs;
+    op.local = [&](const std::vector<Tensor>& locals, const std::vector<Shape>& shapes) {
+      std::vector<TensorMeta> metas = out;
+      for (size_t j = 0; j < metas.size(); ++j) metas[j].shape = shapes[j];
+      if (!def.shard_attrs) return run_local(def, locals, attrs, metas);
+      return run_local(def, locals, def.shard_attrs(attrs, shapes), metas);
+    };
+    return run_global(op);
+  }
+  const Shape& logical_shape(const Tensor& t) const override { return t.impl()->global->shape; }
+};
+
+const bool registered = [] {
+  static GlobalHandler handler;
+  set_kind_handler(TensorKind::kGlobal, &handler);
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace ofl

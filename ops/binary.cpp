@@ -1,0 +1,246 @@
+// Binary elementwise op definitions (broadcasting, PyTorch's type promotion) and where.
+#include "core/dispatcher.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
+#include "ops/kernels.h"
+#include "ops/op_def.h"
+#include "ops/sbp_rules.h"
+
+namespace ofl {
+
+using elementwise_grad::grad_for;
+using elementwise_grad::k;
+
+namespace {
+
+struct BinaryInfo {
+  const char* name;
+  const SbpRule* sbp;
+};
+
+// Indexed by BinaryOp.
+const BinaryInfo kBinary[] = {{"add", &sbp_rules::kAddLike},
+                              {"sub", &sbp_rules::kAddLike},
+                              {"mul", &sbp_rules::kMulLike},
+                              {"div", &sbp_rules::kDivLike},
+                              {"pow", &sbp_rules::kElementwise},
+                              {"maximum", &sbp_rules::kMaximum},
+                              {"minimum", &sbp_rules::kMinimum},
+                              {"eq", &sbp_rules::kElementwise},
+                              {"ne", &sbp_rules::kElementwise},
+                              {"lt", &sbp_rules::kElementwise},
+                              {"le", &sbp_rules::kElementwise},
+                              {"gt", &sbp_rules::kElementwise},
+                              {"ge", &sbp_rules::kElementwise},
+                              {"logical_and", &sbp_rules::kElementwise},
+                              {"logical_or", &sbp_rules::kElementwise},
+                              {"logical_xor", &sbp_rules::kElementwise},
+                              {"floor_divide", &sbp_rules::kElementwise},
+                              {"remainder", &sbp_rules::kElementwise},
+                              {"gelu_backward", &sbp_rules::kActivationGrad},
+                              {"gelu_tanh_backward", &sbp_rules::kActivationGrad},
+                              {"silu_backward", &sbp_rules::kActivationGrad},
+                              {"sigmoid_backward", &sbp_rules::kActivationGrad},
+                              {"tanh_backward", &sbp_rules::kActivationGrad}};
+
+bool is_comparison(BinaryOp op) {
+  return op >= BinaryOp::kEq && op <= BinaryOp::kLogicalXor;
+}
+
+// The dtype the kernel computes in.
+DType compute_dtype(BinaryOp op, const TensorMeta& a, const TensorMeta& b) {
+  DType dt = result_type(a, b);
+  const bool needs_float = op == BinaryOp::kDiv || op >= BinaryOp::kGeluGrad;
+  return needs_float && !is_floating(dt) ? DType::kFloat32 : dt;
+}
+
+std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
+  const TensorMeta &x = a.in[0], &y = a.in[1];
+  Device device = common_device(a);
+  Shape shape = broadcast_shapes(x.shape, y.shape, a.op);
+  DType dt = compute_dtype(op, x, y);
+  if (dt == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kPow ||
+                             op == BinaryOp::kFloorDiv || op == BinaryOp::kRemainder))
+    fail<TypeError>(a.op, "is not supported for bool tensors ", x.str(), " and ", y.str());
+  return {{std::move(shape), is_comparison(op) ? DType::kBool : dt, device}};
+}
+
+void compute_binary(BinaryOp op, const ComputeArgs& c) {
+  const Tensor &a = c.in[0], &b = c.in[1];
+  DType dt = compute_dtype(op, meta_of(a), meta_of(b));
+  binary_kernel().get(c.out[0].device().type)(op, to_dtype(a, dt), to_dtype(b, dt), c.out[0]);
+}
+
+// The gradient of a binary op for both inputs, from the saved inputs and output.
+using BinaryGrad = std::vector<Tensor> (*)(const BackwardArgs& b);
+
+OpDef binary_def(BinaryOp op, uint8_t saves = kSaveNone, BinaryGrad grad = nullptr) {
+  const BinaryInfo& info = kBinary[static_cast<int>(op)];
+  OpDef def{.name = info.name, .num_inputs = 2, .cost = elementwise_cost, .sbp = info.sbp};
+  def.infer = [op](const InferArgs& a) { return infer_binary(op, a); };
+  def.compute = [op](const ComputeArgs& c) { compute_binary(op, c); };
+  def.saves = saves;
+  def.differentiable = grad != nullptr;
+  if (grad) def.backward = grad;
+  return def;
+}
+
+// Gradient `ga` for input 0 and `gb` for input 1, each only where needed.
+std::vector<Tensor> both(const BackwardArgs& b, const Tensor& ga, const Tensor& gb) {
+  return {b.needs[0] ? grad_for(ga, b.in_meta[0]) : Tensor(),
+          b.needs[1] ? grad_for(gb, b.in_meta[1]) : Tensor()};
+}
+
+// maximum/minimum: the gradient goes to the selected input, split evenly on ties.
+std::vector<Tensor> extremum_grad(const BackwardArgs& b, bool is_max) {
+  const Tensor &x = b.in[0], &y = b.in[1], &g = b.grads[0];
+  Tensor tie = mul(eq(x, y), k(0.5));
+  Tensor x_wins = add(is_max ? gt(x, y) : lt(x, y), tie);
+  Tensor y_wins = add(is_max ? lt(x, y) : gt(x, y), tie);
+  return {b.needs[0] ? grad_for(mul(g, x_wins), b.in_meta[0]) : Tensor(),
+          b.needs[1] ? grad_for(mul(g, y_wins), b.in_meta[1]) : Tensor()};
+}
+
+const uint8_t kX = kSaveInputs, kXY = kSaveInputs | kSaveOutputs;
+
+OFL_REGISTER_OPS({
+    binary_def(BinaryOp::kAdd, kSaveNone,
+               [](const BackwardArgs& b) { return both(b, b.grads[0], b.grads[0]); }),
+    binary_def(BinaryOp::kSub, kSaveNone,
+               [](const BackwardArgs& b) { return both(b, b.grads[0], neg(b.grads[0])); }),
+    binary_def(BinaryOp::kMul, kX,
+               [](const BackwardArgs& b) {
+                 const Tensor& g = b.grads[0];
+                 return both(b, b.needs[0] ? mul(g, b.in[1]) : Tensor(),
+                             b.needs[1] ? mul(g, b.in[0]) : Tensor());
+               }),
+    binary_def(BinaryOp::kDiv, kX,
+               [](const BackwardArgs& b) {
+                 const Tensor &x = b.in[0], &y = b.in[1], &g = b.grads[0];
+                 return both(b, b.needs[0] ? div(g, y) : Tensor(),
+                             b.needs[1] ? neg(div(mul(g, x), mul(y, y))) : Tensor());
+               }),
+    binary_def(BinaryOp::kPow, kXY,
+               [](const BackwardArgs& b) {
+                 const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0], &g = b.grads[0];
+                 Tensor gx, ge;
+                 if (b.needs[0]) gx = mul(g, mul(e, pow(x, sub(e, k(1)))));
+                 // d/de x^e = x^e log x, taken as 0 where x == 0 (PyTorch's convention).
+                 if (b.needs[1]) ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y), log(x))));
+                 return both(b, gx, ge);
+               }),
+    binary_def(BinaryOp::kMaximum, kX,
+               [](const BackwardArgs& b) { return extremum_grad(b, true); }),
+    binary_def(BinaryOp::kMinimum, kX,
+               [](const BackwardArgs& b) { return extremum_grad(b, false); }),
+    binary_def(BinaryOp::kEq),
+    binary_def(BinaryOp::kNe),
+    binary_def(BinaryOp::kLt),
+    binary_def(BinaryOp::kLe),
+    binary_def(BinaryOp::kGt),
+    binary_def(BinaryOp::kGe),
+    binary_def(BinaryOp::kLogicalAnd),
+    binary_def(BinaryOp::kLogicalOr),
+    binary_def(BinaryOp::kLogicalXor),
+    binary_def(BinaryOp::kFloorDiv),
+    binary_def(BinaryOp::kRemainder),
+    // The fused backward of activations: f(x, grad) in one pass (first order only).
+    binary_def(BinaryOp::kGeluGrad),
+    binary_def(BinaryOp::kGeluTanhGrad),
+    binary_def(BinaryOp::kSiluGrad),
+    binary_def(BinaryOp::kSigmoidGradFromOutput),
+    binary_def(BinaryOp::kTanhGradFromOutput),
+    {.name = "where",
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kElementwise,
+     .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
+       const TensorMeta &c = a.in[0], &x = a.in[1], &y = a.in[2];
+       if (c.dtype != DType::kBool)
+         fail<TypeError>(a.op, "condition must be a bool tensor, got ", c.str());
+       Device device = common_device(a);
+       Shape shape = broadcast_shapes(broadcast_shapes(c.shape, x.shape, a.op), y.shape, a.op);
+       return {{std::move(shape), result_type(x, y), device}};
+     },
+     .compute =
+         [](const ComputeArgs& c) {
+           const Tensor& out = c.out[0];
+           where_kernel().get(out.device().type)(c.in[0], to_dtype(c.in[1], out.dtype()),
+                                                 to_dtype(c.in[2], out.dtype()), out);
+         },
+     .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
+       const Tensor &c = b.in[0], &g = b.grads[0];
+       Tensor z = zeros_like(g);
+       return {Tensor(), b.needs[1] ? grad_for(where(c, g, z), b.in_meta[1]) : Tensor(),
+               b.needs[2] ? grad_for(where(c, z, g), b.in_meta[2]) : Tensor()};
+     },
+     .saves = kSaveInputs},
+    {.name = "masked_fill", .num_inputs = 3, .cost = elementwise_cost},  // where(mask, value, x)
+});
+
+const OpDef& binary_def_of(BinaryOp op) {
+  static const auto defs = [] {
+    std::vector<const OpDef*> v;
+    for (const BinaryInfo& info : kBinary) v.push_back(&op_def(info.name));
+    return v;
+  }();
+  return *defs[static_cast<size_t>(op)];
+}
+
+}  // namespace
+
+Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
+  return dispatch1(binary_def_of(op), {a, b});
+}
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  return binary_op(BinaryOp::kAdd, a, elementwise_grad::scaled(b, alpha));
+}
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  return binary_op(BinaryOp::kSub, a, elementwise_grad::scaled(b, alpha));
+}
+
+#define OFL_BINARY_FRONT_END(fn, op)            \
+  Tensor fn(const Tensor& a, const Tensor& b) { \
+    return binary_op(BinaryOp::op, a, b);       \
+  }
+OFL_BINARY_FRONT_END(mul, kMul)
+OFL_BINARY_FRONT_END(div, kDiv)
+OFL_BINARY_FRONT_END(pow, kPow)
+OFL_BINARY_FRONT_END(maximum, kMaximum)
+OFL_BINARY_FRONT_END(minimum, kMinimum)
+OFL_BINARY_FRONT_END(floor_divide, kFloorDiv)
+OFL_BINARY_FRONT_END(remainder, kRemainder)
+OFL_BINARY_FRONT_END(eq, kEq)
+OFL_BINARY_FRONT_END(ne, kNe)
+OFL_BINARY_FRONT_END(lt, kLt)
+OFL_BINARY_FRONT_END(le, kLe)
+OFL_BINARY_FRONT_END(gt, kGt)
+OFL_BINARY_FRONT_END(ge, kGe)
+OFL_BINARY_FRONT_END(logical_and, kLogicalAnd)
+OFL_BINARY_FRONT_END(logical_or, kLogicalOr)
+OFL_BINARY_FRONT_END(logical_xor, kLogicalXor)
+#undef OFL_BINARY_FRONT_END
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  static const OpDef& def = op_def("where");
+  return dispatch1(def, {cond, a, b});
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  if (mask.dtype() != DType::kBool)
+    fail<TypeError>("masked_fill", "mask must be a bool tensor, got ", mask.str());
+  if (value.dim() != 0)
+    fail("masked_fill", "value must be a 0-d tensor or a number, got shape ",
+         shape_str(value.shape()));
+  Tensor v = to_dtype(value, x.dtype());
+  v.set_wrapped_number(true);
+  Tensor out = where(mask, v, x);
+  if (meta_of(out).shape != meta_of(x).shape)
+    fail("masked_fill", "mask of shape ", shape_str(meta_of(mask).shape),
+         " is not broadcastable to the input's shape ", shape_str(meta_of(x).shape));
+  return out;
+}
+
+}  // namespace ofl

@@ -1,0 +1,263 @@
+// Unary elementwise op definitions and the dtype cast: dtype rules, backward as ops, SBP rules.
+#include <cmath>
+
+#include "core/dispatcher.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
+#include "ops/kernels.h"
+#include "ops/op_def.h"
+#include "ops/sbp_rules.h"
+
+namespace ofl {
+
+using elementwise_grad::k;
+
+namespace {
+
+// Floating-only unary ops turn integer inputs into the default float dtype.
+bool promotes_int_to_float(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kAbs:
+    case UnaryOp::kRelu:
+    case UnaryOp::kSign:
+    case UnaryOp::kSquare:
+    case UnaryOp::kClamp:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRound:
+    case UnaryOp::kPowScalar:
+    case UnaryOp::kLogicalNot:
+      return false;
+    default:
+      return true;
+  }
+}
+
+std::vector<TensorMeta> infer_unary(UnaryOp op, const InferArgs& a) {
+  const TensorMeta& x = a.in[0];
+  if (op == UnaryOp::kLogicalNot) return {{x.shape, DType::kBool, x.device}};
+  DType dt = x.dtype;
+  if (promotes_int_to_float(op) && !is_floating(dt)) dt = DType::kFloat32;
+  if (dt == DType::kBool && op != UnaryOp::kAbs && op != UnaryOp::kRelu)
+    fail<TypeError>(a.op, "is not supported for bool tensors; got shape ", shape_str(x.shape));
+  return {{x.shape, dt, x.device}};
+}
+
+// The kernel's two scalar parameters, from the op's attributes.
+std::pair<double, double> scalar_params(UnaryOp op, const Attrs& attrs) {
+  if (op == UnaryOp::kPowScalar) return {attrs.get<double>("exponent"), 0};
+  if (op == UnaryOp::kClamp) return {attrs.get<double>("min"), attrs.get<double>("max")};
+  return {0, 0};
+}
+
+void compute_unary(UnaryOp op, const ComputeArgs& c) {
+  const Tensor& out = c.out[0];
+  Tensor in = op == UnaryOp::kLogicalNot ? c.in[0] : to_dtype(c.in[0], out.dtype());
+  if (out.dtype() == DType::kBool && op != UnaryOp::kLogicalNot) {
+    copy_kernel().get(out.device().type)(in, out);  // abs and relu of bools are the identity
+    return;
+  }
+  if (op == UnaryOp::kGelu && c.attrs.get<std::string>("approximate") == "tanh")
+    op = UnaryOp::kGeluTanh;
+  auto [p, q] = scalar_params(op, c.attrs);
+  unary_kernel().get(out.device().type)(op, in, out, p, q);
+}
+
+// A backward rule of x (input), y (output) and the output's gradient g.
+using UnaryGrad = Tensor (*)(const Tensor& g, const Tensor& x, const Tensor& y, const Attrs& attrs);
+
+// Rounding-like ops: defined almost everywhere with derivative zero (PyTorch's convention).
+Tensor zero_grad(const Tensor& g, const Tensor&, const Tensor&, const Attrs&) {
+  return zeros_like(g);
+}
+
+OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves, UnaryGrad grad,
+                std::vector<AttrDef> attrs = {}) {
+  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp};
+  def.attrs = std::move(attrs);
+  def.infer = [op](const InferArgs& a) { return infer_unary(op, a); };
+  def.compute = [op](const ComputeArgs& c) { compute_unary(op, c); };
+  def.saves = saves;
+  if (grad) {
+    def.backward = [grad](const BackwardArgs& b) -> std::vector<Tensor> {
+      return {b.needs[0] ? grad(b.grads[0], b.in[0], b.out[0], b.attrs) : Tensor()};
+    };
+  }
+  def.differentiable = grad && grad != zero_grad;
+  return def;
+}
+
+const uint8_t kX = kSaveInputs, kY = kSaveOutputs;
+const auto& kEw = sbp_rules::kElementwise;
+const auto& kMono = sbp_rules::kMonotoneUnary;
+
+OFL_REGISTER_OPS({
+    unary_def("neg", UnaryOp::kNeg, sbp_rules::kLinearUnary, kSaveNone,
+              [](const Tensor& g, const Tensor&, const Tensor&, const Attrs&) { return neg(g); }),
+    unary_def("abs", UnaryOp::kAbs, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return mul(g, sign(x));
+              }),
+    unary_def("exp", UnaryOp::kExp, kMono, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return mul(g, y);
+              }),
+    unary_def("log", UnaryOp::kLog, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return div(g, x);
+              }),
+    unary_def("sqrt", UnaryOp::kSqrt, kEw, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return div(g, mul(y, k(2.0)));
+              }),
+    unary_def("rsqrt", UnaryOp::kRsqrt, kEw, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return mul(g, mul(pow(y, 3.0), k(-0.5)));
+              }),
+    unary_def("sin", UnaryOp::kSin, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return mul(g, cos(x));
+              }),
+    unary_def("cos", UnaryOp::kCos, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return neg(mul(g, sin(x)));
+              }),
+    unary_def("tanh", UnaryOp::kTanh, kMono, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return binary_op(BinaryOp::kTanhGradFromOutput, y, g);
+              }),
+    unary_def("sigmoid", UnaryOp::kSigmoid, kMono, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return binary_op(BinaryOp::kSigmoidGradFromOutput, y, g);
+              }),
+    unary_def("relu", UnaryOp::kRelu, kMono, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return mul(g, gt(y, k(0)));
+              }),
+    unary_def("gelu", UnaryOp::kGelu, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                const bool tanh = a.get<std::string>("approximate") == "tanh";
+                return binary_op(tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad, x, g);
+              },
+              {{"approximate", AttrType::kString}}),
+    unary_def("silu", UnaryOp::kSilu, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return binary_op(BinaryOp::kSiluGrad, x, g);
+              }),
+    unary_def("pow_scalar", UnaryOp::kPowScalar, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                const double p = a.get<double>("exponent");
+                if (p == 0.0) return zeros_like(g);
+                return mul(g, mul(pow(x, p - 1.0), k(p)));
+              },
+              {{"exponent", AttrType::kFloat}}),
+    unary_def("clamp", UnaryOp::kClamp, kMono, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                Tensor inside =
+                    logical_and(ge(x, k(a.get<double>("min"))), le(x, k(a.get<double>("max"))));
+                return mul(g, inside);
+              },
+              {{"min", AttrType::kFloat}, {"max", AttrType::kFloat}}),
+    unary_def("reciprocal", UnaryOp::kReciprocal, kEw, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return neg(mul(g, mul(y, y)));
+              }),
+    unary_def("square", UnaryOp::kSquare, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return mul(g, mul(x, k(2.0)));
+              }),
+    unary_def("log1p", UnaryOp::kLog1p, kEw, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return div(g, add(x, k(1.0)));
+              }),
+    unary_def("expm1", UnaryOp::kExpm1, kMono, kY,
+              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                return mul(g, add(y, k(1.0)));
+              }),
+    unary_def("erf", UnaryOp::kErf, kMono, kX,
+              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                return mul(g, mul(exp(neg(mul(x, x))), k(1.1283791670955126)));  // 2/sqrt(pi)
+              }),
+    unary_def("sign", UnaryOp::kSign, kMono, kSaveNone, zero_grad),
+    unary_def("floor", UnaryOp::kFloor, kMono, kSaveNone, zero_grad),
+    unary_def("ceil", UnaryOp::kCeil, kMono, kSaveNone, zero_grad),
+    unary_def("round", UnaryOp::kRound, kMono, kSaveNone, zero_grad),
+    unary_def("logical_not", UnaryOp::kLogicalNot, kEw, kSaveNone, nullptr),
+    {.name = "to",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kCast,
+     .attrs = {{"dtype", AttrType::kDType}},
+     .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
+       return {{a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device}};
+     },
+     .compute =
+         [](const ComputeArgs& c) { copy_kernel().get(c.out[0].device().type)(c.in[0], c.out[0]); },
+     .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
+       return {to_dtype(b.grads[0], b.in_meta[0].dtype)};
+     }},
+});
+
+const OpDef& def(const char* name) {
+  return op_def(name);
+}
+
+Tensor unary(const char* name, const Tensor& x, const Attrs& attrs = {}) {
+  return dispatch1(def(name), {x}, attrs);
+}
+
+}  // namespace
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  static const OpDef& to = def("to");
+  return dispatch1(to, {x}, {{"dtype", dtype}});
+}
+
+#define OFL_UNARY_FRONT_END(fn)       \
+  Tensor fn(const Tensor& x) {        \
+    static const OpDef& d = def(#fn); \
+    return dispatch1(d, {x});         \
+  }
+OFL_UNARY_FRONT_END(neg)
+OFL_UNARY_FRONT_END(abs)
+OFL_UNARY_FRONT_END(exp)
+OFL_UNARY_FRONT_END(log)
+OFL_UNARY_FRONT_END(sqrt)
+OFL_UNARY_FRONT_END(rsqrt)
+OFL_UNARY_FRONT_END(sin)
+OFL_UNARY_FRONT_END(cos)
+OFL_UNARY_FRONT_END(tanh)
+OFL_UNARY_FRONT_END(sigmoid)
+OFL_UNARY_FRONT_END(relu)
+OFL_UNARY_FRONT_END(silu)
+OFL_UNARY_FRONT_END(sign)
+OFL_UNARY_FRONT_END(floor)
+OFL_UNARY_FRONT_END(ceil)
+OFL_UNARY_FRONT_END(round)
+OFL_UNARY_FRONT_END(reciprocal)
+OFL_UNARY_FRONT_END(square)
+OFL_UNARY_FRONT_END(log1p)
+OFL_UNARY_FRONT_END(expm1)
+OFL_UNARY_FRONT_END(erf)
+OFL_UNARY_FRONT_END(logical_not)
+#undef OFL_UNARY_FRONT_END
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    fail("gelu", "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return unary("gelu", x, {{"approximate", approximate}});
+}
+
+Tensor pow(const Tensor& x, double exponent) {
+  return unary("pow_scalar", x, {{"exponent", exponent}});
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  if (!lo && !hi) fail("clamp", "at least one of min and max must be given");
+  return unary("clamp", x, {{"min", lo.value_or(-INFINITY)}, {"max", hi.value_or(INFINITY)}});
+}
+
+}  // namespace ofl

@@ -1,0 +1,17 @@
+# Dependencies point one way (DESIGN.md): core/ includes nothing from the folders above it.
+# Run as a test: cmake -DROOT=<source dir> -P check_layers.cmake
+file(GLOB_RECURSE sources "${ROOT}/core/*.h" "${ROOT}/core/*.cpp" "${ROOT}/core/*.cu")
+set(violations "")
+foreach(f ${sources})
+  file(STRINGS "${f}" lines REGEX "^#include \"(ops|sbp|boxing|global|graph|oneflowlike|python)/")
+  foreach(line ${lines})
+    file(RELATIVE_PATH rel "${ROOT}" "${f}")
+    list(APPEND violations "${rel}: ${line}")
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "core/ includes folders above it:\n  ${text}")
+endif()
+list(LENGTH sources n)
+message(STATUS "core/: ${n} files include nothing above core/")
