@@ -113,6 +113,8 @@ from ._C import (  # noqa: F401
     scatter_add,
 )
 from ._tensor_api import (  # noqa: F401
+    set_default_device,
+    get_default_device,
     tensor,
     as_tensor,
     zeros,

@@ -3,6 +3,7 @@
 import builtins
 import contextlib
 import functools
+import math
 
 import numpy as np
 
@@ -27,14 +28,56 @@ def _finish(t, requires_grad):
     return t
 
 
-def _check_device(device):
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"[device] only the cpu device is available in this build, got {device}")
+# The device creation ops use when none is given: set_default_device, or `with flow.device(d):`.
+_default_devices = [None]
+
+
+def set_default_device(device):
+    """Creation ops without a ``device=`` argument create on ``device`` (None: the cpu)."""
+    _default_devices[-1] = None if device is None else _resolve_device(device)
+
+
+def get_default_device():
+    return _default_devices[-1] or _C.device("cpu")
+
+
+def _device_enter(self):
+    _default_devices.append(self)
+    return self
+
+
+def _device_exit(self, *exc):
+    _default_devices.pop()
+
+
+_C.device.__enter__, _C.device.__exit__ = _device_enter, _device_exit
+
+
+def _resolve_device(device):
+    if device is None:
+        device = _default_devices[-1]
+        if device is None:
+            return None
+    d = device if isinstance(device, _C.device) else _C.device(str(device))
+    if d.type == "cuda":
+        raise RuntimeError(
+            f"[device] {d} is not supported yet: ops run on the cpu (and on the meta device, "
+            "shapes only) in this version"
+        )
+    return d
+
+
+def _create(shape, dtype, device, build):
+    """`build()` on the cpu; on the meta device, an empty meta tensor of that shape and dtype."""
+    d = _resolve_device(device)
+    if d is not None and d.type == "meta":
+        return _C.empty(tuple(shape), dtype, d)
+    return build()
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays, tensors)."""
-    _check_device(device)
+    d = _resolve_device(device)
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
     else:
@@ -49,6 +92,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = _C.from_numpy(np.asarray(arr, order="C"))  # keeps 0-d arrays 0-d
     if dtype is not None and t.dtype != dtype:
         t = _C.to_dtype(t, dtype)
+    if d is not None:
+        t = t.to(d)
     return _finish(t, requires_grad)
 
 
@@ -61,22 +106,21 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.full(_shape(size), 0.0, _dtype_or(dtype)), requires_grad)
+    shape, dt = _shape(size), _dtype_or(dtype)
+    return _finish(_create(shape, dt, device, lambda: _C.full(shape, 0.0, dt)), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.full(_shape(size), 1.0, _dtype_or(dtype)), requires_grad)
+    shape, dt = _shape(size), _dtype_or(dtype)
+    return _finish(_create(shape, dt, device, lambda: _C.full(shape, 1.0, dt)), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.empty(_shape(size), _dtype_or(dtype)), requires_grad)
+    shape, dt = _shape(size), _dtype_or(dtype)
+    return _finish(_create(shape, dt, device, lambda: _C.empty(shape, dt)), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
     if dtype is None:
         dtype = (
             _C.dtype.bool
@@ -84,7 +128,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
             else _C.dtype.int64 if isinstance(fill_value, _py_int) else _C.dtype.float32
         )
     shape = (size,) if isinstance(size, _py_int) else tuple(size)
-    return _finish(_C.full(shape, _py_float(fill_value), dtype), requires_grad)
+    build = lambda: _C.full(shape, _py_float(fill_value), dtype)  # noqa: E731
+    return _finish(_create(shape, dtype, device, build), requires_grad)
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
@@ -104,21 +149,23 @@ def full_like(t, fill_value, dtype=None, requires_grad=False):
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.rand(_shape(size), _dtype_or(dtype), generator), requires_grad)
+    shape, dt = _shape(size), _dtype_or(dtype)
+    build = lambda: _C.rand(shape, dt, generator)  # noqa: E731
+    return _finish(_create(shape, dt, device, build), requires_grad)
 
 
 def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.randn(_shape(size), _dtype_or(dtype), generator), requires_grad)
+    shape, dt = _shape(size), _dtype_or(dtype)
+    build = lambda: _C.randn(shape, dt, generator)  # noqa: E731
+    return _finish(_create(shape, dt, device, build), requires_grad)
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     """randint(high, size) or randint(low, high, size), like PyTorch."""
-    _check_device(device)
     if size is None:
         low, high, size = 0, low, high
-    return _C.randint(low, high, tuple(size), dtype or _C.dtype.int64, generator)
+    shape, dt = tuple(size), dtype or _C.dtype.int64
+    return _create(shape, dt, device, lambda: _C.randint(low, high, shape, dt, generator))
 
 
 def rand_like(t, dtype=None, generator=None):
@@ -136,25 +183,25 @@ def randint_like(t, low, high=None, dtype=None, generator=None):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
     if end is None:
         start, end = 0, start
     if dtype is None:
         is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
         dtype = _C.dtype.int64 if is_int else _C.dtype.float32
-    return _finish(
-        _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype), requires_grad
-    )
+    n = builtins.max(0, math.ceil((end - start) / step)) if step else 0
+    build = lambda: _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype)  # noqa
+    return _finish(_create((n,), dtype, device, build), requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.linspace(start, end, steps, _dtype_or(dtype)), requires_grad)
+    dt = _dtype_or(dtype)
+    build = lambda: _C.linspace(start, end, steps, dt)  # noqa: E731
+    return _finish(_create((steps,), dt, device, build), requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _finish(_C.eye(n, n if m is None else m, _dtype_or(dtype)), requires_grad)
+    m, dt = n if m is None else m, _dtype_or(dtype)
+    return _finish(_create((n, m), dt, device, lambda: _C.eye(n, m, dt)), requires_grad)
 
 
 def max(input, dim=None, keepdim=False):

@@ -243,13 +243,23 @@ void bind_tensor(py::module_& m) {
       .def("to",
            [](const Tensor& t, py::args args, py::kwargs kwargs) {
              std::optional<DType> dt;
+             std::optional<Device> device;
              for (auto a : args)
                if (py::isinstance<DType>(a))
                  dt = a.cast<DType>();
                else if (py::isinstance<Tensor>(a))
                  dt = a.cast<Tensor>().dtype();
+               else if (py::isinstance<Device>(a))
+                 device = a.cast<Device>();
+               else if (py::isinstance<py::str>(a))
+                 device = Device::parse(a.cast<std::string>());
              if (kwargs.contains("dtype")) dt = to_dtype_opt(kwargs["dtype"]);
-             return dt ? to_dtype(t, *dt) : t;
+             if (kwargs.contains("device") && !kwargs["device"].is_none())
+               device = py::isinstance<Device>(kwargs["device"])
+                            ? kwargs["device"].cast<Device>()
+                            : Device::parse(py::str(kwargs["device"]).cast<std::string>());
+             Tensor out = device ? to_device(t, *device) : t;
+             return dt ? to_dtype(out, *dt) : out;
            })
       .def("type", [](const Tensor& t, DType dt) { return to_dtype(t, dt); })
       .def("float", [](const Tensor& t) { return to_dtype(t, DType::kFloat32); })
@@ -259,7 +269,13 @@ void bind_tensor(py::module_& m) {
       .def("long", [](const Tensor& t) { return to_dtype(t, DType::kInt64); })
       .def("int", [](const Tensor& t) { return to_dtype(t, DType::kInt32); })
       .def("bool", [](const Tensor& t) { return to_dtype(t, DType::kBool); })
-      .def("cpu", [](const Tensor& t) { return t; })
+      .def("cpu", [](const Tensor& t) { return to_device(t, Device{}); })
+      .def(
+          "cuda",
+          [](const Tensor& t, int index) {
+            return to_device(t, {DeviceType::kCUDA, index});
+          },
+          py::arg("device") = 0)
       // views
       .def("view",
            [](const Tensor& t, py::args a) {

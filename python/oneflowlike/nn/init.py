@@ -19,6 +19,19 @@ __all__ = [
     "trunc_normal_",
 ]
 
+
+def _skip_on_meta(fill):
+    """Meta tensors have no values to fill: every init function returns them unchanged."""
+
+    def wrapper(tensor, *args, **kwargs):
+        if tensor.device.type == "meta":
+            return tensor
+        return fill(tensor, *args, **kwargs)
+
+    wrapper.__name__, wrapper.__doc__ = fill.__name__, fill.__doc__
+    return wrapper
+
+
 _LINEAR_FNS = {
     "linear",
     "conv1d",
@@ -71,18 +84,21 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
+@_skip_on_meta
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     with flow.no_grad():
         tensor.uniform_(a, b, generator=generator)
     return tensor
 
 
+@_skip_on_meta
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     with flow.no_grad():
         tensor.normal_(mean, std, generator=generator)
     return tensor
 
 
+@_skip_on_meta
 def constant_(tensor, val):
     with flow.no_grad():
         tensor.fill_(val)
@@ -93,12 +109,14 @@ def ones_(tensor):
     return constant_(tensor, 1.0)
 
 
+@_skip_on_meta
 def zeros_(tensor):
     with flow.no_grad():
         tensor.zero_()
     return tensor
 
 
+@_skip_on_meta
 def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -137,6 +155,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
+@_skip_on_meta
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) truncated to [a, b] by resampling (rejection), then a final clamp."""
     with flow.no_grad():

@@ -412,6 +412,16 @@ class Module(StateDictMixin):
     def bfloat16(self):
         return self.to(flow.bfloat16)
 
+    def to_empty(self, *, device):
+        """Moves every parameter and buffer to ``device`` as uninitialised storage of the same
+        shape and dtype: how a module built on the meta device gets real memory (then
+        ``reset_parameters()`` or ``load_state_dict`` fills it)."""
+
+        def convert(t):
+            return flow.empty(*tuple(t.shape), dtype=t.dtype, device=device)
+
+        return self._apply(convert)
+
     def cuda(self, device=None):
         return self.to("cuda" if device is None else f"cuda:{device}")
 

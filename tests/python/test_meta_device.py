@@ -1,0 +1,95 @@
+"""The meta device, with PyTorch's conventions: shapes and dtypes, no memory, the same errors."""
+
+import pytest
+
+import oneflowlike as flow
+import oneflowlike.nn as nn
+
+
+def test_creation_ops_take_device_meta_and_allocate_nothing():
+    for t in (
+        flow.zeros(4, 3, device="meta"),
+        flow.ones(4, 3, device="meta"),
+        flow.empty(4, 3, device="meta"),
+        flow.randn(4, 3, device="meta"),
+        flow.full((4, 3), 2.0, device="meta"),
+    ):
+        assert t.device.type == "meta" and tuple(t.shape) == (4, 3)
+    assert tuple(flow.arange(0, 10, 3, device="meta").shape) == (4,)
+    assert tuple(flow.linspace(0, 1, 7, device="meta").shape) == (7,)
+    assert tuple(flow.eye(3, 5, device="meta").shape) == (3, 5)
+    assert flow.randint(0, 5, (2, 2), device="meta").dtype == flow.int64
+
+
+def test_default_device_context_and_setter():
+    with flow.device("meta"):
+        assert flow.randn(2, 2).device.type == "meta"
+        assert flow.zeros(2, device="cpu").device.type == "cpu"  # an explicit device wins
+    assert flow.randn(2).device.type == "cpu"
+    flow.set_default_device("meta")
+    try:
+        assert flow.ones(3).device.type == "meta"
+        assert flow.get_default_device().type == "meta"
+    finally:
+        flow.set_default_device(None)
+    assert flow.ones(3).device.type == "cpu"
+
+
+def test_ops_and_backward_on_meta_give_shapes_and_dtypes():
+    x = flow.zeros(4, 3, device="meta", requires_grad=True)
+    w = flow.zeros(4, 3, dtype=flow.float64, device="meta", requires_grad=True)
+    y = flow.tanh(x * w + 1.0).exp()
+    assert y.device.type == "meta" and y.dtype == flow.float64 and tuple(y.shape) == (4, 3)
+    y.backward(flow.ones(4, 3, dtype=flow.float64, device="meta"))
+    assert x.grad.device.type == "meta" and x.grad.dtype == flow.float32
+    assert tuple(w.grad.shape) == (4, 3)
+
+
+def test_meta_raises_the_same_errors_as_cpu():
+    def message(device):
+        with pytest.raises(RuntimeError) as e:
+            flow.zeros(4, 3, device=device) + flow.zeros(5, 2, device=device)
+        return str(e.value)
+
+    assert message("meta") == message("cpu")
+    assert "[add]" in message("meta")
+
+
+def test_meta_tensors_have_no_data_and_cuda_raises_clearly():
+    x = flow.zeros(2, 2, device="meta")
+    with pytest.raises(RuntimeError, match="meta tensor of shape"):
+        x.numpy()
+    with pytest.raises(RuntimeError, match="cannot copy out of a meta tensor"):
+        x.to("cpu")
+    with pytest.raises(RuntimeError, match="not supported yet"):
+        flow.zeros(2).to("cuda")
+    with pytest.raises(RuntimeError, match="not supported yet"):
+        flow.zeros(2).cuda()
+    with pytest.raises(RuntimeError, match="not supported yet"):
+        nn.Linear(2, 2).cuda()
+    with pytest.raises(RuntimeError, match="not supported yet"):
+        flow.zeros(2, device="cuda")
+
+
+def test_tensor_to_meta_keeps_shape_and_dtype():
+    x = flow.tensor([[1, 2, 3]]).to("meta")
+    assert x.device.type == "meta" and x.dtype == flow.int64 and tuple(x.shape) == (1, 3)
+    assert flow.tensor([1.0, 2.0], device="meta").device.type == "meta"
+
+
+def test_mixing_meta_and_cpu_raises_naming_both_devices():
+    with pytest.raises(RuntimeError, match="different devices: meta and cpu"):
+        flow.zeros(2, 2, device="meta") * flow.ones(2, 2)
+    # A Python number joins any device.
+    assert (flow.zeros(2, device="meta") * 3).device.type == "meta"
+
+
+def test_module_on_meta_then_to_empty_materialises_it():
+    with flow.device("meta"):
+        m = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32))
+    assert all(p.device.type == "meta" for p in m.parameters())  # init did nothing
+    m.to_empty(device="cpu")
+    assert all(p.device.type == "cpu" for p in m.parameters())
+    assert [tuple(p.shape) for p in m.parameters()] == [(32, 16), (32,), (32,), (32,)]
+    m[0].reset_parameters()
+    assert m[0].weight.numpy().std() > 0
