@@ -398,20 +398,6 @@ Tensor full_value(const Tensor& t) {
   return to_full(as_global(t, "full_value"), *g.ctx);
 }
 
-Tensor global_like(const Tensor& like, bool is_zero,
-                   const std::function<Tensor(const Shape& local_shape)>& make) {
-  const GlobalInfo& g = info(like);
-  std::vector<Sbp> axes = g.nd_sbp.axes();
-  if (!is_zero)
-    for (Sbp& s : axes)
-      if (s.is_partial()) s = Sbp::broadcast();
-  NdSbp sbp(std::move(axes));
-  const int me = g.ctx->world->ranks()[static_cast<size_t>(g.ctx->world->rank())];
-  auto coords = g.placement.coords_of(me);
-  Shape shape = coords ? local_shape(g.shape, sbp, g.placement, *coords) : Shape{0};
-  return wrap(make(shape), g.shape, g.placement, std::move(sbp), g.ctx);
-}
-
 // A parameter's gradient takes the parameter's own layout: for B parameters fed split data this
 // is the data-parallel all-reduce, for split parameters (ZeRO) a reduce-scatter. Those
 // reductions (a P(sum) gradient of a leaf that is B or S on those mesh axes, and laid out alike

@@ -47,9 +47,5 @@ int64_t logical_numel(const Tensor& t);
 Tensor broadcast_on(const Tensor& local, const Tensor& like);
 // The whole logical value of a global tensor on every rank, as a local tensor (one collective).
 Tensor full_value(const Tensor& t);
-// A global tensor with `like`'s placement and layout (partials become B unless zero) whose
-// shard is `make(local_shape)`.
-Tensor global_like(const Tensor& like, bool is_zero,
-                   const std::function<Tensor(const Shape& local_shape)>& make);
 
 }  // namespace ofl
