@@ -12,13 +12,6 @@ void meta_fill(const Tensor&, double) {}
 OFL_REGISTER_KERNEL(copy_kernel, DeviceType::kMeta, meta_copy);
 OFL_REGISTER_KERNEL(fill_kernel, DeviceType::kMeta, meta_fill);
 
-Tensor filled_like(const Tensor& t, double value) {
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  fill_kernel().get(t.device().type)(out, value);
-  out.impl()->global = t.impl()->global;
-  return out;
-}
-
 Tensor contiguous_copy(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   copy_kernel().get(x.device().type)(x, out);

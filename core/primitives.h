@@ -14,8 +14,6 @@ using FillKernel = void(const Tensor& dst, double value);
 OFL_DECLARE_KERNEL(copy_kernel, CopyKernel)
 OFL_DECLARE_KERNEL(fill_kernel, FillKernel)
 
-// A new tensor like `t` (shape, dtype, device, and the global layout if any) filled with value.
-Tensor filled_like(const Tensor& t, double value);
 // A contiguous copy of x's local data with the same dtype (always a new buffer, not global).
 Tensor contiguous_copy(const Tensor& x);
 
