@@ -3,9 +3,8 @@
 
 #include <algorithm>
 
-#include "core/autograd/node.h"
+#include "core/dispatcher.h"
 #include "ops/elementwise.h"
-#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/sbp_rules.h"
@@ -13,111 +12,121 @@
 
 namespace ofl {
 
-using autograd::Grads;
-using autograd::Needs;
-using autograd::SavedTensor;
-
 namespace {
 
-// (batch..., n, k) @ (batch..., k, m) -> (batch..., n, m) with equal batch shapes. Operands
-// may be any strided views, expanded batch dims included: the kernel reads them in place.
-Tensor bmm(const Tensor& a, const Tensor& b) {
-  const int64_t nd = a.dim();
-  OFL_CHECK(nd >= 2 && b.dim() == nd && a.shape()[nd - 1] == b.shape()[nd - 2]);
-  Shape shape(a.shape().begin(), a.shape().end() - 1);
-  shape.push_back(b.shape().back());
-  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  matmul_kernel().get(a.device().type)(a, b, out);
-  if (autograd::needs_grad(a, b)) {
-    autograd::record(
-        "matmul", {a, b}, {out},
-        [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const Needs& n) -> Grads {
-          Tensor a = sa.unpack("matmul"), b = sb.unpack("matmul");
-          return {n[0] ? bmm(g[0], transpose(b, -2, -1)) : Tensor(),
-                  n[1] ? bmm(transpose(a, -2, -1), g[0]) : Tensor()};
-        });
-  }
-  return out;
+Shape batch_of(const Shape& s) {
+  return Shape(s.begin(), s.end() - std::min<size_t>(s.size(), 2));
 }
 
-[[noreturn]] void inner_mismatch(const Tensor& a, const Tensor& b) {
-  fail("matmul", "a is ", shape_str(a.shape()), ", b is ", shape_str(b.shape()),
-       ": inner dimensions differ (", a.shape().back(), " vs ",
-       b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2], ")");
+// numpy's matmul shapes: 1-d operands are promoted to matrices and dropped again, batch
+// dimensions broadcast, and both operands share one dtype (PyTorch casts nothing here).
+std::vector<TensorMeta> infer_matmul(const InferArgs& args) {
+  const TensorMeta &a = args.in[0], &b = args.in[1];
+  Device device = common_device(args);
+  const Shape &sa = a.shape, &sb = b.shape;
+  if (sa.empty() || sb.empty())
+    fail("matmul", "both operands need at least one dimension, got ", shape_str(sa), " and ",
+         shape_str(sb));
+  if (a.dtype != b.dtype)
+    fail<TypeError>("matmul", "expected both operands to have the same dtype, got ", a.str(),
+                    " and ", b.str());
+  if (a.dtype == DType::kBool) fail<TypeError>("matmul", "is not supported for bool tensors");
+  const int64_t k_b = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
+  if (sa.back() != k_b)
+    fail("matmul", "a is ", shape_str(sa), ", b is ", shape_str(sb), ": inner dimensions differ (",
+         sa.back(), " vs ", k_b, ")");
+  const Shape ba = batch_of(sa), bb = batch_of(sb);
+  for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
+    const int64_t da = ba[ba.size() - i], db = bb[bb.size() - i];
+    if (da != db && da != 1 && db != 1)
+      fail("matmul", "a is ", shape_str(sa), ", b is ", shape_str(sb), ": batch dimensions ",
+           shape_str(ba), " and ", shape_str(bb), " cannot be broadcast");
+  }
+  Shape out = broadcast_shapes(ba, bb, "matmul");
+  if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
+  if (sb.size() >= 2) out.push_back(sb.back());
+  return {{std::move(out), a.dtype, device}};
+}
+
+// The operands as matrices: a (k) -> (1, k), b (k) -> (k, 1).
+Tensor as_matrix_a(const Tensor& a) {
+  return a.dim() == 1 ? unsqueeze(a, 0) : a;
+}
+Tensor as_matrix_b(const Tensor& b) {
+  return b.dim() == 1 ? unsqueeze(b, 1) : b;
+}
+
+void compute_matmul(const ComputeArgs& c) {
+  const Tensor a = as_matrix_a(c.in[0]), b = as_matrix_b(c.in[1]);
+  const int64_t n = a.shape()[a.dim() - 2], k = a.shape().back(), m = b.shape().back();
+  Shape batch = broadcast_shapes(batch_of(a.shape()), batch_of(b.shape()), "matmul");
+  Shape out_shape = batch;
+  out_shape.insert(out_shape.end(), {n, m});
+  const Tensor out = reshape(c.out[0], out_shape);  // a view: the output is contiguous
+  auto kernel = matmul_kernel().get(out.device().type);
+  if (b.dim() == 2 && a.is_contiguous()) {
+    // Fold a's batch dims into its rows: one large GEMM instead of many small ones.
+    const int64_t rows = numel_of(batch) * n;
+    kernel(reshape(a, {rows, k}), b, reshape(out, {rows, m}));
+    return;
+  }
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {n, k});
+  eb.insert(eb.end(), {k, m});
+  kernel(expand(a, ea), expand(b, eb), out);  // expanded batch dims are read in place
+}
+
+// ga = g @ b^T and gb = a^T @ g on the matrix forms, summed over broadcast batch dims.
+std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
+  const TensorMeta &ma = args.in_meta[0], &mb = args.in_meta[1];
+  const Tensor a = as_matrix_a(args.in[0]), b = as_matrix_b(args.in[1]);
+  Tensor g = args.grads[0];
+  if (ma.shape.size() == 1) g = unsqueeze(g, g.dim() - (mb.shape.size() == 1 ? 0 : 1));
+  if (mb.shape.size() == 1) g = unsqueeze(g, g.dim());
+  Tensor ga, gb;
+  if (args.needs[0]) {
+    ga = matmul(g, transpose(b, -2, -1));
+    if (ma.shape.size() == 1) ga = squeeze(ga, std::vector<int64_t>{ga.dim() - 2});
+    ga = sum_to(ga, ma.shape);
+  }
+  if (args.needs[1]) {
+    gb = matmul(transpose(a, -2, -1), g);
+    if (mb.shape.size() == 1) gb = squeeze(gb, std::vector<int64_t>{gb.dim() - 1});
+    gb = sum_to(gb, mb.shape);
+  }
+  return {ga, gb};
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-  if (any_global({a_in, b_in})) {
-    const Shape &sa = logical_shape(a_in), &sb = logical_shape(b_in);
-    if (sa.empty() || sb.empty() || sa.back() != sb[sb.size() == 1 ? 0 : sb.size() - 2])
-      fail("matmul", "a is ", shape_str(sa), ", b is ", shape_str(sb),
-           ": inner dimensions differ or an operand is 0-d");
-    Shape ba(sa.begin(), sa.end() - std::min<size_t>(sa.size(), 2));
-    Shape bb(sb.begin(), sb.end() - std::min<size_t>(sb.size(), 2));
-    Shape out = broadcast_shapes(ba, bb, "matmul");
-    if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
-    if (sb.size() >= 2) out.push_back(sb.back());
-    return run_global1("matmul", {a_in, b_in}, out, {},
-                       [](const auto& l, const Shape&) { return matmul(l[0], l[1]); });
-  }
-  if (a_in.dim() == 0 || b_in.dim() == 0)
-    fail("matmul", "both operands need at least one dimension, got ", shape_str(a_in.shape()),
-         " and ", shape_str(b_in.shape()));
-  if (a_in.device() != b_in.device())
-    fail("matmul", "operands are on different devices: ", a_in.device().str(), " and ",
-         b_in.device().str());
-  DType dt = promote_types(a_in.dtype(), b_in.dtype());
-  if (dt == DType::kBool) fail<TypeError>("matmul", "is not supported for bool tensors");
-  Tensor a = to_dtype(a_in, dt), b = to_dtype(b_in, dt);
-  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
-  if (a_vec) a = unsqueeze(a, 0);
-  if (b_vec) b = unsqueeze(b, 1);
-  const int64_t n = a.shape()[a.dim() - 2], k = a.shape().back(), m = b.shape().back();
-  if (b.shape()[b.dim() - 2] != k) inner_mismatch(a_in, b_in);
-
-  Tensor out;
-  if (b.dim() == 2 && a.is_contiguous()) {
-    // Fold a's batch dims into its rows: one large GEMM instead of many small ones.
-    Shape batch(a.shape().begin(), a.shape().end() - 2);
-    out = bmm(reshape(a, {numel_of(batch) * n, k}), b);
-    batch.insert(batch.end(), {n, m});
-    out = reshape(out, batch);
-  } else {
-    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-    for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
-      int64_t da = ba[ba.size() - i], db = bb[bb.size() - i];
-      if (da != db && da != 1 && db != 1)
-        fail("matmul", "a is ", shape_str(a_in.shape()), ", b is ", shape_str(b_in.shape()),
-             ": batch dimensions ", shape_str(ba), " and ", shape_str(bb), " cannot be broadcast");
-    }
-    Shape ea = broadcast_shapes(ba, bb, "matmul"), eb = ea;
-    ea.insert(ea.end(), {n, k});
-    eb.insert(eb.end(), {k, m});
-    out = bmm(expand(a, ea), expand(b, eb));
-  }
-  if (a_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 2});
-  if (b_vec) out = squeeze(out, std::vector<int64_t>{out.dim() - 1});
-  return out;
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  static const OpDef& def = op_def("matmul");
+  return dispatch1(def, {a, b});
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  const Shape &xs = logical_shape(x), &ws = logical_shape(w);
-  if (w.dim() != 2) fail("linear", "weight must be 2-d, got ", shape_str(ws));
-  if (x.dim() == 0 || xs.back() != ws[1])
+  const Shape xs = meta_of(x).shape, ws = meta_of(w).shape;
+  if (ws.size() != 2) fail("linear", "weight must be 2-d, got ", shape_str(ws));
+  if (xs.empty() || xs.back() != ws[1])
     fail("linear", "input ", shape_str(xs), " and weight ", shape_str(ws),
          ": the input's last dimension must equal the weight's in_features (", ws[1], ")");
   Tensor y = matmul(x, transpose(w, 0, 1));
   if (!bias.defined()) return y;
-  if (bias.dim() != 1 || logical_shape(bias)[0] != ws[0])
-    fail("linear", "bias of shape ", shape_str(logical_shape(bias)),
-         " does not match out_features ", ws[0]);
+  const Shape bs = meta_of(bias).shape;
+  if (bs.size() != 1 || bs[0] != ws[0])
+    fail("linear", "bias of shape ", shape_str(bs), " does not match out_features ", ws[0]);
   return add(y, bias);
 }
 
 OFL_REGISTER_OPS({
-    {.name = "matmul", .num_inputs = 2, .cost = matmul_cost, .sbp = &sbp_rules::kMatmul},
+    {.name = "matmul",
+     .num_inputs = 2,
+     .cost = matmul_cost,
+     .sbp = &sbp_rules::kMatmul,
+     .infer = infer_matmul,
+     .compute = compute_matmul,
+     .backward = matmul_backward,
+     .saves = kSaveInputs},
     {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
 });
 

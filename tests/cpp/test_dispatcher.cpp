@@ -116,3 +116,28 @@ TEST(Dispatcher, EveryDispatchedOpHasACostAndNamesItselfInErrors) {
   }
   EXPECT_GT(dispatched, 40);
 }
+
+TEST(Dispatcher, MatmulInfersNumpyShapesAndRaisesAsPyTorchOnMixedDtypes) {
+  EXPECT_EQ(matmul(meta({2, 1, 5, 3}), meta({4, 3, 6})).shape(), (Shape{2, 4, 5, 6}));
+  EXPECT_EQ(matmul(meta({3}), meta({2, 3, 6})).shape(), (Shape{2, 6}));
+  EXPECT_EQ(matmul(meta({3}), meta({3})).shape(), (Shape{}));
+  std::string e = error_of<TypeError>([] { matmul(zeros({2, 3}), zeros({3, 2}, DType::kInt64)); });
+  EXPECT_NE(e.find("[matmul] expected both operands to have the same dtype"), std::string::npos)
+      << e;
+  EXPECT_EQ(e, error_of<TypeError>([] { matmul(meta({2, 3}), meta({3, 2}, DType::kInt64)); }));
+  e = error_of([] { matmul(meta({2, 3}), meta({4, 2})); });
+  EXPECT_NE(e.find("inner dimensions differ (3 vs 4)"), std::string::npos) << e;
+  e = error_of([] { matmul(meta({2, 2, 3}), meta({3, 3, 2})); });
+  EXPECT_NE(e.find("cannot be broadcast"), std::string::npos) << e;
+  e = error_of([] { matmul(meta({}), meta({3})); });
+  EXPECT_NE(e.find("at least one dimension"), std::string::npos) << e;
+}
+
+TEST(Dispatcher, MatmulBackwardOnMetaGivesVectorOperandsTheirShape) {
+  Tensor a = meta({4, 3}), b = meta({3});
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  autograd::backward({matmul(a, b)}, {meta({4})}, false, false);
+  EXPECT_EQ(a.grad().shape(), (Shape{4, 3}));
+  EXPECT_EQ(b.grad().shape(), (Shape{3}));
+}

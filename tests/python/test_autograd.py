@@ -373,10 +373,15 @@ GRAD_OPS = {
     "var": (lambda x: x.var(1), "any"),
     "std": (lambda x: x.std(1, unbiased=False), "any"),
     "logsumexp": (lambda x: x.logsumexp(1), "any"),
-    "matmul": (lambda x: x @ _c(), "any"),
+    "matmul": (lambda x: x @ _c().to(x.dtype), "any"),  # matmul does not promote
     "matmul_self": (lambda x: x @ x.t(), "any"),
     "matmul_left": (lambda x: x.t() @ x, "any"),
-    "linear": (lambda x: F.linear(x, tensor(np.outer(_C4[:3], _C4)), tensor(_C4[:3])), "any"),
+    "linear": (
+        lambda x: F.linear(
+            x, tensor(np.outer(_C4[:3], _C4), dtype=x.dtype), tensor(_C4[:3], dtype=x.dtype)
+        ),
+        "any",
+    ),
     "softmax": (lambda x: x.softmax(1), "any"),
     "softmax_dim0": (lambda x: F.softmax(x, dim=0), "any"),
     "log_softmax": (lambda x: F.log_softmax(x, dim=-1), "any"),

@@ -101,12 +101,20 @@ def test_matmul_integer_dtypes(dtype):
     assert int(v.item()) == int(a[0, 0] @ b[:, 0])
 
 
-def test_matmul_mixed_dtypes_promote():
-    out = flow.tensor([[1, 2]], dtype=flow.int32) @ flow.tensor([[3], [4]])
+@pytest.mark.parametrize(
+    "da,db", [(flow.float32, flow.int64), (flow.int32, flow.int64), (flow.float32, flow.float64)]
+)
+def test_matmul_mixed_dtypes_raise_as_in_pytorch(da, db):
+    for device in ("cpu", "meta"):
+        a, b = flow.ones(2, 3, dtype=da, device=device), flow.ones(3, 2, dtype=db, device=device)
+        with pytest.raises(TypeError, match=r"\[matmul\] expected both operands to have the same"):
+            a @ b
+
+
+def test_matmul_integers():
+    out = flow.tensor([[1, 2]]) @ flow.tensor([[3], [4]])
     assert out.dtype == flow.int64
     assert_close(out, np.array([[11]]))
-    out = flow.ones(2, 3, dtype=flow.float32) @ flow.ones(3, 2, dtype=flow.float64)
-    assert out.dtype == flow.float64
 
 
 def test_matmul_zero_size_dims():
