@@ -115,6 +115,7 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
 
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
                               const Attrs& attrs, const std::vector<TensorMeta>& out) {
+  if (def.view) return def.view({inputs, out, attrs});  // meta storage views as well
   std::vector<Tensor> outs;
   outs.reserve(out.size());
   for (const TensorMeta& m : out) outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));

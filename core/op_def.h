@@ -95,6 +95,14 @@ struct BackwardArgs {
   const Attrs& attrs;
 };
 
+// For view ops: the outputs as views of the inputs' storage (or, for reshape, a copy where no
+// view exists), with the shapes `out` gives (a shard's shapes on global tensors).
+struct ViewArgs {
+  const std::vector<Tensor>& in;
+  const std::vector<TensorMeta>& out;
+  const Attrs& attrs;
+};
+
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
 
 struct OpDef {
@@ -108,13 +116,14 @@ struct OpDef {
   std::vector<AttrDef> attrs;
   std::function<std::vector<TensorMeta>(const InferArgs&)> infer;
   std::function<void(const ComputeArgs&)> compute;
+  std::function<std::vector<Tensor>(const ViewArgs&)> view;  // instead of compute
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
   uint8_t saves = kSaveNone;
   // Attributes that name logical sizes (a reshape's target, say), rewritten for one shard whose
   // outputs have `local_out` shapes. Null: the attributes hold for shards as they are.
   std::function<Attrs(const Attrs&, const std::vector<Shape>& local_out)> shard_attrs;
 
-  bool dispatched() const { return infer && compute; }
+  bool dispatched() const { return infer && (compute || view); }
 };
 
 // Registers ops at load time; a second registration of the same name is a bug.

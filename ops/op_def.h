@@ -17,6 +17,8 @@ Device common_device(const InferArgs& a);
 
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
+// Views move no data (a reshape that must copy is counted as free too: it is rare and local).
+OpCost view_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 OpCost matmul_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 // inputs: (N, C, H, W) and weight (O, C / groups, kh, kw).
 OpCost conv2d_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);

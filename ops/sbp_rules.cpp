@@ -148,8 +148,10 @@ Sigs matmul(const SbpQuery& q) {
 
 Sigs permute(const SbpQuery& q) {
   Sigs sigs;
-  for (size_t i = 0; i < q.attrs.size(); ++i)
-    sigs.push_back({{Sbp::split(q.attrs[i])}, {Sbp::split(static_cast<int64_t>(i))}});
+  const std::vector<int64_t>& dims = q.typed->get<std::vector<int64_t>>("dims");
+  const int64_t n = rank_of(q.in[0]);
+  for (int64_t i = 0; i < n; ++i)
+    sigs.push_back({{Sbp::split(dims[i] < 0 ? dims[i] + n : dims[i])}, {Sbp::split(i)}});
   for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
   return sigs;
 }
@@ -197,14 +199,21 @@ Sigs expand(const SbpQuery& q) {
   return sigs;
 }
 
-Sigs slice(const SbpQuery& q) {
-  const int64_t axis = q.attrs[0];
-  const bool removed = q.attrs.size() > 1 && q.attrs[1];
+// Splits of every other axis (renumbered past a removed one) and partials pass through.
+Sigs slice_axis(const SbpQuery& q, bool removed) {
+  const int64_t axis = normalize_axis(q.typed->get<int64_t>("dim"), rank_of(q.in[0]), "slice");
   Sigs sigs;
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
     if (d != axis) sigs.push_back({{Sbp::split(d)}, {Sbp::split(removed && d > axis ? d - 1 : d)}});
   for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
   return sigs;
+}
+
+Sigs slice(const SbpQuery& q) {
+  return slice_axis(q, false);
+}
+Sigs select(const SbpQuery& q) {
+  return slice_axis(q, true);
 }
 
 Sigs softmax(const SbpQuery& q) {
@@ -321,6 +330,7 @@ const SbpRule kPermute{"permute", permute};
 const SbpRule kReshape{"reshape", reshape};
 const SbpRule kExpand{"expand", expand};
 const SbpRule kSlice{"slice", slice};
+const SbpRule kSelect{"select", select};
 const SbpRule kSoftmax{"softmax", softmax};
 const SbpRule kNorm{"norm", norm};
 const SbpRule kCat{"cat", cat};

@@ -35,15 +35,17 @@ extern const SbpRule kReduce;
 // matmul with numpy broadcasting and 1-d operands: batch splits, S(n), S(m), S(k) -> P(sum),
 // and P(sum) through either operand.
 extern const SbpRule kMatmul;
-// permute: attrs = the permutation.
+// permute (typed attr dims): a split follows its axis; partials pass.
 extern const SbpRule kPermute;
 // reshape / view / flatten / squeeze / unsqueeze: a split maps through merged or split
 // dimensions when it sits on the leading dimension of its group and the pieces coincide.
 extern const SbpRule kReshape;
 // expand: splits of kept axes map; new or size-1 axes may be split from B.
 extern const SbpRule kExpand;
-// slice / narrow / select: attrs {axis, removed}; any other axis may be split.
+// slice / slice_backward (typed attr dim): any other axis may be split; partials pass.
 extern const SbpRule kSlice;
+// select (typed attr dim, which it removes): any other axis may be split; partials pass.
+extern const SbpRule kSelect;
 // softmax / log_softmax: attrs {axis}; any other axis may be split.
 extern const SbpRule kSoftmax;
 // layer_norm / rms_norm (x, weight, bias): attrs {normalized dims}; x split on a leading axis.

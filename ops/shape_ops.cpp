@@ -2,25 +2,20 @@
 #include "ops/shape_ops.h"
 
 #include <algorithm>
+#include <limits>
 
-#include "core/autograd/node.h"
+#include "core/dispatcher.h"
+#include "core/primitives.h"
 #include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/global_op.h"
-#include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/sbp_rules.h"
 
 namespace ofl {
 
-using autograd::Grads;
-using autograd::Needs;
-
 namespace {
 
-Tensor make_view(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
-  require_local("view", x);
+Tensor view_of(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
   return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), offset, x.dtype());
 }
 
@@ -53,11 +48,262 @@ std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
   return out;
 }
 
-void record_reshape(const char* name, const Tensor& x, const Tensor& out) {
-  if (autograd::needs_grad(x))
-    autograd::record(name, {x}, {out}, [shape = x.shape()](const Grads& g, const Needs&) -> Grads {
-      return {reshape(g[0], shape)};
-    });
+// x's elements as `shape` (same numel): a view where the strides allow one, else a contiguous
+// copy, or `view`'s error when no copy is allowed.
+Tensor reshaped(const Tensor& x, const Shape& shape, bool may_copy) {
+  if (auto strides = view_strides(x, shape)) return view_of(x, shape, *strides, x.offset());
+  if (!may_copy)
+    fail("view", "a tensor of shape ", shape_str(x.shape()), " with strides ",
+         shape_str(x.strides()), " cannot be viewed as ", shape_str(shape),
+         " without a copy; use reshape()");
+  Tensor out = view_of(contiguous_copy(x), shape, contiguous_strides(shape), 0);
+  out.impl()->is_view = false;
+  return out;
+}
+
+// The ops that only regroup dimensions (view, reshape, squeeze, unsqueeze, flatten) share their
+// view and backward: the output meta gives the target shape (a shard's on global tensors).
+std::vector<Tensor> regroup(const ViewArgs& v) {
+  return {reshaped(v.in[0], v.out[0].shape, true)};
+}
+std::vector<Tensor> regroup_without_copy(const ViewArgs& v) {
+  return {reshaped(v.in[0], v.out[0].shape, false)};
+}
+std::vector<Tensor> regroup_grad(const BackwardArgs& b) {
+  return {reshape(b.grads[0], b.in_meta[0].shape)};
+}
+
+std::vector<TensorMeta> shaped(const InferArgs& a, Shape shape) {
+  return {{std::move(shape), a.in[0].dtype, a.in[0].device}};
+}
+
+std::vector<TensorMeta> infer_reshape(const InferArgs& a) {
+  return shaped(a, infer_shape(a.attrs.get<Shape>("shape"), numel_of(a.in[0].shape), a.op));
+}
+
+std::vector<TensorMeta> infer_squeeze(const InferArgs& a) {
+  const Shape& in = a.in[0].shape;
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<bool> drop(n, false);
+  for (int64_t d : a.attrs.get<Shape>("dims")) {
+    d = normalize_axis(d, n, a.op);
+    if (n > 0 && in[d] == 1) drop[d] = true;
+  }
+  Shape out;
+  for (int64_t d = 0; d < n; ++d)
+    if (!drop[d]) out.push_back(in[d]);
+  return shaped(a, std::move(out));
+}
+
+std::vector<TensorMeta> infer_unsqueeze(const InferArgs& a) {
+  Shape out = a.in[0].shape;
+  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size() + 1, a.op);
+  out.insert(out.begin() + d, 1);
+  return shaped(a, std::move(out));
+}
+
+std::vector<TensorMeta> infer_flatten(const InferArgs& a) {
+  const Shape& in = a.in[0].shape;
+  if (in.empty()) return shaped(a, {1});
+  const int64_t n = static_cast<int64_t>(in.size());
+  const int64_t start = normalize_axis(a.attrs.get<int64_t>("start_dim"), n, a.op);
+  const int64_t end = normalize_axis(a.attrs.get<int64_t>("end_dim"), n, a.op);
+  if (start > end) fail(a.op, "start_dim ", start, " comes after end_dim ", end);
+  Shape out(in.begin(), in.begin() + start);
+  out.push_back(numel_of(Shape(in.begin() + start, in.begin() + end + 1)));
+  out.insert(out.end(), in.begin() + end + 1, in.end());
+  return shaped(a, std::move(out));
+}
+
+// --- permute ---
+
+std::vector<int64_t> permutation(const InferArgs& a) {
+  const Shape& dims = a.attrs.get<Shape>("dims");
+  const int64_t n = static_cast<int64_t>(a.in[0].shape.size());
+  if (static_cast<int64_t>(dims.size()) != n)
+    fail(a.op, "got ", dims.size(), " dims for a tensor of shape ", shape_str(a.in[0].shape));
+  std::vector<int64_t> perm;
+  for (int64_t d : dims) {
+    perm.push_back(normalize_axis(d, n, a.op));
+    if (std::count(perm.begin(), perm.end(), perm.back()) > 1)
+      fail(a.op, "dimension ", perm.back(), " repeats in the permutation");
+  }
+  return perm;
+}
+
+std::vector<TensorMeta> infer_permute(const InferArgs& a) {
+  Shape out;
+  for (int64_t d : permutation(a)) out.push_back(a.in[0].shape[d]);
+  return shaped(a, std::move(out));
+}
+
+std::vector<Tensor> permute_view(const ViewArgs& v) {
+  const Tensor& x = v.in[0];
+  Shape shape, strides;
+  for (int64_t d : v.attrs.get<Shape>("dims")) {
+    d = d < 0 ? d + x.dim() : d;
+    shape.push_back(x.shape()[d]);
+    strides.push_back(x.strides()[d]);
+  }
+  return {view_of(x, shape, strides, x.offset())};
+}
+
+std::vector<Tensor> permute_grad(const BackwardArgs& b) {
+  const Shape& dims = b.attrs.get<Shape>("dims");
+  const int64_t n = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> inverse(n);
+  for (int64_t i = 0; i < n; ++i) inverse[dims[i] < 0 ? dims[i] + n : dims[i]] = i;
+  return {permute(b.grads[0], inverse)};
+}
+
+// --- slice, select and the backward of both ---
+
+// A slice of one axis of size n with Python's clamping: its first index and length.
+struct Range {
+  int64_t begin, length;
+};
+Range slice_range(int64_t n, const Attrs& attrs) {
+  auto clamped = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+  const int64_t b = clamped(attrs.get<int64_t>("start")), e = clamped(attrs.get<int64_t>("stop"));
+  const int64_t step = attrs.get<int64_t>("step");
+  return {b, e > b ? (e - b + step - 1) / step : 0};
+}
+
+std::vector<TensorMeta> infer_slice(const InferArgs& a) {
+  Shape out = a.in[0].shape;
+  if (out.empty()) fail<IndexError>(a.op, "cannot slice a 0-d tensor");
+  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size(), a.op);
+  const int64_t step = a.attrs.get<int64_t>("step");
+  if (step <= 0) fail(a.op, "step must be positive, got ", step);
+  out[d] = slice_range(out[d], a.attrs).length;
+  return shaped(a, std::move(out));
+}
+
+std::vector<Tensor> slice_view(const ViewArgs& v) {
+  const Tensor& x = v.in[0];
+  const int64_t d = normalize_axis(v.attrs.get<int64_t>("dim"), x.dim(), "slice");
+  const Range r = slice_range(x.shape()[d], v.attrs);
+  Shape shape = x.shape(), strides = x.strides();
+  shape[d] = r.length;
+  strides[d] *= v.attrs.get<int64_t>("step");
+  return {view_of(x, shape, strides, x.offset() + r.begin * x.strides()[d])};
+}
+
+Tensor slice_backward(const Tensor& g, const Shape& sizes, const Attrs& slice_attrs);
+
+std::vector<Tensor> slice_grad(const BackwardArgs& b) {
+  return {slice_backward(b.grads[0], b.in_meta[0].shape, b.attrs)};
+}
+
+std::vector<TensorMeta> infer_select(const InferArgs& a) {
+  Shape out = a.in[0].shape;
+  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size(), a.op);
+  const int64_t n = out.empty() ? 1 : out[d], index = a.attrs.get<int64_t>("index");
+  if (out.empty()) fail<IndexError>(a.op, "cannot select from a 0-d tensor");
+  if (index < -n || index >= n)
+    fail<IndexError>(a.op, "index ", index, " is out of bounds for dimension ", d, " with size ",
+                     n);
+  out.erase(out.begin() + d);
+  return shaped(a, std::move(out));
+}
+
+std::vector<Tensor> select_view(const ViewArgs& v) {
+  const Tensor& x = v.in[0];
+  const int64_t d = normalize_axis(v.attrs.get<int64_t>("dim"), x.dim(), "select");
+  int64_t index = v.attrs.get<int64_t>("index");
+  if (index < 0) index += x.shape()[d];
+  Shape shape = x.shape(), strides = x.strides();
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  return {view_of(x, shape, strides, x.offset() + index * x.strides()[d])};
+}
+
+std::vector<Tensor> select_grad(const BackwardArgs& b) {
+  const Shape& in = b.in_meta[0].shape;
+  const int64_t d = normalize_axis(b.attrs.get<int64_t>("dim"), in.size(), "select");
+  int64_t index = b.attrs.get<int64_t>("index");
+  if (index < 0) index += in[d];
+  return {
+      slice_backward(unsqueeze(b.grads[0], d), in,
+                     {{"dim", d}, {"start", index}, {"stop", index + 1}, {"step", int64_t{1}}})};
+}
+
+// slice_backward(g, sizes, slice attrs): zeros of `sizes` with g written into the slice.
+std::vector<TensorMeta> infer_slice_backward(const InferArgs& a) {
+  return shaped(a, a.attrs.get<Shape>("sizes"));
+}
+
+void compute_slice_backward(const ComputeArgs& c) {
+  const Tensor& gx = c.out[0];
+  fill_kernel().get(gx.device().type)(gx, 0.0);
+  Tensor region = slice_view({{gx}, {}, c.attrs})[0];
+  copy_kernel().get(gx.device().type)(c.in[0], region);
+}
+
+std::vector<Tensor> slice_backward_grad(const BackwardArgs& b) {
+  const Attrs& a = b.attrs;
+  return {slice(b.grads[0], a.get<int64_t>("dim"), a.get<int64_t>("start"), a.get<int64_t>("stop"),
+                a.get<int64_t>("step"))};
+}
+
+Tensor slice_backward(const Tensor& g, const Shape& sizes, const Attrs& slice_attrs) {
+  static const OpDef& def = op_def("slice_backward");
+  Attrs attrs = slice_attrs;
+  attrs.set("sizes", sizes);
+  return dispatch1(def, {g}, attrs);
+}
+
+// --- expand ---
+
+std::vector<TensorMeta> infer_expand(const InferArgs& a) {
+  const Shape& in = a.in[0].shape;
+  Shape out = a.attrs.get<Shape>("shape");
+  if (out.size() < in.size())
+    fail(a.op, "cannot expand shape ", shape_str(in), " to fewer dimensions ", shape_str(out));
+  const size_t off = out.size() - in.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i < off) {
+      if (out[i] < 0) fail(a.op, "-1 is not allowed for a new leading dimension");
+      continue;
+    }
+    const int64_t have = in[i - off];
+    if (out[i] == -1) out[i] = have;
+    if (have != out[i] && have != 1)
+      fail(a.op, "the expanded size ", out[i], " must match the existing size ", have,
+           " at dimension ", i, " (shape ", shape_str(in), ")");
+  }
+  return shaped(a, std::move(out));
+}
+
+std::vector<Tensor> expand_view(const ViewArgs& v) {
+  const Tensor& x = v.in[0];
+  const Shape& shape = v.out[0].shape;
+  const size_t off = shape.size() - x.dim();
+  Shape strides(shape.size(), 0);
+  for (size_t i = off; i < shape.size(); ++i)
+    if (x.shape()[i - off] == shape[i]) strides[i] = x.strides()[i - off];
+  return {view_of(x, shape, strides, x.offset())};
+}
+
+// --- clone ---
+
+std::vector<TensorMeta> infer_same(const InferArgs& a) {
+  return shaped(a, a.in[0].shape);
+}
+
+void compute_clone(const ComputeArgs& c) {
+  copy_kernel().get(c.out[0].device().type)(c.in[0], c.out[0]);
+}
+
+OpDef regroup_def(const char* name, std::vector<AttrDef> attrs,
+                  std::vector<TensorMeta> (*infer)(const InferArgs&)) {
+  return {.name = name,
+          .cost = view_cost,
+          .sbp = &sbp_rules::kReshape,
+          .attrs = std::move(attrs),
+          .infer = infer,
+          .view = regroup,
+          .backward = regroup_grad};
 }
 
 }  // namespace
@@ -84,75 +330,19 @@ Shape infer_shape(Shape shape, int64_t numel, const char* op) {
   return shape;
 }
 
-namespace {
-// A reshaping view of a global tensor: the same front end on the shard, to its local shape.
-template <class F>
-Tensor global_reshape(const char* name, const Tensor& x, Shape shape, F f) {
-  return run_global1(name, {x}, std::move(shape), {},
-                     [f](const auto& l, const Shape& local) { return f(l[0], local); });
-}
-}  // namespace
-
 Tensor view(const Tensor& x, Shape shape) {
-  if (x.is_global())
-    return global_reshape("view", x, infer_shape(std::move(shape), logical_numel(x), "view"),
-                          [](const Tensor& l, const Shape& s) { return view(l, s); });
-  shape = infer_shape(std::move(shape), x.numel(), "view");
-  auto strides = view_strides(x, shape);
-  if (!strides)
-    fail("view", "a tensor of shape ", shape_str(x.shape()), " with strides ",
-         shape_str(x.strides()), " cannot be viewed as ", shape_str(shape),
-         " without a copy; use reshape()");
-  Tensor out = make_view(x, shape, *strides, x.offset());
-  record_reshape("view", x, out);
-  return out;
+  static const OpDef& def = op_def("view");
+  return dispatch1(def, {x}, {{"shape", std::move(shape)}});
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {
-  if (x.is_global())
-    return global_reshape("reshape", x, infer_shape(std::move(shape), logical_numel(x), "reshape"),
-                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
-  shape = infer_shape(std::move(shape), x.numel(), "reshape");
-  if (auto strides = view_strides(x, shape)) {
-    Tensor out = make_view(x, shape, *strides, x.offset());
-    record_reshape("reshape", x, out);
-    return out;
-  }
-  Tensor c = contiguous_copy(x);
-  Tensor out = make_view(c, shape, contiguous_strides(shape), 0);
-  out.impl()->is_view = false;
-  record_reshape("reshape", x, out);
-  return out;
+  static const OpDef& def = op_def("reshape");
+  return dispatch1(def, {x}, {{"shape", std::move(shape)}});
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
-  if (static_cast<int64_t>(dims.size()) != x.dim())
-    fail("permute", "got ", dims.size(), " dims for a tensor of shape ", shape_str(x.shape()));
-  if (x.is_global()) {
-    std::vector<int64_t> perm;
-    Shape shape;
-    for (int64_t d : dims) {
-      perm.push_back(normalize_axis(d, x.dim(), "permute"));
-      shape.push_back(logical_shape(x)[perm.back()]);
-    }
-    return run_global1("permute", {x}, shape, perm,
-                       [perm](const auto& l, const Shape&) { return permute(l[0], perm); });
-  }
-  Shape shape(dims.size()), strides(dims.size());
-  std::vector<int64_t> inverse(dims.size(), -1);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = normalize_axis(dims[i], x.dim(), "permute");
-    if (inverse[d] != -1) fail("permute", "dimension ", d, " repeats in the permutation");
-    inverse[d] = static_cast<int64_t>(i);
-    shape[i] = x.shape()[d];
-    strides[i] = x.strides()[d];
-  }
-  Tensor out = make_view(x, shape, strides, x.offset());
-  if (autograd::needs_grad(x))
-    autograd::record("permute", {x}, {out}, [inverse](const Grads& g, const Needs&) -> Grads {
-      return {permute(g[0], inverse)};
-    });
-  return out;
+  static const OpDef& def = op_def("permute");
+  return dispatch1(def, {x}, {{"dims", dims}});
 }
 
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
@@ -166,167 +356,53 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
 
 Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
              std::optional<int64_t> stop, int64_t step) {
-  if (x.dim() == 0) fail<IndexError>("slice", "cannot slice a 0-d tensor");
-  axis = normalize_axis(axis, x.dim(), "slice");
-  if (step <= 0) fail("slice", "step must be positive, got ", step);
-  if (x.is_global()) {
-    Shape shape = logical_shape(x);
-    const int64_t n = shape[axis];
-    auto clampi = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
-    int64_t b = start ? clampi(*start) : 0, e = stop ? clampi(*stop) : n;
-    shape[axis] = e > b ? (e - b + step - 1) / step : 0;
-    return run_global1("slice", {x}, shape, {axis, 0}, [=](const auto& l, const Shape&) {
-      return slice(l[0], axis, start, stop, step);
-    });
-  }
-  const int64_t n = x.shape()[axis];
-  auto clampi = [n](int64_t v) {
-    if (v < 0) v += n;
-    return std::clamp<int64_t>(v, 0, n);
-  };
-  int64_t b = start ? clampi(*start) : 0;
-  int64_t e = stop ? clampi(*stop) : n;
-  int64_t len = e > b ? (e - b + step - 1) / step : 0;
-  Shape shape = x.shape(), strides = x.strides();
-  shape[axis] = len;
-  strides[axis] *= step;
-  Tensor out = make_view(x, shape, strides, x.offset() + b * x.strides()[axis]);
-  if (autograd::needs_grad(x))
-    autograd::record(
-        "slice", {x}, {out},
-        [shape = x.shape(), axis, b, step, len](const Grads& g, const Needs&) -> Grads {
-          Tensor gx = zeros(shape, g[0].dtype(), g[0].device());
-          Tensor region = slice(gx, axis, b, b + len * step, step);
-          copy_(region, g[0]);
-          return {gx};
-        });
-  return out;
+  static const OpDef& def = op_def("slice");
+  return dispatch1(def, {x},
+                   {{"dim", axis},
+                    {"start", start.value_or(0)},
+                    {"stop", stop.value_or(std::numeric_limits<int64_t>::max())},
+                    {"step", step}});
 }
 
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
-  axis = normalize_axis(axis, x.dim(), "narrow");
-  int64_t n = logical_shape(x)[axis];
+  const Shape shape = meta_of(x).shape;
+  axis = normalize_axis(axis, shape.size(), "narrow");
+  const int64_t n = shape.empty() ? 1 : shape[axis];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
     fail<IndexError>("narrow", "start ", start, " + length ", length, " exceeds dimension ", axis,
-                     " of size ", n, " in shape ", shape_str(x.shape()));
+                     " of size ", n, " in shape ", shape_str(shape));
   return slice(x, axis, start, start + length, 1);
 }
 
 Tensor select(const Tensor& x, int64_t axis, int64_t index) {
-  axis = normalize_axis(axis, x.dim(), "select");
-  int64_t n = logical_shape(x)[axis];
-  if (index < -n || index >= n)
-    fail<IndexError>("select", "index ", index, " is out of bounds for dimension ", axis,
-                     " with size ", n);
-  if (index < 0) index += n;
-  if (x.is_global()) {
-    Shape shape = logical_shape(x);
-    shape.erase(shape.begin() + axis);
-    return run_global1("select", {x}, shape, {axis, 1},
-                       [=](const auto& l, const Shape&) { return select(l[0], axis, index); });
-  }
-  Tensor s = slice(x, axis, index, index + 1, 1);
-  return squeeze(s, std::vector<int64_t>{axis});
+  static const OpDef& def = op_def("select");
+  return dispatch1(def, {x}, {{"dim", axis}, {"index", index}});
 }
 
 Tensor expand(const Tensor& x, Shape shape) {
-  if (shape.size() < static_cast<size_t>(x.dim()))
-    fail("expand", "cannot expand shape ", shape_str(x.shape()), " to fewer dimensions ",
-         shape_str(shape));
-  size_t off = shape.size() - x.dim();
-  if (x.is_global()) {
-    for (size_t i = off; i < shape.size(); ++i)
-      if (shape[i] == -1) shape[i] = logical_shape(x)[i - off];
-    broadcast_shapes(logical_shape(x), shape, "expand");
-    return global_reshape("expand", x, shape,
-                          [](const Tensor& l, const Shape& s) { return expand(l, s); });
-  }
-  Shape strides(shape.size(), 0);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i < off) {
-      if (shape[i] < 0) fail("expand", "-1 is not allowed for a new leading dimension");
-      continue;
-    }
-    int64_t have = x.shape()[i - off];
-    if (shape[i] == -1) shape[i] = have;
-    if (have == shape[i]) {
-      strides[i] = x.strides()[i - off];
-    } else if (have != 1) {
-      fail("expand", "the expanded size ", shape[i], " must match the existing size ", have,
-           " at dimension ", i, " (shape ", shape_str(x.shape()), ")");
-    }
-  }
-  Tensor out = make_view(x, shape, strides, x.offset());
-  if (autograd::needs_grad(x))
-    autograd::record("expand", {x}, {out},
-                     [shape = x.shape()](const Grads& g, const Needs&) -> Grads {
-                       return {sum_to(g[0], shape)};
-                     });
-  return out;
+  static const OpDef& def = op_def("expand");
+  return dispatch1(def, {x}, {{"shape", std::move(shape)}});
 }
 
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> axes) {
-  if (x.is_global()) {
-    Shape shape;
-    const Shape& in = logical_shape(x);
-    std::vector<bool> drop(x.dim(), !axes);
-    if (axes)
-      for (int64_t a : *axes) drop[normalize_axis(a, x.dim(), "squeeze")] = true;
-    for (int64_t d = 0; d < x.dim(); ++d)
-      if (!(drop[d] && in[d] == 1)) shape.push_back(in[d]);
-    return global_reshape("squeeze", x, shape,
-                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
-  }
-  std::vector<bool> drop(x.dim(), false);
-  if (axes) {
-    for (int64_t a : *axes) {
-      int64_t d = normalize_axis(a, x.dim(), "squeeze");
-      if (x.dim() > 0 && x.shape()[d] == 1) drop[d] = true;
-    }
-  } else {
-    for (int64_t d = 0; d < x.dim(); ++d) drop[d] = x.shape()[d] == 1;
-  }
-  Shape shape, strides;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (!drop[d]) {
-      shape.push_back(x.shape()[d]);
-      strides.push_back(x.strides()[d]);
-    }
-  Tensor out = make_view(x, shape, strides, x.offset());
-  record_reshape("squeeze", x, out);
-  return out;
+  static const OpDef& def = op_def("squeeze");
+  std::vector<int64_t> dims;
+  if (axes)
+    dims = std::move(*axes);
+  else
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  return dispatch1(def, {x}, {{"dims", std::move(dims)}});
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t axis) {
-  axis = normalize_axis(axis, x.dim() + 1, "unsqueeze");
-  if (x.is_global()) {
-    Shape shape = logical_shape(x);
-    shape.insert(shape.begin() + axis, 1);
-    return global_reshape("unsqueeze", x, shape,
-                          [](const Tensor& l, const Shape& s) { return reshape(l, s); });
-  }
-  Shape shape = x.shape(), strides = x.strides();
-  int64_t stride = axis < x.dim() ? x.strides()[axis] * x.shape()[axis] : 1;
-  shape.insert(shape.begin() + axis, 1);
-  strides.insert(strides.begin() + axis, stride);
-  Tensor out = make_view(x, shape, strides, x.offset());
-  record_reshape("unsqueeze", x, out);
-  return out;
+  static const OpDef& def = op_def("unsqueeze");
+  return dispatch1(def, {x}, {{"dim", axis}});
 }
 
 Tensor flatten(const Tensor& x, int64_t start, int64_t end) {
-  if (x.dim() == 0) return reshape(x, {1});
-  start = normalize_axis(start, x.dim(), "flatten");
-  end = normalize_axis(end, x.dim(), "flatten");
-  if (start > end) fail("flatten", "start_dim ", start, " comes after end_dim ", end);
-  const Shape& in = logical_shape(x);
-  Shape shape(in.begin(), in.begin() + start);
-  int64_t merged = 1;
-  for (int64_t d = start; d <= end; ++d) merged *= in[d];
-  shape.push_back(merged);
-  shape.insert(shape.end(), in.begin() + end + 1, in.end());
-  return reshape(x, shape);
+  static const OpDef& def = op_def("flatten");
+  return dispatch1(def, {x}, {{"start_dim", start}, {"end_dim", end}});
 }
 
 Tensor contiguous(const Tensor& x) {
@@ -334,14 +410,8 @@ Tensor contiguous(const Tensor& x) {
 }
 
 Tensor clone(const Tensor& x) {
-  if (x.is_global())
-    return run_global1("clone", {x}, logical_shape(x), {},
-                       [](const auto& l, const Shape&) { return clone(l[0]); });
-  Tensor out = contiguous_copy(x);
-  if (autograd::needs_grad(x))
-    autograd::record("clone", {x}, {out},
-                     [](const Grads& g, const Needs&) -> Grads { return {g[0]}; });
-  return out;
+  static const OpDef& def = op_def("clone");
+  return dispatch1(def, {x});
 }
 
 Tensor detach(const Tensor& x) {
@@ -350,7 +420,7 @@ Tensor detach(const Tensor& x) {
     out.impl()->global = x.impl()->global;
     return out;
   }
-  Tensor out = make_view(x, x.shape(), x.strides(), x.offset());
+  Tensor out = view_of(x, x.shape(), x.strides(), x.offset());
   out.impl()->is_view = x.impl()->is_view;
   return out;
 }
@@ -363,32 +433,88 @@ Tensor view_as_dtype(const Tensor& x, DType dtype) {
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
-  const Shape& have = logical_shape(g);
+  const Shape have = meta_of(g).shape;
   if (have == shape) return g;
-  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  const int64_t lead = static_cast<int64_t>(have.size()) - static_cast<int64_t>(shape.size());
   OFL_CHECK(lead >= 0, "sum_to ", shape_str(have), " -> ", shape_str(shape));
   Axes axes;
-  for (int64_t d = 0; d < g.dim(); ++d)
+  for (int64_t d = 0; d < static_cast<int64_t>(have.size()); ++d)
     if (d < lead || (shape[d - lead] == 1 && have[d] != 1)) axes.push_back(d);
   Tensor r = axes.empty() ? g : sum(g, axes, true);
   return reshape(r, shape);
 }
 
+const AttrDef kShapeAttr{"shape", AttrType::kInts};
+const std::vector<AttrDef> kSliceAttrs{{"dim", AttrType::kInt},
+                                       {"start", AttrType::kInt},
+                                       {"stop", AttrType::kInt},
+                                       {"step", AttrType::kInt}};
+
 OFL_REGISTER_OPS({
-    {.name = "view", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
-    {.name = "reshape", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
-    {.name = "permute", .num_inputs = 1, .sbp = &sbp_rules::kPermute},
-    {.name = "transpose", .num_inputs = 1, .sbp = &sbp_rules::kPermute},
-    {.name = "narrow", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
-    {.name = "slice", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
-    {.name = "select", .num_inputs = 1, .sbp = &sbp_rules::kSlice},
-    {.name = "expand", .num_inputs = 1, .sbp = &sbp_rules::kExpand},
-    {.name = "squeeze", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
-    {.name = "unsqueeze", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
-    {.name = "flatten", .num_inputs = 1, .sbp = &sbp_rules::kReshape},
-    {.name = "contiguous", .num_inputs = 1, .sbp = &sbp_rules::kIdentity},
-    {.name = "clone", .num_inputs = 1, .sbp = &sbp_rules::kIdentity},
-    {.name = "detach", .num_inputs = 1, .differentiable = false, .sbp = &sbp_rules::kIdentity},
+    {.name = "view",
+     .cost = view_cost,
+     .sbp = &sbp_rules::kReshape,
+     .attrs = {kShapeAttr},
+     .infer = infer_reshape,
+     .view = regroup_without_copy,
+     .backward = regroup_grad},
+    regroup_def("reshape", {kShapeAttr}, infer_reshape),
+    regroup_def("squeeze", {{"dims", AttrType::kInts}}, infer_squeeze),
+    regroup_def("unsqueeze", {{"dim", AttrType::kInt}}, infer_unsqueeze),
+    regroup_def("flatten", {{"start_dim", AttrType::kInt}, {"end_dim", AttrType::kInt}},
+                infer_flatten),
+    {.name = "permute",
+     .cost = view_cost,
+     .sbp = &sbp_rules::kPermute,
+     .attrs = {{"dims", AttrType::kInts}},
+     .infer = infer_permute,
+     .view = permute_view,
+     .backward = permute_grad},
+    {.name = "transpose", .sbp = &sbp_rules::kPermute},
+    {.name = "narrow", .sbp = &sbp_rules::kSlice},
+    {.name = "slice",
+     .cost = view_cost,
+     .sbp = &sbp_rules::kSlice,
+     .attrs = kSliceAttrs,
+     .infer = infer_slice,
+     .view = slice_view,
+     .backward = slice_grad},
+    {.name = "slice_backward",
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kSlice,
+     .attrs = {kSliceAttrs[0],
+               kSliceAttrs[1],
+               kSliceAttrs[2],
+               kSliceAttrs[3],
+               {"sizes", AttrType::kInts}},
+     .infer = infer_slice_backward,
+     .compute = compute_slice_backward,
+     .backward = slice_backward_grad},
+    {.name = "select",
+     .cost = view_cost,
+     .sbp = &sbp_rules::kSelect,
+     .attrs = {{"dim", AttrType::kInt}, {"index", AttrType::kInt}},
+     .infer = infer_select,
+     .view = select_view,
+     .backward = select_grad},
+    {.name = "expand",
+     .cost = view_cost,
+     .sbp = &sbp_rules::kExpand,
+     .attrs = {kShapeAttr},
+     .infer = infer_expand,
+     .view = expand_view,
+     .backward =
+         [](const BackwardArgs& b) {
+           return std::vector<Tensor>{sum_to(b.grads[0], b.in_meta[0].shape)};
+         }},
+    {.name = "contiguous", .sbp = &sbp_rules::kIdentity},
+    {.name = "clone",
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kIdentity,
+     .infer = infer_same,
+     .compute = compute_clone,
+     .backward = [](const BackwardArgs& b) { return std::vector<Tensor>{b.grads[0]}; }},
+    {.name = "detach", .differentiable = false, .sbp = &sbp_rules::kIdentity},
 });
 
 }  // namespace ofl

@@ -131,6 +131,12 @@ CASES.update(
         "expand": (lambda x: x.expand(5, 4), [_f(5, 1)]),
         "squeeze": (lambda x: x.squeeze(1), [_f(5, 1, 4)]),
         "flatten": (lambda x: x.flatten(1), [_f(5, 2, 2)]),
+        "slice_backward": (
+            lambda g: _C.dispatch(
+                "slice_backward", [g], {"dim": 1, "start": 1, "stop": 7, "step": 2, "sizes": [5, 8]}
+            )[0],
+            [_f(5, 3)],
+        ),
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [X, ROW, _f(4, seed=3)]),
         "rms_norm": (lambda x, w: F.rms_norm(x, (4,), w), [X, ROW]),
         "index_select": (lambda x, i: x.index_select(0, i), [X, _i(5, 3)]),
@@ -149,7 +155,7 @@ CASES.update(
 )
 
 # Cases whose first global op is another registered op with the same rule.
-RUNS_AS = {"transpose": "permute", "narrow": "slice", "flatten": "reshape", "sub_": "add_"}
+RUNS_AS = {"transpose": "permute", "narrow": "slice", "sub_": "add_"}
 
 # Registered ops without a rule of their own, and why.
 COMPOSITE = {

@@ -93,3 +93,21 @@ def test_module_on_meta_then_to_empty_materialises_it():
     assert [tuple(p.shape) for p in m.parameters()] == [(32, 16), (32,), (32,), (32,)]
     m[0].reset_parameters()
     assert m[0].weight.numpy().std() > 0
+
+
+def test_views_and_their_backward_run_on_meta():
+    x = flow.zeros(4, 6, device="meta", requires_grad=True)
+    y = x.view(2, 12).reshape(24).unsqueeze(0).squeeze(0).reshape(4, 6)
+    y = y.permute(1, 0)[1:5:2].select(1, 2).unsqueeze(1).flatten()
+    assert y.device.type == "meta" and tuple(y.shape) == (2,)
+    y.backward(flow.ones(2, device="meta"))
+    assert tuple(x.grad.shape) == (4, 6) and x.grad.device.type == "meta"
+    with pytest.raises(RuntimeError, match=r"\[view\] .* cannot be viewed as"):
+        flow.zeros(4, 6, device="meta").t().view(24)
+
+
+def test_slice_backward_is_an_op_so_second_order_gradients_flow():
+    x = flow.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    (g,) = flow.autograd.grad((x[1:3] ** 3).sum(), x, create_graph=True)
+    (gg,) = flow.autograd.grad(g.sum(), x)
+    assert gg.tolist() == [0.0, 12.0, 18.0, 0.0]
