@@ -103,6 +103,14 @@ struct ViewArgs {
   const Attrs& attrs;
 };
 
+// One rank's shards of a global call: the inputs' logical shapes, the local output shapes, and
+// where each input's shard begins in its logical tensor (per axis; zeros unless split).
+struct ShardArgs {
+  const std::vector<Shape>& in_shapes;
+  const std::vector<Shape>& local_out;
+  const std::vector<std::vector<int64_t>>& in_offsets;
+};
+
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
 
 struct OpDef {
@@ -119,9 +127,10 @@ struct OpDef {
   std::function<std::vector<Tensor>(const ViewArgs&)> view;  // instead of compute
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
   uint8_t saves = kSaveNone;
-  // Attributes that name logical sizes (a reshape's target, say), rewritten for one shard whose
-  // outputs have `local_out` shapes. Null: the attributes hold for shards as they are.
-  std::function<Attrs(const Attrs&, const std::vector<Shape>& local_out)> shard_attrs;
+  // Attributes that depend on where a shard sits in its logical tensors (a vocabulary-split
+  // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for
+  // shards as they are.
+  std::function<Attrs(const Attrs&, const ShardArgs&)> shard_attrs;
 
   bool dispatched() const { return infer && (compute || view); }
 };

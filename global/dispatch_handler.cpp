@@ -21,7 +21,13 @@ class GlobalHandler : public KindHandler {
       std::vector<TensorMeta> metas = out;
       for (size_t j = 0; j < metas.size(); ++j) metas[j].shape = shapes[j];
       if (!def.shard_attrs) return run_local(def, locals, attrs, metas);
-      return run_local(def, locals, def.shard_attrs(attrs, shapes), metas);
+      std::vector<Shape> in_shapes;
+      std::vector<std::vector<int64_t>> offsets;
+      for (size_t i = 0; i < locals.size(); ++i) {
+        in_shapes.push_back(meta_of(in[i]).shape);
+        offsets.push_back(shard_offsets(i));
+      }
+      return run_local(def, locals, def.shard_attrs(attrs, {in_shapes, shapes, offsets}), metas);
     };
     return run_global(op);
   }

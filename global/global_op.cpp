@@ -187,7 +187,8 @@ std::vector<int64_t> shard_offsets(size_t input) {
   OFL_CHECK(current_shards && input < current_shards->inputs->size(),
             "shard_offsets outside a global op's local function");
   const Tensor& t = (*current_shards->inputs)[input];
-  if (!t.defined() || !t.is_global()) return std::vector<int64_t>(size_t(t.dim()), 0);
+  if (!t.defined()) return {};
+  if (!t.is_global()) return std::vector<int64_t>(size_t(t.dim()), 0);
   std::vector<int64_t> starts;
   for (const auto& [begin, end] : local_ranges(info(t).shape, current_shards->layouts[input],
                                                current_shards->placement, current_shards->coords))

@@ -38,6 +38,9 @@ using NormBackwardKernel = void(const Tensor& grad, const Tensor& x, const Tenso
 // Philox fills: kind 0 uniform [a, b), 1 normal (mean a, std b), 2 integers in [a, b).
 using RandomKernel = void(const Tensor& out, int kind, double a, double b, uint64_t seed,
                           uint64_t offset);
+// Raises op's IndexError naming the first index of `index` (int64, contiguous) outside
+// [0, size) of dimension `axis`: the bounds check of the index ops, run where the data is.
+using IndexCheckKernel = void(const char* op, const Tensor& index, int64_t size, int64_t axis);
 // out[.., i, ..] = x[.., index[i], ..] along axis of x viewed as [outer, n, inner].
 using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t outer, int64_t n,
                                int64_t inner, const Tensor& out);
@@ -83,6 +86,7 @@ OFL_DECLARE_KERNEL(softmax_backward_kernel, SoftmaxBackwardKernel)
 OFL_DECLARE_KERNEL(norm_kernel, NormKernel)
 OFL_DECLARE_KERNEL(norm_backward_kernel, NormBackwardKernel)
 OFL_DECLARE_KERNEL(random_kernel, RandomKernel)
+OFL_DECLARE_KERNEL(index_check_kernel, IndexCheckKernel)
 OFL_DECLARE_KERNEL(index_select_kernel, IndexSelectKernel)
 OFL_DECLARE_KERNEL(index_add_kernel, IndexAddKernel)
 OFL_DECLARE_KERNEL(gather_kernel, GatherKernel)

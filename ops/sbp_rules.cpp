@@ -234,10 +234,17 @@ Sigs norm(const SbpQuery& q) {
   return sigs;
 }
 
+// The typed attribute "dim" of a call, normalized against a tensor of `rank` dimensions.
+int64_t dim_attr(const SbpQuery& q, int64_t rank) {
+  const int64_t d = q.typed->get<int64_t>("dim");
+  return d < 0 ? d + std::max<int64_t>(rank, 1) : d;
+}
+
 Sigs cat(const SbpQuery& q) {
   Sigs sigs;
+  const int64_t axis = dim_attr(q, rank_of(q.out[0]));
   for (int64_t d = 0; d < rank_of(q.out[0]); ++d)
-    if (d != q.attrs[0]) sigs.push_back(uniform(q, Sbp::split(d)));
+    if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
   sigs.push_back(uniform(q, kPSum));
   return sigs;
 }
@@ -245,14 +252,15 @@ Sigs cat(const SbpQuery& q) {
 Sigs gather(const SbpQuery& q) {
   Sigs sigs;
   const Shape &x = q.in[0], &index = q.in[1];
+  const int64_t axis = dim_attr(q, rank_of(x));
   for (int64_t d = 0; d < rank_of(index); ++d)
-    if (d != q.attrs[0] && x[d] == index[d]) sigs.push_back(uniform(q, Sbp::split(d)));
+    if (d != axis && x[d] == index[d]) sigs.push_back(uniform(q, Sbp::split(d)));
   return sigs;
 }
 
 Sigs index_select(const SbpQuery& q) {
   Sigs sigs;
-  const int64_t axis = q.attrs[0];
+  const int64_t axis = dim_attr(q, rank_of(q.in[0]));
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
     if (d != axis) sigs.push_back({{Sbp::split(d), kB}, {Sbp::split(d)}});
   if (rank_of(q.in[1]) == 1) sigs.push_back({{kB, Sbp::split(0)}, {Sbp::split(axis)}});
@@ -275,7 +283,7 @@ Sigs scatter(const SbpQuery& q) {
   const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
   const bool index_select_like = rank_of(index) == 1 && rank_of(x) > 1;  // index_add
   for (int64_t d = 0; d < rank_of(x); ++d) {
-    if (d == q.attrs[0] || src[d] != x[d]) continue;
+    if (d == dim_attr(q, rank_of(x)) || src[d] != x[d]) continue;
     if (index_select_like)
       sigs.push_back({{Sbp::split(d), kB, Sbp::split(d)}, {Sbp::split(d)}});
     else if (index[d] == x[d])

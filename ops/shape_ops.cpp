@@ -189,10 +189,10 @@ std::vector<Tensor> slice_view(const ViewArgs& v) {
   return {view_of(x, shape, strides, x.offset() + r.begin * x.strides()[d])};
 }
 
-Tensor slice_backward(const Tensor& g, const Shape& sizes, const Attrs& slice_attrs);
-
 std::vector<Tensor> slice_grad(const BackwardArgs& b) {
-  return {slice_backward(b.grads[0], b.in_meta[0].shape, b.attrs)};
+  const Attrs& a = b.attrs;
+  return {slice_backward(b.grads[0], b.in_meta[0].shape, a.get<int64_t>("dim"),
+                         a.get<int64_t>("start"), a.get<int64_t>("stop"), a.get<int64_t>("step"))};
 }
 
 std::vector<TensorMeta> infer_select(const InferArgs& a) {
@@ -223,9 +223,7 @@ std::vector<Tensor> select_grad(const BackwardArgs& b) {
   const int64_t d = normalize_axis(b.attrs.get<int64_t>("dim"), in.size(), "select");
   int64_t index = b.attrs.get<int64_t>("index");
   if (index < 0) index += in[d];
-  return {
-      slice_backward(unsqueeze(b.grads[0], d), in,
-                     {{"dim", d}, {"start", index}, {"stop", index + 1}, {"step", int64_t{1}}})};
+  return {slice_backward(unsqueeze(b.grads[0], d), in, d, index, index + 1, 1)};
 }
 
 // slice_backward(g, sizes, slice attrs): zeros of `sizes` with g written into the slice.
@@ -244,13 +242,6 @@ std::vector<Tensor> slice_backward_grad(const BackwardArgs& b) {
   const Attrs& a = b.attrs;
   return {slice(b.grads[0], a.get<int64_t>("dim"), a.get<int64_t>("start"), a.get<int64_t>("stop"),
                 a.get<int64_t>("step"))};
-}
-
-Tensor slice_backward(const Tensor& g, const Shape& sizes, const Attrs& slice_attrs) {
-  static const OpDef& def = op_def("slice_backward");
-  Attrs attrs = slice_attrs;
-  attrs.set("sizes", sizes);
-  return dispatch1(def, {g}, attrs);
 }
 
 // --- expand ---
@@ -362,6 +353,13 @@ Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
                     {"start", start.value_or(0)},
                     {"stop", stop.value_or(std::numeric_limits<int64_t>::max())},
                     {"step", step}});
+}
+
+Tensor slice_backward(const Tensor& g, const Shape& sizes, int64_t dim, int64_t start, int64_t stop,
+                      int64_t step) {
+  static const OpDef& def = op_def("slice_backward");
+  return dispatch1(
+      def, {g}, {{"dim", dim}, {"start", start}, {"stop", stop}, {"step", step}, {"sizes", sizes}});
 }
 
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {

@@ -15,6 +15,9 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length);
 Tensor slice(const Tensor& x, int64_t axis, std::optional<int64_t> start,
              std::optional<int64_t> stop, int64_t step = 1);
 Tensor select(const Tensor& x, int64_t axis, int64_t index);
+// Zeros of `sizes` with g written into slice(dim, start, stop, step): the backward of slice.
+Tensor slice_backward(const Tensor& g, const Shape& sizes, int64_t dim, int64_t start, int64_t stop,
+                      int64_t step);
 Tensor expand(const Tensor& x, Shape shape);  // -1 keeps a dimension
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> axes = std::nullopt);
 Tensor unsqueeze(const Tensor& x, int64_t axis);

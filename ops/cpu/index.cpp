@@ -8,6 +8,14 @@
 namespace ofl::cpu {
 namespace {
 
+void index_check(const char* op, const Tensor& index, int64_t size, int64_t axis) {
+  const int64_t* idx = index.data<int64_t>();
+  for (int64_t i = 0, n = index.numel(); i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= size)
+      fail<IndexError>(op, "index ", idx[i], " is out of range for dimension ", axis, " of size ",
+                       size);
+}
+
 void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
                   const Tensor& out) {
   const int64_t k = index.numel();
@@ -98,6 +106,7 @@ void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Ten
 
 }  // namespace
 
+OFL_REGISTER_KERNEL(index_check_kernel, DeviceType::kCPU, index_check);
 OFL_REGISTER_KERNEL(index_select_kernel, DeviceType::kCPU, index_select);
 OFL_REGISTER_KERNEL(index_add_kernel, DeviceType::kCPU, index_add);
 OFL_REGISTER_KERNEL(gather_kernel, DeviceType::kCPU, gather);
