@@ -146,6 +146,9 @@ T Tensor::item() const {
   if (numel() != 1)
     fail("item", "only a tensor with one element can be converted to a scalar, got shape ",
          shape_str(shape()));
+  if (device().is_meta())
+    fail("item", "a meta tensor of shape ", shape_str(shape()),
+         " has no data (meta tensors carry shapes and dtypes only)");
   return dispatch_all(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
     return static_cast<T>(static_cast<opmath_t<S>>(*data<S>()));

@@ -1,14 +1,14 @@
-// Reduction op definitions. Kernels see a contiguous [outer, reduce, inner] block.
+// Reduction op definitions: sum, prod, amax, amin, all, any over a set of axes; max and min along
+// one axis with their indices, argmax and argmin; mean, var, std and logsumexp as composites of
+// them. Kernels see a contiguous [outer, reduce, inner] block.
 #include "ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/node.h"
+#include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
-#include "ops/global_op.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
@@ -16,10 +16,6 @@
 #include "ops/shape_ops.h"
 
 namespace ofl {
-
-using autograd::Grads;
-using autograd::Needs;
-using autograd::SavedTensor;
 
 Axes reduction_axes(const Axes& axes, int64_t ndim, const char* op) {
   Axes out;
@@ -29,8 +25,10 @@ Axes reduction_axes(const Axes& axes, int64_t ndim, const char* op) {
   }
   for (int64_t a : axes) out.push_back(normalize_axis(a, ndim, op));
   std::sort(out.begin(), out.end());
-  if (std::adjacent_find(out.begin(), out.end()) != out.end())
-    fail(op, "dimension appears more than once in the list of reduced dimensions");
+  auto twice = std::adjacent_find(out.begin(), out.end());
+  if (twice != out.end())
+    fail(op, "dimension ", *twice, " appears more than once in the list of reduced dimensions ",
+         shape_str(axes), " of a tensor of ", ndim, " dimensions");
   if (ndim == 0) out.clear();
   return out;
 }
@@ -56,7 +54,6 @@ struct Blocked {
 
 // Lays x out as [outer, reduce, inner] with the reduced axes in the middle.
 Blocked block(const Tensor& x, const Axes& axes) {
-  autograd::NoGradGuard no_grad;
   Blocked b;
   bool consecutive = !axes.empty() && axes.back() - axes.front() + 1 == (int64_t)axes.size();
   if (axes.empty()) {
@@ -90,260 +87,293 @@ Blocked block(const Tensor& x, const Axes& axes) {
   return b;
 }
 
-Tensor reduce(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_in, bool keepdim,
-              DType compute) {
-  require_local(name, x);
-  Axes axes = reduction_axes(axes_in, x.dim(), name);
-  Blocked b = block(to_dtype(detach(x), compute), axes);
-  if (b.reduce == 0 && (op == ReduceOp::kMax || op == ReduceOp::kMin))
-    fail(name, "cannot reduce over a zero-size dimension of a tensor of shape ",
-         shape_str(x.shape()));
-  DType out_dtype = (op == ReduceOp::kAll || op == ReduceOp::kAny) ? DType::kBool : compute;
-  Tensor out = Tensor::empty(reduced_shape(x.shape(), axes, keepdim), out_dtype, x.device());
-  reduce_kernel().get(x.device().type)(op, b.x, b.outer, b.reduce, b.inner, out);
-  return out;
+int64_t ndim_of(const TensorMeta& m) {
+  return static_cast<int64_t>(m.shape.size());
 }
 
-// A reduction on a global tensor: the same front end on the shard. kind: the rule's (0 sum,
-// 1 max, 2 min, 3 no partial); outputs: 1, or 2 for values and indices.
-template <class F>
-std::vector<Tensor> global_reduce(const char* name, int kind, const Tensor& x, const Axes& axes_in,
-                                  bool keepdim, size_t outputs, F f) {
-  Axes axes = reduction_axes(axes_in, x.dim(), name);
-  std::vector<int64_t> attrs{kind, keepdim};
-  attrs.insert(attrs.end(), axes.begin(), axes.end());
-  Shape shape = reduced_shape(logical_shape(x), axes, keepdim);
-  return run_global(
-      {name,
-       {x},
-       std::vector<Shape>(outputs, shape),
-       attrs,
-       [f](const std::vector<Tensor>& l, const std::vector<Shape>&) { return f(l[0]); }});
+// The axes a call reduces: attribute `axes` (empty: all), normalised and sorted.
+Axes axes_attr(const Attrs& attrs, int64_t ndim, const char* op) {
+  return reduction_axes(attrs.get<std::vector<int64_t>>("axes"), ndim, op);
+}
+// Attribute `axis` of the ops along one axis, as a list (empty for a 0-d input).
+Axes axis_attr(const Attrs& attrs, int64_t ndim, const char* op) {
+  int64_t axis = normalize_axis(attrs.get<int64_t>("axis"), ndim, op);
+  return ndim == 0 ? Axes{} : Axes{axis};
 }
 
-// Re-inserts reduced axes as size 1 so a gradient broadcasts back over the input.
-Tensor unreduce(const Tensor& g, const Shape& in_shape, const Axes& axes, bool keepdim) {
-  Tensor r = g;
+// max and min have no identity: every reduced slice needs an element.
+void check_nonempty(const char* op, const Shape& shape, const Axes& axes) {
+  for (int64_t a : axes)
+    if (shape[a] == 0)
+      fail(op, "cannot reduce over a zero-size dimension of a tensor of shape ", shape_str(shape));
+}
+
+// The reduced tensor with its reduced axes back as size 1, so it broadcasts over the input.
+Tensor unreduce(const Tensor& t, const Axes& axes, bool keepdim) {
+  Tensor r = t;
   if (!keepdim)
-    for (int64_t a : axes) r = unsqueeze(r, a);
+    for (int64_t a : axes) r = unsqueeze(r, a);  // ascending: earlier insertions stay in place
   return r;
 }
 
-Tensor extreme(ReduceOp op, const char* name, const Tensor& x, const Axes& axes_in, bool keepdim) {
-  if (x.is_global())
-    return global_reduce(name, op == ReduceOp::kMax ? 1 : 2, x, axes_in, keepdim, 1,
-                         [=](const Tensor& l) {
-                           return std::vector<Tensor>{extreme(op, name, l, axes_in, keepdim)};
-                         })[0];
-  Tensor out = reduce(op, name, x, axes_in, keepdim, x.dtype());
-  if (autograd::needs_grad(x)) {
-    Axes axes = reduction_axes(axes_in, x.dim(), name);
-    autograd::record(name, {x}, {out},
-                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes, keepdim, name](
-                         const Grads& g, const Needs&) -> Grads {
-                       Tensor x = sx.unpack(name);
-                       Tensor y = unreduce(so.unpack(name), x.shape(), axes, keepdim);
-                       Tensor mask = to_dtype(eq(x, y), g[0].dtype());
-                       Tensor count = sum(mask, axes, true);
-                       Tensor gy = unreduce(g[0], x.shape(), axes, keepdim);
-                       return {div(mul(mask, gy), count)};
-                     });
+// --- over a set of axes: sum, prod, amax, amin, all, any ---
+
+std::vector<TensorMeta> infer_reduce(ReduceOp op, const InferArgs& a) {
+  const TensorMeta& x = a.in[0];
+  Axes axes = axes_attr(a.attrs, ndim_of(x), a.op);
+  DType dtype = x.dtype;
+  switch (op) {
+    case ReduceOp::kSum:
+      dtype = a.attrs.get<DType>("dtype");
+      break;
+    case ReduceOp::kProd:
+      dtype = sum_dtype(x.dtype);
+      break;
+    case ReduceOp::kMax:
+    case ReduceOp::kMin:
+      check_nonempty(a.op, x.shape, axes);
+      break;
+    case ReduceOp::kAll:
+    case ReduceOp::kAny:
+      dtype = DType::kBool;
+      break;
   }
-  return out;
+  return {{reduced_shape(x.shape, axes, a.attrs.get<bool>("keepdim")), dtype, x.device}};
 }
 
-std::pair<Tensor, Tensor> extreme_dim(bool is_max, const Tensor& x, int64_t axis, bool keepdim) {
-  const char* name = is_max ? "max" : "min";
-  if (x.dtype() == DType::kBool) fail<TypeError>(name, "is not supported for bool tensors");
-  if (x.is_global()) {
-    auto r = global_reduce(name, 3, x, {axis}, keepdim, 2, [=](const Tensor& l) {
-      auto [v, i] = extreme_dim(is_max, l, axis, keepdim);
-      return std::vector<Tensor>{v, i};
-    });
-    return {r[0], r[1]};
-  }
-  axis = normalize_axis(axis, x.dim(), name);
-  Axes axes = x.dim() == 0 ? Axes{} : Axes{axis};
-  Blocked b = block(detach(x), axes);
-  if (b.reduce == 0)
-    fail(name, "cannot reduce over a zero-size dimension of a tensor of shape ",
-         shape_str(x.shape()));
-  Shape shape = reduced_shape(x.shape(), axes, keepdim);
-  Tensor values = Tensor::empty(shape, x.dtype(), x.device());
-  Tensor indices = Tensor::empty(shape, DType::kInt64, x.device());
+// Kernels compute in the output's dtype.
+void compute_reduce(ReduceOp op, const char* name, const ComputeArgs& c) {
+  const Tensor& out = c.out[0];
+  Blocked b = block(to_dtype(c.in[0], out.dtype()), axes_attr(c.attrs, c.in[0].dim(), name));
+  reduce_kernel().get(out.device().type)(op, b.x, b.outer, b.reduce, b.inner, out);
+}
+
+std::vector<Tensor> sum_backward(const BackwardArgs& b) {
+  const TensorMeta& x = b.in_meta[0];
+  Tensor g =
+      unreduce(b.grads[0], axes_attr(b.attrs, ndim_of(x), "sum"), b.attrs.get<bool>("keepdim"));
+  return {to_dtype(contiguous(expand(g, x.shape)), x.dtype)};
+}
+
+// d/dx_i of the product is y / x_i, except at a zero: the product of the others there if it is
+// the only zero of its slice, else 0.
+std::vector<Tensor> prod_backward(const BackwardArgs& b) {
+  const Tensor& x = b.in[0];
+  const Axes axes = axes_attr(b.attrs, x.dim(), "prod");
+  const bool keepdim = b.attrs.get<bool>("keepdim");
+  Tensor y = unreduce(b.out[0], axes, keepdim), gy = unreduce(b.grads[0], axes, keepdim);
+  Tensor zero = eq(x, wrap_scalar(0, DType::kInt64));
+  Tensor ones = ones_like(x);
+  Tensor lone = eq(sum(zero, axes, true), wrap_scalar(1, DType::kInt64));
+  Tensor others = prod(where(zero, ones, x), axes, true);
+  Tensor at_zero = where(lone, others, zeros_like(others));
+  return {mul(gy, where(zero, at_zero, div(y, where(zero, ones, x))))};
+}
+
+// amax / amin: the gradient is split evenly between the elements that tie for the extreme.
+std::vector<Tensor> extreme_backward(const BackwardArgs& b) {
+  const Tensor& x = b.in[0];
+  const Axes axes = axes_attr(b.attrs, x.dim(), "amax");
+  const bool keepdim = b.attrs.get<bool>("keepdim");
+  Tensor mask = to_dtype(eq(x, unreduce(b.out[0], axes, keepdim)), b.grads[0].dtype());
+  Tensor count = sum(mask, axes, true);
+  return {div(mul(mask, unreduce(b.grads[0], axes, keepdim)), count)};
+}
+
+OpDef reduce_def(const char* name, ReduceOp op, const SbpRule& sbp, uint8_t saves = kSaveNone,
+                 std::vector<Tensor> (*backward)(const BackwardArgs&) = nullptr) {
+  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp};
+  def.attrs = {{"axes", AttrType::kInts}, {"keepdim", AttrType::kBool}};
+  if (op == ReduceOp::kSum) def.attrs.push_back({"dtype", AttrType::kDType});
+  def.infer = [op](const InferArgs& a) { return infer_reduce(op, a); };
+  def.compute = [op, name](const ComputeArgs& c) { compute_reduce(op, name, c); };
+  def.saves = saves;
+  def.differentiable = backward != nullptr;
+  if (backward) def.backward = backward;
+  return def;
+}
+
+// --- along one axis: max and min (values, indices), argmax and argmin (indices) ---
+
+std::vector<TensorMeta> infer_arg_reduce(bool with_values, const InferArgs& a) {
+  const TensorMeta& x = a.in[0];
+  if (x.dtype == DType::kBool)
+    fail<TypeError>(a.op, "is not supported for bool tensors; got shape ", shape_str(x.shape));
+  Axes axes = axis_attr(a.attrs, ndim_of(x), a.op);
+  check_nonempty(a.op, x.shape, axes);
+  Shape shape = reduced_shape(x.shape, axes, a.attrs.get<bool>("keepdim"));
+  TensorMeta indices{shape, DType::kInt64, x.device};
+  if (!with_values) return {indices};
+  return {{shape, x.dtype, x.device}, indices};
+}
+
+void compute_arg_reduce(bool is_max, bool with_values, const char* name, const ComputeArgs& c) {
+  const Tensor& x = c.in[0];
+  Blocked b = block(x, axis_attr(c.attrs, x.dim(), name));
+  const Tensor& indices = c.out.back();
+  Tensor values =
+      with_values ? c.out[0] : Tensor::empty(indices.shape(), x.dtype(), indices.device());
   arg_reduce_kernel().get(x.device().type)(is_max, b.x, b.outer, b.reduce, b.inner, values,
                                            indices);
-  if (autograd::needs_grad(x)) {
-    autograd::record(name, {x}, {values},
-                     [shape = x.shape(), axis, keepdim, si = SavedTensor(indices), name](
-                         const Grads& g, const Needs&) -> Grads {
-                       Tensor idx = si.unpack(name), gv = g[0];
-                       if (shape.empty()) return {reshape(gv, shape)};
-                       if (!keepdim) {
-                         idx = unsqueeze(idx, axis);
-                         gv = unsqueeze(gv, axis);
-                       }
-                       return {scatter_add(zeros(shape, gv.dtype(), gv.device()), axis, idx, gv)};
-                     });
+}
+
+// The values' gradient goes to the selected element: scattered back at the indices.
+std::vector<Tensor> extreme_dim_backward(const BackwardArgs& b) {
+  const Shape& shape = b.in_meta[0].shape;
+  Tensor g = b.grads[0], idx = b.out[1];
+  if (shape.empty()) return {g};
+  const int64_t axis = axis_attr(b.attrs, static_cast<int64_t>(shape.size()), "max")[0];
+  if (!b.attrs.get<bool>("keepdim")) {
+    g = unsqueeze(g, axis);
+    idx = unsqueeze(idx, axis);
   }
-  return {values, indices};
+  Tensor zeros = zeros_like(expand(g, shape));  // in g's layout, also for global tensors
+  return {scatter_add(zeros, axis, idx, g)};
+}
+
+OpDef arg_reduce_def(const char* name, bool is_max, bool with_values) {
+  OpDef def{.name = name,
+            .num_inputs = 1,
+            .differentiable = with_values,
+            .cost = elementwise_cost,
+            .sbp = &sbp_rules::kReduceExact};
+  def.attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool}};
+  def.infer = [with_values](const InferArgs& a) { return infer_arg_reduce(with_values, a); };
+  def.compute = [is_max, with_values, name](const ComputeArgs& c) {
+    compute_arg_reduce(is_max, with_values, name, c);
+  };
+  if (with_values) {
+    def.backward = extreme_dim_backward;
+    def.saves = kSaveOutputs;
+  }
+  return def;
+}
+
+const uint8_t kXY = kSaveInputs | kSaveOutputs;
+
+OFL_REGISTER_OPS({
+    reduce_def("sum", ReduceOp::kSum, sbp_rules::kReduceSum, kSaveNone, sum_backward),
+    reduce_def("prod", ReduceOp::kProd, sbp_rules::kReduceExact, kXY, prod_backward),
+    reduce_def("amax", ReduceOp::kMax, sbp_rules::kReduceMax, kXY, extreme_backward),
+    reduce_def("amin", ReduceOp::kMin, sbp_rules::kReduceMin, kXY, extreme_backward),
+    reduce_def("all", ReduceOp::kAll, sbp_rules::kReduceExact),
+    reduce_def("any", ReduceOp::kAny, sbp_rules::kReduceExact),
+    arg_reduce_def("max", true, true),
+    arg_reduce_def("min", false, true),
+    arg_reduce_def("argmax", true, false),
+    arg_reduce_def("argmin", false, false),
+    // Composites: they run as the ops above and elementwise ones.
+    {.name = "mean", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "var", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "std", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "logsumexp", .num_inputs = 1, .cost = elementwise_cost},
+});
+
+Tensor reduce_call(const OpDef& def, const Tensor& x, const Axes& axes, bool keepdim) {
+  return dispatch1(def, {x}, {{"axes", axes}, {"keepdim", keepdim}});
+}
+
+std::vector<Tensor> along_axis(const OpDef& def, const Tensor& x, int64_t axis, bool keepdim) {
+  return dispatch(def, {x}, {{"axis", axis}, {"keepdim", keepdim}});
+}
+
+// The number of elements each output element reduces (of the logical shape).
+int64_t reduced_count(const Tensor& x, const Axes& axes_in, const char* op) {
+  const Shape& shape = meta_of(x).shape;
+  int64_t n = 1;
+  for (int64_t a : reduction_axes(axes_in, static_cast<int64_t>(shape.size()), op)) n *= shape[a];
+  return n;
 }
 
 }  // namespace
 
-Tensor sum(const Tensor& x, const Axes& axes_in, bool keepdim, std::optional<DType> dtype) {
-  if (x.is_global())
-    return global_reduce("sum", 0, x, axes_in, keepdim, 1, [=](const Tensor& l) {
-      return std::vector<Tensor>{sum(l, axes_in, keepdim, dtype)};
-    })[0];
-  DType dt = dtype.value_or(sum_dtype(x.dtype()));
-  Tensor out = reduce(ReduceOp::kSum, "sum", x, axes_in, keepdim, dt);
-  if (autograd::needs_grad(x)) {
-    Axes axes = reduction_axes(axes_in, x.dim(), "sum");
-    autograd::record(
-        "sum", {x}, {out},
-        [shape = x.shape(), dt = x.dtype(), axes, keepdim](const Grads& g, const Needs&) -> Grads {
-          Tensor gy = unreduce(g[0], shape, axes, keepdim);
-          return {to_dtype(contiguous(expand(gy, shape)), dt)};
-        });
-  }
-  return out;
+Tensor sum(const Tensor& x, const Axes& axes, bool keepdim, std::optional<DType> dtype) {
+  static const OpDef& def = op_def("sum");
+  return dispatch1(
+      def, {x},
+      {{"axes", axes}, {"keepdim", keepdim}, {"dtype", dtype.value_or(sum_dtype(x.dtype()))}});
 }
 
-Tensor mean(const Tensor& x, const Axes& axes_in, bool keepdim) {
+Tensor prod(const Tensor& x, const Axes& axes, bool keepdim) {
+  static const OpDef& def = op_def("prod");
+  return reduce_call(def, x, axes, keepdim);
+}
+Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
+  static const OpDef& def = op_def("amax");
+  return reduce_call(def, x, axes, keepdim);
+}
+Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
+  static const OpDef& def = op_def("amin");
+  return reduce_call(def, x, axes, keepdim);
+}
+Tensor all(const Tensor& x, const Axes& axes, bool keepdim) {
+  static const OpDef& def = op_def("all");
+  return reduce_call(def, x, axes, keepdim);
+}
+Tensor any(const Tensor& x, const Axes& axes, bool keepdim) {
+  static const OpDef& def = op_def("any");
+  return reduce_call(def, x, axes, keepdim);
+}
+
+std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t axis, bool keepdim) {
+  static const OpDef& def = op_def("max");
+  std::vector<Tensor> out = along_axis(def, x, axis, keepdim);
+  return {out[0], out[1]};
+}
+std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t axis, bool keepdim) {
+  static const OpDef& def = op_def("min");
+  std::vector<Tensor> out = along_axis(def, x, axis, keepdim);
+  return {out[0], out[1]};
+}
+
+// Without an axis: the index into the flattened tensor.
+Tensor argmax(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
+  static const OpDef& def = op_def("argmax");
+  if (!axis) return along_axis(def, reshape(detach(x), {-1}), 0, false)[0];
+  return along_axis(def, x, *axis, keepdim)[0];
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
+  static const OpDef& def = op_def("argmin");
+  if (!axis) return along_axis(def, reshape(detach(x), {-1}), 0, false)[0];
+  return along_axis(def, x, *axis, keepdim)[0];
+}
+
+Tensor mean(const Tensor& x, const Axes& axes, bool keepdim) {
   if (!is_floating(x.dtype()))
     fail<TypeError>("mean", "expects a floating-point tensor, got ", x.str(),
                     "; cast it with .float() first");
-  Axes axes = reduction_axes(axes_in, x.dim(), "mean");
-  int64_t count = 1;
-  for (int64_t a : axes) count *= logical_shape(x)[a];
-  Tensor s = sum(x, axes_in, keepdim);
-  return div(s, wrap_scalar(static_cast<double>(count), DType::kFloat64));
+  const int64_t count = reduced_count(x, axes, "mean");
+  return div(sum(x, axes, keepdim), wrap_scalar(static_cast<double>(count), DType::kFloat64));
 }
 
-Tensor prod(const Tensor& x, const Axes& axes_in, bool keepdim) {
-  if (x.is_global())
-    return global_reduce("prod", 3, x, axes_in, keepdim, 1, [=](const Tensor& l) {
-      return std::vector<Tensor>{prod(l, axes_in, keepdim)};
-    })[0];
-  Tensor out = reduce(ReduceOp::kProd, "prod", x, axes_in, keepdim, sum_dtype(x.dtype()));
-  if (autograd::needs_grad(x)) {
-    Axes axes = reduction_axes(axes_in, x.dim(), "prod");
-    autograd::record("prod", {x}, {out},
-                     [sx = SavedTensor(x), so = SavedTensor(out, true), axes, keepdim](
-                         const Grads& g, const Needs&) -> Grads {
-                       Tensor x = sx.unpack("prod");
-                       Tensor y = unreduce(so.unpack("prod"), x.shape(), axes, keepdim);
-                       Tensor gy = unreduce(g[0], x.shape(), axes, keepdim);
-                       // d/dx_i is y / x_i, except at a zero: the product of the others there
-                       // if it is the only zero of its slice, else 0.
-                       Tensor zero = eq(x, wrap_scalar(0, DType::kInt64));
-                       Tensor ones = ones_like(x);
-                       Tensor lone = eq(sum(zero, axes, true), wrap_scalar(1, DType::kInt64));
-                       Tensor others = prod(where(zero, ones, x), axes, true);
-                       Tensor at_zero = where(lone, others, zeros_like(others));
-                       return {mul(gy, where(zero, at_zero, div(y, where(zero, ones, x))))};
-                     });
-  }
-  return out;
-}
-
-Tensor amax(const Tensor& x, const Axes& axes, bool keepdim) {
-  return extreme(ReduceOp::kMax, "amax", x, axes, keepdim);
-}
-Tensor amin(const Tensor& x, const Axes& axes, bool keepdim) {
-  return extreme(ReduceOp::kMin, "amin", x, axes, keepdim);
-}
-std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t axis, bool keepdim) {
-  return extreme_dim(true, x, axis, keepdim);
-}
-std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t axis, bool keepdim) {
-  return extreme_dim(false, x, axis, keepdim);
-}
-
-Tensor argmax(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
-  if (!axis) return max_dim(reshape(detach(x), {-1}), 0, false).second;
-  return max_dim(detach(x), normalize_axis(*axis, x.dim(), "argmax"), keepdim).second;
-}
-Tensor argmin(const Tensor& x, std::optional<int64_t> axis, bool keepdim) {
-  if (!axis) return min_dim(reshape(detach(x), {-1}), 0, false).second;
-  return min_dim(detach(x), normalize_axis(*axis, x.dim(), "argmin"), keepdim).second;
-}
-
-Tensor var(const Tensor& x, const Axes& axes_in, double correction, bool keepdim) {
+Tensor var(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
   if (!is_floating(x.dtype()))
     fail<TypeError>("var", "expects a floating-point tensor, got ", x.str());
-  Axes axes = reduction_axes(axes_in, x.dim(), "var");
-  int64_t n = 1;
-  for (int64_t a : axes) n *= logical_shape(x)[a];
-  Tensor centered = sub(x, mean(x, axes_in, true));
-  Tensor ss = sum(mul(centered, centered), axes_in, keepdim);
+  const int64_t n = reduced_count(x, axes, "var");
+  Tensor centered = sub(x, mean(x, axes, true));
+  Tensor ss = sum(mul(centered, centered), axes, keepdim);
   double denom = std::max(0.0, static_cast<double>(n) - correction);
   return div(ss, wrap_scalar(denom, DType::kFloat64));
 }
 
 Tensor std(const Tensor& x, const Axes& axes, double correction, bool keepdim) {
+  if (!is_floating(x.dtype()))
+    fail<TypeError>("std", "expects a floating-point tensor, got ", x.str());
+  reduced_count(x, axes, "std");  // bad axes are reported as std's
   return sqrt(var(x, axes, correction, keepdim));
 }
 
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim) {
   if (!is_floating(x.dtype()))
     fail<TypeError>("logsumexp", "expects a floating-point tensor, got ", x.str());
-  reduction_axes(axes, x.dim(), "logsumexp");  // bad axes are reported as logsumexp's
+  // Bad axes are reported as logsumexp's.
+  const Axes reduced =
+      reduction_axes(axes, static_cast<int64_t>(meta_of(x).shape.size()), "logsumexp");
   Tensor m = detach(amax(x, axes, true));
   // Rows that are all -inf would give nan from (-inf) - (-inf); shift them by 0 instead.
   m = where(logical_not(ne(abs(m), wrap_scalar(INFINITY, DType::kFloat64))), zeros_like(m), m);
-  Tensor s = log(sum(exp(sub(x, m)), axes, true));
-  Tensor out = add(s, m);
-  return keepdim ? out : squeeze(out, reduction_axes(axes, x.dim(), "logsumexp"));
+  Tensor out = add(log(sum(exp(sub(x, m)), axes, true)), m);
+  return keepdim ? out : squeeze(out, reduced);
 }
-
-Tensor all(const Tensor& x, const Axes& axes, bool keepdim) {
-  if (x.is_global())
-    return global_reduce("all", 3, x, axes, keepdim, 1, [=](const Tensor& l) {
-      return std::vector<Tensor>{all(l, axes, keepdim)};
-    })[0];
-  return reduce(ReduceOp::kAll, "all", to_dtype(x, DType::kBool), axes, keepdim, DType::kBool);
-}
-Tensor any(const Tensor& x, const Axes& axes, bool keepdim) {
-  if (x.is_global())
-    return global_reduce("any", 3, x, axes, keepdim, 1, [=](const Tensor& l) {
-      return std::vector<Tensor>{any(l, axes, keepdim)};
-    })[0];
-  return reduce(ReduceOp::kAny, "any", to_dtype(x, DType::kBool), axes, keepdim, DType::kBool);
-}
-
-OFL_REGISTER_OPS({
-    {.name = "sum", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "mean", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "prod", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "amax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "amin", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "max", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "min", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kReduce},
-    {.name = "var", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "std", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "logsumexp", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "argmax",
-     .num_inputs = 1,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .sbp = &sbp_rules::kReduce},
-    {.name = "argmin",
-     .num_inputs = 1,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .sbp = &sbp_rules::kReduce},
-    {.name = "all",
-     .num_inputs = 1,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .sbp = &sbp_rules::kReduce},
-    {.name = "any",
-     .num_inputs = 1,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .sbp = &sbp_rules::kReduce},
-});
 
 }  // namespace ofl

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/reduce.h"
+
 namespace ofl::sbp_rules {
 
 namespace {
@@ -95,27 +97,39 @@ Sigs fill(const SbpQuery& q) {
   return sigs;
 }
 
+// What a split of a reduced axis gives: a partial of the reduction, or nothing exact.
+enum class ReduceKind { kSum, kMax, kMin, kExact };
+
+// The axes a reduction reduces: typed attribute `axes` (empty: all) or `axis`.
+std::vector<int64_t> reduced_axes(const SbpQuery& q) {
+  const int64_t ndim = rank_of(q.in[0]);
+  if (q.typed->has("axis")) {
+    if (ndim == 0) return {};
+    return {normalize_axis(q.typed->get<int64_t>("axis"), ndim, "reduce")};
+  }
+  return reduction_axes(q.typed->get<std::vector<int64_t>>("axes"), ndim, "reduce");
+}
+
+template <ReduceKind kKind>
 Sigs reduce(const SbpQuery& q) {
-  const int64_t kind = q.attrs[0];
-  const bool keepdim = q.attrs[1] != 0;
-  std::vector<int64_t> axes(q.attrs.begin() + 2, q.attrs.end());
+  const bool keepdim = q.typed->get<bool>("keepdim");
+  const std::vector<int64_t> axes = reduced_axes(q);
   const Shape& in = q.in[0];
+  const Sbp partial = kKind == ReduceKind::kSum ? kPSum : kKind == ReduceKind::kMax ? kPMax : kPMin;
   Sigs sigs;
   int64_t out_axis = 0;
   for (int64_t d = 0; d < rank_of(in); ++d) {
     bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
     if (!reduced) {
       sigs.push_back({{Sbp::split(d)}, std::vector<Sbp>(q.out.size(), Sbp::split(out_axis))});
-    } else if (kind == 0) {
-      sigs.push_back({{Sbp::split(d)}, {kPSum}});
-    } else if ((kind == 1 || kind == 2) && in[d] >= q.parallel_num) {
-      sigs.push_back({{Sbp::split(d)}, {kind == 1 ? kPMax : kPMin}});
+    } else if (kKind == ReduceKind::kSum) {
+      sigs.push_back({{Sbp::split(d)}, {partial}});
+    } else if (kKind != ReduceKind::kExact && in[d] >= q.parallel_num) {
+      sigs.push_back({{Sbp::split(d)}, {partial}});  // max/min need every shard non-empty
     }
     if (!reduced || keepdim) ++out_axis;
   }
-  if (kind == 0) sigs.push_back({{kPSum}, {kPSum}});
-  if (kind == 1) sigs.push_back({{kPMax}, {kPMax}});
-  if (kind == 2) sigs.push_back({{kPMin}, {kPMin}});
+  if (kKind != ReduceKind::kExact) sigs.push_back({{partial}, {partial}});
   return sigs;
 }
 
@@ -332,7 +346,10 @@ const SbpRule kCast{"cast", cast};
 const SbpRule kCopy{"copy", identity};
 const SbpRule kFill{"fill", fill};
 const SbpRule kFillLike{"fill_like", fill_like};
-const SbpRule kReduce{"reduce", reduce};
+const SbpRule kReduceSum{"reduce_sum", reduce<ReduceKind::kSum>};
+const SbpRule kReduceMax{"reduce_max", reduce<ReduceKind::kMax>};
+const SbpRule kReduceMin{"reduce_min", reduce<ReduceKind::kMin>};
+const SbpRule kReduceExact{"reduce_exact", reduce<ReduceKind::kExact>};
 const SbpRule kMatmul{"matmul", matmul};
 const SbpRule kPermute{"permute", permute};
 const SbpRule kReshape{"reshape", reshape};

@@ -28,10 +28,13 @@ extern const SbpRule kFillLike;
 extern const SbpRule kCopy;
 // fill_ / zero_: attrs {value_is_zero}; partials pass only when filling zeros.
 extern const SbpRule kFill;
-// Reductions: attrs {kind, keepdim, axes...} with kind 0 sum, 1 max, 2 min, 3 no partial
-// (prod, all, any, max/min with indices). A split on a reduced axis gives P(kind); max and min
-// need every shard non-empty.
-extern const SbpRule kReduce;
+// Reductions: typed attributes keepdim and axes (empty: all) or axis. Splits of kept axes map;
+// a split of a reduced axis gives P(sum) (sum), P(max) / P(min) when every shard is non-empty
+// (amax / amin), or nothing (kReduceExact: prod, all, any, max / min with indices, argmax).
+extern const SbpRule kReduceSum;
+extern const SbpRule kReduceMax;
+extern const SbpRule kReduceMin;
+extern const SbpRule kReduceExact;
 // matmul with numpy broadcasting and 1-d operands: batch splits, S(n), S(m), S(k) -> P(sum),
 // and P(sum) through either operand.
 extern const SbpRule kMatmul;

@@ -266,3 +266,43 @@ TEST(GlobalOps, VocabularySplitEmbeddingIsPartialSum) {
     expect_close(r.full(gw.grad()), lw.grad(), "grad");
   });
 }
+
+TEST(GlobalOps, ReductionGradientsMatchOneDevice) {
+  using Fn = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, Fn>> cases = {
+      {"sum", [](const Tensor& x) { return sum(x, {0}); }},
+      {"prod", [](const Tensor& x) { return prod(x, {1}, true); }},
+      {"amax", [](const Tensor& x) { return amax(x, {0}); }},
+      {"amin", [](const Tensor& x) { return amin(x); }},
+      {"max", [](const Tensor& x) { return max_dim(x, 0).first; }},
+      {"min", [](const Tensor& x) { return min_dim(x, 1, true).first; }},
+      {"mean", [](const Tensor& x) { return mean(x, {1}); }},
+      {"var", [](const Tensor& x) { return var(x, {0}); }},
+      {"logsumexp", [](const Tensor& x) { return logsumexp(x, {1}); }},
+  };
+  run_ranks(3, [&](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 5);
+    for (const auto& [name, f] : cases) {
+      for (const char* sbp : {"S(0)", "S(1)", "B"}) {
+        std::string what = std::string(name) + " of " + sbp;
+        Tensor gx = r.global(x, line(3), sbp);
+        gx.set_requires_grad(true);
+        Tensor lx = x.alias();
+        lx.set_requires_grad(true);
+        Tensor want = f(lx);
+        Tensor got = f(gx);
+        expect_close(r.full(got), want, what);
+        Tensor dy = logical(want.shape(), 7);
+        autograd::backward({sum(mul(got, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
+        autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
+        expect_close(r.full(gx.grad()), lx.grad(), what + " (gradient)");
+      }
+    }
+    Tensor gi = r.global(x, line(3), "S(1)");
+    EXPECT_EQ(r.full(argmax(gi, 0)).shape(), (Shape{4}));
+    expect_close(r.full(argmax(gi, 0)), argmax(x, 0), "argmax");
+    expect_close(r.full(argmin(gi)), argmin(x), "argmin of all");
+    expect_close(r.full(max_dim(gi, 0).second), max_dim(x, 0).second, "max indices");
+  });
+}

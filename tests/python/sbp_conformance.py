@@ -65,6 +65,8 @@ UNARY = {
     "amin": lambda x: x.amin(1),
     "max": lambda x: x.max(0)[0],
     "min": lambda x: x.min(1)[0],
+    "argmax": lambda x: x.argmax(0),
+    "argmin": lambda x: x.argmin(1, keepdim=True),
     "view": lambda x: x.view(20),
     "permute": lambda x: x.permute(1, 0),
     "transpose": lambda x: x.transpose(0, 1),
@@ -175,8 +177,6 @@ COMPOSITE = {
     "stack": "runs as unsqueeze and cat",
     "contiguous": "a copy only when needed: checked as clone",
     "detach": "no computation: the shard is aliased",
-    "argmax": "runs as max (values and indices)",
-    "argmin": "runs as min (values and indices)",
     "batch_norm": "runs as its parts (statistics over the whole batch, as SyncBatchNorm's)",
 }
 CREATION = {"zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"}

@@ -111,3 +111,100 @@ def test_slice_backward_is_an_op_so_second_order_gradients_flow():
     (g,) = flow.autograd.grad((x[1:3] ** 3).sum(), x, create_graph=True)
     (gg,) = flow.autograd.grad(g.sum(), x)
     assert gg.tolist() == [0.0, 12.0, 18.0, 0.0]
+
+
+# ---- reductions ----------------------------------------------------------------------------
+
+_REDUCTIONS = {
+    "sum": lambda t: t.sum((0, 2)),
+    "sum_dtype": lambda t: t.sum(1, dtype=flow.float64),
+    "prod": lambda t: t.prod(1, keepdim=True),
+    "amax": lambda t: t.amax(-1),
+    "amin": lambda t: t.amin(),
+    "max": lambda t: t.max(1)[0],
+    "min": lambda t: t.min(2, keepdim=True)[0],
+    "mean": lambda t: t.mean(1, keepdim=True),
+    "var": lambda t: t.var(0),
+    "std": lambda t: t.std((1, 2)),
+    "logsumexp": lambda t: t.logsumexp(1),
+}
+_INDEX_OUTPUTS = {
+    "max_indices": lambda t: t.max(1)[1],
+    "min_indices": lambda t: t.min(-1, keepdim=True).indices,
+    "argmax": lambda t: t.argmax(0),
+    "argmin": lambda t: t.argmin(2, keepdim=True),
+    "argmax_all": lambda t: t.argmax(),
+    "all": lambda t: t.all(1),
+    "any": lambda t: t.any(),
+    "sum_int": lambda t: t.long().sum(0),
+    "prod_bool": lambda t: (t > 0).prod(2),
+}
+
+
+def _shape_and_dtype(fn, device, **kw):
+    y = fn(flow.zeros(4, 3, 5, device=device, **kw))
+    return tuple(y.shape), y.dtype
+
+
+@pytest.mark.parametrize("name", sorted({**_REDUCTIONS, **_INDEX_OUTPUTS}))
+def test_every_reduction_runs_on_meta_with_cpus_shape_and_dtype(name):
+    fn = {**_REDUCTIONS, **_INDEX_OUTPUTS}[name]
+    y = fn(flow.zeros(4, 3, 5, device="meta"))
+    assert y.device.type == "meta"
+    assert (tuple(y.shape), y.dtype) == _shape_and_dtype(fn, "cpu")
+
+
+@pytest.mark.parametrize("name", sorted(set(_REDUCTIONS) - {"max", "min"}))
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64])
+def test_every_reduction_backward_runs_on_meta(name, dtype):
+    x = flow.zeros(4, 3, 5, dtype=dtype, device="meta", requires_grad=True)
+    y = _REDUCTIONS[name](x)
+    (g,) = flow.autograd.grad(y, x, flow.ones(*y.shape, dtype=y.dtype, device="meta"))
+    assert g.device.type == "meta" and g.dtype == dtype and tuple(g.shape) == (4, 3, 5)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_with_indices_backward_runs_on_meta(name):
+    x = flow.zeros(4, 3, 5, device="meta", requires_grad=True)
+    y = _REDUCTIONS[name](x)
+    (g,) = flow.autograd.grad(y, x, flow.ones(*y.shape, device="meta"))
+    assert g.device.type == "meta" and tuple(g.shape) == (4, 3, 5)
+
+
+@pytest.mark.parametrize(
+    "fn,error",
+    [
+        (lambda t: t.sum(3), IndexError),
+        (lambda t: t.sum((1, -2)), RuntimeError),
+        (lambda t: t.prod(-4), IndexError),
+        (lambda t: t.amax(0), RuntimeError),  # zero-size
+        (lambda t: t.amin((0, 1)), RuntimeError),
+        (lambda t: t.max(0), RuntimeError),
+        (lambda t: t.min(5), IndexError),
+        (lambda t: t.argmax(0), RuntimeError),
+        (lambda t: t.argmin(), RuntimeError),
+        (lambda t: (t > 0).max(1), TypeError),
+        (lambda t: (t > 0).argmax(1), TypeError),
+        (lambda t: t.all(3), IndexError),
+        (lambda t: t.long().mean(), TypeError),
+        (lambda t: t.long().var(1), TypeError),
+        (lambda t: t.long().std(), TypeError),
+        (lambda t: t.int().logsumexp(1), TypeError),
+        (lambda t: t.mean(-4), IndexError),
+        (lambda t: t.var((0, 0)), RuntimeError),
+        (lambda t: t.logsumexp(3), IndexError),
+    ],
+)
+def test_reductions_on_meta_raise_the_same_errors_as_cpu(fn, error):
+    def message(device):
+        with pytest.raises(error) as e:
+            fn(flow.zeros(0, 3, 2, device=device))
+        return str(e.value)
+
+    assert message("meta") == message("cpu")
+    assert message("meta").startswith("[")
+
+
+def test_item_of_a_meta_tensor_raises_instead_of_reading_nothing():
+    with pytest.raises(RuntimeError, match=r"\[item\] a meta tensor of shape \(\)"):
+        flow.zeros(3, device="meta").sum().item()
