@@ -8,7 +8,7 @@ _SPELLED_DIFFERENTLY = {"slice": "__getitem__", "pow_scalar": "pow"}
 
 
 def _reachable(name):
-    if name.endswith("_backward"):  # ops that backward definitions call (flow._C.dispatch)
+    if name.endswith(("_backward", "_grad")):  # ops backward definitions call (_C.dispatch)
         return flow._C.dispatch is not None
     name = _SPELLED_DIFFERENTLY.get(name, name)
     return any(hasattr(ns, name) for ns in (flow, flow.Tensor, F))
