@@ -1,6 +1,6 @@
 // max_pool2d and avg_pool2d as op definitions, with their backward kernels as ops of their own
-// (each the other's adjoint for avg; a gather at the argmax for max's), so gradients of
-// gradients work on local, meta and global tensors alike.
+// (avg_pool2d and its backward are each other's adjoints; max_pool2d_backward's is a gather at
+// the argmax), so gradients of gradients work on local, meta and global tensors alike.
 #include "core/dispatcher.h"
 #include "ops/conv.h"
 #include "ops/index_ops.h"
@@ -70,22 +70,45 @@ Attrs backward_attrs(const Attrs& a, Pair input_size) {
   return out;
 }
 
-// ---- max_pool2d: values and the argmax of each window (h * W + w in its plane) ----
+// ---- max_pool2d, and the argmax of each window (h * W + w in its plane) for its backward ----
 
 std::vector<TensorMeta> infer_max_pool2d(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   check_image(a.op, x);
-  const Shape ys = windowed_shape(x.shape, checked_pool_window(a, x.shape));
-  return {{ys, x.dtype, x.device}, {ys, DType::kInt64, x.device}};
+  return {{windowed_shape(x.shape, checked_pool_window(a, x.shape)), x.dtype, x.device}};
+}
+
+std::vector<TensorMeta> infer_max_pool2d_indices(const InferArgs& a) {
+  std::vector<TensorMeta> out = infer_max_pool2d(a);
+  out[0].dtype = DType::kInt64;
+  return out;
+}
+
+// The kernel writes values and indices; an op that wants one of them gets the other in a
+// temporary.
+void run_max_pool(const ComputeArgs& c, const Tensor& values, const Tensor& indices) {
+  const DType dt = values.dtype();
+  max_pool2d_kernel().get(values.device().type)(planes(c.in[0], dt), pool_window(c.attrs),
+                                                planes(values, dt), planes(indices, DType::kInt64));
 }
 
 void compute_max_pool2d(const ComputeArgs& c) {
   check_shards("max_pool2d", c);
-  const DType dt = compute_dtype(c.out[0].dtype());
-  const Tensor x = planes(c.in[0], dt), indices = planes(c.out[1], DType::kInt64);
-  into(c.out[0], dt, [&](const Tensor& y) {
-    max_pool2d_kernel().get(y.device().type)(x, pool_window(c.attrs), y, indices);
-  });
+  const Tensor& out = c.out[0];
+  const Tensor indices = Tensor::empty(out.shape(), DType::kInt64, out.device());
+  into(out, compute_dtype(out.dtype()), [&](const Tensor& y) { run_max_pool(c, y, indices); });
+}
+
+void compute_max_pool2d_indices(const ComputeArgs& c) {
+  check_shards("max_pool2d_indices", c);
+  const Tensor& out = c.out[0];
+  const DType dt = compute_dtype(c.in[0].dtype());
+  run_max_pool(c, Tensor::empty(out.shape(), dt, out.device()), out);
+}
+
+Tensor max_pool_indices(const Tensor& x, const Attrs& attrs) {
+  static const OpDef& def = op_def("max_pool2d_indices");
+  return dispatch1(def, {x}, attrs);
 }
 
 Tensor max_pool_backward(const Tensor& g, const Tensor& indices, Pair input_size) {
@@ -174,6 +197,8 @@ Tensor avg_pool_backward(const Tensor& g, const Attrs& attrs) {
 }
 
 OFL_REGISTER_OPS({
+    // Saves its input, not the indices (an op has no way to save one output of two), so that
+    // its output may be changed in place; the backward recomputes the argmax.
     {.name = "max_pool2d",
      .num_inputs = 1,
      .cost = elementwise_cost,
@@ -182,9 +207,18 @@ OFL_REGISTER_OPS({
      .infer = infer_max_pool2d,
      .compute = compute_max_pool2d,
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
-       return {max_pool_backward(b.grads[0], b.out[1], spatial(b.in_meta[0].shape))};
+       return {max_pool_backward(b.grads[0], max_pool_indices(b.in[0], b.attrs),
+                                 spatial(b.in_meta[0].shape))};
      },
-     .saves = kSaveOutputs},
+     .saves = kSaveInputs},
+    {.name = "max_pool2d_indices",
+     .num_inputs = 1,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kMaxPoolIndices,
+     .attrs = kPoolAttrs,
+     .infer = infer_max_pool2d_indices,
+     .compute = compute_max_pool2d_indices},
     {.name = "max_pool2d_backward",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -222,15 +256,15 @@ Attrs pool_call_attrs(Pair kernel, Pair stride, Pair padding) {
 
 }  // namespace
 
-std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride,
-                                                  Pair padding) {
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding) {
   static const OpDef& def = op_def("max_pool2d");
-  std::vector<Tensor> outs = dispatch(def, {x}, pool_call_attrs(kernel, stride, padding));
-  return {outs[0], outs[1]};
+  return dispatch1(def, {x}, pool_call_attrs(kernel, stride, padding));
 }
 
-Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding) {
-  return max_pool2d_with_indices(x, kernel, stride, padding).first;
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride,
+                                                  Pair padding) {
+  return {max_pool2d(x, kernel, stride, padding),
+          max_pool_indices(x, pool_call_attrs(kernel, stride, padding))};
 }
 
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool count_include_pad) {

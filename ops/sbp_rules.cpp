@@ -330,9 +330,10 @@ Sigs pool_splits(const SbpQuery& q) {
   return sigs;
 }
 
-Sigs avg_pool(const SbpQuery& q) {
+template <PartialOp kOp>
+Sigs pool(const SbpQuery& q) {
   Sigs sigs = pool_splits(q);
-  sigs.push_back(uniform(q, kPSum));
+  sigs.push_back(uniform(q, Sbp::partial(kOp)));
   return sigs;
 }
 
@@ -375,8 +376,9 @@ const SbpRule kScatter{"scatter", scatter};
 const SbpRule kConv{"conv", conv};
 const SbpRule kConvInputGrad{"conv_input_grad", conv_input_grad};
 const SbpRule kConvWeightGrad{"conv_weight_grad", conv_weight_grad};
-const SbpRule kMaxPool{"max_pool", pool_splits};
-const SbpRule kAvgPool{"avg_pool", avg_pool};
+const SbpRule kMaxPool{"max_pool", pool<PartialOp::kMax>};
+const SbpRule kAvgPool{"avg_pool", pool<PartialOp::kSum>};
+const SbpRule kMaxPoolIndices{"max_pool_indices", pool_splits};
 const SbpRule kPoolBackward{"pool_backward", pool_backward};
 
 }  // namespace ofl::sbp_rules

@@ -65,10 +65,11 @@ extern const SbpRule kScatter;
 extern const SbpRule kConv;
 extern const SbpRule kConvInputGrad;
 extern const SbpRule kConvWeightGrad;
-// max_pool2d (values, indices) and avg_pool2d: batch and channel splits; avg_pool2d also passes
-// P(sum) (the indices of a partial max have no layout, so max_pool2d passes no partial).
+// max_pool2d / avg_pool2d / max_pool2d_indices: batch and channel splits; max passes P(max),
+// avg P(sum), the indices (of which a partial max has no layout) no partial.
 extern const SbpRule kMaxPool;
 extern const SbpRule kAvgPool;
+extern const SbpRule kMaxPoolIndices;
 // max_pool2d_backward (grad, indices) / avg_pool2d_backward (grad): batch and channel splits,
 // and a P(sum) gradient (indices B) -> P(sum).
 extern const SbpRule kPoolBackward;

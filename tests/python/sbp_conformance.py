@@ -148,14 +148,11 @@ CASES.update(
     }
 )
 
-# The backward ops of conv2d and pooling, called as the backward definitions call them.
+# The ops that the backward of conv2d and pooling call, called as the definitions call them.
 _CONV = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
 _POOL = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [1, 1], "count_include_pad": True}
-_MAX_POOL_INDICES = _C.dispatch(
-    "max_pool2d",
-    [flow.tensor(_f(3, 4, 4, 6))],
-    {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]},
-)[1].numpy()
+_MAX_POOL = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}
+_MAX_POOL_INDICES = _C.dispatch("max_pool2d_indices", [flow.tensor(_f(3, 4, 4, 6))], _MAX_POOL)[0]
 CASES.update(
     {
         "conv2d_input_grad": (
@@ -170,9 +167,13 @@ CASES.update(
             )[0],
             [_f(3, 5, 5, 5), _f(3, 4, 5, 5, seed=1)],
         ),
+        "max_pool2d_indices": (
+            lambda x: _C.dispatch("max_pool2d_indices", [x], _MAX_POOL)[0],
+            [_f(3, 4, 4, 6)],
+        ),
         "max_pool2d_backward": (
             lambda g, i: _C.dispatch("max_pool2d_backward", [g, i], {"input_size": [4, 6]})[0],
-            [_f(3, 4, 2, 3), _MAX_POOL_INDICES],
+            [_f(3, 4, 2, 3), _MAX_POOL_INDICES.numpy()],
         ),
         "avg_pool2d_backward": (
             lambda g: _C.dispatch("avg_pool2d_backward", [g], {**_POOL, "input_size": [4, 6]})[0],

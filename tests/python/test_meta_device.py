@@ -203,6 +203,11 @@ _BACKWARD_OPS = {
         [(2, 4, 6, 5), (2, 3, 6, 5)],
         (4, 3, 3, 3),
     ),
+    "max_pool2d_indices": (
+        {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]},
+        [(2, 3, 6, 5)],
+        (2, 3, 3, 2),
+    ),
     "max_pool2d_backward": (
         {"input_size": [6, 5]},
         [(2, 3, 3, 2), ((2, 3, 3, 2), flow.int64)],
@@ -217,7 +222,8 @@ def test_backward_ops_run_on_meta_with_the_shapes_of_cpu(name):
     attrs, specs, want = _BACKWARD_OPS[name]
     for device in ("cpu", "meta"):
         out = flow._C.dispatch(name, _zeros(device, specs), attrs)[0]
-        assert tuple(out.shape) == want and out.dtype == flow.float32
+        assert tuple(out.shape) == want
+        assert out.dtype == (flow.int64 if name.endswith("indices") else flow.float32)
         assert out.device.type == device
 
 
