@@ -307,13 +307,17 @@ Sigs scatter(const SbpQuery& q) {
   return sigs;
 }
 
+bool ungrouped(const SbpQuery& q) {
+  return q.typed->get<int64_t>("groups") == 1;
+}
+
 // x (N, C, H, W) or (C, H, W), w (O, C / groups, kH, kW), b (O) -> (N, O, H', W'). Spatial
-// splits would need halos, so none.
+// splits would need halos, so none; a channel split must not cut through a group.
 Sigs conv(const SbpQuery& q) {
   Sigs sigs;
   const int64_t channel = rank_of(q.in[0]) - 3;
   if (channel == 1) sigs.push_back({{Sbp::split(0), kB, kB}, {Sbp::split(0)}});
-  if (q.attrs[0] == 1) {  // groups: a channel split must not cut through a group
+  if (ungrouped(q)) {
     sigs.push_back({{kB, Sbp::split(0), Sbp::split(0)}, {Sbp::split(channel)}});
     sigs.push_back({{Sbp::split(channel), Sbp::split(1), kPSum}, {kPSum}});
   }
@@ -322,11 +326,52 @@ Sigs conv(const SbpQuery& q) {
   return sigs;
 }
 
-// Batch and channel splits; the window's axes stay whole. max passes P(max), avg P(sum).
-Sigs pool(const SbpQuery& q) {
+// gy (N, O, H', W'), w (O, C / groups, kH, kW) -> gx (N, C, H, W): the adjoint of conv in x.
+Sigs conv_input_grad(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), kB}, {Sbp::split(0)}});
+  if (ungrouped(q)) {
+    sigs.push_back({{kB, Sbp::split(1)}, {Sbp::split(channel)}});
+    sigs.push_back({{Sbp::split(channel), Sbp::split(0)}, {kPSum}});
+  }
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// gy (N, O, H', W'), x (N, C, H, W) -> gw (O, C / groups, kH, kW): a sum over the batch.
+Sigs conv_weight_grad(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), Sbp::split(0)}, {kPSum}});
+  if (ungrouped(q)) {
+    sigs.push_back({{Sbp::split(channel), kB}, {Sbp::split(0)}});
+    sigs.push_back({{kB, Sbp::split(channel)}, {Sbp::split(1)}});
+  }
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// Batch and channel splits of every input and output; the window's axes stay whole.
+Sigs pool_splits(const SbpQuery& q) {
   Sigs sigs;
   for (int64_t d = 0; d < rank_of(q.in[0]) - 2; ++d) sigs.push_back(uniform(q, Sbp::split(d)));
-  sigs.push_back(uniform(q, q.attrs[0] == kMaxPool ? kPMax : kPSum));
+  return sigs;
+}
+
+template <PartialOp kOp>
+Sigs pool(const SbpQuery& q) {
+  Sigs sigs = pool_splits(q);
+  sigs.push_back(uniform(q, Sbp::partial(kOp)));
+  return sigs;
+}
+
+// Linear in the gradient (input 0); max_pool2d_backward's indices (input 1) stay whole.
+Sigs pool_backward(const SbpQuery& q) {
+  Sigs sigs = pool_splits(q);
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
   return sigs;
 }
 
@@ -364,6 +409,11 @@ const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};
 const SbpRule kScatter{"scatter", scatter};
 const SbpRule kConv{"conv", conv};
-const SbpRule kPool{"pool", pool};
+const SbpRule kConvInputGrad{"conv_input_grad", conv_input_grad};
+const SbpRule kConvWeightGrad{"conv_weight_grad", conv_weight_grad};
+const SbpRule kMaxPool{"max_pool", pool<PartialOp::kMax>};
+const SbpRule kAvgPool{"avg_pool", pool<PartialOp::kSum>};
+const SbpRule kMaxPoolIndices{"max_pool_indices", pool_splits};
+const SbpRule kPoolBackward{"pool_backward", pool_backward};
 
 }  // namespace ofl::sbp_rules

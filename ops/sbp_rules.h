@@ -64,10 +64,19 @@ extern const SbpRule kIndexSelect;
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;
-// conv2d; attrs {groups}.
+// conv2d (x, weight, bias) and its gradients conv2d_input_grad (grad, weight) and
+// conv2d_weight_grad (grad, x): batch and channel splits (channels only when typed attribute
+// groups is 1), the reduced channel or batch split -> P(sum), and P(sum) through one operand.
 extern const SbpRule kConv;
-// max_pool2d / avg_pool2d; attrs {kMaxPool or kAvgPool}.
-extern const SbpRule kPool;
-enum PoolKind : int64_t { kMaxPool = 0, kAvgPool = 1 };
+extern const SbpRule kConvInputGrad;
+extern const SbpRule kConvWeightGrad;
+// max_pool2d / avg_pool2d / max_pool2d_indices: batch and channel splits; max passes P(max),
+// avg P(sum), the indices (of which a partial max has no layout) no partial.
+extern const SbpRule kMaxPool;
+extern const SbpRule kAvgPool;
+extern const SbpRule kMaxPoolIndices;
+// max_pool2d_backward (grad, indices) / avg_pool2d_backward (grad): batch and channel splits,
+// and a P(sum) gradient (indices B) -> P(sum).
+extern const SbpRule kPoolBackward;
 
 }  // namespace ofl::sbp_rules

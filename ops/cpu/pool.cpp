@@ -1,6 +1,7 @@
 // max_pool2d and avg_pool2d over contiguous (N, C, H, W), parallel over the N * C planes.
 // Backward kernels write each plane's gradient on its own, so no two tasks touch one element.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -79,15 +80,24 @@ void max_pool_backward(const Tensor& grad, const Tensor& indices, const Tensor& 
   const int64_t* ip = indices.data<int64_t>();
   T* gxp = gx.data<T>();
   const int64_t in_plane = p.H * p.W, out_plane = p.Ho * p.Wo;
+  std::atomic<bool> out_of_plane{false};  // indices are an op input: never write past a plane
   parallel_for(p.P, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(in_plane, 1)),
                [&](int64_t lo, int64_t hi) {
                  for (int64_t q = lo; q < hi; ++q) {
                    T* plane = gxp + q * in_plane;
                    std::fill(plane, plane + in_plane, T(0));
-                   for (int64_t o = q * out_plane; o < (q + 1) * out_plane; ++o)
+                   for (int64_t o = q * out_plane; o < (q + 1) * out_plane; ++o) {
+                     if (static_cast<uint64_t>(ip[o]) >= static_cast<uint64_t>(in_plane)) {
+                       out_of_plane = true;
+                       continue;
+                     }
                      plane[ip[o]] += gp[o];
+                   }
                  }
                });
+  if (out_of_plane)
+    fail("max_pool2d_backward", "indices must lie in [0, ", in_plane, ") for an input of ",
+         shape_str(gx.shape()));
 }
 
 template <class T>

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 
+#include "core/dispatcher.h"
 #include "tests/cpp/numeric_check.h"
+#include "tests/cpp/test_util.h"
 
 using namespace ofl;
 using namespace ofl::numeric_check;
@@ -173,4 +175,156 @@ TEST(Conv2d, ChannelMismatchNamesOpAndShapes) {
   EXPECT_THROW(conv2d(zeros({4, 4}), zeros({1, 1, 3, 3}), Tensor()), Error);
   EXPECT_THROW(conv2d(zeros({1, 1, 4, 4}), zeros({1, 1, 3, 3}, DType::kFloat64), Tensor()),
                TypeError);
+}
+
+// Tier (a): conv2d's and its gradients' infer, from metas alone.
+namespace {
+
+TensorMeta m(const Shape& s, DType dt = DType::kFloat32) {
+  return {s, dt, Device{}};
+}
+const TensorMeta kNoBias{{}, DType::kFloat32, Device{}, false};
+
+Attrs conv_attrs(Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1},
+                 int64_t groups = 1) {
+  return {{"stride", std::vector<int64_t>{stride[0], stride[1]}},
+          {"padding", std::vector<int64_t>{padding[0], padding[1]}},
+          {"dilation", std::vector<int64_t>{dilation[0], dilation[1]}},
+          {"groups", groups}};
+}
+Attrs with(Attrs a, const char* name, Pair value) {
+  a.set(name, std::vector<int64_t>{value[0], value[1]});
+  return a;
+}
+
+Shape infer1(const char* op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return infer_metas(op_def(op), in, attrs).at(0).shape;
+}
+std::string infer_error(const char* op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return ofl::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
+}
+
+}  // namespace
+
+TEST(Conv2dInfer, OpAndGradientShapesWithStridePaddingDilationGroups) {
+  const Attrs a = conv_attrs({2, 1}, {1, 2}, {2, 1}, 2);
+  const Shape ys = infer1("conv2d", {m({2, 4, 9, 7}), m({6, 2, 3, 2}), m({6})}, a);
+  EXPECT_EQ(ys, (Shape{2, 6, 4, 10}));
+  EXPECT_EQ(infer1("conv2d", {m({4, 9, 7}), m({6, 2, 3, 2}), kNoBias}, a), (Shape{6, 4, 10}));
+  EXPECT_EQ(infer1("conv2d_input_grad", {m(ys), m({6, 2, 3, 2})}, with(a, "input_size", {9, 7})),
+            (Shape{2, 4, 9, 7}));
+  EXPECT_EQ(infer1("conv2d_weight_grad", {m(ys), m({2, 4, 9, 7})}, with(a, "kernel_size", {3, 2})),
+            (Shape{6, 2, 3, 2}));
+  const auto y16 =
+      infer_metas(op_def("conv2d"),
+                  {m({1, 4, 9, 7}, DType::kFloat16), m({6, 2, 3, 2}, DType::kFloat16), kNoBias}, a);
+  EXPECT_EQ(y16.at(0).dtype, DType::kFloat16);
+}
+
+TEST(Conv2dInfer, BadChannelCountsAndGroupsNameTheOpAndShapes) {
+  EXPECT_EQ(infer_error("conv2d", {m({2, 3, 8, 8}), m({4, 5, 3, 3}), kNoBias}, conv_attrs()),
+            "[conv2d] input (2, 3, 8, 8) has 3 channels but weight (4, 5, 3, 3) expects 5 "
+            "(groups=1)");
+  const Attrs g4 = conv_attrs({1, 1}, {0, 0}, {1, 1}, 4);
+  EXPECT_EQ(infer_error("conv2d", {m({1, 4, 8, 8}), m({6, 1, 3, 3}), kNoBias}, g4),
+            "[conv2d] weight (6, 1, 3, 3) has 6 output channels, which groups=4 does not divide");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 6, 8, 8}), m({8, 1, 3, 3}), kNoBias}, g4),
+            "[conv2d] input (1, 6, 8, 8) has 6 channels but weight (8, 1, 3, 3) expects 4 "
+            "(groups=4)");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 4, 8, 8}), m({4, 4, 3, 3}), kNoBias},
+                        conv_attrs({1, 1}, {0, 0}, {1, 1}, 0)),
+            "[conv2d] groups must be positive, got 0");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 4, 8, 8}), m({6, 4, 3, 3}), m({4})}, conv_attrs()),
+            "[conv2d] bias of shape (4,) does not match the weight (6, 4, 3, 3) with 6 output "
+            "channels");
+}
+
+TEST(Conv2dInfer, WrongRanksDtypesAndAttributesNameTheOp) {
+  EXPECT_EQ(infer_error("conv2d", {m({4, 4}), m({1, 1, 3, 3}), kNoBias}, conv_attrs()),
+            "[conv2d] expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got (4, 4)");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 3, 3}), kNoBias}, conv_attrs()),
+            "[conv2d] weight must be 4-d (out_channels, in_channels / groups, kH, kW), got (1, 3, "
+            "3)");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 1, 3, 3}), m({1, 1})}, conv_attrs()),
+            "[conv2d] bias of shape (1, 1) does not match the weight (1, 1, 3, 3) with 1 output "
+            "channels");
+  EXPECT_EQ(ofl::testing::error_of<TypeError>([&] {
+              infer_metas(op_def("conv2d"),
+                          {m({1, 1, 4, 4}), m({1, 1, 3, 3}, DType::kFloat64), kNoBias},
+                          conv_attrs());
+            }),
+            "[conv2d] input (1, 1, 4, 4) float32, weight (1, 1, 3, 3) float64: dtypes must be the "
+            "same");
+  EXPECT_EQ(ofl::testing::error_of<TypeError>([&] {
+              infer_metas(op_def("conv2d"),
+                          {m({1, 1, 4, 4}, DType::kInt64), m({1, 1, 3, 3}), kNoBias}, conv_attrs());
+            }),
+            "[conv2d] expects a floating-point input, got (1, 1, 4, 4) int64");
+  Attrs three = conv_attrs();
+  three.set("stride", std::vector<int64_t>{1, 1, 1});
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 1, 3, 3}), kNoBias}, three),
+            "[conv2d] stride must hold 2 values (H, W), got 3");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 1, 3, 3}), kNoBias}, conv_attrs({0, 1})),
+            "[conv2d] stride must be positive, got (0, 1)");
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 1, 3, 3}), kNoBias},
+                        conv_attrs({1, 1}, {-1, 0})),
+            "[conv2d] padding must be non-negative, got (-1, 0)");
+}
+
+TEST(Conv2dInfer, KernelLargerThanThePaddedInputIsAnError) {
+  EXPECT_EQ(infer_error("conv2d", {m({1, 1, 2, 2}), m({1, 1, 3, 3}), kNoBias}, conv_attrs()),
+            "[conv2d] input (1, 1, 2, 2) padded by (0, 0) is smaller than the weight (1, 1, 3, "
+            "3)'s kernel dilated by (1, 1)");
+  // Dilated to 5 x 5: too large for 4 x 4 unless padded.
+  const std::vector<TensorMeta> in{m({1, 1, 4, 4}), m({1, 1, 3, 3}), kNoBias};
+  EXPECT_NE(infer_error("conv2d", in, conv_attrs({1, 1}, {0, 0}, {2, 2})).find("dilated by (2, 2)"),
+            std::string::npos);
+  EXPECT_EQ(infer1("conv2d", in, conv_attrs({1, 1}, {1, 1}, {2, 2})), (Shape{1, 1, 2, 2}));
+}
+
+TEST(Conv2dInfer, GradientOpsCheckTheirOperandsAgainstEachOther) {
+  const Attrs a = conv_attrs({2, 2}, {1, 1});
+  // y of x (2, 4, 7, 7) and w (6, 4, 3, 3) is (2, 6, 4, 4).
+  EXPECT_EQ(
+      infer_error("conv2d_input_grad", {m({2, 5, 4, 4}), m({6, 4, 3, 3})},
+                  with(a, "input_size", {7, 7})),
+      "[conv2d_input_grad] grad (2, 5, 4, 4) has 5 channels but weight (6, 4, 3, 3) has 6 output "
+      "channels (groups=1)");
+  EXPECT_EQ(
+      infer_error("conv2d_input_grad", {m({2, 6, 4, 4}), m({6, 4, 3, 3})},
+                  with(a, "input_size", {9, 7})),
+      "[conv2d_input_grad] grad (2, 6, 4, 4) is not the output shape (2, 6, 5, 4) of input (2, 4, "
+      "9, 7) and weight (6, 4, 3, 3)");
+  EXPECT_NE(
+      infer_error("conv2d_input_grad", {m({6, 4, 4}), m({6, 4, 3})}, with(a, "input_size", {7, 7}))
+          .find("[conv2d_input_grad] weight must be 4-d"),
+      std::string::npos);
+  EXPECT_EQ(
+      infer_error("conv2d_weight_grad", {m({3, 6, 4, 4}), m({2, 4, 7, 7})},
+                  with(a, "kernel_size", {3, 3})),
+      "[conv2d_weight_grad] grad (3, 6, 4, 4) is not the output shape (2, 6, 4, 4) of input (2, 4, "
+      "7, 7) and weight (6, 4, 3, 3)");
+  const Attrs g2 = with(conv_attrs({2, 2}, {1, 1}, {1, 1}, 2), "kernel_size", {3, 3});
+  EXPECT_EQ(infer_error("conv2d_weight_grad", {m({2, 6, 4, 4}), m({2, 3, 7, 7})}, g2),
+            "[conv2d_weight_grad] grad (2, 6, 4, 4) and input (2, 3, 7, 7) must have the same rank "
+            "and channel counts that groups=2 divides");
+  EXPECT_NE(infer_error("conv2d_weight_grad", {m({2, 6, 4, 4}), m({2, 4, 7, 7})},
+                        with(a, "kernel_size", {10, 3}))
+                .find("is smaller than the weight (6, 4, 10, 3)"),
+            std::string::npos);
+}
+
+TEST(Conv2dInfer, MetaTensorsRaiseTheSameErrorsAsCpu) {
+  auto on = [](Device d) {
+    return ofl::testing::error_of([&] {
+      conv2d(Tensor::empty({2, 3, 8, 8}, DType::kFloat32, d),
+             Tensor::empty({4, 5, 3, 3}, DType::kFloat32, d), Tensor());
+    });
+  };
+  EXPECT_EQ(on(Device{DeviceType::kMeta}), on(Device{}));
+  Tensor y = conv2d(Tensor::empty({2, 3, 8, 8}, DType::kFloat32, Device{DeviceType::kMeta}),
+                    Tensor::empty({4, 3, 3, 3}, DType::kFloat32, Device{DeviceType::kMeta}),
+                    Tensor(), {2, 2}, {1, 1});
+  EXPECT_TRUE(y.device().is_meta());
+  EXPECT_EQ(y.shape(), (Shape{2, 4, 4, 4}));
 }

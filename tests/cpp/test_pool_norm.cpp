@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "core/dispatcher.h"
 #include "tests/cpp/numeric_check.h"
+#include "tests/cpp/test_util.h"
 
 using namespace ofl;
 using namespace ofl::numeric_check;
@@ -236,4 +238,135 @@ TEST(BatchNorm, HalfPrecisionInputKeepsItsDtype) {
   std::vector<double> mean, var;
   channel_stats(x, &mean, &var);
   expect_near(values(y), normalize_reference(x, mean, var, ones({3}), zeros({3}), 1e-5), 2e-2);
+}
+
+// Tier (a): the pooling ops' and their backward ops' infer, from metas alone.
+namespace {
+
+TensorMeta m(const Shape& s, DType dt = DType::kFloat32) {
+  return {s, dt, Device{}};
+}
+
+Attrs pool_attrs(Pair k, Pair s, Pair p = {0, 0}) {
+  return {{"kernel_size", std::vector<int64_t>{k[0], k[1]}},
+          {"stride", std::vector<int64_t>{s[0], s[1]}},
+          {"padding", std::vector<int64_t>{p[0], p[1]}}};
+}
+Attrs avg_attrs(Pair k, Pair s, Pair p = {0, 0}) {
+  Attrs a = pool_attrs(k, s, p);
+  a.set("count_include_pad", true);
+  return a;
+}
+Attrs input_size(Attrs a, Pair hw) {
+  a.set("input_size", std::vector<int64_t>{hw[0], hw[1]});
+  return a;
+}
+
+std::string infer_error(const char* op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return ofl::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
+}
+
+}  // namespace
+
+TEST(PoolInfer, OpsAndTheirBackwardGiveShapesAndDtypes) {
+  const Attrs a = pool_attrs({3, 2}, {2, 1}, {1, 1});
+  const auto max = infer_metas(op_def("max_pool2d"), {m({2, 3, 7, 6}, DType::kFloat16)}, a);
+  ASSERT_EQ(max.size(), 1u);
+  EXPECT_EQ(max[0].shape, (Shape{2, 3, 4, 7}));
+  EXPECT_EQ(max[0].dtype, DType::kFloat16);
+  const auto indices = infer_metas(op_def("max_pool2d_indices"), {m({2, 3, 7, 6})}, a);
+  EXPECT_EQ(indices.at(0).shape, (Shape{2, 3, 4, 7}));
+  EXPECT_EQ(indices.at(0).dtype, DType::kInt64);
+  const auto gx =
+      infer_metas(op_def("max_pool2d_backward"), {m({2, 3, 4, 7}), m({2, 3, 4, 7}, DType::kInt64)},
+                  input_size({}, {7, 6}));
+  EXPECT_EQ(gx.at(0).shape, (Shape{2, 3, 7, 6}));
+  const Attrs avg = avg_attrs({2, 2}, {2, 2});
+  EXPECT_EQ(infer_metas(op_def("avg_pool2d"), {m({3, 7, 8})}, avg).at(0).shape, (Shape{3, 3, 4}));
+  EXPECT_EQ(infer_metas(op_def("avg_pool2d_backward"), {m({3, 3, 4})}, input_size(avg, {7, 8}))
+                .at(0)
+                .shape,
+            (Shape{3, 7, 8}));
+}
+
+TEST(PoolInfer, WrongRanksKernelsAndPaddingNameTheOpAndShapes) {
+  EXPECT_EQ(infer_error("max_pool2d", {m({5, 5})}, pool_attrs({2, 2}, {2, 2})),
+            "[max_pool2d] expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got (5, 5)");
+  EXPECT_EQ(infer_error("avg_pool2d", {m({1, 1, 2, 5, 5})}, avg_attrs({2, 2}, {2, 2})),
+            "[avg_pool2d] expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got (1, 1, 2, 5, 5)");
+  EXPECT_EQ(infer_error("avg_pool2d", {m({1, 1, 2, 2})}, avg_attrs({3, 3}, {1, 1})),
+            "[avg_pool2d] input (1, 1, 2, 2) padded by (0, 0) is smaller than kernel (3, 3)");
+  EXPECT_EQ(infer_error("max_pool2d", {m({1, 1, 2, 5})}, pool_attrs({6, 2}, {1, 1}, {1, 0})),
+            "[max_pool2d] input (1, 1, 2, 5) padded by (1, 0) is smaller than kernel (6, 2)");
+  EXPECT_EQ(infer_error("max_pool2d", {m({3, 5, 5})}, pool_attrs({3, 3}, {1, 1}, {2, 2})),
+            "[max_pool2d] padding (2, 2) must be non-negative and at most half of kernel (3, 3)");
+  EXPECT_EQ(infer_error("max_pool2d", {m({3, 5, 5})}, pool_attrs({0, 3}, {1, 1})),
+            "[max_pool2d] kernel size must be positive, got (0, 3)");
+  EXPECT_EQ(infer_error("avg_pool2d", {m({3, 5, 5})}, avg_attrs({2, 2}, {1, 0})),
+            "[avg_pool2d] stride must be positive, got (1, 0)");
+  EXPECT_EQ(ofl::testing::error_of<TypeError>([] {
+              infer_metas(op_def("max_pool2d"), {m({3, 5, 5}, DType::kInt32)},
+                          pool_attrs({2, 2}, {2, 2}));
+            }),
+            "[max_pool2d] expects a floating-point input, got (3, 5, 5) int32");
+}
+
+TEST(PoolInfer, BackwardOpsCheckGradAgainstIndicesAndInputSize) {
+  EXPECT_EQ(infer_error("max_pool2d_backward", {m({2, 3, 4, 7}), m({2, 3, 4, 6}, DType::kInt64)},
+                        input_size({}, {7, 6})),
+            "[max_pool2d_backward] grad (2, 3, 4, 7) float32 and indices (2, 3, 4, 6) int64 must "
+            "have the same shape");
+  EXPECT_EQ(ofl::testing::error_of<TypeError>([] {
+              infer_metas(op_def("max_pool2d_backward"), {m({3, 4, 7}), m({3, 4, 7})},
+                          input_size({}, {7, 6}));
+            }),
+            "[max_pool2d_backward] indices must be int64, got (3, 4, 7) float32");
+  EXPECT_EQ(infer_error("avg_pool2d_backward", {m({2, 3, 3})},
+                        input_size(avg_attrs({2, 2}, {2, 2}), {7, 8})),
+            "[avg_pool2d_backward] grad (2, 3, 3) is not the output shape (2, 3, 4) of input (2, "
+            "7, 8)");
+  EXPECT_EQ(infer_error("avg_pool2d_backward", {m({2, 3, 3})},
+                        input_size(avg_attrs({2, 2}, {2, 2}), {0, 8})),
+            "[avg_pool2d_backward] input_size must be positive, got (0, 8)");
+}
+
+TEST(MaxPool2d, BackwardRefusesIndicesOutsideThePlane) {
+  Tensor g = ones({1, 1, 2, 2}), idx = Tensor::empty({1, 1, 2, 2}, DType::kInt64);
+  for (int64_t i = 0; i < 4; ++i) idx.data<int64_t>()[i] = i == 2 ? 16 : i;
+  std::string e = ofl::testing::error_of([&] {
+    dispatch(op_def("max_pool2d_backward"), {g, idx}, {{"input_size", std::vector<int64_t>{4, 4}}});
+  });
+  EXPECT_EQ(e, "[max_pool2d_backward] indices must lie in [0, 16) for an input of (1, 1, 4, 4)");
+}
+
+TEST(PoolInfer, MetaTensorsGiveShapesAndTheSameErrorsAsCpu) {
+  const Device meta{DeviceType::kMeta};
+  auto on = [](Device d) {
+    return ofl::testing::error_of([&] {
+      max_pool2d(Tensor::empty({1, 1, 2, 2}, DType::kFloat32, d), {3, 3}, {1, 1});
+    });
+  };
+  EXPECT_EQ(on(meta), on(Device{}));
+  Tensor x = Tensor::empty({2, 3, 8, 8}, DType::kFloat32, meta);
+  x.set_requires_grad(true);
+  auto [y, idx] = max_pool2d_with_indices(x, {2, 2}, {2, 2});
+  EXPECT_TRUE(y.device().is_meta());
+  EXPECT_EQ(idx.dtype(), DType::kInt64);
+  Tensor z = avg_pool2d(y, {2, 2}, {1, 1}, {1, 1});
+  EXPECT_EQ(z.shape(), (Shape{2, 3, 5, 5}));
+  autograd::backward({z}, {Tensor::empty(z.shape(), DType::kFloat32, meta)}, false, false);
+  EXPECT_TRUE(x.grad().device().is_meta());
+  EXPECT_EQ(x.grad().shape(), x.shape());
+}
+
+TEST(MaxPool2d, OutputChangedInPlaceStillHasAGradient) {
+  // The backward recomputes the argmax from the saved input, as PyTorch's saves input and indices.
+  Tensor x = random({1, 2, 4, 4}, DType::kFloat64, 30, true);
+  auto [y, idx] = max_pool2d_with_indices(x, {2, 2}, {2, 2});
+  add_(y, wrap_scalar(1.0, DType::kFloat64));
+  run_backward(sum(y));
+  std::vector<double> want(x.numel(), 0.0);
+  std::vector<double> iv = values(idx);
+  for (size_t o = 0; o < iv.size(); ++o) want[(o / 4) * 16 + static_cast<size_t>(iv[o])] = 1.0;
+  expect_near(values(x.grad()), want, 0);
 }

@@ -156,6 +156,40 @@ CASES.update(
     }
 )
 
+# The ops that the backward of conv2d and pooling call, called as the definitions call them.
+_CONV = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
+_POOL = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [1, 1], "count_include_pad": True}
+_MAX_POOL = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}
+_MAX_POOL_INDICES = _C.dispatch("max_pool2d_indices", [flow.tensor(_f(3, 4, 4, 6))], _MAX_POOL)[0]
+CASES.update(
+    {
+        "conv2d_input_grad": (
+            lambda g, w: _C.dispatch("conv2d_input_grad", [g, w], {**_CONV, "input_size": [5, 5]})[
+                0
+            ],
+            [_f(3, 5, 5, 5), _f(5, 4, 3, 3, seed=1)],
+        ),
+        "conv2d_weight_grad": (
+            lambda g, x: _C.dispatch(
+                "conv2d_weight_grad", [g, x], {**_CONV, "kernel_size": [3, 3]}
+            )[0],
+            [_f(3, 5, 5, 5), _f(3, 4, 5, 5, seed=1)],
+        ),
+        "max_pool2d_indices": (
+            lambda x: _C.dispatch("max_pool2d_indices", [x], _MAX_POOL)[0],
+            [_f(3, 4, 4, 6)],
+        ),
+        "max_pool2d_backward": (
+            lambda g, i: _C.dispatch("max_pool2d_backward", [g, i], {"input_size": [4, 6]})[0],
+            [_f(3, 4, 2, 3), _MAX_POOL_INDICES.numpy()],
+        ),
+        "avg_pool2d_backward": (
+            lambda g: _C.dispatch("avg_pool2d_backward", [g], {**_POOL, "input_size": [4, 6]})[0],
+            [_f(3, 4, 3, 4)],
+        ),
+    }
+)
+
 # Cases whose first global op is another registered op with the same rule.
 RUNS_AS = {"transpose": "permute", "narrow": "slice", "sub_": "add_"}
 

@@ -208,3 +208,237 @@ def test_reductions_on_meta_raise_the_same_errors_as_cpu(fn, error):
 def test_item_of_a_meta_tensor_raises_instead_of_reading_nothing():
     with pytest.raises(RuntimeError, match=r"\[item\] a meta tensor of shape \(\)"):
         flow.zeros(3, device="meta").sum().item()
+
+
+# ---- conv2d, pooling and batch norm (ops/conv.cpp, ops/pool.cpp) ----
+
+_F = nn.functional
+_DISPATCHED = {op["name"] for op in flow._C.registered_ops() if op["dispatched"]}
+
+
+def _needs_ops(*names):
+    missing = sorted(set(names) - _DISPATCHED)
+    return pytest.mark.skipif(bool(missing), reason=f"{missing} not op definitions yet")
+
+
+def _zeros(device, specs, requires_grad=False):
+    """Zeros on `device` from (shape, dtype) or shape specs."""
+    out = []
+    for spec in specs:
+        shape, dtype = spec if isinstance(spec[0], tuple) else (spec, flow.float32)
+        grad = requires_grad and dtype in (flow.float32, flow.float64, flow.float16)
+        out.append(flow.zeros(*shape, dtype=dtype, device=device, requires_grad=grad))
+    return out
+
+
+def _forward_backward(device, fn, specs):
+    """Shapes, dtypes and devices of fn's outputs and of every input's gradient."""
+    inputs = _zeros(device, specs, requires_grad=True)
+    out = fn(*inputs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    y = outs[0]
+    y.backward(flow.ones(*y.shape, dtype=y.dtype, device=device))
+    described = [(tuple(o.shape), o.dtype, o.device.type) for o in outs]
+    return described + [(tuple(t.grad.shape), t.grad.dtype, t.grad.device.type) for t in inputs]
+
+
+_WINDOW_CASES = {
+    "conv2d": (lambda x, w: _F.conv2d(x, w, stride=2, padding=1), [(2, 4, 9, 7), (6, 4, 3, 3)]),
+    "conv2d_grouped_dilated": (
+        lambda x, w: _F.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2),
+        [(2, 4, 9, 7), (6, 2, 3, 2)],
+    ),
+    "conv2d_unbatched": (lambda x, w: _F.conv2d(x, w, padding=1), [(4, 9, 7), (6, 4, 3, 3)]),
+    "conv2d_same_even_kernel": (
+        lambda x, w: _F.conv2d(x, w, padding="same"),
+        [(1, 2, 6, 6), (3, 2, 2, 2)],
+    ),
+    "conv2d_float16": (
+        lambda x, w: _F.conv2d(x, w),
+        [((1, 2, 5, 5), flow.float16), ((3, 2, 3, 3), flow.float16)],
+    ),
+    "max_pool2d": (lambda x: _F.max_pool2d(x, 3, 2, 1), [(2, 3, 7, 6)]),
+    "max_pool2d_unbatched_float64": (
+        lambda x: _F.max_pool2d(x, (3, 2), (2, 1)),
+        [((3, 7, 6), flow.float64)],
+    ),
+    "avg_pool2d": (
+        lambda x: _F.avg_pool2d(x, (3, 2), (2, 1), 1, count_include_pad=False),
+        [(2, 3, 7, 6)],
+    ),
+    "avg_pool2d_unbatched_float16": (
+        lambda x: _F.avg_pool2d(x, 2),
+        [((3, 7, 6), flow.float16)],
+    ),
+    "conv_pool_chain": (
+        lambda x, w: _F.avg_pool2d(_F.max_pool2d(_F.conv2d(x, w, padding=1).relu(), 2), 2),
+        [(2, 3, 8, 8), (4, 3, 3, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_WINDOW_CASES))
+def test_conv_and_pooling_with_backward_on_meta_match_cpu(case):
+    fn, specs = _WINDOW_CASES[case]
+    on_cpu = _forward_backward("cpu", fn, specs)
+    on_meta = _forward_backward("meta", fn, specs)
+    assert all(device == "meta" for _, _, device in on_meta)
+    assert [r[:2] for r in on_meta] == [r[:2] for r in on_cpu]
+
+
+@_needs_ops("sum")
+def test_conv2d_bias_gradient_on_meta_matches_cpu():
+    fn = lambda x, w, b: _F.conv2d(x, w, b, padding=1)  # noqa: E731
+    specs = [(2, 4, 6, 6), (5, 4, 3, 3), (5,)]
+    assert [r[:2] for r in _forward_backward("meta", fn, specs)] == [
+        r[:2] for r in _forward_backward("cpu", fn, specs)
+    ]
+
+
+def test_conv2d_second_order_gradients_on_meta():
+    x, w = _zeros("meta", [(2, 3, 6, 6), (4, 3, 3, 3)], requires_grad=True)
+    y = _F.conv2d(x, w, stride=2, padding=1)
+    gx, gw = flow.autograd.grad(y, [x, w], flow.ones(*y.shape, device="meta"), create_graph=True)
+    (gx * gx).backward(flow.ones(*gx.shape, device="meta"))
+    (gw * gw).backward(flow.ones(*gw.shape, device="meta"))
+    assert tuple(x.grad.shape) == (2, 3, 6, 6) and tuple(w.grad.shape) == (4, 3, 3, 3)
+    assert x.grad.device.type == "meta" and w.grad.device.type == "meta"
+
+
+_CONV = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
+_AVG = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0], "count_include_pad": True}
+_BACKWARD_OPS = {
+    "conv2d_input_grad": (
+        {**_CONV, "input_size": [6, 5]},
+        [(2, 4, 6, 5), (4, 3, 3, 3)],
+        (2, 3, 6, 5),
+    ),
+    "conv2d_weight_grad": (
+        {**_CONV, "kernel_size": [3, 3]},
+        [(2, 4, 6, 5), (2, 3, 6, 5)],
+        (4, 3, 3, 3),
+    ),
+    "max_pool2d_indices": (
+        {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]},
+        [(2, 3, 6, 5)],
+        (2, 3, 3, 2),
+    ),
+    "max_pool2d_backward": (
+        {"input_size": [6, 5]},
+        [(2, 3, 3, 2), ((2, 3, 3, 2), flow.int64)],
+        (2, 3, 6, 5),
+    ),
+    "avg_pool2d_backward": ({**_AVG, "input_size": [6, 5]}, [(3, 3, 2)], (3, 6, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BACKWARD_OPS))
+def test_backward_ops_run_on_meta_with_the_shapes_of_cpu(name):
+    attrs, specs, want = _BACKWARD_OPS[name]
+    for device in ("cpu", "meta"):
+        out = flow._C.dispatch(name, _zeros(device, specs), attrs)[0]
+        assert tuple(out.shape) == want
+        assert out.dtype == (flow.int64 if name.endswith("indices") else flow.float32)
+        assert out.device.type == device
+
+
+_OPS_BY_LENGTH = sorted(
+    ["conv2d", "max_pool2d", "avg_pool2d", "batch_norm", *_BACKWARD_OPS], key=len, reverse=True
+)
+
+
+def _error(device, fn, specs):
+    with pytest.raises(Exception) as e:
+        fn(*_zeros(device, specs))
+    return type(e.value), str(e.value)
+
+
+_BAD_CALLS = {
+    "conv2d_channels": (lambda x, w: _F.conv2d(x, w), [(2, 3, 8, 8), (4, 5, 3, 3)]),
+    "conv2d_groups_not_dividing": (
+        lambda x, w: _F.conv2d(x, w, groups=4),
+        [(1, 4, 8, 8), (6, 1, 3, 3)],
+    ),
+    "conv2d_kernel_larger_than_padded_input": (
+        lambda x, w: _F.conv2d(x, w, padding=1, dilation=3),
+        [(1, 1, 4, 4), (1, 1, 3, 3)],
+    ),
+    "conv2d_input_rank": (lambda x, w: _F.conv2d(x, w), [(4, 4), (1, 1, 3, 3)]),
+    "conv2d_weight_rank": (lambda x, w: _F.conv2d(x, w), [(1, 1, 4, 4), (1, 3, 3)]),
+    "conv2d_bias_shape": (
+        lambda x, w, b: _F.conv2d(x, w, b),
+        [(1, 1, 4, 4), (2, 1, 3, 3), (3,)],
+    ),
+    "conv2d_dtypes": (
+        lambda x, w: _F.conv2d(x, w),
+        [(1, 1, 4, 4), ((1, 1, 3, 3), flow.float64)],
+    ),
+    "conv2d_int_input": (
+        lambda x, w: _F.conv2d(x, w),
+        [((1, 1, 4, 4), flow.int64), ((1, 1, 3, 3), flow.int64)],
+    ),
+    "conv2d_negative_stride": (
+        lambda x, w: _F.conv2d(x, w, stride=-1),
+        [(1, 1, 4, 4), (1, 1, 3, 3)],
+    ),
+    "max_pool2d_kernel_larger_than_input": (lambda x: _F.max_pool2d(x, 3), [(1, 1, 2, 2)]),
+    "max_pool2d_padding_over_half_kernel": (lambda x: _F.max_pool2d(x, 3, 1, 2), [(3, 5, 5)]),
+    "max_pool2d_rank": (lambda x: _F.max_pool2d(x, 2), [(5, 5)]),
+    "avg_pool2d_rank": (lambda x: _F.avg_pool2d(x, 2), [(1, 1, 1, 5, 5)]),
+    "avg_pool2d_int_input": (lambda x: _F.avg_pool2d(x, 2), [((1, 4, 4), flow.int32)]),
+    "conv2d_input_grad_channels": (
+        lambda g, w: flow._C.dispatch("conv2d_input_grad", [g, w], {**_CONV, "input_size": [6, 5]}),
+        [(2, 5, 6, 5), (4, 3, 3, 3)],
+    ),
+    "conv2d_weight_grad_batch": (
+        lambda g, x: flow._C.dispatch(
+            "conv2d_weight_grad", [g, x], {**_CONV, "kernel_size": [3, 3]}
+        ),
+        [(3, 4, 6, 5), (2, 3, 6, 5)],
+    ),
+    "max_pool2d_backward_indices_shape": (
+        lambda g, i: flow._C.dispatch("max_pool2d_backward", [g, i], {"input_size": [6, 5]}),
+        [(2, 3, 3, 2), ((2, 3, 3, 3), flow.int64)],
+    ),
+    "avg_pool2d_backward_input_size": (
+        lambda g: flow._C.dispatch("avg_pool2d_backward", [g], {**_AVG, "input_size": [9, 5]}),
+        [(3, 3, 2)],
+    ),
+    "batch_norm_one_value_per_channel": (
+        lambda x: _F.batch_norm(x, None, None, training=True),
+        [(1, 3)],
+    ),
+    "batch_norm_weight_shape": (
+        lambda x, m, v, w: _F.batch_norm(x, m, v, w),
+        [(2, 3, 4), (3,), (3,), (4,)],
+    ),
+    "batch_norm_eval_without_running_stats": (
+        lambda x: flow._C.batch_norm(x, None, None, training=False),
+        [(2, 3)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_CALLS))
+def test_conv_pool_and_batch_norm_raise_the_same_errors_on_meta_as_on_cpu(case):
+    fn, specs = _BAD_CALLS[case]
+    on_cpu = _error("cpu", fn, specs)
+    assert _error("meta", fn, specs) == on_cpu
+    op = next(op for op in _OPS_BY_LENGTH if case.startswith(op))
+    assert on_cpu[1].startswith(f"[{op}]"), on_cpu
+
+
+def test_batch_norm_in_eval_runs_on_meta():
+    x, m, v, w, b = _zeros("meta", [(2, 3, 4, 4), (3,), (3,), (3,), (3,)], requires_grad=True)
+    y = _F.batch_norm(x, m.detach(), v.detach(), w, b, training=False)
+    assert y.device.type == "meta" and tuple(y.shape) == (2, 3, 4, 4)
+
+
+@_needs_ops("sum", "mul_", "add_")
+def test_batch_norm_in_training_runs_on_meta_and_keeps_its_running_stats():
+    bn = nn.BatchNorm2d(3).to_empty(device="meta")
+    x = flow.zeros(2, 3, 4, 4, device="meta", requires_grad=True)
+    y = bn(x)
+    y.backward(flow.ones(2, 3, 4, 4, device="meta"))
+    assert tuple(y.shape) == (2, 3, 4, 4) and x.grad.device.type == "meta"
+    assert bn.running_mean.device.type == "meta" and tuple(bn.running_var.shape) == (3,)

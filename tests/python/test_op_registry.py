@@ -5,10 +5,12 @@ import oneflowlike.nn.functional as F
 
 # Ops that Python reaches through syntax rather than a function of the same name.
 _SPELLED_DIFFERENTLY = {"slice": "__getitem__", "pow_scalar": "pow"}
+# Ops that backward definitions call, besides the *_backward and *_grad ones.
+_CALLED_BY_BACKWARD = {"max_pool2d_indices"}
 
 
 def _reachable(name):
-    if name.endswith("_backward"):  # ops that backward definitions call (flow._C.dispatch)
+    if name.endswith(("_backward", "_grad")) or name in _CALLED_BY_BACKWARD:  # (_C.dispatch)
         return flow._C.dispatch is not None
     name = _SPELLED_DIFFERENTLY.get(name, name)
     return any(hasattr(ns, name) for ns in (flow, flow.Tensor, F))

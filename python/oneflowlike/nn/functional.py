@@ -183,11 +183,11 @@ def _pad_bottom_right(input, extra_h, extra_w):
     """Zero-pads one side, for 'same' convolutions whose total padding is odd."""
     n, c, h, w = tuple(input.shape)
     if extra_h:
-        zeros = flow.zeros(n, c, extra_h, w, dtype=input.dtype)
+        zeros = flow.zeros(n, c, extra_h, w, dtype=input.dtype, device=input.device)
         input = flow.cat([input, zeros], dim=2)
         h += extra_h
     if extra_w:
-        zeros = flow.zeros(n, c, h, extra_w, dtype=input.dtype)
+        zeros = flow.zeros(n, c, h, extra_w, dtype=input.dtype, device=input.device)
         input = flow.cat([input, zeros], dim=3)
     return input
 
