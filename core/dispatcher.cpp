@@ -49,7 +49,9 @@ void check_attrs(const OpDef& def, const Attrs& attrs) {
 
 // One node for the call; its backward is the op's definition, run through this dispatcher on
 // whatever kind of tensors the gradients are.
-void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+// `saved` are the inputs as the backward sees them (an in-place op's input 0 before the call).
+void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor>& saved, const Attrs& attrs,
                      std::vector<TensorMeta> in_meta, const std::vector<Tensor>& outputs) {
   std::vector<Tensor> recorded;
   std::vector<size_t> index;  // op output of each recorded one
@@ -61,7 +63,7 @@ void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const 
   if (recorded.empty()) return;
   std::vector<autograd::SavedTensor> saved_in;
   if (def.saves & kSaveInputs)
-    for (const Tensor& t : inputs) saved_in.emplace_back(t);
+    for (const Tensor& t : saved) saved_in.emplace_back(t);
   // Outputs are saved once they have their history (their producer is this node, held weakly).
   auto saved_out = std::make_shared<std::vector<autograd::SavedTensor>>();
   const size_t num_out = outputs.size();
@@ -80,6 +82,26 @@ void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const 
       });
   if (def.saves & kSaveOutputs)
     for (const Tensor& t : outputs) saved_out->emplace_back(t, /*is_output=*/true);
+}
+
+// PyTorch's rules for writing into a tensor: not a leaf or a view that requires grad (while
+// grad mode is on), and not through an expanded view (one element at several positions).
+void check_writable(const OpDef& def, const Tensor& self) {
+  const char* op = def.name.c_str();
+  if (!self.defined()) fail(op, "writes into an undefined tensor");
+  if (autograd::grad_enabled() && self.requires_grad()) {
+    if (self.is_leaf())
+      fail(op, "a leaf tensor of shape ", shape_str(self.shape()),
+           " that requires grad is used in an in-place operation; wrap it in no_grad()");
+    if (self.impl()->is_view)
+      fail(op, "in-place change of a view of shape ", shape_str(self.shape()),
+           " that requires grad is not supported; clone() it first");
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.shape()[d] > 1 && self.strides()[d] == 0)
+      fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
+           shape_str(self.strides()),
+           " has elements sharing one memory location (an expanded view); clone() it first");
 }
 
 }  // namespace
@@ -118,9 +140,12 @@ std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& input
   if (def.view) return def.view({inputs, out, attrs});  // meta storage views as well
   std::vector<Tensor> outs;
   outs.reserve(out.size());
-  for (const TensorMeta& m : out) outs.push_back(Tensor::empty(m.shape, m.dtype, m.device));
-  if (!outs.empty() && outs[0].device().is_meta()) return outs;
-  def.compute({inputs, outs, attrs});
+  for (size_t j = 0; j < out.size(); ++j)
+    outs.push_back(def.inplace && j == 0
+                       ? inputs[0]
+                       : Tensor::empty(out[j].shape, out[j].dtype, out[j].device));
+  if (outs.empty() || !outs[0].device().is_meta()) def.compute({inputs, outs, attrs});
+  if (def.inplace) inputs[0].bump_version();
   return outs;
 }
 
@@ -130,13 +155,24 @@ std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs
   in_meta.reserve(inputs.size());
   for (const Tensor& t : inputs) in_meta.push_back(meta_of(t));
   std::vector<TensorMeta> out_meta = infer_metas(def, in_meta, attrs);
-  const bool needs_grad = def.backward && autograd::any_requires_grad(inputs);
-  std::vector<Tensor> outs;
+  if (def.inplace) check_writable(def, inputs[0]);
+  const bool needs_grad = autograd::any_requires_grad(inputs);
+  std::vector<Tensor> outs, saved = inputs;
   {
     autograd::NoGradGuard no_grad;  // handlers run ops of their own; this call records once
+    if (def.inplace && needs_grad && def.backward && (def.saves & kSaveInputs))
+      saved[0] = call_op("clone", {inputs[0]});
     outs = handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);
   }
-  if (needs_grad) record_autograd(def, inputs, attrs, std::move(in_meta), outs);
+  if (!needs_grad) return outs;
+  if (def.backward) {
+    record_autograd(def, inputs, saved, attrs, std::move(in_meta), outs);
+  } else if (def.inplace && inputs[0].requires_grad()) {
+    // New values without a gradient (fill_): a history without inputs stops the gradient here.
+    autograd::record(
+        def.name, {}, {inputs[0]},
+        [](const autograd::Grads&, const autograd::Needs&) -> autograd::Grads { return {}; });
+  }
   return outs;
 }
 

@@ -126,7 +126,8 @@ struct OpDef {
   std::function<void(const ComputeArgs&)> compute;
   std::function<std::vector<Tensor>(const ViewArgs&)> view;  // instead of compute
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
-  uint8_t saves = kSaveNone;
+  uint8_t saves = kSaveNone;  // an in-place op's saved input 0 is its value before the call
+  bool inplace = false;       // output 0 is input 0, written in place
   // Attributes that depend on where a shard sits in its logical tensors (a vocabulary-split
   // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for
   // shards as they are.

@@ -17,6 +17,7 @@ class GlobalHandler : public KindHandler {
     op.inputs = in;
     for (const TensorMeta& m : out) op.out_shapes.push_back(m.shape);
     op.typed_attrs = &attrs;
+    op.inplace = def.inplace;
     op.local = [&](const std::vector<Tensor>& locals, const std::vector<Shape>& shapes) {
       std::vector<TensorMeta> metas = out;
       for (size_t j = 0; j < metas.size(); ++j) metas[j].shape = shapes[j];

@@ -194,6 +194,10 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   return dispatch1(binary_def_of(op), {a, b});
 }
 
+// add_, sub_, mul_, div_: the in-place forms, registered once their bases are (same file).
+OFL_REGISTER_OPS({inplace_variant("add_", op_def("add")), inplace_variant("sub_", op_def("sub")),
+                  inplace_variant("mul_", op_def("mul")), inplace_variant("div_", op_def("div"))});
+
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
   return binary_op(BinaryOp::kAdd, a, elementwise_grad::scaled(b, alpha));
 }

@@ -1,6 +1,8 @@
 #include "ops/op_def.h"
 
+#include "core/dispatcher.h"
 #include "core/error.h"
+#include "core/primitives.h"
 
 namespace ofl {
 
@@ -34,6 +36,41 @@ OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, D
   double elems = static_cast<double>(numel_of(output));
   for (const auto& s : inputs) elems += static_cast<double>(numel_of(s));
   return {static_cast<double>(numel_of(output)), elems * itemsize(dtype)};
+}
+
+OpDef inplace_variant(const char* name, const OpDef& base) {
+  OpDef def = base;
+  def.name = name;
+  def.inplace = true;
+  def.infer = [infer = base.infer](const InferArgs& a) {
+    std::vector<TensorMeta> out = infer(a);
+    const TensorMeta& self = a.in[0];
+    if (out[0].shape != self.shape)
+      fail(a.op, "the output of shape ", shape_str(self.shape),
+           " does not match the broadcast shape ", shape_str(out[0].shape));
+    const DType dt = out[0].dtype;
+    if ((is_floating(dt) && !is_floating(self.dtype)) ||
+        (dt != DType::kBool && self.dtype == DType::kBool))
+      fail<TypeError>(a.op, "result type ", dtype_name(dt),
+                      " can't be cast to the in-place output type ", dtype_name(self.dtype));
+    out[0] = {self.shape, self.dtype, self.device};
+    return out;
+  };
+  // The base op's compute into self, through a buffer of its result dtype where that differs.
+  def.compute = [name, infer = base.infer, compute = base.compute](const ComputeArgs& c) {
+    const Tensor& self = c.out[0];
+    std::vector<TensorMeta> in;
+    for (const Tensor& t : c.in) in.push_back(meta_of(t));
+    const DType dt = infer({name, in, c.attrs})[0].dtype;
+    if (dt == self.dtype()) {
+      compute({c.in, {self}, c.attrs});
+      return;
+    }
+    const Tensor tmp = Tensor::empty(self.shape(), dt, self.device());
+    compute({c.in, {tmp}, c.attrs});
+    copy_kernel().get(self.device().type)(tmp, self);
+  };
+  return def;
 }
 
 OpCost view_cost(const std::vector<Shape>&, const Shape&, DType) {

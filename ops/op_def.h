@@ -15,6 +15,11 @@ void require_local(const char* op, const Tensor& t);
 // may join any device, as in PyTorch); raises naming the devices when they differ.
 Device common_device(const InferArgs& a);
 
+// The in-place form `name` of an out-of-place op (add_ of add): the same attributes, rule, cost
+// and backward (its saved input 0 is self before the call); infer adds PyTorch's checks that the
+// result fits self (same shape, a dtype that casts to self's), compute writes into self.
+OpDef inplace_variant(const char* name, const OpDef& base);
+
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 // Views move no data (a reshape that must copy is counted as free too: it is rare and local).

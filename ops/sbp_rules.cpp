@@ -92,7 +92,7 @@ Sigs fill_like(const SbpQuery& q) {
 
 Sigs fill(const SbpQuery& q) {
   Sigs sigs = broadcast_splits(q);
-  if (!q.attrs.empty() && q.attrs[0])
+  if (!q.typed->has("value") || q.typed->get<double>("value") == 0.0)
     for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back(uniform(q, p));
   return sigs;
 }

@@ -26,7 +26,7 @@ extern const SbpRule kCast;
 extern const SbpRule kFillLike;
 // copy_(self, src): every layout, self and src alike.
 extern const SbpRule kCopy;
-// fill_ / zero_: attrs {value_is_zero}; partials pass only when filling zeros.
+// fill_ / zero_ (typed attr value; zero_ has none): partials pass only when filling zeros.
 extern const SbpRule kFill;
 // Reductions: typed attributes keepdim and axes (empty: all) or axis. Splits of kept axes map;
 // a split of a reduced axis gives P(sum) (sum), P(max) / P(min) when every shard is non-empty

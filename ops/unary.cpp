@@ -200,6 +200,8 @@ OFL_REGISTER_OPS({
      }},
 });
 
+OFL_REGISTER_OPS({inplace_variant("clamp_", op_def("clamp"))});
+
 const OpDef& def(const char* name) {
   return op_def(name);
 }

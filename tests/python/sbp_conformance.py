@@ -191,7 +191,7 @@ CASES.update(
 )
 
 # Cases whose first global op is another registered op with the same rule.
-RUNS_AS = {"transpose": "permute", "narrow": "slice", "sub_": "add_"}
+RUNS_AS = {"transpose": "permute", "narrow": "slice"}
 
 # Registered ops without a rule of their own, and why.
 COMPOSITE = {

@@ -442,3 +442,18 @@ def test_batch_norm_in_training_runs_on_meta_and_keeps_its_running_stats():
     y.backward(flow.ones(2, 3, 4, 4, device="meta"))
     assert tuple(y.shape) == (2, 3, 4, 4) and x.grad.device.type == "meta"
     assert bn.running_mean.device.type == "meta" and tuple(bn.running_var.shape) == (3,)
+
+
+def test_inplace_ops_and_their_backward_run_on_meta():
+    x = flow.zeros(4, 3, device="meta", requires_grad=True)
+    y = x * 2
+    y.add_(1.0).mul_(x).div_(3.0).clamp_(-1.0, 1.0).sub_(x, alpha=2.0)
+    assert y.device.type == "meta" and y._version > 0
+    y.backward(flow.ones(4, 3, device="meta"))
+    assert tuple(x.grad.shape) == (4, 3)
+    z = flow.zeros(4, 3, device="meta")
+    assert z.copy_(flow.ones(3, device="meta")).fill_(2.0).zero_() is z
+    with pytest.raises(RuntimeError, match=r"\[copy_\] cannot copy out of a meta tensor"):
+        flow.zeros(3).copy_(flow.ones(3, device="meta"))
+    with pytest.raises(RuntimeError, match=r"\[add_\] a leaf tensor of shape \(4, 3\)"):
+        x.add_(1.0)
