@@ -35,9 +35,16 @@ using NormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bia
 using NormBackwardKernel = void(const Tensor& grad, const Tensor& x, const Tensor& weight,
                                 const Tensor& mean, const Tensor& rstd, bool rms, const Tensor& gx,
                                 const Tensor& gweight, const Tensor& gbias);
+// Where a random fill's tensor sits in a larger logical tensor (a global tensor's shard): its
+// element at index i draws counter offset + the row-major index of start + i in `logical`.
+// Empty: the tensor is the whole logical tensor.
+struct RandomBlock {
+  Shape logical;
+  std::vector<int64_t> start;
+};
 // Philox fills: kind 0 uniform [a, b), 1 normal (mean a, std b), 2 integers in [a, b).
 using RandomKernel = void(const Tensor& out, int kind, double a, double b, uint64_t seed,
-                          uint64_t offset);
+                          uint64_t offset, const RandomBlock& block);
 // out[.., i, ..] = x[.., index[i], ..] along axis of x viewed as [outer, n, inner].
 using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t outer, int64_t n,
                                int64_t inner, const Tensor& out);
