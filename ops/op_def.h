@@ -15,6 +15,11 @@ void require_local(const char* op, const Tensor& t);
 // may join any device, as in PyTorch); raises naming the devices when they differ.
 Device common_device(const InferArgs& a);
 
+// For compute functions whose kernels trust the output shapes: raises, naming the op, when the
+// outputs allocated for these (local) inputs are not what the op's infer gives for them, as when
+// the SBP conformance checker runs a shard under a layout no rule declares.
+void check_local_shapes(const char* op, const ComputeArgs& c);
+
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 OpCost matmul_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
