@@ -20,11 +20,11 @@ void random_fill(const Tensor& t, int kind, double a, double b, Generator* gen) 
   Generator& g = gen ? *gen : default_generator();
   uint64_t offset = g.advance(static_cast<uint64_t>(t.numel()));
   if (t.is_contiguous()) {
-    random_kernel().get(t.device().type)(t, kind, a, b, g.seed(), offset);
+    random_kernel().get(t.device().type)(t, kind, a, b, g.seed(), offset, {});
     return;
   }
   Tensor tmp = Tensor::empty(t.shape(), t.dtype(), t.device());
-  random_kernel().get(t.device().type)(tmp, kind, a, b, g.seed(), offset);
+  random_kernel().get(t.device().type)(tmp, kind, a, b, g.seed(), offset, {});
   copy_kernel().get(t.device().type)(tmp, t);
 }
 }  // namespace

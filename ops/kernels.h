@@ -29,18 +29,34 @@ using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& out);
 using SoftmaxKernel = void(const Tensor& x, const Tensor& out, bool log);
 using SoftmaxBackwardKernel = void(const Tensor& grad, const Tensor& out, const Tensor& gx,
                                    bool log);
-// Normalisation over the last `cols` elements of each row; mean/rstd are per-row float stats.
+// Normalisation over the last `cols` elements of each row; mean/rstd are per-row float stats
+// (mean is undefined for rms: the rows are not centred).
 using NormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                         bool rms, const Tensor& out, const Tensor& mean, const Tensor& rstd);
 using NormBackwardKernel = void(const Tensor& grad, const Tensor& x, const Tensor& weight,
                                 const Tensor& mean, const Tensor& rstd, bool rms, const Tensor& gx,
                                 const Tensor& gweight, const Tensor& gbias);
+// Where a random fill's tensor sits in a larger logical tensor (a global tensor's shard): its
+// element at index i draws counter offset + the row-major index of start + i in `logical`.
+// Empty: the tensor is the whole logical tensor.
+struct RandomBlock {
+  Shape logical;
+  std::vector<int64_t> start;
+};
 // Philox fills: kind 0 uniform [a, b), 1 normal (mean a, std b), 2 integers in [a, b).
 using RandomKernel = void(const Tensor& out, int kind, double a, double b, uint64_t seed,
-                          uint64_t offset);
+                          uint64_t offset, const RandomBlock& block);
 // Raises op's IndexError naming the first index of `index` (int64, contiguous) outside
 // [0, size) of dimension `axis`: the bounds check of the index ops, run where the data is.
 using IndexCheckKernel = void(const char* op, const Tensor& index, int64_t size, int64_t axis);
+// Negative log-likelihood of x viewed as [outer, classes, inner] at int64 targets [outer, inner]:
+// out = -x[n, target, i], 0 where target == ignore_index; a target out of range raises.
+using NllLossKernel = void(const Tensor& x, const Tensor& target, int64_t outer, int64_t classes,
+                           int64_t inner, int64_t ignore_index, const Tensor& out);
+// Its adjoint: gx[n, target, i] = -grad[n, i], zeros elsewhere and at ignored targets.
+using NllLossBackwardKernel = void(const Tensor& grad, const Tensor& target, int64_t outer,
+                                   int64_t classes, int64_t inner, int64_t ignore_index,
+                                   const Tensor& gx);
 // out[.., i, ..] = x[.., index[i], ..] along axis of x viewed as [outer, n, inner].
 using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t outer, int64_t n,
                                int64_t inner, const Tensor& out);
@@ -87,6 +103,8 @@ OFL_DECLARE_KERNEL(norm_kernel, NormKernel)
 OFL_DECLARE_KERNEL(norm_backward_kernel, NormBackwardKernel)
 OFL_DECLARE_KERNEL(random_kernel, RandomKernel)
 OFL_DECLARE_KERNEL(index_check_kernel, IndexCheckKernel)
+OFL_DECLARE_KERNEL(nll_loss_kernel, NllLossKernel)
+OFL_DECLARE_KERNEL(nll_loss_backward_kernel, NllLossBackwardKernel)
 OFL_DECLARE_KERNEL(index_select_kernel, IndexSelectKernel)
 OFL_DECLARE_KERNEL(index_add_kernel, IndexAddKernel)
 OFL_DECLARE_KERNEL(gather_kernel, GatherKernel)

@@ -1,245 +1,351 @@
-// Neural-network op definitions. Softmax and the norms have fused kernels; losses,
-// dropout and attention are compositions, so their backward comes from their parts.
+// Neural-network op definitions: softmax and the norms with their fused backward ops, dropout
+// (drawn by logical element index, so a global tensor's shards draw only their own block), and
+// attention as a composition. The losses are in ops/loss.cpp.
 #include "ops/nn.h"
 
 #include <cmath>
 #include <limits>
 
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/node.h"
+#include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
 #include "ops/global_op.h"
-#include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/op_def.h"
-#include "ops/reduce.h"
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl {
 
-using autograd::Grads;
-using autograd::Needs;
-using autograd::SavedTensor;
+using elementwise_grad::k;
 
 namespace {
 
-Tensor softmax_impl(const Tensor& x_in, int64_t axis, bool log) {
-  const char* name = log ? "log_softmax" : "softmax";
-  if (x_in.is_global()) {
-    int64_t a = x_in.dim() == 0 ? 0 : normalize_axis(axis, x_in.dim(), name);
-    return run_global1(name, {x_in}, logical_shape(x_in), {a},
-                       [=](const auto& l, const Shape&) { return softmax_impl(l[0], axis, log); });
-  }
-  Tensor x = is_floating(x_in.dtype()) ? x_in : to_dtype(x_in, DType::kFloat32);
-  if (x.dim() == 0) x = reshape(x, {1});
-  axis = normalize_axis(axis, x.dim(), name);
-  const bool moved = axis != x.dim() - 1;
-  Tensor xt = moved ? transpose(x, axis, -1) : x;
-  Tensor xc;
-  {
-    autograd::NoGradGuard no_grad;
-    xc = contiguous(xt);
-  }
-  Tensor out = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
-  softmax_kernel().get(x.device().type)(xc, out, log);
-  if (autograd::needs_grad(xt)) {
-    autograd::record(
-        name, {xt}, {out},
-        [so = SavedTensor(out, true), log, name](const Grads& g, const Needs&) -> Grads {
-          Tensor y = so.unpack(name);
-          Tensor gc = contiguous(g[0]);
-          Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
-          softmax_backward_kernel().get(y.device().type)(gc, y, gx, log);
-          return {gx};
-        });
-  }
-  Tensor result = moved ? transpose(out, axis, -1) : out;
-  return x_in.dim() == 0 ? reshape(result, {}) : result;
+using Ints = std::vector<int64_t>;
+
+int64_t rank(const Shape& s) {
+  return static_cast<int64_t>(s.size());
 }
 
-void check_normalized(const char* op, const Tensor& x, const Shape& ns, const Tensor& w,
-                      const Tensor& b) {
-  bool ok = ns.size() <= static_cast<size_t>(x.dim()) && !ns.empty();
-  for (size_t i = 0; ok && i < ns.size(); ++i) ok = x.shape()[x.dim() - ns.size() + i] == ns[i];
+// --- softmax / log_softmax ---
+
+std::vector<TensorMeta> infer_softmax(const InferArgs& a) {
+  const TensorMeta& x = a.in[0];
+  normalize_axis(a.attrs.get<int64_t>("axis"), rank(x.shape), a.op);
+  return {{x.shape, is_floating(x.dtype) ? x.dtype : DType::kFloat32, common_device(a)}};
+}
+
+// (grad, y) -> gx, for the backward ops.
+std::vector<TensorMeta> infer_softmax_backward(const InferArgs& a) {
+  const TensorMeta &g = a.in[0], &y = a.in[1];
+  normalize_axis(a.attrs.get<int64_t>("axis"), rank(y.shape), a.op);
+  if (g.shape != y.shape)
+    fail(a.op, "grad of shape ", shape_str(g.shape), " does not match the output's shape ",
+         shape_str(y.shape));
+  if (!is_floating(y.dtype))
+    fail<TypeError>(a.op, "expects a floating-point output, got ", y.str());
+  return {{y.shape, y.dtype, common_device(a)}};
+}
+
+// Runs a row kernel (over the last axis of contiguous operands) over `axis` of out's shape,
+// moving that axis last (a copy) when it is not.
+template <class Kernel>
+void over_axis(int64_t axis, std::vector<Tensor> in, const Tensor& out, Kernel kernel) {
+  const int64_t last = out.dim() - 1;
+  const bool moved = out.dim() > 0 && normalize_axis(axis, out.dim(), "softmax") != last;
+  for (Tensor& t : in) t = contiguous(moved ? transpose(t, axis, last) : t);
+  if (!moved) {
+    kernel(in, out);
+    return;
+  }
+  Tensor tmp = Tensor::empty(in[0].shape(), out.dtype(), out.device());
+  kernel(in, tmp);
+  copy_kernel().get(out.device().type)(transpose(tmp, axis, last), out);
+}
+
+OpDef softmax_def(const char* name, bool log) {
+  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax};
+  def.attrs = {{"axis", AttrType::kInt}};
+  def.infer = infer_softmax;
+  def.compute = [name, log](const ComputeArgs& c) {
+    check_local_shapes(name, c);
+    const Tensor& out = c.out[0];
+    over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype())}, out,
+              [&](const std::vector<Tensor>& in, const Tensor& o) {
+                softmax_kernel().get(o.device().type)(in[0], o, log);
+              });
+  };
+  def.saves = kSaveOutputs;
+  const std::string backward = std::string(name) + "_backward";
+  def.backward = [backward](const BackwardArgs& b) -> std::vector<Tensor> {
+    return {dispatch1(op_def(backward), {b.grads[0], b.out[0]}, b.attrs)};
+  };
+  return def;
+}
+
+// First order only, like the activations' fused backward ops.
+OpDef softmax_backward_def(const char* name, bool log) {
+  OpDef def{.name = name,
+            .num_inputs = 2,
+            .differentiable = false,
+            .cost = elementwise_cost,
+            .sbp = &sbp_rules::kSoftmaxGrad};
+  def.attrs = {{"axis", AttrType::kInt}};
+  def.infer = infer_softmax_backward;
+  def.compute = [name, log](const ComputeArgs& c) {
+    check_local_shapes(name, c);
+    const Tensor& out = c.out[0];
+    over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype()), c.in[1]}, out,
+              [&](const std::vector<Tensor>& in, const Tensor& o) {
+                softmax_backward_kernel().get(o.device().type)(in[0], in[1], o, log);
+              });
+  };
+  return def;
+}
+
+// --- layer_norm / rms_norm ---
+
+void check_normalized(const char* op, const TensorMeta& x, const Shape& ns, const TensorMeta& w,
+                      const TensorMeta& b) {
+  bool ok = !ns.empty() && ns.size() <= x.shape.size();
+  for (size_t i = 0; ok && i < ns.size(); ++i)
+    ok = x.shape[x.shape.size() - ns.size() + i] == ns[i];
   if (!ok)
     fail(op, "normalized_shape ", shape_str(ns), " does not match the trailing dimensions of ",
-         "the input of shape ", shape_str(x.shape()));
-  if (w.defined() && w.shape() != ns)
-    fail(op, "weight of shape ", shape_str(w.shape()), " does not match normalized_shape ",
+         "the input of shape ", shape_str(x.shape));
+  if (w.defined && w.shape != ns)
+    fail(op, "weight of shape ", shape_str(w.shape), " does not match normalized_shape ",
          shape_str(ns));
-  if (b.defined() && b.shape() != ns)
-    fail(op, "bias of shape ", shape_str(b.shape()), " does not match normalized_shape ",
+  if (b.defined && b.shape != ns)
+    fail(op, "bias of shape ", shape_str(b.shape), " does not match normalized_shape ",
          shape_str(ns));
-  if (!is_floating(x.dtype())) fail<TypeError>(op, "expects a floating-point input, got ", x.str());
+  if (!is_floating(x.dtype)) fail<TypeError>(op, "expects a floating-point input, got ", x.str());
 }
 
-Tensor norm_impl(const char* name, bool rms, const Tensor& x, const Shape& ns, const Tensor& w,
-                 const Tensor& b, double eps) {
-  if (any_global({x, w, b})) {
-    const Shape& xs = logical_shape(x);
-    if (ns.empty() || ns.size() > xs.size() ||
-        !std::equal(ns.begin(), ns.end(), xs.end() - ns.size()))
-      fail(name, "normalized_shape ", shape_str(ns), " does not match the trailing dimensions of ",
-           "the input of shape ", shape_str(xs));
-    return run_global1(name, {x, w, b}, xs, {static_cast<int64_t>(ns.size())},
-                       [=](const auto& l, const Shape&) {
-                         return norm_impl(name, rms, l[0], ns, l[1], l[2], eps);
-                       });
-  }
-  check_normalized(name, x, ns, w, b);
-  const int64_t cols = numel_of(ns), rows = cols ? x.numel() / cols : 0;
-  DType stat = x.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
-  Tensor xc = contiguous(detach(x));
-  Tensor wc = w.defined() ? contiguous(to_dtype(detach(w), x.dtype())) : Tensor();
-  Tensor bc = b.defined() ? contiguous(to_dtype(detach(b), x.dtype())) : Tensor();
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({rows}, stat, x.device());
-  Tensor rstd = Tensor::empty({rows}, stat, x.device());
-  norm_kernel().get(x.device().type)(xc, wc, bc, eps, rms, out, mean, rstd);
-  if (autograd::needs_grad(x, w, b)) {
-    autograd::record(
-        name, {x, w, b}, {out},
-        [sx = SavedTensor(xc), sw = SavedTensor(wc), mean, rstd, rms, name, ns,
-         wdt = w.defined() ? w.dtype() : x.dtype(),
-         bdt = b.defined() ? b.dtype() : x.dtype()](const Grads& g, const Needs& n) -> Grads {
-          Tensor x = sx.unpack(name), w = sw.unpack(name);
-          Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
-          Tensor gw = w.defined() ? Tensor::empty(ns, x.dtype(), x.device()) : Tensor();
-          Tensor gb = n[2] ? Tensor::empty(ns, x.dtype(), x.device()) : Tensor();
-          norm_backward_kernel().get(x.device().type)(contiguous(g[0]), x, w, mean, rstd, rms, gx,
-                                                      gw, gb);
-          return {gx, n[1] ? to_dtype(gw, wdt) : Tensor(), n[2] ? to_dtype(gb, bdt) : Tensor()};
-        });
-  }
+const Ints& normalized_shape(const Attrs& attrs) {
+  return attrs.get<Ints>("normalized_shape");
+}
+
+DType stat_dtype(DType x) {
+  return x == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+}
+
+// (x, weight[, bias]) -> (y[, mean], rstd): the statistics have x's leading shape.
+std::vector<TensorMeta> infer_norm(bool rms, const InferArgs& a) {
+  const TensorMeta &x = a.in[0], &w = a.in[1];
+  const Shape& ns = normalized_shape(a.attrs);
+  check_normalized(a.op, x, ns, w, rms ? TensorMeta{.defined = false} : a.in[2]);
+  const Device device = common_device(a);
+  const TensorMeta stat{Shape(x.shape.begin(), x.shape.end() - rank(ns)), stat_dtype(x.dtype),
+                        device};
+  if (rms) return {{x.shape, x.dtype, device}, stat};
+  return {{x.shape, x.dtype, device}, stat, stat};
+}
+
+// (grad, x, weight[, mean], rstd) -> (gx, gweight[, gbias]).
+std::vector<TensorMeta> infer_norm_backward(bool rms, const InferArgs& a) {
+  const TensorMeta &g = a.in[0], &x = a.in[1];
+  const Shape& ns = normalized_shape(a.attrs);
+  check_normalized(a.op, x, ns, a.in[2], TensorMeta{.defined = false});
+  if (g.shape != x.shape)
+    fail(a.op, "grad of shape ", shape_str(g.shape), " does not match the input's shape ",
+         shape_str(x.shape));
+  const Shape lead(x.shape.begin(), x.shape.end() - rank(ns));
+  for (size_t i = 3; i < a.in.size(); ++i)
+    if (a.in[i].shape != lead || a.in[i].dtype != stat_dtype(x.dtype))
+      fail(a.op, "statistics ", a.in[i].str(), " do not match the input ", x.str(),
+           " (expected shape ", shape_str(lead), ", dtype ", dtype_name(stat_dtype(x.dtype)), ")");
+  const Device device = common_device(a);
+  std::vector<TensorMeta> out{{x.shape, x.dtype, device}, {ns, x.dtype, device}};
+  if (!rms) out.push_back({ns, x.dtype, device});
   return out;
 }
 
-// Classes on the last axis: (N, C, d1, ...) -> (N * d1 * ..., C), targets flattened to match.
-std::pair<Tensor, Tensor> flatten_classes(const char* op, const Tensor& input,
-                                          const Tensor& target) {
-  const Shape &is = logical_shape(input), &ts = logical_shape(target);
-  if (input.dim() < 1 || (input.dim() > 1 && target.dim() != input.dim() - 1))
-    fail(op, "input of shape ", shape_str(is), " and target of shape ", shape_str(ts),
-         " do not match (expected input (N, C, ...) and target (N, ...))");
-  if (input.dim() == 1) return {unsqueeze(input, 0), reshape(target, {1})};
-  Shape expect = is;
-  expect.erase(expect.begin() + 1);
-  if (ts != expect)
-    fail(op, "input of shape ", shape_str(is), " expects target of shape ", shape_str(expect),
-         ", got ", shape_str(ts));
-  Tensor x = input;
-  if (input.dim() > 2) x = reshape(transpose(flatten(input, 2), 1, 2), {-1, is[1]});
-  return {x, reshape(target, {-1})};
+// Input i in x's dtype, contiguous (undefined when absent).
+Tensor param(const ComputeArgs& c, size_t i, DType dtype) {
+  return i < c.in.size() && c.in[i].defined() ? contiguous(to_dtype(c.in[i], dtype)) : Tensor();
 }
 
-Tensor reduce_loss(const char* op, const Tensor& losses, const std::string& reduction,
-                   const Tensor& weight_sum) {
-  if (reduction == "none") return losses;
-  if (reduction == "sum") return sum(losses);
-  if (reduction == "mean")
-    return weight_sum.defined() ? div(sum(losses), weight_sum) : mean(losses);
-  fail(op, "reduction must be 'mean', 'sum' or 'none', got '", reduction, "'");
+OpDef norm_def(const char* name, bool rms) {
+  OpDef def{
+      .name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm};
+  def.attrs = {{"normalized_shape", AttrType::kInts}, {"eps", AttrType::kFloat}};
+  def.infer = [rms](const InferArgs& a) { return infer_norm(rms, a); };
+  def.compute = [name, rms](const ComputeArgs& c) {
+    check_local_shapes(name, c);
+    const Tensor& x = c.in[0];
+    const Tensor mean = rms ? Tensor() : c.out[1];
+    norm_kernel().get(x.device().type)(contiguous(x), param(c, 1, x.dtype()),
+                                       param(c, 2, x.dtype()), c.attrs.get<double>("eps"), rms,
+                                       c.out[0], mean, c.out.back());
+  };
+  def.saves = kSaveInputs | kSaveOutputs;
+  const std::string backward = std::string(name) + "_backward";
+  def.backward = [rms, backward](const BackwardArgs& b) -> std::vector<Tensor> {
+    std::vector<Tensor> in{b.grads[0], b.in[0], b.in[1]};
+    if (!rms) in.push_back(b.out[1]);
+    in.push_back(b.out.back());
+    std::vector<Tensor> g =
+        dispatch(op_def(backward), in, {{"normalized_shape", normalized_shape(b.attrs)}});
+    std::vector<Tensor> result{b.needs[0] ? g[0] : Tensor(),
+                               b.needs[1] ? to_dtype(g[1], b.in_meta[1].dtype) : Tensor()};
+    if (!rms) result.push_back(b.needs[2] ? to_dtype(g[2], b.in_meta[2].dtype) : Tensor());
+    return result;
+  };
+  return def;
 }
+
+OpDef norm_backward_def(const char* name, bool rms) {
+  OpDef def{.name = name,
+            .num_inputs = rms ? 4 : 5,
+            .differentiable = false,
+            .cost = elementwise_cost,
+            .sbp = &sbp_rules::kNormGrad};
+  def.attrs = {{"normalized_shape", AttrType::kInts}};
+  def.infer = [rms](const InferArgs& a) { return infer_norm_backward(rms, a); };
+  def.compute = [name, rms](const ComputeArgs& c) {
+    check_local_shapes(name, c);
+    const Tensor& x = c.in[1];
+    const Tensor mean = rms ? Tensor() : contiguous(c.in[3]);
+    norm_backward_kernel().get(x.device().type)(
+        param(c, 0, x.dtype()), contiguous(x), param(c, 2, x.dtype()), mean,
+        contiguous(c.in.back()), rms, c.out[0], c.out[1], rms ? Tensor() : c.out[2]);
+  };
+  return def;
+}
+
+// --- dropout ---
+
+void check_probability(const char* op, double p) {
+  if (!(p >= 0 && p <= 1)) fail(op, "probability has to be between 0 and 1, but got ", p);
+}
+
+// What the kept elements are scaled by (nothing is kept when p is 1).
+double keep_scale(double p) {
+  return p < 1 ? 1.0 / (1.0 - p) : 0.0;
+}
+
+// x -> (y, mask). The mask is drawn in y's dtype from counters offset + the logical row-major
+// index (attributes logical_shape and block_start: where this block sits, set per shard).
+std::vector<TensorMeta> infer_dropout(const InferArgs& a) {
+  const TensorMeta& x = a.in[0];
+  check_probability(a.op, a.attrs.get<double>("p"));
+  OFL_CHECK(a.attrs.get<Ints>("logical_shape") == x.shape, a.op, ": logical_shape ",
+            shape_str(a.attrs.get<Ints>("logical_shape")), " for an input of shape ",
+            shape_str(x.shape));
+  const DType dt = is_floating(x.dtype) ? x.dtype : DType::kFloat32;
+  return {{x.shape, dt, x.device}, {x.shape, DType::kBool, x.device}};
+}
+
+void compute_dropout(const ComputeArgs& c) {
+  const Tensor &y = c.out[0], &mask = c.out[1];
+  if (y.shape() != c.in[0].shape() || mask.shape() != c.in[0].shape())
+    fail("dropout", "outputs of shape ", shape_str(y.shape()), " for a shard of shape ",
+         shape_str(c.in[0].shape()), " (inconsistently laid out shards)");
+  const DeviceType dev = y.device().type;
+  const double p = c.attrs.get<double>("p");
+  const Ints& start = c.attrs.get<Ints>("block_start");
+  RandomBlock block;
+  if (!start.empty()) block = {c.attrs.get<Ints>("logical_shape"), start};
+  Tensor u = Tensor::empty(y.shape(), y.dtype(), y.device());
+  random_kernel().get(dev)(u, 0, 0.0, 1.0, static_cast<uint64_t>(c.attrs.get<int64_t>("seed")),
+                           static_cast<uint64_t>(c.attrs.get<int64_t>("offset")), block);
+  binary_kernel().get(dev)(BinaryOp::kGe, u, full({}, p, y.dtype()), mask);
+  // Scale after masking so the factor is applied in y's dtype (a float32 mask would round it).
+  Tensor kept = Tensor::empty(y.shape(), y.dtype(), y.device());
+  binary_kernel().get(dev)(BinaryOp::kMul, to_dtype(c.in[0], y.dtype()), to_dtype(mask, y.dtype()),
+                           kept);
+  binary_kernel().get(dev)(BinaryOp::kMul, kept, full({}, keep_scale(p), y.dtype()), y);
+}
+
+// --- attention ---
+
+// The causal mask (true above the diagonal) where `scores` lives: a constant every rank builds
+// alike (B on a global placement), without data on the meta device.
+Tensor future_positions(int64_t rows, int64_t cols, const Tensor& scores) {
+  Tensor future = scores.device().is_meta()
+                      ? Tensor::empty({rows, cols}, DType::kBool, scores.device())
+                      : gt(unsqueeze(arange(0, static_cast<double>(cols), 1, DType::kInt64), 0),
+                           unsqueeze(arange(0, static_cast<double>(rows), 1, DType::kInt64), 1));
+  return scores.is_global() ? broadcast_on(future, scores) : future;
+}
+
+OFL_REGISTER_OPS({
+    softmax_def("softmax", false),
+    softmax_def("log_softmax", true),
+    softmax_backward_def("softmax_backward", false),
+    softmax_backward_def("log_softmax_backward", true),
+    norm_def("layer_norm", false),
+    norm_def("rms_norm", true),
+    norm_backward_def("layer_norm_backward", false),
+    norm_backward_def("rms_norm_backward", true),
+    {.name = "dropout",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kDropout,
+     .attrs = {{"p", AttrType::kFloat},
+               {"seed", AttrType::kInt},
+               {"offset", AttrType::kInt},
+               {"logical_shape", AttrType::kInts},
+               {"block_start", AttrType::kInts}},
+     .infer = infer_dropout,
+     .compute = compute_dropout,
+     .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
+       return {mul(mul(b.grads[0], b.out[1]), k(keep_scale(b.attrs.get<double>("p"))))};
+     },
+     .saves = kSaveOutputs,
+     // A shard draws its own block of the logical mask.
+     .shard_attrs = [](const Attrs& attrs, const ShardArgs& s) -> Attrs {
+       Attrs shard = attrs;
+       shard.set("block_start", s.in_offsets[0]);
+       return shard;
+     }},
+    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
+});
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t axis) {
-  return softmax_impl(x, axis, false);
+  static const OpDef& def = op_def("softmax");
+  return dispatch1(def, {x}, {{"axis", axis}});
 }
 Tensor log_softmax(const Tensor& x, int64_t axis) {
-  return softmax_impl(x, axis, true);
-}
-
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
-                const std::string& reduction) {
-  if (is_floating(target.dtype()) || target.dtype() == DType::kBool)
-    fail<TypeError>("nll_loss", "target must be an integer tensor, got ", target.str());
-  auto [x, t] = flatten_classes("nll_loss", log_probs, target);
-  const int64_t classes = logical_shape(x)[1];
-  Tensor t64 = to_dtype(t, DType::kInt64);
-  Tensor valid = ne(t64, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
-  Tensor safe = where(valid, t64, zeros_like(t64));
-  // The count of bad targets and of counted ones, together: on global targets one all_reduce
-  // of two numbers, and the mean divides by a plain number. The offending value is looked up
-  // only when there is one.
-  auto scalar = [](double v) { return wrap_scalar(v, DType::kInt64); };
-  auto whole = [](Tensor v) { return v.is_global() ? full_value(v) : v; };
-  Tensor bad = logical_or(lt(safe, scalar(0)), ge(safe, scalar(double(classes))));
-  Tensor counts = contiguous(
-      whole(stack({sum(to_dtype(bad, DType::kInt64)), sum(to_dtype(valid, DType::kInt64))}, 0)));
-  if (counts.data<int64_t>()[0] > 0) {
-    int64_t lo = whole(amin(safe)).item<int64_t>(), hi = whole(amax(safe)).item<int64_t>();
-    fail<IndexError>("nll_loss", "target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
-                     " classes (input ", shape_str(logical_shape(log_probs)), ")");
-  }
-  Tensor picked = squeeze(gather(x, 1, unsqueeze(safe, 1)), std::vector<int64_t>{1});
-  Tensor losses = neg(mul(picked, valid));
-  if (reduction == "none") return reshape(losses, logical_shape(target));
-  return reduce_loss("nll_loss", losses, reduction, to_dtype(select(counts, 0, 1), x.dtype()));
-}
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                     const std::string& reduction, double label_smoothing) {
-  if (label_smoothing < 0 || label_smoothing > 1)
-    fail("cross_entropy", "label_smoothing must be in [0, 1], got ", label_smoothing);
-  const int64_t class_axis = logits.dim() == 1 ? 0 : 1;
-  Tensor logp = log_softmax(logits, class_axis);
-  if (is_floating(target.dtype())) {  // class probabilities
-    if (logical_shape(target) != logical_shape(logits))
-      fail("cross_entropy", "probability target of shape ", shape_str(logical_shape(target)),
-           " must match the input's shape ", shape_str(logical_shape(logits)));
-    Tensor t = target;
-    if (label_smoothing > 0)  // t * (1 - ls) + ls / C
-      t = add(mul(target, wrap_scalar(1 - label_smoothing, DType::kFloat64)),
-              wrap_scalar(label_smoothing / logical_shape(logits)[class_axis], DType::kFloat64));
-    Tensor losses = neg(sum(mul(logp, t), {class_axis}));
-    return reduce_loss("cross_entropy", losses, reduction, Tensor());
-  }
-  Tensor nll = nll_loss(logp, target, ignore_index, reduction);
-  if (label_smoothing == 0) return nll;
-  auto [x, t] = flatten_classes("cross_entropy", logp, target);
-  Tensor valid = ne(to_dtype(t, DType::kInt64), wrap_scalar(ignore_index, DType::kInt64));
-  Tensor smooth = mul(neg(mean(x, {1})), valid);
-  Tensor smooth_red = reduction == "none" ? reshape(smooth, logical_shape(target))
-                                          : reduce_loss("cross_entropy", smooth, reduction,
-                                                        to_dtype(sum(valid), x.dtype()));
-  return add(mul(nll, wrap_scalar(1 - label_smoothing, DType::kFloat64)),
-             mul(smooth_red, wrap_scalar(label_smoothing, DType::kFloat64)));
-}
-
-Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {
-  if (logical_shape(a) != logical_shape(b))
-    fail("mse_loss", "input of shape ", shape_str(logical_shape(a)), " and target of shape ",
-         shape_str(logical_shape(b)), " differ");
-  Tensor d = sub(a, b);
-  return reduce_loss("mse_loss", mul(d, d), reduction, Tensor());
+  static const OpDef& def = op_def("log_softmax");
+  return dispatch1(def, {x}, {{"axis", axis}});
 }
 
 Tensor layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, const Tensor& b, double eps) {
-  return norm_impl("layer_norm", false, x, ns, w, b, eps);
+  static const OpDef& def = op_def("layer_norm");
+  return dispatch(def, {x, w, b}, {{"normalized_shape", ns}, {"eps", eps}})[0];
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& ns, const Tensor& w, std::optional<double> eps) {
+  static const OpDef& def = op_def("rms_norm");
   double e = eps.value_or(x.dtype() == DType::kFloat64 ? std::numeric_limits<double>::epsilon()
                                                        : std::numeric_limits<float>::epsilon());
-  return norm_impl("rms_norm", true, x, ns, w, Tensor(), e);
+  return dispatch(def, {x, w}, {{"normalized_shape", ns}, {"eps", e}})[0];
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
-  if (p < 0 || p > 1) fail("dropout", "probability has to be between 0 and 1, but got ", p);
+  check_probability("dropout", p);
   if (!training || p == 0) return x;
   if (p == 1) return mul(x, zeros_like(x));
-  // A global x draws the whole logical mask on every rank, so the mask is the same whatever
-  // its layout (ranks share the generator's seed and offset).
-  Tensor noise =
-      rand(logical_shape(x), is_floating(x.dtype()) ? x.dtype() : DType::kFloat32, gen, x.device());
-  if (x.is_global()) noise = broadcast_on(noise, x);
-  Tensor keep = ge(noise, wrap_scalar(p, DType::kFloat64));
-  // Scale after masking so the factor is applied in x's dtype (a float32 mask would round it).
-  return mul(mul(x, keep), wrap_scalar(1.0 / (1.0 - p), DType::kFloat64));
+  static const OpDef& def = op_def("dropout");
+  const Shape shape = meta_of(x).shape;
+  uint64_t seed = 0, offset = 0;
+  if (!x.device().is_meta()) {  // a meta tensor draws nothing
+    Generator& g = gen ? *gen : default_generator();
+    seed = g.seed();
+    offset = g.advance(static_cast<uint64_t>(numel_of(shape)));
+  }
+  return dispatch(def, {x},
+                  {{"p", p},
+                   {"seed", static_cast<int64_t>(seed)},
+                   {"offset", static_cast<int64_t>(offset)},
+                   {"logical_shape", shape},
+                   {"block_start", Ints{}}})[0];
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -259,11 +365,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Tensor scores = matmul(mul(q, wrap_scalar(s, DType::kFloat64)), transpose(k, -2, -1));
   Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
   if (is_causal) {
-    Tensor rows = unsqueeze(arange(0, L, 1, DType::kInt64), 1);
-    Tensor cols = unsqueeze(arange(0, S, 1, DType::kInt64), 0);
-    Tensor future = gt(cols, rows);
-    if (scores.is_global()) future = broadcast_on(future, scores);
-    scores = masked_fill(scores, future, neg_inf);
+    scores = masked_fill(scores, future_positions(L, S, scores), neg_inf);
   } else if (attn_mask.defined()) {
     scores = attn_mask.dtype() == DType::kBool
                  ? masked_fill(scores, logical_not(attn_mask), neg_inf)
@@ -273,17 +375,5 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
   return matmul(attn, v);
 }
-
-OFL_REGISTER_OPS({
-    {.name = "softmax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax},
-    {.name = "log_softmax", .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax},
-    {.name = "layer_norm", .num_inputs = 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm},
-    {.name = "rms_norm", .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm},
-    {.name = "dropout", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "nll_loss", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "mse_loss", .num_inputs = 2, .cost = elementwise_cost},
-    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
-});
 
 }  // namespace ofl

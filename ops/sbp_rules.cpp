@@ -230,18 +230,37 @@ Sigs select(const SbpQuery& q) {
   return slice_axis(q, true);
 }
 
+// The typed attribute `axis` of input 0, normalized (-1 when input 0 is 0-d).
+int64_t typed_axis(const SbpQuery& q) {
+  const int64_t nd = rank_of(q.in[0]), axis = q.typed->get<int64_t>("axis");
+  return nd == 0 ? -1 : (axis < 0 ? axis + nd : axis);
+}
+
 Sigs softmax(const SbpQuery& q) {
   Sigs sigs;
+  const int64_t axis = typed_axis(q);
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
-    if (d != q.attrs[0]) sigs.push_back({{Sbp::split(d)}, {Sbp::split(d)}});
+    if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
   return sigs;
+}
+
+// f(grad, y) linear in grad: also a P(sum) grad with a B output.
+Sigs softmax_grad(const SbpQuery& q) {
+  Sigs sigs = softmax(q);
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+// Axes of input 0 before the normalized ones (typed attribute normalized_shape).
+int64_t norm_lead(const SbpQuery& q) {
+  return rank_of(q.in[0]) - rank_of(q.typed->get<std::vector<int64_t>>("normalized_shape"));
 }
 
 Sigs norm(const SbpQuery& q) {
   Sigs sigs;
-  const int64_t lead = rank_of(q.in[0]) - q.attrs[0];
-  for (int64_t d = 0; d < lead; ++d) {
-    SbpSignature sig{std::vector<Sbp>(q.in.size(), kB), {Sbp::split(d)}};
+  for (int64_t d = 0; d < norm_lead(q); ++d) {
+    SbpSignature sig{std::vector<Sbp>(q.in.size(), kB),
+                     std::vector<Sbp>(q.out.size(), Sbp::split(d))};
     sig.in[0] = Sbp::split(d);
     sigs.push_back(std::move(sig));
   }
@@ -252,6 +271,51 @@ Sigs norm(const SbpQuery& q) {
 int64_t dim_attr(const SbpQuery& q, int64_t rank) {
   const int64_t d = q.typed->get<int64_t>("dim");
   return d < 0 ? d + std::max<int64_t>(rank, 1) : d;
+}
+
+// (grad, x, weight, [mean,] rstd) -> (gx, gweight[, gbias]): the rows split with the grad, the
+// parameter gradients summed over rows are partial; all of it is linear in grad.
+Sigs norm_grad(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < norm_lead(q); ++d) {
+    SbpSignature sig{std::vector<Sbp>(q.in.size(), Sbp::split(d)),
+                     std::vector<Sbp>(q.out.size(), kPSum)};
+    sig.in[2] = kB;
+    sig.out[0] = Sbp::split(d);
+    sigs.push_back(std::move(sig));
+  }
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+// The values do not depend on the layout (counters by logical index): splits map to both
+// outputs, and a P(sum) x is scaled by the whole mask (B).
+Sigs dropout(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    sigs.push_back({{Sbp::split(d)}, {Sbp::split(d), Sbp::split(d)}});
+  sigs.push_back({{kPSum}, {kPSum, kB}});
+  return sigs;
+}
+
+// x (N, C, d...) or (C), target and the losses (N, d...): every axis but the classes, and a
+// P(sum) x (the losses are linear in it). Its backward maps the same axes the other way.
+Sigs nll_splits(const SbpQuery& q, const Shape& x, bool backward) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(x); ++d) {
+    if (d == 1 || rank_of(x) < 2) continue;
+    const int64_t t = d == 0 ? 0 : d - 1;
+    sigs.push_back(backward ? SbpSignature{{Sbp::split(t), Sbp::split(t)}, {Sbp::split(d)}}
+                            : SbpSignature{{Sbp::split(d), Sbp::split(t)}, {Sbp::split(t)}});
+  }
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+Sigs nll_loss(const SbpQuery& q) {
+  return nll_splits(q, q.in[0], false);
+}
+Sigs nll_loss_grad(const SbpQuery& q) {
+  return nll_splits(q, q.out[0], true);
 }
 
 Sigs cat(const SbpQuery& q) {
@@ -402,7 +466,12 @@ const SbpRule kExpand{"expand", expand};
 const SbpRule kSlice{"slice", slice};
 const SbpRule kSelect{"select", select};
 const SbpRule kSoftmax{"softmax", softmax};
+const SbpRule kSoftmaxGrad{"softmax_grad", softmax_grad};
 const SbpRule kNorm{"norm", norm};
+const SbpRule kNormGrad{"norm_grad", norm_grad};
+const SbpRule kDropout{"dropout", dropout};
+const SbpRule kNllLoss{"nll_loss", nll_loss};
+const SbpRule kNllLossGrad{"nll_loss_grad", nll_loss_grad};
 const SbpRule kCat{"cat", cat};
 const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};

@@ -49,10 +49,22 @@ extern const SbpRule kExpand;
 extern const SbpRule kSlice;
 // select (typed attr dim, which it removes): any other axis may be split; partials pass.
 extern const SbpRule kSelect;
-// softmax / log_softmax: attrs {axis}; any other axis may be split.
+// softmax / log_softmax: typed attribute axis; any other axis may be split.
 extern const SbpRule kSoftmax;
-// layer_norm / rms_norm (x, weight, bias): attrs {normalized dims}; x split on a leading axis.
+// softmax_backward / log_softmax_backward (grad, y): + a P(sum) grad -> P(sum).
+extern const SbpRule kSoftmaxGrad;
+// layer_norm / rms_norm (x, weight[, bias]) -> (y[, mean], rstd): typed attribute
+// normalized_shape; x and every output split on a leading axis.
 extern const SbpRule kNorm;
+// layer_norm_backward / rms_norm_backward (grad, x, weight[, mean], rstd) -> (gx, gweight[,
+// gbias]): split rows give P(sum) parameter gradients; a P(sum) grad gives P(sum) everywhere.
+extern const SbpRule kNormGrad;
+// dropout (x) -> (y, mask): splits map; P(sum) x -> P(sum) y, B mask.
+extern const SbpRule kDropout;
+// nll_loss (x, target) -> losses and nll_loss_backward (grad, target) -> gx: every axis but the
+// classes may be split; P(sum) x (or grad) with B target -> P(sum).
+extern const SbpRule kNllLoss;
+extern const SbpRule kNllLossGrad;
 // cat: attrs {axis}; split on another axis, or all P(sum).
 extern const SbpRule kCat;
 // gather(x, axis, index): attrs {axis}; x and index split on another axis where they agree.

@@ -12,12 +12,12 @@ template <class T, class S>
 void norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms,
                   const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t) {
   using M = opmath_t<T>;
-  const int64_t rows = mean_t.numel(), cols = rows ? x.numel() / rows : 0;
+  const int64_t rows = rstd_t.numel(), cols = rows ? x.numel() / rows : 0;
   const T* xp = x.data<T>();
   const T* wp = w.defined() ? w.data<T>() : nullptr;
   const T* bp = b.defined() ? b.data<T>() : nullptr;
   T* yp = out.data<T>();
-  S* mean = mean_t.data<S>();
+  S* mean = mean_t.defined() ? mean_t.data<S>() : nullptr;
   S* rstd = rstd_t.data<S>();
   parallel_for(rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)),
                [&](int64_t lo, int64_t hi) {
@@ -33,7 +33,7 @@ void norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
                    double mu = rms ? 0.0 : s / cols;
                    double var = rms ? ss / cols : std::max(0.0, ss / cols - mu * mu);
                    double inv = 1.0 / std::sqrt(var + eps);
-                   mean[r] = static_cast<S>(mu);
+                   if (mean) mean[r] = static_cast<S>(mu);
                    rstd[r] = static_cast<S>(inv);
                    const M mu_m = static_cast<M>(mu), inv_m = static_cast<M>(inv);
                    T* yr = yp + r * cols;
@@ -52,11 +52,14 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
                    const Tensor& rstd_t, bool rms, const Tensor& gx, const Tensor& gw,
                    const Tensor& gb) {
   using M = opmath_t<T>;
-  const int64_t rows = mean_t.numel(), cols = rows ? x.numel() / rows : 0;
+  // An empty shard (no rows) still owes its zero weight and bias gradients.
+  const int64_t rows = rstd_t.numel();
+  int64_t cols = gw.defined() ? gw.numel() : gb.defined() ? gb.numel() : 0;
+  if (rows) cols = x.numel() / rows;
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
   const T* wp = w.defined() ? w.data<T>() : nullptr;
-  const S* mean = mean_t.data<S>();
+  const S* mean = mean_t.defined() ? mean_t.data<S>() : nullptr;
   const S* rstd = rstd_t.data<S>();
   T* gxp = gx.data<T>();
   // Weight/bias gradients: fixed row chunks with private sums, added in order (deterministic).
@@ -70,7 +73,7 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
       for (int64_t r = ch * per; r < std::min(rows, (ch + 1) * per); ++r) {
         const T* xr = xp + r * cols;
         const T* gr = gp + r * cols;
-        const M mu = M(mean[r]), inv = M(rstd[r]);
+        const M mu = mean ? M(mean[r]) : M(0), inv = M(rstd[r]);
         M sum_gy = 0, sum_gy_xhat = 0;
         for (int64_t c = 0; c < cols; ++c) {
           xhat[c] = (M(xr[c]) - mu) * inv;

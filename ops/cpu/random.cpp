@@ -1,6 +1,8 @@
-// Philox fills: element i (in logical row-major order) uses counter offset + i.
+// Philox fills: element i (in logical row-major order) uses counter offset + i, also when the
+// tensor is one block (a shard) of the logical tensor.
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "core/random.h"
@@ -19,14 +21,46 @@ constexpr int uniform_bits() {
   return 53;
 }
 
-void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed, uint64_t offset) {
+// The counter of each element of a block of `block.logical`, by its row-major index there.
+class BlockCounters {
+ public:
+  BlockCounters(const Shape& shape, const RandomBlock& block, uint64_t offset) : offset_(offset) {
+    if (block.logical.empty()) return;
+    const size_t n = shape.size();
+    OFL_CHECK(block.logical.size() == n && block.start.size() == n, "random block of ",
+              shape_str(block.logical), " from ", shape_str(block.start), " for ",
+              shape_str(shape));
+    shape_ = shape;
+    strides_.assign(n, 1);
+    for (size_t d = n; d-- > 1;) strides_[d - 1] = strides_[d] * block.logical[d];
+    for (size_t d = 0; d < n; ++d) offset_ += static_cast<uint64_t>(block.start[d] * strides_[d]);
+  }
+  uint64_t operator()(int64_t i) const {
+    if (shape_.empty()) return offset_ + static_cast<uint64_t>(i);
+    int64_t logical = 0;
+    for (size_t d = shape_.size(); d-- > 0;) {
+      logical += (i % shape_[d]) * strides_[d];
+      i /= shape_[d];
+    }
+    return offset_ + static_cast<uint64_t>(logical);
+  }
+
+ private:
+  uint64_t offset_;
+  Shape shape_;  // empty: the tensor is the whole logical tensor
+  std::vector<int64_t> strides_;
+};
+
+void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed, uint64_t offset,
+                 const RandomBlock& block) {
   OFL_CHECK(out.is_contiguous(), "random fill needs a contiguous tensor");
+  const BlockCounters counter(out.shape(), block, offset);
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
     parallel_for(out.numel(), 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        uint64_t c = offset + static_cast<uint64_t>(i);
+        uint64_t c = counter(i);
         double v;
         if (kind == 0) {
           double u = philox_uniform(c, seed);

@@ -96,8 +96,11 @@ def main():
     targets = flow.tensor(np.arange(logits.shape[0]) % 5).to_global(place, B).to_global(sbp=S(0))
     loss = flow.nn.functional.cross_entropy(logits, targets)
     check("cross_entropy over empty shards", np.isclose(float(loss.numpy()), np.log(5)))
+    # The kernel checks the targets of its own shard: here every rank holds an out-of-range one.
+    every = flow.zeros(world, 5, placement=place, sbp=S(0))
+    bad_targets = flow.full((world,), 5, dtype=flow.int64, placement=place, sbp=S(0))
     try:
-        flow.nn.functional.cross_entropy(logits, targets + 5)
+        flow.nn.functional.cross_entropy(every, bad_targets)
         check("an out-of-range global target raises", False)
     except IndexError as e:
         check("an out-of-range global target is named", "is out of bounds for 5 classes" in str(e))

@@ -1,0 +1,181 @@
+// Losses: nll_loss is an op (its kernel checks the targets, so no front end reads data); the
+// reductions, cross_entropy and mse_loss are compositions of ops.
+#include "core/dispatcher.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
+#include "ops/kernels.h"
+#include "ops/nn.h"
+#include "ops/op_def.h"
+#include "ops/reduce.h"
+#include "ops/sbp_rules.h"
+#include "ops/shape_ops.h"
+
+namespace ofl {
+
+using elementwise_grad::k;
+
+namespace {
+
+// x (N, C, d...) or (C) as [outer, classes, inner].
+struct ClassView {
+  int64_t outer, classes, inner;
+};
+ClassView class_view(const Shape& x) {
+  if (x.size() == 1) return {1, x[0], 1};
+  const int64_t outer = x[0], classes = x[1], n = numel_of(x);
+  return {outer, classes, outer * classes ? n / (outer * classes) : 0};
+}
+
+void check_target_dtype(const char* op, const TensorMeta& target) {
+  if (is_floating(target.dtype) || target.dtype == DType::kBool)
+    fail<TypeError>(op, "target must be an integer tensor, got ", target.str());
+}
+
+// (input (N, C, d...) or (C), target (N, d...) or ()) -> losses of the target's shape.
+std::vector<TensorMeta> infer_nll_loss(const InferArgs& a) {
+  const TensorMeta &x = a.in[0], &t = a.in[1];
+  check_target_dtype(a.op, t);
+  const int64_t nd = static_cast<int64_t>(x.shape.size());
+  if (nd < 1 || t.shape.size() != static_cast<size_t>(std::max<int64_t>(nd - 1, 0)) ||
+      (nd == 1 && !t.shape.empty()))
+    fail(a.op, "input of shape ", shape_str(x.shape), " and target of shape ", shape_str(t.shape),
+         " do not match (expected input (N, C, ...) and target (N, ...), or input (C) and a 0-d "
+         "target)");
+  Shape expect = x.shape;
+  expect.erase(expect.begin() + (nd == 1 ? 0 : 1));
+  if (t.shape != expect)
+    fail(a.op, "input of shape ", shape_str(x.shape), " expects target of shape ",
+         shape_str(expect), ", got ", shape_str(t.shape));
+  if (!is_floating(x.dtype)) fail<TypeError>(a.op, "expects a floating-point input, got ", x.str());
+  return {{t.shape, x.dtype, common_device(a)}};
+}
+
+// (grad of the losses, target) -> the input's gradient: attribute classes puts C back at axis 1.
+std::vector<TensorMeta> infer_nll_loss_backward(const InferArgs& a) {
+  const TensorMeta &g = a.in[0], &t = a.in[1];
+  check_target_dtype(a.op, t);
+  if (g.shape != t.shape)
+    fail(a.op, "grad of shape ", shape_str(g.shape), " does not match the target's shape ",
+         shape_str(t.shape));
+  if (!is_floating(g.dtype)) fail<TypeError>(a.op, "expects a floating-point grad, got ", g.str());
+  Shape shape = g.shape;
+  shape.insert(shape.begin() + (shape.empty() ? 0 : 1), a.attrs.get<int64_t>("classes"));
+  return {{shape, g.dtype, common_device(a)}};
+}
+
+Tensor int64_contiguous(const Tensor& t) {
+  return contiguous(to_dtype(t, DType::kInt64));
+}
+
+OFL_REGISTER_OPS({
+    {.name = "nll_loss",
+     .num_inputs = 2,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kNllLoss,
+     .attrs = {{"ignore_index", AttrType::kInt}},
+     .infer = infer_nll_loss,
+     .compute =
+         [](const ComputeArgs& c) {
+           check_local_shapes("nll_loss", c);
+           const Tensor& x = c.in[0];
+           const ClassView v = class_view(x.shape());
+           nll_loss_kernel().get(x.device().type)(contiguous(x), int64_contiguous(c.in[1]), v.outer,
+                                                  v.classes, v.inner,
+                                                  c.attrs.get<int64_t>("ignore_index"), c.out[0]);
+         },
+     .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
+       static const OpDef& grad_def = op_def("nll_loss_backward");
+       const Shape& x = b.in_meta[0].shape;
+       const int64_t classes = x.size() == 1 ? x[0] : x[1];
+       return {dispatch1(
+                   grad_def, {b.grads[0], b.in[1]},
+                   {{"ignore_index", b.attrs.get<int64_t>("ignore_index")}, {"classes", classes}}),
+               Tensor()};
+     },
+     .saves = kSaveInputs},
+    // First order only (its gradient is zero almost everywhere in the target, linear in grad).
+    {.name = "nll_loss_backward",
+     .num_inputs = 2,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kNllLossGrad,
+     .attrs = {{"ignore_index", AttrType::kInt}, {"classes", AttrType::kInt}},
+     .infer = infer_nll_loss_backward,
+     .compute =
+         [](const ComputeArgs& c) {
+           check_local_shapes("nll_loss_backward", c);
+           const Tensor& gx = c.out[0];
+           const ClassView v = class_view(gx.shape());
+           nll_loss_backward_kernel().get(gx.device().type)(
+               contiguous(c.in[0]), int64_contiguous(c.in[1]), v.outer, v.classes, v.inner,
+               c.attrs.get<int64_t>("ignore_index"), gx);
+         }},
+    {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},
+    {.name = "mse_loss", .num_inputs = 2, .cost = elementwise_cost},
+});
+
+Tensor reduce_loss(const char* op, const Tensor& losses, const std::string& reduction,
+                   const Tensor& weight_sum) {
+  if (reduction == "none") return losses;
+  if (reduction == "sum") return sum(losses);
+  if (reduction == "mean")
+    return weight_sum.defined() ? div(sum(losses), weight_sum) : mean(losses);
+  fail(op, "reduction must be 'mean', 'sum' or 'none', got '", reduction, "'");
+}
+
+// How many targets count (are not ignore_index), in `dtype`.
+Tensor counted(const Tensor& target, int64_t ignore_index, DType dtype) {
+  Tensor valid = ne(target, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
+  return to_dtype(sum(to_dtype(valid, DType::kInt64)), dtype);
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
+                const std::string& reduction) {
+  static const OpDef& def = op_def("nll_loss");
+  Tensor losses = dispatch1(def, {log_probs, target}, {{"ignore_index", ignore_index}});
+  return reduce_loss(
+      "nll_loss", losses, reduction,
+      reduction == "mean" ? counted(target, ignore_index, losses.dtype()) : Tensor());
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                     const std::string& reduction, double label_smoothing) {
+  if (label_smoothing < 0 || label_smoothing > 1)
+    fail("cross_entropy", "label_smoothing must be in [0, 1], got ", label_smoothing);
+  const Shape& shape = meta_of(logits).shape;
+  const int64_t class_axis = shape.size() == 1 ? 0 : 1;
+  Tensor logp = log_softmax(logits, class_axis);
+  if (is_floating(target.dtype())) {  // class probabilities
+    if (meta_of(target).shape != shape)
+      fail("cross_entropy", "probability target of shape ", shape_str(meta_of(target).shape),
+           " must match the input's shape ", shape_str(shape));
+    Tensor t = target;
+    if (label_smoothing > 0)  // t * (1 - ls) + ls / C
+      t = add(mul(target, k(1 - label_smoothing)), k(label_smoothing / shape[class_axis]));
+    Tensor losses = neg(sum(mul(logp, t), {class_axis}));
+    return reduce_loss("cross_entropy", losses, reduction, Tensor());
+  }
+  Tensor nll = nll_loss(logp, target, ignore_index, reduction);
+  if (label_smoothing == 0) return nll;
+  // The uniform part: the mean negative log-probability over classes, at counted targets.
+  Tensor valid = ne(target, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
+  Tensor smooth = mul(neg(mean(logp, {class_axis})), valid);
+  Tensor smooth_red =
+      reduce_loss("cross_entropy", smooth, reduction,
+                  reduction == "mean" ? counted(target, ignore_index, smooth.dtype()) : Tensor());
+  return add(mul(nll, k(1 - label_smoothing)), mul(smooth_red, k(label_smoothing)));
+}
+
+Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {
+  const Shape &as = meta_of(a).shape, &bs = meta_of(b).shape;
+  if (as != bs)
+    fail("mse_loss", "input of shape ", shape_str(as), " and target of shape ", shape_str(bs),
+         " differ");
+  Tensor d = sub(a, b);
+  return reduce_loss("mse_loss", mul(d, d), reduction, Tensor());
+}
+
+}  // namespace ofl
