@@ -1,0 +1,69 @@
+"""GPT-3 175B on the meta device: build it, run a training step's forward and backward, and
+report parameter count, shapes, time and peak memory, all without allocating a single weight.
+
+    python examples/meta/gpt3_175b.py [--layers 96] [--batch 1] [--seq 2048]
+
+The model is the example GPT (examples/char_gpt/model.py) at GPT-3's published size: 96 layers,
+width 12288, 96 heads, a 50257-token vocabulary and 2048 positions (Brown et al. 2020, table 2.1).
+"""
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import oneflowlike as flow  # noqa: E402
+from char_gpt.model import GPT, GPTConfig  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, default=96)
+    p.add_argument("--width", type=int, default=12288)
+    p.add_argument("--heads", type=int, default=96)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, default=2048)
+    args = p.parse_args(argv)
+
+    cfg = GPTConfig(
+        vocab_size=50257,
+        block_size=args.seq,
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_embd=args.width,
+    )
+    rss_start = peak_rss_mib()
+    t0 = time.perf_counter()
+    with flow.device("meta"):
+        model = GPT(cfg)
+    t_build = time.perf_counter() - t0
+
+    idx = flow.zeros(args.batch, args.seq, dtype=flow.int64, device="meta")
+    t0 = time.perf_counter()
+    logits, loss = model(idx, idx)
+    t_forward = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    loss.backward()
+    t_backward = time.perf_counter() - t0
+
+    params = list(model.parameters())
+    n = sum(p.numel() for p in params)
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in params)
+    assert all(p.device.type == "meta" and p.grad.device.type == "meta" for p in params)
+    print(f"GPT-3 config: {cfg.n_layer} layers, width {cfg.n_embd}, {cfg.n_head} heads")
+    print(f"parameters: {n:,} ({n * 4 / 2**30:,.0f} GiB in float32, none allocated)")
+    print(f"logits: {tuple(logits.shape)} {logits.dtype} on {logits.device}; loss {loss.shape}")
+    print(f"build {t_build:.2f} s, forward {t_forward:.2f} s, backward {t_backward:.2f} s")
+    print(f"peak RSS {peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
+    return n
+
+
+if __name__ == "__main__":
+    main()
