@@ -54,8 +54,9 @@ def report(rows, peers):
         print(line)
 
 
-def run_child(script, lib, extra_args):
-    """Runs `script --lib lib` in a fresh interpreter; returns its JSON dict of case -> seconds."""
-    cmd = [sys.executable, script, "--lib", lib, *extra_args]
+def run_child(script, lib, extra_args, python=None):
+    """Runs `script --lib lib` in a fresh interpreter (`python`, default this one); returns its
+    JSON dict of case -> seconds."""
+    cmd = [python or sys.executable, script, "--lib", lib, *extra_args]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])

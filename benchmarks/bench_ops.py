@@ -1,6 +1,9 @@
 """Op throughput against numpy and PyTorch CPU (when installed), on this machine in one run.
 
-python benchmarks/bench_ops.py [--quick]
+python benchmarks/bench_ops.py [--quick] [--baseline PYTHON]
+
+--baseline runs our cases a second time under another interpreter, one where an earlier build
+of oneflowlike is installed, as the peer "baseline" (before/after a change, in one run).
 
 Each library runs in its own child process with its default threading. Each row prints our
 time per call and, per peer, the peer's time and the ratio peer/ours (above 1.0x: oneflowlike
@@ -112,6 +115,7 @@ def measure(lib, quick):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer, smaller cases")
+    ap.add_argument("--baseline", metavar="PYTHON", help="interpreter with an earlier build")
     ap.add_argument("--lib", help=argparse.SUPPRESS)  # child mode: measure one library
     args = ap.parse_args()
     extra = ["--quick"] if args.quick else []
@@ -121,6 +125,9 @@ def main():
     peers = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
     ours = run_child(__file__, "oneflowlike", extra)
     theirs = {p: run_child(__file__, p, extra) for p in peers}
+    if args.baseline:
+        peers.append("baseline")
+        theirs["baseline"] = run_child(__file__, "oneflowlike", extra, python=args.baseline)
     print(f"cores: {os.cpu_count()}; peers: {', '.join(peers)}")
     rows = [(name, t, {p: theirs[p].get(name) for p in peers}) for name, t in ours.items()]
     report(rows, peers)

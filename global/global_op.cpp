@@ -261,7 +261,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   }
 
   if (!ctx->cache)
-    ctx->cache = std::make_shared<PlanCache>(ClusterSpec::cpu_loopback(ctx->world->size()));
+    ctx->cache = std::make_shared<PlanCache>(ClusterSpec::default_for(ctx->world->size()));
   Choice best;
   PlanCache& cache = *ctx->cache;
   for (NdSbpSignature& sig : combine_signatures(per_axis)) {

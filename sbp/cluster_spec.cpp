@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -25,6 +26,11 @@ double DeviceSpec::peak_flops(DType t) const {
     default:
       return flops_int;
   }
+}
+
+ClusterSpec ClusterSpec::default_for(int world) {
+  const char* path = std::getenv("OFL_CLUSTER_SPEC");
+  return path && *path ? load(path) : cpu_loopback(world);
 }
 
 ClusterSpec ClusterSpec::cpu_loopback(int world) {

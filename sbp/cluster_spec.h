@@ -40,6 +40,10 @@ struct ClusterSpec {
 
   // Gloo over TCP loopback on this machine, measured roughly (2 GB/s, 60 us, 100 GFLOP/s fp32).
   static ClusterSpec cpu_loopback(int world);
+  // The one default cost model, for the executor and boxing when none is given: the JSON file
+  // the environment variable OFL_CLUSTER_SPEC names (e.g. one written by
+  // `python -m oneflowlike.profile_cluster`), else cpu_loopback(world).
+  static ClusterSpec default_for(int world);
   // DGX A100 80GB: NVLink3 within a node, one HDR 200 Gb/s InfiniBand NIC per GPU across nodes.
   static ClusterSpec a100_nvlink(int nodes, int gpus_per_node);
   // DGX H100: NVLink4 within a node, one NDR 400 Gb/s InfiniBand NIC per GPU across nodes.

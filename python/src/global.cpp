@@ -14,15 +14,8 @@ namespace ofl::py_bind {
 
 namespace {
 
-// The spec boxing prices plans with: the JSON file OFL_CLUSTER_SPEC names (e.g. one written by
-// `python -m oneflowlike.profile_cluster`), else the rough loopback figures.
-ClusterSpec default_cluster() {
-  const char* path = std::getenv("OFL_CLUSTER_SPEC");
-  return path && *path ? ClusterSpec::load(path) : ClusterSpec::cpu_loopback(1);
-}
-
 struct DefaultBoxing {
-  std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(default_cluster());
+  std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(ClusterSpec::default_for(1));
   std::vector<std::string> log;
   bool logging = false;
   std::shared_ptr<BoxingContext> ctx;  // the tensors' context: one per world communicator
