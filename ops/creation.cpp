@@ -12,27 +12,137 @@
 namespace ofl {
 
 namespace {
+
 void check_float(const char* op, DType dtype) {
   if (!is_floating(dtype))
     fail<TypeError>(op, "expects a floating-point dtype, got ", dtype_name(dtype));
 }
-void random_fill(const Tensor& t, int kind, double a, double b, Generator* gen) {
-  Generator& g = gen ? *gen : default_generator();
-  uint64_t offset = g.advance(static_cast<uint64_t>(t.numel()));
-  if (t.is_contiguous()) {
-    random_kernel().get(t.device().type)(t, kind, a, b, g.seed(), offset, {});
+
+// Creation ops take their output's dtype and device as attributes (the device as its name).
+const AttrDef kShapeAttr{"shape", AttrType::kInts}, kDTypeAttr{"dtype", AttrType::kDType},
+    kDeviceAttr{"device", AttrType::kString};
+
+std::vector<TensorMeta> created(const InferArgs& a, Shape shape) {
+  for (int64_t d : shape)
+    if (d < 0) fail(a.op, "sizes must be non-negative, got ", shape_str(shape));
+  return {{std::move(shape), a.attrs.get<DType>("dtype"),
+           Device::parse(a.attrs.get<std::string>("device"))}};
+}
+
+// Fills out (any layout) from a host buffer of doubles computed by f(i).
+template <class F>
+void fill_from_host(const Tensor& out, F f) {
+  Tensor host = Tensor::empty(out.shape(), DType::kFloat64, Device{});
+  double* p = host.data<double>();
+  for (int64_t i = 0, n = host.numel(); i < n; ++i) p[i] = f(i);
+  copy_kernel().get(out.device().type)(host, out);
+}
+
+int64_t arange_length(const InferArgs& a) {
+  const double start = a.attrs.get<double>("start"), end = a.attrs.get<double>("end"),
+               step = a.attrs.get<double>("step");
+  if (step == 0) fail(a.op, "step must be nonzero");
+  if ((end - start) / step < 0)
+    fail(a.op, "upper bound ", end, " and lower bound ", start,
+         " are inconsistent with the step sign ", step);
+  return static_cast<int64_t>(std::ceil((end - start) / step));
+}
+
+// Philox draws (RandomKernel kinds: 0 uniform [a, b), 1 normal (a, b), 2 integers [a, b)),
+// counters from `offset` on: the front end takes seed and offset from the generator.
+// A shard of a global tensor draws its block of the logical tensor (attributes block_logical
+// and block_start, set by shard_attrs), so every layout draws the same logical values.
+void draw(const Tensor& out, int kind, double a, double b, const Attrs& attrs) {
+  const auto seed = static_cast<uint64_t>(attrs.get<int64_t>("seed"));
+  const auto offset = static_cast<uint64_t>(attrs.get<int64_t>("offset"));
+  RandomBlock block;
+  if (attrs.has("block_start"))
+    block = {attrs.get<Shape>("block_logical"), attrs.get<Shape>("block_start")};
+  if (out.is_contiguous()) {
+    random_kernel().get(out.device().type)(out, kind, a, b, seed, offset, block);
     return;
   }
-  Tensor tmp = Tensor::empty(t.shape(), t.dtype(), t.device());
-  random_kernel().get(t.device().type)(tmp, kind, a, b, g.seed(), offset, {});
-  copy_kernel().get(t.device().type)(tmp, t);
+  Tensor tmp = Tensor::empty(out.shape(), out.dtype(), out.device());
+  random_kernel().get(out.device().type)(tmp, kind, a, b, seed, offset, block);
+  copy_kernel().get(out.device().type)(tmp, out);
 }
+
+// The generator's seed and the offset of `numel` fresh counters (none taken on meta).
+Attrs random_attrs(Attrs attrs, int64_t numel, Generator* gen, Device device) {
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = device.is_meta() ? 0 : g.advance(static_cast<uint64_t>(numel));
+  attrs.set("seed", static_cast<int64_t>(g.seed()));
+  attrs.set("offset", static_cast<int64_t>(offset));
+  return attrs;
+}
+
+const std::vector<AttrDef> kRandomAttrs{
+    kShapeAttr, kDTypeAttr, kDeviceAttr, {"seed", AttrType::kInt}, {"offset", AttrType::kInt}};
+
+OpDef random_def(const char* name, int kind, std::vector<AttrDef> extra = {}) {
+  std::vector<AttrDef> attrs = kRandomAttrs;
+  attrs.insert(attrs.end(), extra.begin(), extra.end());
+  return {.name = name,
+          .num_inputs = 0,
+          .differentiable = false,
+          .cost = elementwise_cost,
+          .attrs = std::move(attrs),
+          .infer =
+              [kind](const InferArgs& a) {
+                if (kind != 2) check_float(a.op, a.attrs.get<DType>("dtype"));
+                if (kind == 2 && a.attrs.get<int64_t>("high") <= a.attrs.get<int64_t>("low"))
+                  fail(a.op, "high (", a.attrs.get<int64_t>("high"), ") must be greater than low (",
+                       a.attrs.get<int64_t>("low"), ")");
+                return created(a, a.attrs.get<Shape>("shape"));
+              },
+          .compute =
+              [kind](const ComputeArgs& c) {
+                if (kind == 2)
+                  draw(c.out[0], 2, static_cast<double>(c.attrs.get<int64_t>("low")),
+                       static_cast<double>(c.attrs.get<int64_t>("high")), c.attrs);
+                else
+                  draw(c.out[0], kind, 0.0, 1.0, c.attrs);
+              }};
+}
+
+// uniform_ / normal_: draws into self (nn.init's fills).
+OpDef random_fill_def(const char* name, int kind, const char* a_name, const char* b_name) {
+  return {.name = name,
+          .num_inputs = 1,
+          .differentiable = false,
+          .cost = elementwise_cost,
+          .sbp = &sbp_rules::kRandomFill,
+          .attrs = {{a_name, AttrType::kFloat},
+                    {b_name, AttrType::kFloat},
+                    {"seed", AttrType::kInt},
+                    {"offset", AttrType::kInt}},
+          .infer = [kind, b_name](const InferArgs& a) -> std::vector<TensorMeta> {
+            check_float(a.op, a.in[0].dtype);
+            if (kind == 1 && a.attrs.get<double>(b_name) < 0)
+              fail(a.op, "std must be non-negative, got ", a.attrs.get<double>(b_name));
+            return {{a.in[0].shape, a.in[0].dtype, a.in[0].device}};
+          },
+          .compute =
+              [kind, a_name, b_name](const ComputeArgs& c) {
+                draw(c.out[0], kind, c.attrs.get<double>(a_name), c.attrs.get<double>(b_name),
+                     c.attrs);
+              },
+          .inplace = true,
+          .shard_attrs =
+              [](const Attrs& attrs, const ShardArgs& s) {
+                Attrs shard = attrs;
+                shard.set("block_logical", s.in_shapes[0]);
+                shard.set("block_start", s.in_offsets[0]);
+                return shard;
+              }};
+}
+
 }  // namespace
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
-  Tensor t = Tensor::empty(shape, dtype, device);
-  fill_kernel().get(device.type)(t, value);
-  return t;
+  static const OpDef& def = op_def("full");
+  return dispatch1(
+      def, {}, {{"shape", shape}, {"value", value}, {"dtype", dtype}, {"device", device.str()}});
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   return full(shape, 0.0, dtype, device);
@@ -71,81 +181,136 @@ Tensor scalar_tensor(double value, DType dtype, Device device) {
 }
 
 Tensor arange(double start, double end, double step, DType dtype, Device device) {
-  if (step == 0) fail("arange", "step must be nonzero");
-  if ((end - start) / step < 0)
-    fail("arange", "upper bound ", end, " and lower bound ", start,
-         " are inconsistent with the step sign ", step);
-  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-  Tensor out = Tensor::empty({n}, DType::kFloat64, device);
-  double* p = out.data<double>();
-  for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<double>(i) * step;
-  return to_dtype(out, dtype);
+  static const OpDef& def = op_def("arange");
+  return dispatch1(
+      def, {},
+      {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}, {"device", device.str()}});
 }
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
-  if (steps < 0) fail("linspace", "number of steps must be non-negative, got ", steps);
-  Tensor out = Tensor::empty({steps}, DType::kFloat64, device);
-  double* p = out.data<double>();
-  double delta = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  for (int64_t i = 0; i < steps; ++i)  // symmetric from both ends, like PyTorch
-    p[i] = i < steps / 2 ? start + delta * i : end - delta * (steps - 1 - i);
-  if (steps == 1) p[0] = start;
-  return to_dtype(out, dtype);
+  static const OpDef& def = op_def("linspace");
+  return dispatch1(def, {},
+                   {{"start", start},
+                    {"end", end},
+                    {"steps", steps},
+                    {"dtype", dtype},
+                    {"device", device.str()}});
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
-  if (n < 0 || m < 0) fail("eye", "sizes must be non-negative, got ", n, " and ", m);
-  Tensor out = zeros({n, m}, DType::kFloat64, device);
-  double* p = out.data<double>();
-  for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = 1.0;
-  return to_dtype(out, dtype);
+  static const OpDef& def = op_def("eye");
+  return dispatch1(def, {}, {{"n", n}, {"m", m}, {"dtype", dtype}, {"device", device.str()}});
 }
 
 Tensor rand(const Shape& shape, DType dtype, Generator* gen, Device device) {
-  check_float("rand", dtype);
-  Tensor t = Tensor::empty(shape, dtype, device);
-  random_fill(t, 0, 0.0, 1.0, gen);
-  return t;
+  static const OpDef& def = op_def("rand");
+  Attrs attrs{{"shape", shape}, {"dtype", dtype}, {"device", device.str()}};
+  return dispatch1(def, {}, random_attrs(std::move(attrs), numel_of(shape), gen, device));
 }
 
 Tensor randn(const Shape& shape, DType dtype, Generator* gen, Device device) {
-  check_float("randn", dtype);
-  Tensor t = Tensor::empty(shape, dtype, device);
-  random_fill(t, 1, 0.0, 1.0, gen);
-  return t;
+  static const OpDef& def = op_def("randn");
+  Attrs attrs{{"shape", shape}, {"dtype", dtype}, {"device", device.str()}};
+  return dispatch1(def, {}, random_attrs(std::move(attrs), numel_of(shape), gen, device));
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* gen,
                Device device) {
-  if (high <= low) fail("randint", "high (", high, ") must be greater than low (", low, ")");
-  Tensor t = Tensor::empty(shape, dtype, device);
-  random_fill(t, 2, static_cast<double>(low), static_cast<double>(high), gen);
-  return t;
+  static const OpDef& def = op_def("randint");
+  Attrs attrs{{"shape", shape}, {"dtype", dtype}, {"device", device.str()}};
+  attrs = random_attrs(std::move(attrs), numel_of(shape), gen, device);
+  attrs.set("low", low);
+  attrs.set("high", high);
+  return dispatch1(def, {}, attrs);
 }
 
 void uniform_(const Tensor& t, double low, double high, Generator* gen) {
-  check_float("uniform_", t.dtype());
-  random_fill(t, 0, low, high, gen);
-  t.bump_version();
+  static const OpDef& def = op_def("uniform_");
+  Attrs attrs{{"low", low}, {"high", high}};
+  dispatch(def, {t}, random_attrs(std::move(attrs), t.numel(), gen, t.device()));
 }
 
 void normal_(const Tensor& t, double mean, double std, Generator* gen) {
-  check_float("normal_", t.dtype());
-  if (std < 0) fail("normal_", "std must be non-negative, got ", std);
-  random_fill(t, 1, mean, std, gen);
-  t.bump_version();
+  static const OpDef& def = op_def("normal_");
+  Attrs attrs{{"mean", mean}, {"std", std}};
+  dispatch(def, {t}, random_attrs(std::move(attrs), t.numel(), gen, t.device()));
 }
 
 OFL_REGISTER_OPS({
+    {.name = "full",
+     .num_inputs = 0,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .attrs = {kShapeAttr, {"value", AttrType::kFloat}, kDTypeAttr, kDeviceAttr},
+     .infer = [](const InferArgs& a) { return created(a, a.attrs.get<Shape>("shape")); },
+     .compute =
+         [](const ComputeArgs& c) {
+           fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
+         }},
     {.name = "zeros", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
     {.name = "ones", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "full", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "arange", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "linspace", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "eye", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "rand", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "randn", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "randint", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
+    {.name = "arange",
+     .num_inputs = 0,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .attrs = {{"start", AttrType::kFloat},
+               {"end", AttrType::kFloat},
+               {"step", AttrType::kFloat},
+               kDTypeAttr,
+               kDeviceAttr},
+     .infer = [](const InferArgs& a) { return created(a, {arange_length(a)}); },
+     .compute =
+         [](const ComputeArgs& c) {
+           const double start = c.attrs.get<double>("start"), step = c.attrs.get<double>("step");
+           fill_from_host(c.out[0],
+                          [&](int64_t i) { return start + static_cast<double>(i) * step; });
+         }},
+    {.name = "linspace",
+     .num_inputs = 0,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .attrs = {{"start", AttrType::kFloat},
+               {"end", AttrType::kFloat},
+               {"steps", AttrType::kInt},
+               kDTypeAttr,
+               kDeviceAttr},
+     .infer =
+         [](const InferArgs& a) {
+           const int64_t steps = a.attrs.get<int64_t>("steps");
+           if (steps < 0) fail(a.op, "number of steps must be non-negative, got ", steps);
+           return created(a, {steps});
+         },
+     .compute =
+         [](const ComputeArgs& c) {
+           const double start = c.attrs.get<double>("start"), end = c.attrs.get<double>("end");
+           const int64_t steps = c.attrs.get<int64_t>("steps");
+           const double delta = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+           fill_from_host(c.out[0], [&](int64_t i) {  // symmetric from both ends, like PyTorch
+             if (steps == 1) return start;
+             return i < steps / 2 ? start + delta * i : end - delta * (steps - 1 - i);
+           });
+         }},
+    {.name = "eye",
+     .num_inputs = 0,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .attrs = {{"n", AttrType::kInt}, {"m", AttrType::kInt}, kDTypeAttr, kDeviceAttr},
+     .infer =
+         [](const InferArgs& a) {
+           const int64_t n = a.attrs.get<int64_t>("n"), m = a.attrs.get<int64_t>("m");
+           if (n < 0 || m < 0) fail(a.op, "sizes must be non-negative, got ", n, " and ", m);
+           return created(a, {n, m});
+         },
+     .compute =
+         [](const ComputeArgs& c) {
+           const int64_t m = c.out[0].shape()[1];
+           fill_from_host(c.out[0], [m](int64_t i) { return i / m == i % m ? 1.0 : 0.0; });
+         }},
+    random_def("rand", 0),
+    random_def("randn", 1),
+    random_def("randint", 2, {{"low", AttrType::kInt}, {"high", AttrType::kInt}}),
+    random_fill_def("uniform_", 0, "low", "high"),
+    random_fill_def("normal_", 1, "mean", "std"),
     {.name = "full_like",
      .num_inputs = 1,
      .differentiable = false,

@@ -90,6 +90,10 @@ Sigs fill_like(const SbpQuery& q) {
   return sigs;
 }
 
+Sigs random_fill(const SbpQuery& q) {
+  return broadcast_splits(q);
+}
+
 Sigs fill(const SbpQuery& q) {
   Sigs sigs = broadcast_splits(q);
   if (!q.typed->has("value") || q.typed->get<double>("value") == 0.0)
@@ -470,6 +474,7 @@ const SbpRule kSoftmaxGrad{"softmax_grad", softmax_grad};
 const SbpRule kNorm{"norm", norm};
 const SbpRule kNormGrad{"norm_grad", norm_grad};
 const SbpRule kDropout{"dropout", dropout};
+const SbpRule kRandomFill{"random_fill", random_fill};
 const SbpRule kNllLoss{"nll_loss", nll_loss};
 const SbpRule kNllLossGrad{"nll_loss_grad", nll_loss_grad};
 const SbpRule kCat{"cat", cat};

@@ -61,6 +61,8 @@ extern const SbpRule kNorm;
 extern const SbpRule kNormGrad;
 // dropout (x) -> (y, mask): splits map; P(sum) x -> P(sum) y, B mask.
 extern const SbpRule kDropout;
+// uniform_ / normal_: any split or B (each shard draws its block by logical index).
+extern const SbpRule kRandomFill;
 // nll_loss (x, target) -> losses and nll_loss_backward (grad, target) -> gx: every axis but the
 // classes may be split; P(sum) x (or grad) with B target -> P(sum).
 extern const SbpRule kNllLoss;

@@ -3,7 +3,6 @@
 import builtins
 import contextlib
 import functools
-import math
 
 import numpy as np
 
@@ -67,12 +66,10 @@ def _resolve_device(device):
     return d
 
 
-def _create(shape, dtype, device, build):
-    """`build()` on the cpu; on the meta device, an empty meta tensor of that shape and dtype."""
+def _on(device):
+    """The device keyword of a creation call: the given or default device, if any."""
     d = _resolve_device(device)
-    if d is not None and d.type == "meta":
-        return _C.empty(tuple(shape), dtype, d)
-    return build()
+    return {} if d is None else {"device": d}
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -107,17 +104,17 @@ def as_tensor(data, dtype=None, device=None):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_create(shape, dt, device, lambda: _C.full(shape, 0.0, dt)), requires_grad)
+    return _finish(_C.full(shape, 0.0, dt, **_on(device)), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_create(shape, dt, device, lambda: _C.full(shape, 1.0, dt)), requires_grad)
+    return _finish(_C.full(shape, 1.0, dt, **_on(device)), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_create(shape, dt, device, lambda: _C.empty(shape, dt)), requires_grad)
+    return _finish(_C.empty(shape, dt, **_on(device)), requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -128,8 +125,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
             else _C.dtype.int64 if isinstance(fill_value, _py_int) else _C.dtype.float32
         )
     shape = (size,) if isinstance(size, _py_int) else tuple(size)
-    build = lambda: _C.full(shape, _py_float(fill_value), dtype)  # noqa: E731
-    return _finish(_create(shape, dtype, device, build), requires_grad)
+    return _finish(_C.full(shape, _py_float(fill_value), dtype, **_on(device)), requires_grad)
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
@@ -150,14 +146,12 @@ def full_like(t, fill_value, dtype=None, requires_grad=False):
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    build = lambda: _C.rand(shape, dt, generator)  # noqa: E731
-    return _finish(_create(shape, dt, device, build), requires_grad)
+    return _finish(_C.rand(shape, dt, generator, **_on(device)), requires_grad)
 
 
 def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    build = lambda: _C.randn(shape, dt, generator)  # noqa: E731
-    return _finish(_create(shape, dt, device, build), requires_grad)
+    return _finish(_C.randn(shape, dt, generator, **_on(device)), requires_grad)
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
@@ -165,7 +159,7 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     if size is None:
         low, high, size = 0, low, high
     shape, dt = tuple(size), dtype or _C.dtype.int64
-    return _create(shape, dt, device, lambda: _C.randint(low, high, shape, dt, generator))
+    return _C.randint(low, high, shape, dt, generator, **_on(device))
 
 
 def rand_like(t, dtype=None, generator=None):
@@ -188,20 +182,18 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
         dtype = _C.dtype.int64 if is_int else _C.dtype.float32
-    n = builtins.max(0, math.ceil((end - start) / step)) if step else 0
-    build = lambda: _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype)  # noqa
-    return _finish(_create((n,), dtype, device, build), requires_grad)
+    out = _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype, **_on(device))
+    return _finish(out, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     dt = _dtype_or(dtype)
-    build = lambda: _C.linspace(start, end, steps, dt)  # noqa: E731
-    return _finish(_create((steps,), dt, device, build), requires_grad)
+    return _finish(_C.linspace(start, end, steps, dt, **_on(device)), requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     m, dt = n if m is None else m, _dtype_or(dtype)
-    return _finish(_create((n, m), dt, device, lambda: _C.eye(n, m, dt)), requires_grad)
+    return _finish(_C.eye(n, m, dt, **_on(device)), requires_grad)
 
 
 def max(input, dim=None, keepdim=False):

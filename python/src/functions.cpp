@@ -31,23 +31,37 @@ void bind_functions(py::module_& m) {
   m.def(
       "empty", [](const Shape& s, DType d, Device device) { return Tensor::empty(s, d, device); },
       arg("shape"), arg("dtype"), arg("device") = Device{});
-  m.def("full", [](const Shape& s, double v, DType d) { return full(s, v, d); });
+  m.def(
+      "full", [](const Shape& s, double v, DType d, Device dev) { return full(s, v, d, dev); },
+      arg("shape"), arg("value"), arg("dtype"), arg("device") = Device{});
   m.def("full_like", [](const Tensor& t, double v, DType d) { return full_like(t, v, d); });
-  m.def("arange", [](double a, double b, double step, DType d) { return arange(a, b, step, d); });
-  m.def("linspace", [](double a, double b, int64_t n, DType d) { return linspace(a, b, n, d); });
-  m.def("eye", [](int64_t n, int64_t k, DType d) { return eye(n, k, d); });
   m.def(
-      "rand", [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); }, arg("shape"),
-      arg("dtype"), arg("generator") = nullptr);
+      "arange",
+      [](double a, double b, double step, DType d, Device dev) {
+        return arange(a, b, step, d, dev);
+      },
+      arg("start"), arg("end"), arg("step"), arg("dtype"), arg("device") = Device{});
   m.def(
-      "randn", [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); }, arg("shape"),
-      arg("dtype"), arg("generator") = nullptr);
+      "linspace",
+      [](double a, double b, int64_t n, DType d, Device dev) { return linspace(a, b, n, d, dev); },
+      arg("start"), arg("end"), arg("steps"), arg("dtype"), arg("device") = Device{});
+  m.def(
+      "eye", [](int64_t n, int64_t k, DType d, Device dev) { return eye(n, k, d, dev); }, arg("n"),
+      arg("m"), arg("dtype"), arg("device") = Device{});
+  m.def(
+      "rand", [](const Shape& s, DType d, Generator* g, Device dev) { return rand(s, d, g, dev); },
+      arg("shape"), arg("dtype"), arg("generator") = nullptr, arg("device") = Device{});
+  m.def(
+      "randn",
+      [](const Shape& s, DType d, Generator* g, Device dev) { return randn(s, d, g, dev); },
+      arg("shape"), arg("dtype"), arg("generator") = nullptr, arg("device") = Device{});
   m.def(
       "randint",
-      [](int64_t lo, int64_t hi, const Shape& s, DType d, Generator* g) {
-        return randint(lo, hi, s, d, g);
+      [](int64_t lo, int64_t hi, const Shape& s, DType d, Generator* g, Device dev) {
+        return randint(lo, hi, s, d, g, dev);
       },
-      arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr);
+      arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr,
+      arg("device") = Device{});
   m.def("tensor_bytes", [](const Tensor& t) {
     Tensor c = contiguous(t);
     return py::bytes(static_cast<const char*>(c.raw_data()), c.numel() * itemsize(c.dtype()));

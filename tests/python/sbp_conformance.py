@@ -139,6 +139,9 @@ CASES.update(
         "expand": (lambda x: x.expand(5, 4), [_f(5, 1)]),
         "squeeze": (lambda x: x.squeeze(1), [_f(5, 1, 4)]),
         "flatten": (lambda x: x.flatten(1), [_f(5, 2, 2)]),
+        # A fresh generator per call: every layout draws from the same counters.
+        "uniform_": (lambda x: x.uniform_(-1.0, 2.0, generator=flow.Generator(7)), [X]),
+        "normal_": (lambda x: x.normal_(0.5, 2.0, generator=flow.Generator(7)), [X]),
         "slice_backward": (
             lambda g: _C.dispatch(
                 "slice_backward", [g], {"dim": 1, "start": 1, "stop": 7, "step": 2, "sizes": [5, 8]}

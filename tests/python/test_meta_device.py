@@ -592,3 +592,18 @@ def test_dropout_on_meta_draws_nothing():
     untouched = flow.rand(3).numpy()
     flow.manual_seed(4)
     assert (flow.rand(3).numpy() == untouched).all()
+
+
+def test_creation_ops_raise_the_same_errors_on_meta_and_draw_nothing():
+    for device in ("cpu", "meta"):
+        with pytest.raises(RuntimeError, match=r"\[arange\] step must be nonzero"):
+            flow.arange(0, 5, 0, device=device)
+        with pytest.raises(RuntimeError, match=r"\[randint\] high \(1\) must be greater"):
+            flow.randint(3, 1, (2,), device=device)
+        with pytest.raises(TypeError, match=r"\[randn\] expects a floating-point dtype"):
+            flow.randn(2, dtype=flow.int64, device=device)
+    g = flow.Generator(3)
+    flow.randn(1000, generator=g, device="meta")
+    assert (
+        flow.randn(2, generator=g).tolist() == flow.randn(2, generator=flow.Generator(3)).tolist()
+    )
