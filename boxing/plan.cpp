@@ -90,4 +90,24 @@ std::string BoxingPlan::str() const {
   return os.str();
 }
 
+void PredictedCost::add(const BoxingPlan& plan) {
+  comm_seconds += plan.seconds;
+  for (const BoxingStep& s : plan.steps) {
+    if (is_communication(s.kind)) {
+      comm_bytes += s.bytes;
+      ++comm_steps;
+    }
+    steps.push_back(s.str());
+  }
+}
+
+std::string PredictedCost::str() const {
+  std::ostringstream os;
+  os << op << " " << signature << ": ";
+  if (comm_steps) os << comm_steps << " collective" << (comm_steps == 1 ? "" : "s") << ", ";
+  os << bytes_str(double(comm_bytes)) << "/rank, boxing " << seconds_str(comm_seconds)
+     << ", compute " << seconds_str(compute_seconds);
+  return os.str();
+}
+
 }  // namespace ofl

@@ -47,6 +47,24 @@ struct BoxingPlan {
   std::string str() const;
 };
 
+// What the cost model predicts for one global call that ran (real or meta, on a placement of any
+// size): the op's chosen signature, the boxing of its inputs and the roofline time of its compute
+// on the largest shard. Explicit reshards are records of their own ("reshard"), and so are the
+// fused gradient reductions at the end of backward ("reduce_fused"). The planner reads these
+// from a step run on meta tensors over a simulated placement.
+struct PredictedCost {
+  std::string op;
+  std::string signature;    // "S(0), B -> S(0)" (2-d: "(S(0), B), ..."); "S(0) -> B" (reshard)
+  double comm_seconds = 0;  // boxing: communication and the local steps around it
+  int64_t comm_bytes = 0;   // per rank, summed over the communication steps
+  int comm_steps = 0;
+  double compute_seconds = 0;      // roofline, one rank's shards
+  double flops = 0;                // one rank's
+  std::vector<std::string> steps;  // the boxing steps, as BoxingStep::str()
+  void add(const BoxingPlan& plan);
+  std::string str() const;  // "matmul S(0), B -> S(0): 0 B/rank, boxing 0.00 us, compute 1.20 us"
+};
+
 std::string bytes_str(double bytes);      // "1.0 MB"
 std::string seconds_str(double seconds);  // "0.52 ms"
 

@@ -425,6 +425,54 @@ std::string describe(const Meta& m, const std::optional<Shape>& shape) {
                  m.nd_sbp.str(), " on ", m.placement->str());
 }
 
+// reduce_fused on meta tensors: the same buckets, priced (one collective each on the sub-groups
+// of `axes`, the largest shards' bytes), with nothing run.
+std::vector<Tensor> reduce_fused_meta(const std::vector<GlobalTensor>& xs,
+                                      const std::vector<NdSbp>& targets,
+                                      const std::vector<int64_t>& axes, BoxingContext& ctx,
+                                      int64_t bucket_bytes) {
+  std::vector<Tensor> out;
+  bool scatter = false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    out.push_back(
+        meta_global(xs[i].shape, xs[i].local.dtype(), xs[i].placement, targets[i], ctx).local);
+    for (int64_t a : axes) scatter |= targets[i][size_t(a)].is_split();
+  }
+  if (!ctx.costs) return out;
+  const Placement& p = xs[0].placement;
+  const std::vector<int> group = mesh_groups(p, axes).front();
+  const ClusterSpec cluster =
+      ctx.cache ? ctx.cache->cluster() : ClusterSpec::cpu_loopback(ctx.world->size());
+  const int64_t item = int64_t(itemsize(xs[0].local.dtype()));
+  for (size_t begin = 0, end = 0; begin < xs.size(); begin = end) {
+    int64_t bytes = 0;
+    std::string what;
+    for (end = begin; end < xs.size(); ++end) {
+      const int64_t k = item * max_local_numel(xs[end].shape, xs[end].nd_sbp, p);
+      if (end > begin && bytes + k > bucket_bytes) break;
+      bytes += k;
+      what += str_cat(end > begin ? ", " : "", shape_str(xs[end].shape), " ", xs[end].nd_sbp.str(),
+                      " -> ", targets[end].str());
+    }
+    BoxingStep step;
+    step.kind = scatter ? StepKind::kReduceScatter : StepKind::kAllReduce;
+    step.mesh_axes = axes;
+    step.group_size = int64_t(group.size());
+    step.from = xs[begin].nd_sbp;
+    step.to = targets[begin];
+    step.bytes = bytes;
+    step.seconds = scatter ? cluster.reduce_scatter(group, double(bytes))
+                           : cluster.all_reduce(group, double(bytes));
+    BoxingPlan plan;
+    plan.steps.push_back(step);
+    plan.seconds = step.seconds;
+    PredictedCost c{.op = "reduce_fused", .signature = what};
+    c.add(plan);
+    ctx.costs->push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor as_tensor(const GlobalTensor& g, std::shared_ptr<BoxingContext> ctx) {
@@ -446,12 +494,28 @@ void check_placement_in_world(const Placement& placement, const comm::Communicat
   for (int r : placement.ranks())
     if (std::find(members.begin(), members.end(), r) == members.end())
       fail(op, "placement ", placement.str(), " names rank ", r, ", which is not in the world of ",
-           members.size(), " ranks (", world.name(), ")");
+           members.size(), " ranks (", world.name(),
+           "); only meta tensors (device=\"meta\") may sit on a placement larger than the world");
+}
+
+GlobalTensor meta_global(const Shape& shape, DType dtype, const Placement& placement,
+                         const NdSbp& nd_sbp, const BoxingContext& ctx) {
+  validate_sbp("to_global", shape, nd_sbp, placement);
+  const auto coords = placement.coords_of(global_rank(ctx));
+  const Shape local = coords ? local_shape(shape, nd_sbp, placement, *coords) : Shape{0};
+  return {Tensor::empty(local, dtype, Device{DeviceType::kMeta}), shape, placement, nd_sbp};
 }
 
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          BoxingContext& ctx, bool check_meta) {
   autograd::NoGradGuard no_grad;
+  if (local.device().is_meta()) {
+    validate_sbp("to_global", local.shape(), nd_sbp, placement);
+    Shape shape = local.shape();
+    for (size_t k = 0; k < nd_sbp.size(); ++k)
+      if (nd_sbp[k].is_split()) shape[size_t(nd_sbp[k].axis())] *= placement.mesh()[k];
+    return meta_global(shape, local.dtype(), placement, nd_sbp, ctx);
+  }
   check_placement_in_world(placement, *ctx.world, "to_global");
   const int me = global_rank(ctx);
   const int world = ctx.world->size();
@@ -513,9 +577,11 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
 }
 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
-                     BoxingContext& ctx) {
+                     BoxingContext& ctx, PredictedCost* into) {
   autograd::NoGradGuard no_grad;
-  if (!(placement == x.placement)) check_placement_in_world(placement, *ctx.world, "to_global");
+  const bool meta = x.local.device().is_meta();
+  if (!meta && !(placement == x.placement))
+    check_placement_in_world(placement, *ctx.world, "to_global");
   std::shared_ptr<const BoxingPlan> plan;
   const DType dtype = x.local.dtype();
   if (ctx.cache) {
@@ -525,6 +591,17 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
         plan_boxing(x.shape, dtype, x.placement, x.nd_sbp, placement, nd_sbp,
                     ClusterSpec::default_for(ctx.world->size())));
   }
+  if (into) {
+    into->add(*plan);
+  } else if (ctx.costs && !plan->empty()) {
+    PredictedCost c{.op = "reshard", .signature = x.nd_sbp.str() + " -> " + nd_sbp.str()};
+    if (!(placement == x.placement))
+      c.signature = str_cat(x.nd_sbp.str(), " on ", x.placement.str(), " -> ", nd_sbp.str(), " on ",
+                            placement.str());
+    c.add(*plan);
+    ctx.costs->push_back(std::move(c));
+  }
+  if (meta) return meta_global(x.shape, dtype, placement, nd_sbp, ctx);
   const int me = global_rank(ctx);
   const Device device = x.local.device();
   Tensor cur = x.local;
@@ -548,6 +625,8 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> out(xs.size());
   if (xs.empty()) return out;
+  if (xs[0].local.device().is_meta())
+    return reduce_fused_meta(xs, targets, axes, ctx, bucket_bytes);
   const Placement& p = xs[0].placement;
   const SubGroup g = sub_group(p, axes, global_rank(ctx));
   auto comm = comm_for(ctx, g.members);
@@ -614,6 +693,7 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
 }
 
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx) {
+  if (x.local.device().is_meta()) return Tensor::empty(x.shape, x.local.dtype(), x.local.device());
   const Placement all = Placement::all(x.placement.device_type(), ctx.world->size());
   return reshard(x, all, NdSbp({Sbp::broadcast()}), ctx).local;
 }

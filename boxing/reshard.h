@@ -18,11 +18,13 @@ struct GlobalTensor {
 };
 
 // Everything reshard needs besides the tensor: the world communicator (sub-groups come from it),
-// the plan cache, and an optional log of the collectives run (for tests and comm_log()).
+// the plan cache, an optional log of the collectives run (for tests and comm_log()) and an
+// optional log of what the cost model predicts for each global call (cost_log()).
 struct BoxingContext {
   std::shared_ptr<comm::Communicator> world;
   std::shared_ptr<PlanCache> cache;
-  std::vector<std::string>* log = nullptr;  // appends e.g. "all_gather group[0,1] 4096 B"
+  std::vector<std::string>* log = nullptr;      // appends e.g. "all_gather group[0,1] 4096 B"
+  std::vector<PredictedCost>* costs = nullptr;  // appends one record per op, reshard, reduction
 };
 
 // A Tensor handle on g's shard carrying g's layout and the context ops on it use.
@@ -30,18 +32,30 @@ Tensor as_tensor(const GlobalTensor& g, std::shared_ptr<BoxingContext> ctx);
 // The GlobalTensor behind a global Tensor handle (raises for a local tensor, naming `op`).
 GlobalTensor as_global(const Tensor& t, const char* op);
 
-// Raises, naming `op`, when the placement names ranks the world does not have.
+// Raises, naming `op`, when the placement names ranks the world does not have (only meta tensors
+// may sit on such a simulated placement).
 void check_placement_in_world(const Placement& placement, const comm::Communicator& world,
                               const char* op);
 // Wraps this rank's local tensor as a shard of a global tensor. The logical shape is derived
 // (split axes add up the shards along their mesh axis); with check_meta, every rank's shape,
-// dtype, placement and sbp are compared and a mismatch raises on every rank.
+// dtype, placement and sbp are compared and a mismatch raises on every rank. A meta local tensor
+// exchanges nothing: every rank is taken to hold a shard of its shape (PyTorch's
+// DTensor.from_local), and the placement may be simulated (see meta_global).
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          BoxingContext& ctx, bool check_meta);
 
-// The same logical tensor laid out as (placement, nd_sbp).
+// A meta global tensor: this rank's shard is a meta tensor of its shard shape (of shape (0) on
+// ranks outside the placement), with no memory. The placement may name ranks the world does not
+// have (1024 ranks in a one-process world): ops on meta global tensors choose signatures, plan
+// boxing and predict costs for every rank, and never communicate.
+GlobalTensor meta_global(const Shape& shape, DType dtype, const Placement& placement,
+                         const NdSbp& nd_sbp, const BoxingContext& ctx);
+
+// The same logical tensor laid out as (placement, nd_sbp). The plan's predicted cost is added to
+// `into` (a global op's record) or, without it, logged as a "reshard" record. A meta tensor only
+// plans: its shard becomes the meta shard of the new layout.
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
-                     BoxingContext& ctx);
+                     BoxingContext& ctx, PredictedCost* into = nullptr);
 
 // Reshards many tensors at once, each from P(sum) to B or S on the same mesh `axes` of one
 // placement (laid out alike elsewhere): their pieces go out packed into buffers of up to

@@ -1,6 +1,7 @@
 #include "boxing/search.h"
 
 #include <algorithm>
+#include <map>
 #include <queue>
 #include <tuple>
 
@@ -29,10 +30,26 @@ NdSbp with_axes(const NdSbp& x, const std::vector<int64_t>& axes, const Sbp& s) 
   return NdSbp(v);
 }
 
+// The sub-groups of each set of mesh axes, computed once per plan: the search prices many steps
+// on the same axes, and a simulated mesh has a thousand ranks to group.
+class GroupsMemo {
+ public:
+  explicit GroupsMemo(const Placement& p) : p_(p) {}
+  const std::vector<std::vector<int>>& operator()(const std::vector<int64_t>& axes) {
+    auto it = memo_.find(axes);
+    if (it == memo_.end()) it = memo_.emplace(axes, mesh_groups(p_, axes)).first;
+    return it->second;
+  }
+
+ private:
+  const Placement& p_;
+  std::map<std::vector<int64_t>, std::vector<std::vector<int>>> memo_;
+};
+
 // One step changing `axes` of x to `t` with rule r; the cost is the slowest sub-group's.
 BoxingStep make_step(const BoxingRule& r, const Shape& shape, DType dtype, const Placement& p,
                      const NdSbp& x, const std::vector<int64_t>& axes, const Sbp& t,
-                     const ClusterSpec& cluster) {
+                     const ClusterSpec& cluster, GroupsMemo& memo) {
   BoxingStep step;
   step.mesh_axes = axes;
   step.from = x;
@@ -41,7 +58,7 @@ BoxingStep make_step(const BoxingRule& r, const Shape& shape, DType dtype, const
   const int64_t in = item * max_local_numel(shape, x, p);
   const int64_t out = item * max_local_numel(shape, step.to, p);
   r.emit(x[size_t(axes.front())], t, in, out, step);
-  const auto groups = mesh_groups(p, axes);
+  const auto& groups = memo(axes);
   step.group_size = int64_t(groups.front().size());
   for (const auto& g : groups) step.seconds = std::max(step.seconds, r.seconds(cluster, g, step));
   return step;
@@ -61,6 +78,7 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
                                               const ClusterSpec& cluster) {
   if (from == to) return BoxingPlan{};
   const std::vector<Sbp> cands = candidate_sbps(shape, from, to);
+  GroupsMemo groups(p);
   std::vector<NdSbp> states = {from};
   std::unordered_map<NdSbp, int> ids = {{from, 0}};
   std::vector<Cost> best = {Cost{0.0, 0, 0}};
@@ -86,7 +104,7 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
           const BoxingRule* r = find_rule(x[size_t(k)], t);
           if (r == nullptr || r == &rules::kIdentity) continue;
           if (!transition_is_exact(shape, p, x, axes, x[size_t(k)], t)) continue;
-          BoxingStep step = make_step(*r, shape, dtype, p, x, axes, t, cluster);
+          BoxingStep step = make_step(*r, shape, dtype, p, x, axes, t, cluster, groups);
           Cost c{std::get<0>(cost) + step.seconds, std::get<1>(cost) + 1,
                  std::get<2>(cost) + int(is_communication(step.kind))};
           auto [it, fresh] = ids.try_emplace(step.to, int(states.size()));
@@ -121,12 +139,14 @@ BoxingPlan fallback_plan(const Shape& shape, DType dtype, const Placement& from_
                          const NdSbp& from, const Placement& to_p, const NdSbp& to,
                          const ClusterSpec& cluster, const std::string& why) {
   std::vector<BoxingStep> steps;
+  GroupsMemo from_groups(from_p), to_groups(to_p);
   // Innermost mesh axis first: every gather/reduce then sees only B on the inner axes.
   NdSbp x = from;
   for (int64_t k = int64_t(from.size()); k-- > 0;) {
     if (x[size_t(k)].is_broadcast()) continue;
     const BoxingRule* r = find_rule(x[size_t(k)], Sbp::broadcast());
-    steps.push_back(make_step(*r, shape, dtype, from_p, x, {k}, Sbp::broadcast(), cluster));
+    steps.push_back(
+        make_step(*r, shape, dtype, from_p, x, {k}, Sbp::broadcast(), cluster, from_groups));
     x = steps.back().to;
   }
   NdSbp y(std::vector<Sbp>(to.size(), Sbp::broadcast()));
@@ -135,7 +155,7 @@ BoxingPlan fallback_plan(const Shape& shape, DType dtype, const Placement& from_
   for (int64_t k = 0; k < int64_t(to.size()); ++k) {
     if (to[size_t(k)].is_broadcast()) continue;
     const BoxingRule* r = find_rule(Sbp::broadcast(), to[size_t(k)]);
-    steps.push_back(make_step(*r, shape, dtype, to_p, y, {k}, to[size_t(k)], cluster));
+    steps.push_back(make_step(*r, shape, dtype, to_p, y, {k}, to[size_t(k)], cluster, to_groups));
     y = steps.back().to;
   }
   BoxingPlan plan = finish(std::move(steps));

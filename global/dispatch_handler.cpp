@@ -15,7 +15,10 @@ class GlobalHandler : public KindHandler {
     GlobalOp op;
     op.name = def.name.c_str();
     op.inputs = in;
-    for (const TensorMeta& m : out) op.out_shapes.push_back(m.shape);
+    for (const TensorMeta& m : out) {
+      op.out_shapes.push_back(m.shape);
+      op.out_dtypes.push_back(m.dtype);
+    }
     op.typed_attrs = &attrs;
     op.inplace = def.inplace;
     op.local = [&](const std::vector<Tensor>& locals, const std::vector<Shape>& shapes) {

@@ -4,6 +4,10 @@
 // gradient arrives in the dual of each output's layout (S(i) -> S(i), B -> P(sum), P(sum) -> B)
 // and leaves in the dual of each input's, which is exact for every signature whose partials are
 // sums (max/min partials are left out of signatures when a gradient is needed).
+//
+// Meta global tensors take the same path, on any placement (a simulated 1024-rank one too): their
+// shards are meta, so boxing only plans and the local function allocates nothing. With
+// ctx->costs set, every call logs what the cost model predicts for it (PredictedCost).
 #include "ops/global_op.h"
 
 #include <cmath>
@@ -36,7 +40,7 @@ std::string describe(const Tensor& t) {
   std::ostringstream os;
   if (t.is_global())
     os << shape_str(info(t).shape) << " " << info(t).nd_sbp.str() << " on "
-       << info(t).placement.str();
+       << info(t).placement.str() << (t.device().is_meta() ? " (meta)" : "");
   else
     os << "local " << shape_str(t.shape());
   return os.str();
@@ -132,6 +136,29 @@ double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out,
   return cache.get(shape, dtype, p, out, p, NdSbp(std::move(axes)))->seconds;
 }
 
+// The roofline time of the call's compute on the largest shards (those of mesh coordinate
+// (0, ..., 0): balanced splits give lower indices the larger pieces).
+void predict_compute(const GlobalOp& op, const OpDef& def, const SbpQuery& q,
+                     const NdSbpSignature& sig, const Placement& p, const ClusterSpec& cluster,
+                     PredictedCost& predicted) {
+  if (!def.cost || op.out_shapes.empty()) return;
+  const std::vector<int64_t> origin(p.mesh().size(), 0);
+  std::vector<Shape> in;
+  DType dtype = op.out_dtypes.empty() ? DType::kFloat32 : op.out_dtypes[0];
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const Tensor& t = op.inputs[i];
+    if (t.defined() && t.is_global()) {
+      if (op.out_dtypes.empty() && in.empty()) dtype = t.dtype();
+      in.push_back(local_shape(q.in[i], sig.in[i], p, origin));
+    } else {
+      in.push_back(t.defined() ? t.shape() : Shape{});
+    }
+  }
+  const OpCost c = def.cost(in, local_shape(op.out_shapes[0], sig.out[0], p, origin), dtype);
+  predicted.flops = c.flops;
+  predicted.compute_seconds = cluster.compute(c.flops, c.bytes, dtype);
+}
+
 // Where the local function being run finds its inputs' shards (shard_offsets).
 struct ShardContext {
   const std::vector<Tensor>* inputs;
@@ -205,6 +232,10 @@ bool any_global(std::initializer_list<Tensor> ts) {
 const Shape& logical_shape(const Tensor& t) {
   return t.is_global() ? info(t).shape : t.shape();
 }
+std::vector<Shape> local_shapes(const Tensor& t) {
+  if (!t.is_global()) fail("local_shapes", "expects a global tensor, got a local ", t.str());
+  return local_shapes(info(t).shape, info(t).nd_sbp, info(t).placement);
+}
 int64_t logical_dim(const Tensor& t) {
   return static_cast<int64_t>(logical_shape(t).size());
 }
@@ -224,6 +255,8 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       else if (!(info(t).placement == info(*first).placement))
         fail(op.name, "inputs are on different placements: ", describe_inputs(op),
              "; move them onto one with to_global(placement=...)");
+      else if (t.device().is_meta() != first->device().is_meta())
+        fail(op.name, "mixes meta and real global tensors: ", describe_inputs(op));
       needs_grad |= t.requires_grad() && is_floating(t.dtype());
     } else if (t.dim() != 0) {
       fail(op.name, "mixes local and global tensors: ", describe_inputs(op),
@@ -237,7 +270,10 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (!ctx) fail(op.name, "the global tensor ", describe(*first), " has no communicator");
   const int me = ctx->world->ranks()[static_cast<size_t>(ctx->world->rank())];
   const auto coords = placement.coords_of(me);
-  if (!coords)
+  // Meta tensors run nothing, so a rank outside their placement (a simulated pipeline stage, say)
+  // still plans the call; its outputs are empty shards, as real ones are there.
+  const bool meta = first->device().is_meta();
+  if (!coords && !(meta && !op.out_dtypes.empty() && !op.inplace))
     fail(op.name, "rank ", me, " is outside the placement ", placement.str(),
          "; ops on ranks outside a placement are not supported yet");
   if (op.inplace && !op.inputs[0].is_global())
@@ -285,6 +321,24 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     if (better(c, best)) best = std::move(c);
   }
   const NdSbpSignature& sig = best.sig;
+  PredictedCost predicted{.op = op.name, .signature = sig.str()};
+  if (ctx->costs) predict_compute(op, *def, q, sig, placement, cache.cluster(), predicted);
+
+  if (!coords) {
+    std::vector<Tensor> result;
+    for (size_t j = 0; j < op.out_shapes.size(); ++j)
+      result.push_back(wrap(Tensor::empty({0}, op.out_dtypes[j], first->device()), op.out_shapes[j],
+                            placement, sig.out[j], ctx));
+    if (!ctx->costs) return result;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Tensor& t = op.inputs[i];
+      if (t.defined() && t.is_global() && !(info(t).nd_sbp == sig.in[i]))
+        predicted.add(
+            *cache.get(info(t).shape, t.dtype(), placement, info(t).nd_sbp, placement, sig.in[i]));
+    }
+    ctx->costs->push_back(std::move(predicted));
+    return result;
+  }
 
   // Reshard the inputs; inputs that need a gradient become local leaves of the shard graph.
   std::vector<Tensor> locals(op.inputs.size()), leaves(op.inputs.size());
@@ -296,7 +350,8 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       continue;
     }
     GlobalTensor g = as_global(t, op.name);
-    locals[i] = g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx).local;
+    locals[i] =
+        g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx, &predicted).local;
     if (needs_grad && t.requires_grad() && is_floating(t.dtype())) {
       leaves[i] = locals[i].alias();
       leaves[i].set_requires_grad(true);
@@ -315,6 +370,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   }
   OFL_CHECK(outs.size() == op.out_shapes.size(), op.name, ": local function gave ", outs.size(),
             " outputs");
+  if (ctx->costs) ctx->costs->push_back(std::move(predicted));
   std::vector<Tensor> result;
   for (size_t j = 0; j < outs.size(); ++j) {
     if (outs[j].shape() != local_shapes[j])

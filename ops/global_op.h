@@ -24,6 +24,7 @@ struct GlobalOp {
       local;
   bool inplace = false;                // output 0 is input 0, modified in place in its own layout
   const Attrs* typed_attrs = nullptr;  // the attributes of a call from the dispatcher
+  std::vector<DType> out_dtypes;       // from the dispatcher (for meta outputs off the placement)
 };
 
 std::vector<Tensor> run_global(const GlobalOp& op);
@@ -41,6 +42,9 @@ std::vector<int64_t> shard_offsets(size_t input);
 // The logical shape: a global tensor's, else the tensor's own.
 const Shape& logical_shape(const Tensor& t);
 int64_t logical_dim(const Tensor& t);
+// Every rank's shard shape of a global tensor, in the order of its placement's ranks (also for a
+// meta tensor on a simulated placement, whose ranks this process does not have).
+std::vector<Shape> local_shapes(const Tensor& t);
 int64_t logical_numel(const Tensor& t);
 // A local tensor that every rank holds identically (a constant the op built), as a B tensor
 // on `like`'s placement, without communication.

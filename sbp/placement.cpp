@@ -105,6 +105,14 @@ std::vector<int> Placement::axis_group(int rank, int64_t axis) const {
 
 std::string Placement::str() const {
   std::string out = device_type_name(type_);
+  // A large placement of consecutive ranks (a simulated cluster, say) in a line, not 1024 numbers.
+  bool consecutive = ranks_.size() > 16;
+  for (size_t i = 1; consecutive && i < ranks_.size(); ++i)
+    consecutive = ranks_[i] == ranks_[0] + int(i);
+  if (consecutive) {
+    out += str_cat("[", ranks_.front(), "..", ranks_.back(), "]");
+    return mesh_.size() > 1 ? out + " as " + shape_str(mesh_) : out;
+  }
   size_t next = 0;
   nested_str(ranks_, mesh_, 0, next, out);
   return out;
@@ -159,6 +167,15 @@ Shape local_shape(const Shape& shape, const NdSbp& nd_sbp, const Placement& plac
   auto ranges = local_ranges(shape, nd_sbp, placement, coords);
   Shape out(ranges.size());
   for (size_t a = 0; a < ranges.size(); ++a) out[a] = ranges[a].second - ranges[a].first;
+  return out;
+}
+
+std::vector<Shape> local_shapes(const Shape& shape, const NdSbp& nd_sbp,
+                                const Placement& placement) {
+  std::vector<Shape> out;
+  out.reserve(size_t(placement.size()));
+  for (int64_t i = 0; i < placement.size(); ++i)
+    out.push_back(local_shape(shape, nd_sbp, placement, unravel_index(placement.mesh(), i)));
   return out;
 }
 

@@ -1,5 +1,9 @@
 """Global tensors in Python: to_global / to_local, sbp / placement, numpy() of the logical
-tensor, creation with placement= and sbp=, and flow.boxing (cost, explain, comm_log)."""
+tensor, creation with placement= and sbp=, and flow.boxing (cost, explain, comm_log, cost_log).
+
+Meta global tensors (device="meta", e.g. flow.randn(..., device="meta", placement=p, sbp=s)) may
+sit on a placement larger than the world: ops plan signatures, boxing and costs for every rank
+and run nothing."""
 
 import contextlib
 
@@ -44,6 +48,14 @@ def _sbp(self):
     return tuple(_C.global_sbp(self)) if self.is_global else None
 
 
+def local_shapes(self):
+    """Every rank's shard shape of a global tensor, as {rank: shape}, computed from its layout
+    (no communication): also for meta tensors on a placement larger than the world."""
+    if not self.is_global:
+        raise RuntimeError("[local_shapes] expects a global tensor, got a local one")
+    return _C.global_local_shapes(self)
+
+
 def install(tensor_cls):
     local_numpy = tensor_cls.numpy
 
@@ -58,6 +70,7 @@ def install(tensor_cls):
     tensor_cls.to_local = to_local
     tensor_cls.placement = property(_placement)
     tensor_cls.sbp = property(_sbp)
+    tensor_cls.local_shapes = local_shapes
 
 
 def from_full(full, placement, sbp):
@@ -77,7 +90,8 @@ def make_global_creation(fn):
             if sbp is not None:
                 raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
             return full
-        return from_full(full, placement, sbp)
+        out = from_full(full, placement, sbp)
+        return out.requires_grad_() if full.requires_grad else out
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     return wrapper
@@ -100,7 +114,10 @@ def make_global_like(fn):
 
 
 class _Boxing:
-    """flow.boxing: the cost model's view of a reshard, and a log of collectives run."""
+    """flow.boxing: the cost model's view of a reshard, its cluster spec, a log of collectives
+    run and a log of predicted costs."""
+
+    ClusterSpec = _C.ClusterSpec
 
     @staticmethod
     def cost(x, placement, sbp):
@@ -120,6 +137,16 @@ class _Boxing:
         return text
 
     @staticmethod
+    def set_cluster_spec(spec):
+        """The machine the cost model prices with (a ClusterSpec, e.g. ClusterSpec.h100_ib(128,
+        8) to plan for a cluster this process does not have); cached plans are dropped."""
+        _C.set_cluster_spec(spec)
+
+    @staticmethod
+    def get_cluster_spec():
+        return _C.get_cluster_spec()
+
+    @staticmethod
     @contextlib.contextmanager
     def comm_log():
         """Records the collectives reshards run inside the block: `with comm_log() as log:`."""
@@ -129,6 +156,20 @@ class _Boxing:
             yield log
         finally:
             log.extend(_C.boxing_log_stop())
+
+    @staticmethod
+    @contextlib.contextmanager
+    def cost_log():
+        """Records what the cost model predicts for each global op, reshard and fused gradient
+        reduction inside the block, as dicts (op, signature, comm_seconds, comm_bytes,
+        comm_steps, compute_seconds, flops, steps, text): `with cost_log() as costs:`. Meta
+        global tensors on a simulated placement record alike, with nothing run."""
+        costs = []
+        _C.cost_log_start()
+        try:
+            yield costs
+        finally:
+            costs.extend(_C.cost_log_stop())
 
 
 boxing = _Boxing()

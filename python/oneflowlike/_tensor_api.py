@@ -306,6 +306,14 @@ class set_grad_enabled(_GradMode):
 
 def _repr(t):
     prefix = "tensor("
+    if t.device.type == "meta":  # PyTorch's spelling: no data to show
+        body = f"..., device='meta', size={tuple(t.shape)}"
+        if t.is_global:
+            sbp = ", ".join(s.to_string() for s in t.sbp)
+            body += f", placement={t.placement.to_string()}, sbp=({sbp})"
+        if t.dtype not in (_C.dtype.float32, _C.dtype.int64, _C.dtype.bool):
+            body += f", dtype={t.dtype!r}"
+        return prefix + body + (", requires_grad=True" if t.requires_grad else "") + ")"
     if t.dtype == _C.dtype.bfloat16:
         arr = t.float().numpy()
     else:

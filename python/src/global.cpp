@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "core/autograd/node.h"
 #include "global/simulate.h"
+#include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
@@ -18,6 +19,8 @@ struct DefaultBoxing {
   std::shared_ptr<PlanCache> cache = std::make_shared<PlanCache>(ClusterSpec::default_for(1));
   std::vector<std::string> log;
   bool logging = false;
+  std::vector<PredictedCost> costs;
+  bool costing = false;
   std::shared_ptr<BoxingContext> ctx;  // the tensors' context: one per world communicator
 };
 
@@ -36,6 +39,7 @@ std::shared_ptr<BoxingContext> context(std::shared_ptr<comm::Communicator> world
   }
   b.ctx->cache = b.cache;
   b.ctx->log = b.logging ? &b.log : nullptr;
+  b.ctx->costs = b.costing ? &b.costs : nullptr;
   return b.ctx;
 }
 
@@ -109,6 +113,10 @@ void bind_global(py::module_& m) {
   // Every rank holds the same full tensor (e.g. from the same seed): keep this rank's shard.
   m.def("global_from_full", [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
                                std::shared_ptr<comm::Communicator> world) {
+    if (full.device().is_meta()) {
+      auto ctx = context(world);
+      return as_tensor(meta_global(full.shape(), full.dtype(), placement, nd_sbp, *ctx), ctx);
+    }
     validate_sbp("to_global", full.shape(), nd_sbp, placement);
     check_placement_in_world(placement, *world, "to_global");
     auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
@@ -131,6 +139,14 @@ void bind_global(py::module_& m) {
         [](const Tensor& x) { return py::tuple(py::cast(info_of(x, "shape").shape)); });
   m.def("global_placement", [](const Tensor& x) { return info_of(x, "placement").placement; });
   m.def("global_sbp", [](const Tensor& x) { return info_of(x, "sbp").nd_sbp; });
+  m.def("global_local_shapes", [](const Tensor& x) {
+    const GlobalInfo& g = info_of(x, "local_shapes");
+    const std::vector<Shape> shapes = local_shapes(x);
+    py::dict out;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      out[py::int_(g.placement.ranks()[i])] = py::tuple(py::cast(shapes[i]));
+    return out;
+  });
   m.def("shard_of",
         [](const Tensor& full, const Placement& p, const NdSbp& s,
            const std::vector<int64_t>& coords) { return shard_of(full, p, s, coords); });
@@ -148,6 +164,31 @@ void bind_global(py::module_& m) {
     boxing().logging = false;
     if (boxing().ctx) boxing().ctx->log = nullptr;
     return boxing().log;
+  });
+  m.def("cost_log_start", []() {
+    boxing().costs.clear();
+    boxing().costing = true;
+    if (boxing().ctx) boxing().ctx->costs = &boxing().costs;
+  });
+  m.def("cost_log_stop", []() {
+    boxing().costing = false;
+    if (boxing().ctx) boxing().ctx->costs = nullptr;
+    py::list out;
+    for (const PredictedCost& c : boxing().costs) {
+      py::dict d;
+      d["op"] = c.op;
+      d["signature"] = c.signature;
+      d["comm_seconds"] = c.comm_seconds;
+      d["comm_bytes"] = c.comm_bytes;
+      d["comm_steps"] = c.comm_steps;
+      d["compute_seconds"] = c.compute_seconds;
+      d["flops"] = c.flops;
+      d["steps"] = c.steps;
+      d["text"] = c.str();
+      out.append(d);
+    }
+    boxing().costs.clear();
+    return out;
   });
   // A fresh PlanCache: plans priced with the old spec are dropped with it.
   m.def("set_cluster_spec", [](const ClusterSpec& spec) {

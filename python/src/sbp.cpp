@@ -20,6 +20,11 @@ PartialOp to_partial_op(const std::string& op) {
 DeviceType to_device_type(const std::string& type) {
   if (type == "cpu") return DeviceType::kCPU;
   if (type == "cuda") return DeviceType::kCUDA;
+  if (type == "meta")
+    fail("placement",
+         "a placement names the devices a tensor runs on ('cpu' or 'cuda'), not "
+         "'meta'; for a meta global tensor give the tensor device=\"meta\" (e.g. flow.randn(..., "
+         "device=\"meta\", placement=p, sbp=s)), on a placement of any size");
   fail("placement", "unknown device type '", type, "' (expected 'cpu' or 'cuda')");
 }
 
