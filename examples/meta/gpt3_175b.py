@@ -1,7 +1,12 @@
 """GPT-3 175B on the meta device: build it, run a training step's forward and backward, and
 report parameter count, shapes, time and peak memory, all without allocating a single weight.
 
-    python examples/meta/gpt3_175b.py [--layers 96] [--batch 1] [--seq 2048]
+    python examples/meta/gpt3_175b.py [--layers 96] [--batch 1] [--seq 2048] [--ranks 1024]
+
+With --ranks N the step runs data parallel on a simulated placement of N ranks (an H100
+cluster of N / 8 nodes of 8 for the cost model) in this one process: every op picks its SBP
+signature, every rank's shard shape is known, and the predicted compute and communication
+are summed, with no communication and no memory.
 
 The model is the example GPT (examples/char_gpt/model.py) at GPT-3's published size: 96 layers,
 width 12288, 96 heads, a 50257-token vocabulary and 2048 positions (Brown et al. 2020, table 2.1).
@@ -30,6 +35,7 @@ def main(argv=None):
     p.add_argument("--heads", type=int, default=96)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=2048)
+    p.add_argument("--ranks", type=int, default=0, help="simulate data parallelism on N ranks")
     args = p.parse_args(argv)
 
     cfg = GPTConfig(
@@ -45,13 +51,24 @@ def main(argv=None):
         model = GPT(cfg)
     t_build = time.perf_counter() - t0
 
-    idx = flow.zeros(args.batch, args.seq, dtype=flow.int64, device="meta")
-    t0 = time.perf_counter()
-    logits, loss = model(idx, idx)
-    t_forward = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    loss.backward()
-    t_backward = time.perf_counter() - t0
+    if args.ranks:
+        spec = flow.boxing.ClusterSpec.h100_ib(max(1, args.ranks // 8), min(8, args.ranks))
+        flow.boxing.set_cluster_spec(spec)
+        placement = flow.placement("cpu", list(range(args.ranks)))
+        model = model.to_global(placement=placement, sbp=flow.sbp.broadcast)
+        idx = flow.zeros(
+            args.batch * args.ranks, args.seq, dtype=flow.int64, device="meta",
+            placement=placement, sbp=flow.sbp.split(0),
+        )  # fmt: skip
+    else:
+        idx = flow.zeros(args.batch, args.seq, dtype=flow.int64, device="meta")
+    with flow.boxing.cost_log() as costs:
+        t0 = time.perf_counter()
+        logits, loss = model(idx, idx)
+        t_forward = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        loss.backward()
+        t_backward = time.perf_counter() - t0
 
     params = list(model.parameters())
     n = sum(p.numel() for p in params)
@@ -61,6 +78,13 @@ def main(argv=None):
     print(f"parameters: {n:,} ({n * 4 / 2**30:,.0f} GiB in float32, none allocated)")
     print(f"logits: {tuple(logits.shape)} {logits.dtype} on {logits.device}; loss {loss.shape}")
     print(f"build {t_build:.2f} s, forward {t_forward:.2f} s, backward {t_backward:.2f} s")
+    if args.ranks:
+        comm = sum(c["comm_seconds"] for c in costs)
+        compute = sum(c["compute_seconds"] for c in costs)
+        shards = logits.local_shapes()
+        print(f"simulated {args.ranks} ranks: {len(costs)} global ops and reshards priced")
+        print(f"rank 0 holds logits {shards[0]}, rank {args.ranks - 1} {shards[args.ranks - 1]}")
+        print(f"predicted step: compute {compute:.2f} s, communication {comm:.2f} s")
     print(f"peak RSS {peak_rss_mib():.0f} MiB (at start {rss_start:.0f} MiB)")
     return n
 
