@@ -1,5 +1,6 @@
 #include "ops/op_def.h"
 
+#include "core/dispatcher.h"
 #include "core/error.h"
 
 namespace ofl {
@@ -10,6 +11,16 @@ void require_local(const char* op, const Tensor& t) {
          "does not take global tensors yet (it has no SBP rule); got a global tensor whose local "
          "shard is ",
          t.str(), "; call to_local() or numpy() first");
+}
+
+void require_output_shapes(const OpDef& def, const ComputeArgs& c) {
+  std::vector<TensorMeta> in;
+  for (const Tensor& t : c.in) in.push_back(meta_of(t));
+  const std::vector<TensorMeta> want = def.infer({def.name.c_str(), in, c.attrs});
+  for (size_t j = 0; j < want.size() && j < c.out.size(); ++j)
+    if (want[j].shape != c.out[j].shape())
+      fail(def.name.c_str(), "output ", j, " has shape ", shape_str(c.out[j].shape()),
+           " but its inputs give ", shape_str(want[j].shape));
 }
 
 Device common_device(const InferArgs& a) {
