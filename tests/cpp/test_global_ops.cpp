@@ -363,3 +363,24 @@ TEST(GlobalOps, MaskedSelectOnGlobalTensorsSaysTheShapeDependsOnTheData) {
         << e;
   });
 }
+
+TEST(GlobalOps, InPlaceMaskedFillAndScatterKeepTheLayoutAndMatchOneDevice) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({4, 6}, 2);
+    Tensor index = Tensor::empty({4, 2}, DType::kInt64);
+    for (int64_t i = 0; i < index.numel(); ++i) index.data<int64_t>()[i] = (5 * i + 1) % 6;
+    Tensor want = contiguous_copy(x);
+    masked_fill_(want, gt(want, wrap_scalar(0.5, DType::kFloat64)),
+                 wrap_scalar(-1.0, DType::kFloat64));
+    scatter_(want, 1, index, 3.0);
+    for (const char* sbp : {"S(0)", "B"}) {
+      Tensor gx = r.global(contiguous_copy(x), line(2), sbp);
+      masked_fill_(gx, gt(gx, wrap_scalar(0.5, DType::kFloat64)),
+                   wrap_scalar(-1.0, DType::kFloat64));
+      scatter_(gx, 1, r.global(index, line(2), sbp), 3.0);
+      EXPECT_EQ(sbp_of(gx), sbp);
+      expect_close(r.full(gx), want, sbp);
+    }
+  });
+}

@@ -291,3 +291,18 @@ def test_scatter_and_masked_scatter_on_meta():
     z = flow.zeros(3, 4, device="meta")
     z.scatter_(1, index, 1.0).masked_fill_(z > 0, 2.0)
     assert z.device.type == "meta"
+
+
+def test_in_place_writes_bump_the_version_that_saved_tensors_check():
+    x = flow.ones(3, requires_grad=True)
+    a = x * 2.0
+    b = a * a  # saves a
+    a.masked_fill_(a > 0, 0.0)
+    with pytest.raises(RuntimeError, match=r"modified by an in-place operation"):
+        b.sum().backward()
+    s = flow.ones(2, requires_grad=True)
+    z = flow.zeros(2, 3)
+    z.scatter_(1, flow.tensor([[0], [2]]), s.view(2, 1) * 3.0)  # z takes src's history
+    assert z.requires_grad
+    z.sum().backward()
+    assert_close(s.grad, [3.0, 3.0])
