@@ -152,6 +152,26 @@ void compute_scatter_add(const ComputeArgs& c) {
   scatter_add_kernel().get(out.device().type)(src, axis, idx, out);
 }
 
+// scatter: src's values written at the indices (PyTorch's scatter with a src tensor).
+std::vector<TensorMeta> infer_scatter(const InferArgs& a) {
+  std::vector<TensorMeta> out = infer_scatter_add(a);
+  if (a.in[2].dtype != a.in[0].dtype)
+    fail<TypeError>(a.op, "the source's dtype ", dtype_name(a.in[2].dtype),
+                    " differs from the input's ", dtype_name(a.in[0].dtype));
+  return out;
+}
+
+void compute_scatter(const ComputeArgs& c) {
+  static const OpDef& def = op_def("scatter");
+  require_output_shapes(def, c);
+  const Tensor &x = c.in[0], &out = c.out[0];
+  const int64_t axis = dim_of(c.attrs, x.dim());
+  const Tensor idx = checked_index("scatter", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
+  copy_kernel().get(out.device().type)(x, out);
+  scatter_kernel().get(out.device().type)(contiguous(leading(c.in[2], idx.shape())), axis, idx,
+                                          out);
+}
+
 // gather's gradient for scatter_add's source: zeros past the index's extent.
 Tensor pad_to(Tensor t, const Shape& shape) {
   Shape sizes = meta_of(t).shape;
@@ -203,6 +223,16 @@ void compute_embedding(const ComputeArgs& c) {
                             lt(local, wrap_scalar(static_cast<double>(rows), DType::kInt64)));
   lookup(contiguous(w), where(mine, local, zeros_like(local)), 1, rows, dim, out);
   copy_kernel().get(out.device().type)(mul(out, unsqueeze(mine, 1)), out);
+}
+
+// The written-over positions pass no gradient to x; src gets the gradient at its indices.
+std::vector<Tensor> scatter_grad(const BackwardArgs& b) {
+  const Tensor &g = b.grads[0], &index = b.in[1];
+  const int64_t dim = b.attrs.get<int64_t>("dim");
+  Tensor gx, gsrc;
+  if (b.needs[0]) gx = scatter(g, dim, index, full_like(index, 0.0, g.dtype()));
+  if (b.needs[2]) gsrc = pad_to(gather(g, dim, index), b.in_meta[2].shape);
+  return {gx, Tensor(), gsrc};
 }
 
 std::vector<Tensor> embedding_grad(const BackwardArgs& b) {
@@ -285,6 +315,15 @@ Tensor gather(const Tensor& x, int64_t axis, const Tensor& index) {
 Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
   static const OpDef& def = op_def("scatter_add");
   return dispatch1(def, {x, index, src}, {{"dim", axis}});
+}
+
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src) {
+  static const OpDef& def = op_def("scatter");
+  return dispatch1(def, {x, index, src}, {{"dim", axis}});
+}
+
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, double value) {
+  return scatter(x, axis, index, full_like(index, value, x.dtype()));
 }
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t axis) {
@@ -406,6 +445,15 @@ OFL_REGISTER_OPS({
            if (b.needs[2]) gsrc = pad_to(gather(b.grads[0], dim, b.in[1]), b.in_meta[2].shape);
            return std::vector<Tensor>{b.needs[0] ? b.grads[0] : Tensor(), Tensor(), gsrc};
          },
+     .saves = kSaveInputs},
+    {.name = "scatter",
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .sbp = &sbp_rules::kScatter,
+     .attrs = kDimAttr,
+     .infer = infer_scatter,
+     .compute = compute_scatter,
+     .backward = scatter_grad,
      .saves = kSaveInputs},
     {.name = "index_add",
      .num_inputs = 3,

@@ -1,4 +1,4 @@
-// Indexing and joining: embedding, index_select, gather, scatter_add, cat, stack, split.
+// Indexing and joining: embedding, index_select, gather, scatter_add, scatter, cat, stack, split.
 #pragma once
 #include <optional>
 
@@ -11,6 +11,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
                  std::optional<int64_t> padding_idx = std::nullopt);
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
+// x with src's values written at the indices along axis (PyTorch's scatter), or value everywhere
+// the index points.
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, double value);
 // out = zeros(shape); out.index_add_(axis, index, src): the backward of index_select.
 Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
 Tensor cat(const std::vector<Tensor>& xs, int64_t axis = 0);

@@ -67,6 +67,30 @@ using IndexAddKernel = void(const Tensor& src, const Tensor& index, int64_t oute
 using GatherKernel = void(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out);
 using ScatterAddKernel = void(const Tensor& src, int64_t axis, const Tensor& index,
                               const Tensor& out);
+// out[.., index[i], ..] = src[i] along axis (a later index wins where two coincide).
+using ScatterKernel = void(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out);
+// Sorts each lane of a contiguous x viewed as [outer, n, inner] (NaN greatest, ties in index
+// order) and writes the first k of each into values and int64 indices [outer, k, inner];
+// values may be undefined (argsort).
+using SortKernel = void(const Tensor& x, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                        bool descending, const Tensor& values, const Tensor& indices);
+// Inclusive prefix sums along the middle axis of a contiguous [outer, n, inner] x (already in
+// out's dtype), from the end when reverse.
+using CumsumKernel = void(const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool reverse,
+                          const Tensor& out);
+// Keeps x[.., i, j] where j - i <= diagonal (lower) or >= diagonal (upper), zeros elsewhere;
+// x and out contiguous (..., rows, cols).
+using TriangularKernel = void(const Tensor& x, bool upper, int64_t diagonal, const Tensor& out);
+// num_samples categories per row of contiguous probs [rows, n] into int64 out [rows, num_samples];
+// row r draws from Philox counters offset + r * stride + j (stride: num_samples with
+// replacement, n without). Raises on rows that are no distribution.
+using MultinomialKernel = void(const Tensor& probs, int64_t num_samples, bool replacement,
+                               uint64_t seed, uint64_t offset, const Tensor& out);
+// x's elements where mask is true (both contiguous, one shape), in row-major order, into out.
+using MaskedSelectKernel = void(const Tensor& x, const Tensor& mask, const Tensor& out);
+// Writes source's leading elements, in row-major order, where mask (contiguous, out's shape) is
+// true into out (contiguous); raises when source has fewer elements than mask has trues.
+using MaskedScatterKernel = void(const Tensor& mask, const Tensor& source, const Tensor& out);
 
 // A 2-d sliding window over NCHW planes: kernel, stride, padding and dilation per (H, W).
 struct Window2d {
@@ -109,6 +133,13 @@ OFL_DECLARE_KERNEL(index_select_kernel, IndexSelectKernel)
 OFL_DECLARE_KERNEL(index_add_kernel, IndexAddKernel)
 OFL_DECLARE_KERNEL(gather_kernel, GatherKernel)
 OFL_DECLARE_KERNEL(scatter_add_kernel, ScatterAddKernel)
+OFL_DECLARE_KERNEL(scatter_kernel, ScatterKernel)
+OFL_DECLARE_KERNEL(sort_kernel, SortKernel)
+OFL_DECLARE_KERNEL(cumsum_kernel, CumsumKernel)
+OFL_DECLARE_KERNEL(triangular_kernel, TriangularKernel)
+OFL_DECLARE_KERNEL(multinomial_kernel, MultinomialKernel)
+OFL_DECLARE_KERNEL(masked_select_kernel, MaskedSelectKernel)
+OFL_DECLARE_KERNEL(masked_scatter_kernel, MaskedScatterKernel)
 OFL_DECLARE_KERNEL(conv2d_kernel, Conv2dKernel)
 OFL_DECLARE_KERNEL(conv2d_input_grad_kernel, Conv2dInputGradKernel)
 OFL_DECLARE_KERNEL(conv2d_weight_grad_kernel, Conv2dWeightGradKernel)

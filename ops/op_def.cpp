@@ -14,6 +14,16 @@ void require_local(const char* op, const Tensor& t) {
          t.str(), "; call to_local() or numpy() first");
 }
 
+void require_output_shapes(const OpDef& def, const ComputeArgs& c) {
+  std::vector<TensorMeta> in;
+  for (const Tensor& t : c.in) in.push_back(meta_of(t));
+  const std::vector<TensorMeta> want = def.infer({def.name.c_str(), in, c.attrs});
+  for (size_t j = 0; j < want.size() && j < c.out.size(); ++j)
+    if (want[j].shape != c.out[j].shape())
+      fail(def.name.c_str(), "output ", j, " has shape ", shape_str(c.out[j].shape()),
+           " but its inputs give ", shape_str(want[j].shape));
+}
+
 Device common_device(const InferArgs& a) {
   const TensorMeta* first = nullptr;
   for (const TensorMeta& m : a.in) {

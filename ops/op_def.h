@@ -11,6 +11,11 @@ namespace ofl {
 // its shard were the whole tensor.
 void require_local(const char* op, const Tensor& t);
 
+// For computes whose kernels size their loops from the inputs: raises naming op when the
+// allocated outputs do not have the shapes `infer` gives for these (local) inputs, as when a
+// layout outside the op's signatures is forced on its shards (the SBP conformance checker does).
+void require_output_shapes(const OpDef& def, const ComputeArgs& c);
+
 // The device of a call's outputs: the inputs' one device (wrapped numbers and 0-d cpu tensors
 // may join any device, as in PyTorch); raises naming the devices when they differ.
 Device common_device(const InferArgs& a);

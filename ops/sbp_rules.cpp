@@ -375,6 +375,30 @@ Sigs scatter(const SbpQuery& q) {
   return sigs;
 }
 
+// Splits of every axis but the typed attribute dim, on every input and output.
+Sigs along_dim(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t axis = dim_attr(q, rank_of(q.in[0]));
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
+  return sigs;
+}
+
+Sigs cumsum(const SbpQuery& q) {
+  Sigs sigs = along_dim(q);
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+Sigs masked_scatter(const SbpQuery& q) {
+  return {{{kPSum, kB, kPSum}, {kPSum}}};
+}
+
+Sigs multinomial(const SbpQuery& q) {
+  if (rank_of(q.in[0]) != 2) return {};
+  return {uniform(q, Sbp::split(0))};
+}
+
 bool ungrouped(const SbpQuery& q) {
   return q.typed->get<int64_t>("groups") == 1;
 }
@@ -482,6 +506,11 @@ const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};
 const SbpRule kScatter{"scatter", scatter};
+const SbpRule kAlongDim{"along_dim", along_dim};
+const SbpRule kCumsum{"cumsum", cumsum};
+const SbpRule kTriangular{"triangular", identity};
+const SbpRule kMaskedScatter{"masked_scatter", masked_scatter};
+const SbpRule kMultinomial{"multinomial", multinomial};
 const SbpRule kConv{"conv", conv};
 const SbpRule kConvInputGrad{"conv_input_grad", conv_input_grad};
 const SbpRule kConvWeightGrad{"conv_weight_grad", conv_weight_grad};

@@ -78,6 +78,18 @@ extern const SbpRule kIndexSelect;
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;
+// sort / argsort / topk (typed attr dim): any other axis may be split, on every output alike.
+extern const SbpRule kAlongDim;
+// cumsum (typed attr dim): any other axis may be split; P(sum) passes (a prefix sum is linear).
+extern const SbpRule kCumsum;
+// tril / triu: any axis may be split (each shard shifts the typed attr diagonal by its row and
+// column offsets); partials pass (the mask keeps or zeroes elements).
+extern const SbpRule kTriangular;
+// masked_scatter (x, mask, source): no split (source is read in the whole tensor's row-major
+// order); P(sum) through x and source with a B mask (the result is linear in both).
+extern const SbpRule kMaskedScatter;
+// multinomial (probs 1-d or 2-d): rows may be split (each shard draws its rows' counters).
+extern const SbpRule kMultinomial;
 // conv2d (x, weight, bias) and its gradients conv2d_input_grad (grad, weight) and
 // conv2d_weight_grad (grad, x): batch and channel splits (channels only when typed attribute
 // groups is 1), the reduced channel or batch split -> P(sum), and P(sum) through one operand.

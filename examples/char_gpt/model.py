@@ -4,8 +4,6 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
-
 import oneflowlike as flow
 import oneflowlike.nn as nn
 import oneflowlike.nn.functional as F
@@ -124,33 +122,30 @@ class GPT(nn.Module):
         return logits, loss
 
 
+@flow.no_grad()
 def generate(
     model: GPT,
     idx,
     max_new_tokens: int,
     temperature: float = 1.0,
     top_k: Optional[int] = None,
-    rng: Optional[np.random.Generator] = None,
+    generator: Optional[flow.Generator] = None,
 ):
-    """Extend idx (B, T) by max_new_tokens sampled tokens; returns the (B, T + new) tensor."""
-    rng = rng if rng is not None else np.random.default_rng()
-    ids = np.asarray(idx.numpy(), dtype=np.int64)
+    """Extend idx (B, T) by max_new_tokens sampled tokens; returns the (B, T + new) tensor.
+
+    nanoGPT's loop: crop to the block, keep the top-k logits, softmax, draw with multinomial."""
     was_training = model.training
     model.eval()
-    with flow.no_grad():
-        for _ in range(max_new_tokens):
-            context = flow.from_numpy(np.ascontiguousarray(ids[:, -model.cfg.block_size :]))
-            logits, _ = model(context)
-            logits = logits[:, -1, :] / temperature
-            if top_k is not None and top_k < logits.shape[-1]:
-                # Push everything below the k-th largest logit to -inf before the softmax.
-                values = logits.numpy()
-                kth = np.sort(values, axis=-1)[:, -top_k][:, None]
-                mask = np.where(values < kth, -np.inf, 0.0).astype(values.dtype)
-                logits = logits + flow.from_numpy(mask)
-            probs = F.softmax(logits, dim=-1).numpy().astype(np.float64)
-            probs /= probs.sum(axis=-1, keepdims=True)
-            nxt = [rng.choice(probs.shape[-1], p=row) for row in probs]
-            ids = np.concatenate([ids, np.asarray(nxt, dtype=np.int64)[:, None]], axis=1)
+    block = model.cfg.block_size
+    for _ in range(max_new_tokens):
+        idx_cond = idx if idx.size(1) <= block else idx[:, -block:]
+        logits, _ = model(idx_cond)
+        logits = logits[:, -1, :] / temperature
+        if top_k is not None:
+            v, _ = flow.topk(logits, min(top_k, logits.size(-1)))
+            logits[logits < v[:, [-1]]] = -float("Inf")
+        probs = F.softmax(logits, dim=-1)
+        idx_next = flow.multinomial(probs, num_samples=1, generator=generator)
+        idx = flow.cat((idx, idx_next), dim=1)
     model.train(was_training)
-    return flow.from_numpy(ids)
+    return idx

@@ -163,8 +163,8 @@ def main(argv=None):
         print(f"saved state_dict to {args.out}")
 
     prompt = flow.from_numpy(prompt_ids[None, :])
-    rng = np.random.default_rng(args.seed)
-    out = generate(model, prompt, args.sample_len, args.temperature, args.top_k, rng=rng)
+    gen = flow.Generator(args.seed)
+    out = generate(model, prompt, args.sample_len, args.temperature, args.top_k, generator=gen)
     sample = ds.decode(out.numpy()[0, len(args.prompt) :])
     print(f"--- sample ---\n{args.prompt}{sample}\n--------------")
     return {

@@ -1,4 +1,4 @@
-// CPU kernels for index_select, index_add, gather and scatter_add (contiguous operands).
+// CPU kernels for index_select, index_add, gather, scatter_add and scatter (contiguous operands).
 #include <cstring>
 #include <vector>
 
@@ -104,6 +104,18 @@ void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Ten
   });
 }
 
+void scatter(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
+  const size_t isz = itemsize(out.dtype());
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* o = static_cast<char*>(out.raw_data());
+  if (out.dim() == 0) {
+    if (index.numel()) std::memcpy(o, s + (index.numel() - 1) * isz, isz);
+    return;
+  }
+  for_each_indexed(out, axis, index,
+                   [&](int64_t i, int64_t off) { std::memcpy(o + off * isz, s + i * isz, isz); });
+}
+
 }  // namespace
 
 OFL_REGISTER_KERNEL(index_check_kernel, DeviceType::kCPU, index_check);
@@ -111,5 +123,6 @@ OFL_REGISTER_KERNEL(index_select_kernel, DeviceType::kCPU, index_select);
 OFL_REGISTER_KERNEL(index_add_kernel, DeviceType::kCPU, index_add);
 OFL_REGISTER_KERNEL(gather_kernel, DeviceType::kCPU, gather);
 OFL_REGISTER_KERNEL(scatter_add_kernel, DeviceType::kCPU, scatter_add);
+OFL_REGISTER_KERNEL(scatter_kernel, DeviceType::kCPU, scatter);
 
 }  // namespace ofl::cpu

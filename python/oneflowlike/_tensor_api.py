@@ -244,6 +244,47 @@ def any(input, dim=None, keepdim=False):
     return input.any(dim, keepdim)
 
 
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) elements along dim."""
+    return input.topk(k, dim, largest, sorted)
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    return input.sort(dim, descending, stable=stable)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return input.argsort(dim, descending, stable=stable)
+
+
+def cumsum(input, dim, dtype=None):
+    return input.cumsum(dim, dtype=dtype)
+
+
+def tril(input, diagonal=0):
+    return input.tril(diagonal)
+
+
+def triu(input, diagonal=0):
+    return input.triu(diagonal)
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    return input.multinomial(num_samples, replacement, generator=generator)
+
+
+def masked_select(input, mask):
+    return input.masked_select(mask)
+
+
+def masked_scatter(input, mask, source):
+    return input.masked_scatter(mask, source)
+
+
+def scatter(input, dim, index, src=None, value=None):
+    return input.scatter(dim, index, src, value)
+
+
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     return _py_bool(np.allclose(np.asarray(a), np.asarray(b), rtol, atol, equal_nan))
 

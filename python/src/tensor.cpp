@@ -1,10 +1,13 @@
 // The Tensor class: properties, views, indexing and operator methods.
 #include <pybind11/operators.h>
 
+#include <map>
+
 #include "convert.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "indexing.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
@@ -16,88 +19,22 @@ Tensor T(py::handle h, const char* op) {
   return as_tensor(h, op);
 }
 
-// --- indexing ---
-
-bool is_advanced(py::handle item) {
-  return py::isinstance<Tensor>(item) || py::isinstance<py::list>(item) ||
-         py::isinstance<py::array>(item);
+// scatter(dim, index, src) with src a tensor or a number, or scatter(dim, index, value=v).
+Tensor scatter_arg(const Tensor& t, int64_t d, const Tensor& i, py::handle src, py::handle value) {
+  py::handle v = src.is_none() ? value : src;
+  if (v.is_none()) throw TypeError("[scatter] expects src or value");
+  if (py::isinstance<Tensor>(v)) return scatter(t, d, i, v.cast<Tensor>());
+  return scatter(t, d, i, v.cast<double>());
 }
 
-// Applies basic indexing (ints, slices, None, Ellipsis) and at most one integer-array index.
-Tensor index(const Tensor& x, py::handle key) {
-  py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
-  int64_t consumed = 0, ellipsis = 0;
-  for (auto it : items) {
-    if (it.is_none()) continue;
-    if (it.is(py::ellipsis())) {
-      ++ellipsis;
-      continue;
-    }
-    if (py::isinstance<Tensor>(it) && it.cast<Tensor>().dtype() == DType::kBool)
-      consumed += it.cast<Tensor>().dim();
-    else
-      ++consumed;
-  }
-  if (ellipsis > 1) throw IndexError("[index] an index can only have a single ellipsis");
-  if (consumed > x.dim())
-    throw IndexError(str_cat("[index] too many indices for a tensor of shape ",
-                             shape_str(x.shape()), ": ", consumed, " were given"));
-  Tensor r = x;
-  int64_t d = 0;
-  int advanced = 0;
-  for (auto it : items) {
-    if (it.is_none()) {
-      r = unsqueeze(r, d++);
-    } else if (it.is(py::ellipsis())) {
-      d += x.dim() - consumed;
-    } else if (py::isinstance<py::slice>(it)) {
-      py::slice s = it.cast<py::slice>();
-      auto get = [](py::object o) -> std::optional<int64_t> {
-        if (o.is_none()) return std::nullopt;
-        return o.cast<int64_t>();
-      };
-      std::optional<int64_t> step = get(s.attr("step"));
-      r = slice(r, d++, get(s.attr("start")), get(s.attr("stop")), step.value_or(1));
-    } else if (py::isinstance<py::int_>(it) || (py::hasattr(it, "__index__") && !is_advanced(it))) {
-      r = select(r, d, it.cast<int64_t>());
-    } else if (is_advanced(it)) {
-      if (++advanced > 1)
-        throw IndexError("[index] only one tensor/list index per indexing expression is supported");
-      Tensor idx = as_tensor(it, "index");
-      if (idx.dtype() == DType::kBool)
-        throw IndexError(
-            "[index] boolean mask indexing is not supported; use where() or "
-            "masked_fill()");
-      if (is_integral(idx.dtype()) && d < r.dim()) {  // negative indices count from the end
-        Tensor size = wrap_scalar(static_cast<double>(r.shape()[d]), DType::kInt64);
-        idx = where(lt(idx, wrap_scalar(0, DType::kInt64)), add(idx, size), idx);
-      }
-      Tensor flat = reshape(idx, {-1});
-      Tensor sel = index_select(r, d, flat);
-      Shape shape(sel.shape().begin(), sel.shape().begin() + d);
-      shape.insert(shape.end(), idx.shape().begin(), idx.shape().end());
-      shape.insert(shape.end(), sel.shape().begin() + d + 1, sel.shape().end());
-      r = reshape(sel, shape);
-      d += idx.dim();
-    } else {
-      throw IndexError(str_cat("[index] unsupported index of type ",
-                               std::string(py::str(it.get_type().attr("__name__")))));
-    }
-  }
-  return r;
-}
-
-void set_index(Tensor& x, py::handle key, py::handle value) {
-  Tensor target = index(x, key);
-  if (!target.storage() || target.storage() != x.storage())
-    throw IndexError("[setitem] assignment through a tensor index is not supported yet");
-  if (py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value) ||
-      py::isinstance<py::bool_>(value)) {
-    fill_(target, value.cast<double>());
-  } else {
-    copy_(target, as_tensor(value, "setitem"));
-  }
-  if (!target.same(x)) x.bump_version();  // views share the storage's version counter
+// (values, indices) as torch.return_types; leaked on purpose to outlive interpreter teardown.
+py::object values_indices(const char* name, const Tensor& v, const Tensor& i) {
+  static std::map<std::string, py::object*> types;
+  py::object*& type = types[name];
+  if (!type)
+    type = new py::object(
+        py::module_::import("collections").attr("namedtuple")(name, "values indices"));
+  return (*type)(v, i);
 }
 
 std::string repr_dtype(DType t) {
@@ -108,13 +45,7 @@ py::object max_like(const Tensor& x, py::object dim, bool keepdim, bool is_max) 
   if (dim.is_none()) return py::cast(is_max ? amax(x) : amin(x));
   auto [v, i] =
       is_max ? max_dim(x, dim.cast<int64_t>(), keepdim) : min_dim(x, dim.cast<int64_t>(), keepdim);
-  // (values, indices) as torch.return_types; leaked on purpose to outlive interpreter teardown.
-  static py::object* types[2] = {nullptr, nullptr};
-  py::object*& type = types[is_max ? 0 : 1];
-  if (!type)
-    type = new py::object(py::module_::import("collections")
-                              .attr("namedtuple")(is_max ? "max" : "min", "values indices"));
-  return (*type)(v, i);
+  return values_indices(is_max ? "max" : "min", v, i);
 }
 
 }  // namespace
@@ -607,7 +538,82 @@ void bind_tensor(py::module_& m) {
       .def(
           "where",
           [](const Tensor& t, const Tensor& c, py::handle o) { return where(c, t, T(o, "where")); },
-          py::arg("condition"), py::arg("other"));
+          py::arg("condition"), py::arg("other"))
+      .def(
+          "masked_fill_",
+          [](Tensor& t, const Tensor& mask, py::handle v) -> Tensor& {
+            return masked_fill_(t, mask, T(v, "masked_fill_"));
+          },
+          py::arg("mask"), py::arg("value"), py::return_value_policy::reference)
+      .def(
+          "masked_select", [](const Tensor& t, const Tensor& m) { return masked_select(t, m); },
+          py::arg("mask"))
+      .def(
+          "masked_scatter",
+          [](const Tensor& t, const Tensor& m, const Tensor& s) { return masked_scatter(t, m, s); },
+          py::arg("mask"), py::arg("source"))
+      .def(
+          "masked_scatter_",
+          [](Tensor& t, const Tensor& m, const Tensor& s) -> Tensor& {
+            return masked_scatter_(t, m, s);
+          },
+          py::arg("mask"), py::arg("source"), py::return_value_policy::reference)
+      .def(
+          "scatter",
+          [](const Tensor& t, int64_t d, const Tensor& i, py::object src, py::object value) {
+            return scatter_arg(t, d, i, src, value);
+          },
+          py::arg("dim"), py::arg("index"), py::arg("src") = py::none(),
+          py::arg("value") = py::none())
+      .def(
+          "scatter_",
+          [](Tensor& t, int64_t d, const Tensor& i, py::object src, py::object value) -> Tensor& {
+            py::handle v = src.is_none() ? value : src;
+            if (v.is_none()) throw TypeError("[scatter_] expects src or value");
+            if (py::isinstance<Tensor>(v)) return scatter_(t, d, i, v.cast<Tensor>());
+            return scatter_(t, d, i, v.cast<double>());
+          },
+          py::arg("dim"), py::arg("index"), py::arg("src") = py::none(),
+          py::arg("value") = py::none(), py::return_value_policy::reference)
+      .def(
+          "topk",
+          [](const Tensor& t, int64_t k, int64_t dim, bool largest, bool sorted) {
+            auto [v, i] = topk(t, k, dim, largest, sorted);
+            return values_indices("topk", v, i);
+          },
+          py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true)
+      .def(
+          "sort",
+          [](const Tensor& t, int64_t dim, bool descending, bool stable) {
+            auto [v, i] = sort(t, dim, descending, stable);
+            return values_indices("sort", v, i);
+          },
+          py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+          py::arg("stable") = false)
+      .def(
+          "argsort",
+          [](const Tensor& t, int64_t dim, bool descending, bool stable) {
+            return argsort(t, dim, descending, stable);
+          },
+          py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+          py::arg("stable") = false)
+      .def(
+          "cumsum",
+          [](const Tensor& t, int64_t dim, py::object dtype) {
+            return cumsum(t, dim, to_dtype_opt(dtype));
+          },
+          py::arg("dim"), py::kw_only(), py::arg("dtype") = py::none())
+      .def(
+          "tril", [](const Tensor& t, int64_t k) { return tril(t, k); }, py::arg("diagonal") = 0)
+      .def(
+          "triu", [](const Tensor& t, int64_t k) { return triu(t, k); }, py::arg("diagonal") = 0)
+      .def(
+          "multinomial",
+          [](const Tensor& t, int64_t n, bool replacement, Generator* g) {
+            return multinomial(t, n, replacement, g);
+          },
+          py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(),
+          py::arg("generator") = nullptr);
   for (auto [name, f] : unary_functions()) cls.def(name, [f](const Tensor& t) { return f(t); });
 }
 

@@ -306,3 +306,81 @@ TEST(GlobalOps, ReductionGradientsMatchOneDevice) {
     expect_close(r.full(max_dim(gi, 0).second), max_dim(x, 0).second, "max indices");
   });
 }
+
+TEST(GlobalOps, SortScanAndTriangleGradientsMatchOneDevice) {
+  using Fn = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, Fn>> cases = {
+      {"sort", [](const Tensor& x) { return sort(x, 1, true).first; }},
+      {"topk", [](const Tensor& x) { return topk(x, 2, 0).first; }},
+      {"cumsum", [](const Tensor& x) { return cumsum(x, 0); }},
+      {"cumsum rows", [](const Tensor& x) { return cumsum(x, 1); }},
+      {"tril", [](const Tensor& x) { return tril(x, -1); }},
+      {"triu", [](const Tensor& x) { return triu(x, 1); }},
+  };
+  run_ranks(3, [&](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 5);
+    for (const auto& [name, f] : cases) {
+      for (const char* sbp : {"S(0)", "S(1)", "B"}) {
+        std::string what = std::string(name) + " of " + sbp;
+        Tensor gx = r.global(x, line(3), sbp);
+        gx.set_requires_grad(true);
+        Tensor lx = x.alias();
+        lx.set_requires_grad(true);
+        Tensor want = f(lx);
+        Tensor got = f(gx);
+        expect_close(r.full(got), want, what);
+        Tensor dy = logical(want.shape(), 7);
+        autograd::backward({sum(mul(got, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
+        autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
+        expect_close(r.full(gx.grad()), lx.grad(), what + " (gradient)");
+      }
+    }
+  });
+}
+
+TEST(GlobalOps, MultinomialRowsAreTheSameWhicheverRankDrawsThem) {
+  run_ranks(3, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor p = add(abs(logical({7, 5}, 3)), wrap_scalar(0.1, DType::kFloat64));
+    for (bool replacement : {true, false}) {
+      Generator local_gen(11), split_gen(11);
+      Tensor want = multinomial(p, 3, replacement, &local_gen);
+      Tensor got = multinomial(r.global(p, line(3), "S(0)"), 3, replacement, &split_gen);
+      EXPECT_EQ(sbp_of(got), "S(0)");
+      expect_close(r.full(got), want, replacement ? "with replacement" : "without replacement");
+      EXPECT_EQ(local_gen.offset(), split_gen.offset());
+    }
+  });
+}
+
+TEST(GlobalOps, MaskedSelectOnGlobalTensorsSaysTheShapeDependsOnTheData) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = r.global(logical({4, 3}, 1), line(2), "S(0)");
+    std::string e = error_of([&] { masked_select(x, gt(x, wrap_scalar(0.0, DType::kFloat64))); });
+    EXPECT_NE(e.find("[masked_select] the output shape depends on the data"), std::string::npos)
+        << e;
+  });
+}
+
+TEST(GlobalOps, InPlaceMaskedFillAndScatterKeepTheLayoutAndMatchOneDevice) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({4, 6}, 2);
+    Tensor index = Tensor::empty({4, 2}, DType::kInt64);
+    for (int64_t i = 0; i < index.numel(); ++i) index.data<int64_t>()[i] = (5 * i + 1) % 6;
+    Tensor want = contiguous_copy(x);
+    masked_fill_(want, gt(want, wrap_scalar(0.5, DType::kFloat64)),
+                 wrap_scalar(-1.0, DType::kFloat64));
+    scatter_(want, 1, index, 3.0);
+    for (const char* sbp : {"S(0)", "B"}) {
+      Tensor gx = r.global(contiguous_copy(x), line(2), sbp);
+      masked_fill_(gx, gt(gx, wrap_scalar(0.5, DType::kFloat64)),
+                   wrap_scalar(-1.0, DType::kFloat64));
+      scatter_(gx, 1, r.global(index, line(2), sbp), 3.0);
+      EXPECT_EQ(sbp_of(gx), sbp);
+      expect_close(r.full(gx), want, sbp);
+    }
+  });
+}

@@ -61,9 +61,10 @@ TEST(OpRegistry, KnownOpsArePresentAndFindable) {
 }
 
 TEST(OpRegistry, DifferentiabilityFlagsMatchTheOps) {
-  for (const char* name : {"add", "matmul", "softmax", "conv2d", "cross_entropy", "sum"})
+  for (const char* name : {"add", "matmul", "softmax", "conv2d", "cross_entropy", "sum", "sort",
+                           "topk", "cumsum", "tril", "scatter", "masked_select"})
     EXPECT_TRUE(find_op(name)->differentiable) << name;
-  for (const char* name : {"argmax", "eq", "randn", "detach", "floor"})
+  for (const char* name : {"argmax", "eq", "randn", "detach", "floor", "argsort", "multinomial"})
     EXPECT_FALSE(find_op(name)->differentiable) << name;
 }
 
@@ -136,6 +137,13 @@ TEST(KernelTable, EveryBuiltInTableHasACpuKernel) {
   EXPECT_NE(index_add_kernel().get(cpu), nullptr);
   EXPECT_NE(gather_kernel().get(cpu), nullptr);
   EXPECT_NE(scatter_add_kernel().get(cpu), nullptr);
+  EXPECT_NE(scatter_kernel().get(cpu), nullptr);
+  EXPECT_NE(sort_kernel().get(cpu), nullptr);
+  EXPECT_NE(cumsum_kernel().get(cpu), nullptr);
+  EXPECT_NE(triangular_kernel().get(cpu), nullptr);
+  EXPECT_NE(multinomial_kernel().get(cpu), nullptr);
+  EXPECT_NE(masked_select_kernel().get(cpu), nullptr);
+  EXPECT_NE(masked_scatter_kernel().get(cpu), nullptr);
   EXPECT_NE(conv2d_kernel().get(cpu), nullptr);
   EXPECT_NE(conv2d_input_grad_kernel().get(cpu), nullptr);
   EXPECT_NE(conv2d_weight_grad_kernel().get(cpu), nullptr);

@@ -83,3 +83,32 @@ def test_char_dataset_encode_decode_and_batches():
     np.testing.assert_array_equal(x, x2.numpy())
     with pytest.raises(ValueError):
         ds.encode("\u00e9")
+
+
+def test_generate_runs_nanogpts_loop_top_k_softmax_multinomial_cat():
+    from char_gpt.model import GPTConfig, generate
+
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16))
+    idx = flow.tensor([[1, 2, 3], [4, 5, 6]])
+    # Past block_size, so the context is cropped as in nanoGPT.
+    out = generate(model, idx, 12, temperature=0.9, top_k=3, generator=flow.Generator(0))
+    assert out.dtype == flow.int64 and tuple(out.shape) == (2, 15)
+    assert model.training  # restored after sampling in eval mode
+    ids = out.numpy()
+    np.testing.assert_array_equal(ids[:, :3], idx.numpy())
+    again = generate(model, idx, 12, temperature=0.9, top_k=3, generator=flow.Generator(0))
+    np.testing.assert_array_equal(again.numpy(), ids)
+
+    model.eval()
+    with flow.no_grad():
+        for t in range(3, 15):  # every token is among the 3 largest logits of its step
+            logits = model(flow.tensor(ids[:, max(0, t - 8) : t]))[0][:, -1, :].numpy()
+            top = np.argsort(-logits, axis=1)[:, :3]
+            assert all(ids[b, t] in top[b] for b in range(2)), (t, ids[:, t], top)
+        greedy = generate(model, idx, 4, top_k=1).numpy()  # top-1 sampling is argmax decoding
+        want = idx.numpy()
+        for _ in range(4):
+            logits = model(flow.tensor(want))[0][:, -1, :].numpy()
+            want = np.concatenate([want, logits.argmax(axis=1)[:, None]], axis=1)
+        np.testing.assert_array_equal(greedy, want)

@@ -182,12 +182,6 @@ def test_indexing_with_0d_integer_tensor():
     assert_close(tensor(x)[flow.tensor(2)], x[2])
 
 
-def test_boolean_mask_indexing_is_rejected_with_a_pointer_to_where():
-    t = flow.ones(2, 3)
-    with pytest.raises(IndexError, match=r"\[index\].*where"):
-        t[t > 0]
-
-
 def test_indexing_errors():
     t = flow.ones(3, 4)
     with pytest.raises(IndexError, match=r"\[select\].*5"):
