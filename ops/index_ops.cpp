@@ -472,4 +472,6 @@ OFL_REGISTER_OPS({
      .saves = kSaveInputs},
 });
 
+OFL_REGISTER_OPS({inplace_variant("scatter_", op_def("scatter"))});
+
 }  // namespace ofl

@@ -150,20 +150,22 @@ Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
   return write_into("masked_fill_", self, masked_fill(read_self(self, {value}), mask, value));
 }
 
+// masked_scatter_ and scatter_ are the in-place forms of their ops (inplace_variant): the
+// dispatcher checks the write, saves self before it and bumps the version.
 Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
-  require_writable("masked_scatter_", self);
-  return write_into("masked_scatter_", self,
-                    masked_scatter(read_self(self, {source}), mask, source));
+  static const OpDef& def = op_def("masked_scatter_");
+  dispatch(def, {self, mask, source});
+  return self;
 }
 
 Tensor& scatter_(Tensor& self, int64_t axis, const Tensor& index, const Tensor& src) {
-  require_writable("scatter_", self);
-  return write_into("scatter_", self, scatter(read_self(self, {src}), axis, index, src));
+  static const OpDef& def = op_def("scatter_");
+  dispatch(def, {self, index, src}, {{"dim", axis}});
+  return self;
 }
 
 Tensor& scatter_(Tensor& self, int64_t axis, const Tensor& index, double value) {
-  require_writable("scatter_", self);
-  return write_into("scatter_", self, scatter(read_self(self, {}), axis, index, value));
+  return scatter_(self, axis, index, full_like(index, value, self.dtype()));
 }
 
 OFL_REGISTER_OPS({
@@ -185,5 +187,7 @@ OFL_REGISTER_OPS({
      .backward = masked_scatter_grad,
      .saves = kSaveInputs},
 });
+
+OFL_REGISTER_OPS({inplace_variant("masked_scatter_", op_def("masked_scatter"))});
 
 }  // namespace ofl

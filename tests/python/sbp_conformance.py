@@ -167,6 +167,8 @@ CASES.update(
         "index_add": (lambda x, i, s: x.index_add(0, i, s), [X, _i(5, 3), _f(3, 4)]),
         "scatter": (lambda x, i, s: x.scatter(1, i, s), [X, _i(4, 5, 2), _f(5, 2)]),
         "masked_scatter": (lambda x, m, s: x.masked_scatter(m, s), [X, _b(5, 4), _f(20)]),
+        "scatter_": (lambda x, i, s: x.scatter_(1, i, s), [X, _i(4, 5, 2), _f(5, 2)]),
+        "masked_scatter_": (lambda x, m, s: x.masked_scatter_(m, s), [X, _b(5, 4), _f(20)]),
         "sort": (lambda x: x.sort(1, descending=True)[0], [X]),
         "argsort": (lambda x: x.argsort(0), [X]),
         "topk": (lambda x: x.topk(2, 1)[0], [X]),
@@ -248,6 +250,9 @@ CHECKED_BY_RUNNING = {
 CREATION = {"zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"}
 # Registered ops that raise on global tensors: masked_select's length depends on the data.
 NOT_YET = {"masked_select"}
+# Ops whose output shape, or whose backward's, depends on the data (masked_scatter's gradient
+# for its source is a masked_select): they raise on meta, as PyTorch's nonzero does.
+DATA_DEPENDENT = {"masked_select", "masked_scatter", "masked_scatter_"}
 
 
 def _layouts(arr):
