@@ -442,7 +442,7 @@ std::vector<Tensor> reduce_fused_meta(const std::vector<GlobalTensor>& xs,
   const Placement& p = xs[0].placement;
   const std::vector<int> group = mesh_groups(p, axes).front();
   const ClusterSpec cluster =
-      ctx.cache ? ctx.cache->cluster() : ClusterSpec::cpu_loopback(ctx.world->size());
+      ctx.cache ? ctx.cache->cluster() : ClusterSpec::default_for(ctx.world->size());
   const int64_t item = int64_t(itemsize(xs[0].local.dtype()));
   for (size_t begin = 0, end = 0; begin < xs.size(); begin = end) {
     int64_t bytes = 0;

@@ -4,6 +4,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/primitives.h"
 
 namespace ofl {
 
@@ -49,10 +50,10 @@ void check_attrs(const OpDef& def, const Attrs& attrs) {
 
 // One node for the call; its backward is the op's definition, run through this dispatcher on
 // whatever kind of tensors the gradients are.
-// `saved` are the inputs as the backward sees them (an in-place op's input 0 before the call).
-void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs,
-                     const std::vector<Tensor>& saved, const Attrs& attrs,
-                     std::vector<TensorMeta> in_meta, const std::vector<Tensor>& outputs) {
+// `self_before`: an in-place op's input 0 before the call, which its backward sees.
+void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Tensor& self_before,
+                     const Attrs& attrs, std::vector<TensorMeta> in_meta,
+                     const std::vector<Tensor>& outputs) {
   std::vector<Tensor> recorded;
   std::vector<size_t> index;  // op output of each recorded one
   for (size_t j = 0; j < outputs.size(); ++j)
@@ -63,7 +64,8 @@ void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs,
   if (recorded.empty()) return;
   std::vector<autograd::SavedTensor> saved_in;
   if (def.saves & kSaveInputs)
-    for (const Tensor& t : saved) saved_in.emplace_back(t);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      saved_in.emplace_back(i == 0 && self_before.defined() ? self_before : inputs[i]);
   // Outputs are saved once they have their history (their producer is this node, held weakly).
   auto saved_out = std::make_shared<std::vector<autograd::SavedTensor>>();
   const size_t num_out = outputs.size();
@@ -138,6 +140,18 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
                               const Attrs& attrs, const std::vector<TensorMeta>& out) {
   if (def.view) return def.view({inputs, out, attrs});  // meta storage views as well
+  if (def.inplace && !inputs[0].device().is_meta()) {
+    // An in-place op reads its other inputs while writing self: one that overlaps self's
+    // memory (x[1:].add_(x[:-1])) is read from a copy taken first.
+    std::vector<Tensor> safe = inputs;
+    bool copied = false;
+    for (size_t i = 1; i < safe.size(); ++i)
+      if (safe[i].defined() && safe[i].storage() == inputs[0].storage()) {
+        safe[i] = contiguous_copy(safe[i]);
+        copied = true;
+      }
+    if (copied) return run_local(def, safe, attrs, out);
+  }
   std::vector<Tensor> outs;
   outs.reserve(out.size());
   for (size_t j = 0; j < out.size(); ++j)
@@ -157,16 +171,17 @@ std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs
   std::vector<TensorMeta> out_meta = infer_metas(def, in_meta, attrs);
   if (def.inplace) check_writable(def, inputs[0]);
   const bool needs_grad = autograd::any_requires_grad(inputs);
-  std::vector<Tensor> outs, saved = inputs;
+  std::vector<Tensor> outs;
+  Tensor self_before;
   {
     autograd::NoGradGuard no_grad;  // handlers run ops of their own; this call records once
     if (def.inplace && needs_grad && def.backward && (def.saves & kSaveInputs))
-      saved[0] = call_op("clone", {inputs[0]});
+      self_before = call_op("clone", {inputs[0]});
     outs = handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);
   }
   if (!needs_grad) return outs;
   if (def.backward) {
-    record_autograd(def, inputs, saved, attrs, std::move(in_meta), outs);
+    record_autograd(def, inputs, self_before, attrs, std::move(in_meta), outs);
   } else if (def.inplace && inputs[0].requires_grad()) {
     // New values without a gradient (fill_): a history without inputs stops the gradient here.
     autograd::record(

@@ -68,7 +68,7 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
 
 void compute_binary(BinaryOp op, const ComputeArgs& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
-  DType dt = compute_dtype(op, meta_of(a), meta_of(b));
+  DType dt = is_comparison(op) ? result_type(a, b) : c.out[0].dtype();
   binary_kernel().get(c.out[0].device().type)(op, to_dtype(a, dt), to_dtype(b, dt), c.out[0]);
 }
 

@@ -227,13 +227,14 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
 void uniform_(const Tensor& t, double low, double high, Generator* gen) {
   static const OpDef& def = op_def("uniform_");
   Attrs attrs{{"low", low}, {"high", high}};
-  dispatch(def, {t}, random_attrs(std::move(attrs), t.numel(), gen, t.device()));
+  dispatch(def, {t}, random_attrs(std::move(attrs), numel_of(meta_of(t).shape), gen, t.device()));
 }
 
 void normal_(const Tensor& t, double mean, double std, Generator* gen) {
   static const OpDef& def = op_def("normal_");
   Attrs attrs{{"mean", mean}, {"std", std}};
-  dispatch(def, {t}, random_attrs(std::move(attrs), t.numel(), gen, t.device()));
+  // Counters for the whole logical tensor: every rank's generator advances alike.
+  dispatch(def, {t}, random_attrs(std::move(attrs), numel_of(meta_of(t).shape), gen, t.device()));
 }
 
 OFL_REGISTER_OPS({

@@ -3,6 +3,7 @@
 #include "ops/elementwise.h"
 
 #include "core/dispatcher.h"
+#include "core/primitives.h"
 #include "ops/creation.h"
 #include "ops/elementwise_grad.h"
 #include "ops/op_def.h"
@@ -27,33 +28,48 @@ Tensor k(double v) {
 
 namespace {
 
-// 0: wrapped number, 1: 0-d tensor, 2: tensor with dims. Higher wins within a category.
-int priority(const TensorMeta& t) {
-  return t.wrapped ? 0 : (t.shape.empty() ? 1 : 2);
+// What type promotion looks at: the dtype, and 0: wrapped number, 1: 0-d tensor, 2: tensor with
+// dims (higher wins within a category).
+struct Operand {
+  DType dtype;
+  int priority;
+  bool wrapped;
+};
+Operand operand(const TensorMeta& t) {
+  return {t.dtype, t.wrapped ? 0 : (t.shape.empty() ? 1 : 2), t.wrapped};
+}
+Operand operand(const Tensor& t) {  // a global tensor's rank is its shards'
+  const bool wrapped = t.is_wrapped_number();
+  return {t.dtype(), wrapped ? 0 : (t.dim() == 0 ? 1 : 2), wrapped};
 }
 int category(DType t) {
   return t == DType::kBool ? 0 : (is_integral(t) ? 1 : 2);
 }
 
-}  // namespace
-
-DType result_type(const TensorMeta& a, const TensorMeta& b) {
-  int pa = priority(a), pb = priority(b);
-  if (pa == pb) return promote_types(a.dtype, b.dtype);
-  const TensorMeta& hi = pa > pb ? a : b;
-  const TensorMeta& lo = pa > pb ? b : a;
+DType promote(const Operand& a, const Operand& b) {
+  if (a.priority == b.priority) return promote_types(a.dtype, b.dtype);
+  const Operand& hi = a.priority > b.priority ? a : b;
+  const Operand& lo = a.priority > b.priority ? b : a;
   if (category(lo.dtype) <= category(hi.dtype)) return hi.dtype;
   // A higher-category scalar: its category's default (float32 for a Python float).
   if (lo.wrapped) return lo.dtype == DType::kFloat64 ? DType::kFloat32 : lo.dtype;
   return promote_types(hi.dtype, lo.dtype);
 }
 
+}  // namespace
+
+DType result_type(const TensorMeta& a, const TensorMeta& b) {
+  return promote(operand(a), operand(b));
+}
+
 DType result_type(const Tensor& a, const Tensor& b) {
-  return result_type(meta_of(a), meta_of(b));
+  return promote(operand(a), operand(b));
 }
 
 Tensor wrap_scalar(double v, DType kind) {
-  Tensor t = scalar_tensor(v, kind);
+  // A constant, not an op call: allocated and filled directly (the hot path of `x * 2`).
+  Tensor t = Tensor::empty({}, kind, Device{});
+  fill_kernel().get(DeviceType::kCPU)(t, v);
   t.set_wrapped_number(true);
   return t;
 }

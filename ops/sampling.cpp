@@ -68,8 +68,9 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   const std::vector<TensorMeta> out = infer_metas(def, {meta_of(probs)}, attrs);
   const Shape& shape = meta_of(probs).shape;
   const int64_t rows = shape.size() == 2 ? shape[0] : 1;
-  attrs.set("offset", static_cast<int64_t>(
-                          g.advance(static_cast<uint64_t>(rows * counters_per_row(attrs, shape)))));
+  if (!probs.device().is_meta())  // meta draws nothing and takes no counters
+    attrs.set("offset", static_cast<int64_t>(g.advance(
+                            static_cast<uint64_t>(rows * counters_per_row(attrs, shape)))));
   return dispatch1(def, {probs}, attrs);
 }
 

@@ -607,3 +607,10 @@ def test_creation_ops_raise_the_same_errors_on_meta_and_draw_nothing():
     assert (
         flow.randn(2, generator=g).tolist() == flow.randn(2, generator=flow.Generator(3)).tolist()
     )
+
+
+def test_sampling_on_meta_takes_no_counters_from_the_generator():
+    g = flow.Generator(5)
+    flow.multinomial(flow.ones(4, 6, device="meta"), 2, generator=g)
+    want = flow.multinomial(flow.ones(4, 6), 2, generator=flow.Generator(5))
+    assert flow.multinomial(flow.ones(4, 6), 2, generator=g).tolist() == want.tolist()

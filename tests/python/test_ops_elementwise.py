@@ -603,3 +603,15 @@ def test_torch_style_keyword_arguments():
 def test_masked_fill_requires_bool_mask():
     with pytest.raises(TypeError, match=r"\[masked_fill\].*float32"):
         flow.ones(2).masked_fill(flow.tensor([1.0, 0.0]), 0.0)
+
+
+def test_inplace_ops_read_overlapping_inputs_as_they_were_before_the_write():
+    x = flow.arange(5.0)
+    x[1:].add_(x[:-1])
+    assert x.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0]
+    y = flow.arange(5.0)
+    y[1:].copy_(y[:-1])
+    assert y.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+    z = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    z.scatter_(1, flow.tensor([[1, 0], [1, 0]]), z)
+    assert z.tolist() == [[2.0, 1.0], [4.0, 3.0]]
