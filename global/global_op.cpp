@@ -1,9 +1,6 @@
 // The global executor: runs an op on global tensors as DESIGN.md's "Eager, global" describes.
 // Signature choice follows the order: cheapest input boxing, then no communication, then
-// least output memory. The backward of a global op runs the local backward on the shards: a
-// gradient arrives in the dual of each output's layout (S(i) -> S(i), B -> P(sum), P(sum) -> B)
-// and leaves in the dual of each input's, which is exact for every signature whose partials are
-// sums (max/min partials are left out of signatures when a gradient is needed).
+// least output memory. Autograd is the dispatcher's: an op's backward runs as global ops in turn.
 //
 // Meta global tensors take the same path, on any placement (a simulated 1024-rank one too): their
 // shards are meta, so boxing only plans and the local function allocates nothing. With
@@ -54,24 +51,9 @@ std::string describe_inputs(const GlobalOp& op) {
   return s;
 }
 
-Sbp dual(const Sbp& s) {
-  if (s.is_broadcast()) return Sbp::partial(PartialOp::kSum);
-  if (s.is_partial()) return Sbp::broadcast();
-  return s;
-}
-NdSbp dual(const NdSbp& s) {
-  std::vector<Sbp> axes;
-  for (const Sbp& a : s.axes()) axes.push_back(dual(a));
-  return NdSbp(std::move(axes));
-}
-
-bool is_max_min(const Sbp& s) {
-  return s.is_partial() && s.op() != PartialOp::kSum;
-}
-
 // The 1-d candidates of mesh axis k after the call's constraints.
 std::vector<SbpSignature> axis_candidates(const GlobalOp& op, const SbpRule* rule,
-                                          const SbpQuery& q, size_t k, bool needs_grad) {
+                                          const SbpQuery& q, size_t k) {
   std::vector<SbpSignature> raw;
   if (rule) raw = rule->signatures(q);
   raw.push_back(all_broadcast_signature(op.inputs.size(), op.out_shapes.size()));
@@ -84,10 +66,7 @@ std::vector<SbpSignature> axis_candidates(const GlobalOp& op, const SbpRule* rul
         sig.in[i] = Sbp::broadcast();
       else if (!t.is_global())
         ok = sig.in[i].is_broadcast();
-      if (needs_grad && is_max_min(sig.in[i])) ok = false;
     }
-    for (const Sbp& s : sig.out)
-      if (needs_grad && is_max_min(s)) ok = false;
     if (ok && op.inplace) {
       const Sbp& self = info(op.inputs[0]).nd_sbp[k];
       ok = sig.in[0] == self && sig.out[0] == self;
@@ -246,7 +225,6 @@ int64_t logical_numel(const Tensor& t) {
 std::vector<Tensor> run_global(const GlobalOp& op) {
   // One placement for every global input; local tensors only as 0-d constants.
   const Tensor* first = nullptr;
-  bool needs_grad = false;
   for (const Tensor& t : op.inputs) {
     if (!t.defined()) continue;
     if (t.is_global()) {
@@ -257,14 +235,12 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
              "; move them onto one with to_global(placement=...)");
       else if (t.device().is_meta() != first->device().is_meta())
         fail(op.name, "mixes meta and real global tensors: ", describe_inputs(op));
-      needs_grad |= t.requires_grad() && is_floating(t.dtype());
     } else if (t.dim() != 0) {
       fail(op.name, "mixes local and global tensors: ", describe_inputs(op),
            "; make the local tensor global with to_global(placement, sbp)");
     }
   }
   OFL_CHECK(first, "run_global without a global input");
-  needs_grad &= autograd::grad_enabled();
   const Placement placement = info(*first).placement;
   const std::shared_ptr<BoxingContext> ctx = info(*first).ctx;
   if (!ctx) fail(op.name, "the global tensor ", describe(*first), " has no communicator");
@@ -291,7 +267,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (ForcedCall* f = forced_call(); f && !f->seen) return run_forced(op, def, q, *f);
   std::vector<std::vector<SbpSignature>> per_axis;
   for (size_t k = 0; k < placement.mesh().size(); ++k) {
-    per_axis.push_back(axis_candidates(op, def->sbp, q, k, needs_grad));
+    per_axis.push_back(axis_candidates(op, def->sbp, q, k));
     if (per_axis.back().empty())
       fail(op.name, "no signature keeps the in-place output's layout: ", describe_inputs(op));
   }
@@ -340,8 +316,8 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     return result;
   }
 
-  // Reshard the inputs; inputs that need a gradient become local leaves of the shard graph.
-  std::vector<Tensor> locals(op.inputs.size()), leaves(op.inputs.size());
+  // Reshard the inputs.
+  std::vector<Tensor> locals(op.inputs.size());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const Tensor& t = op.inputs[i];
     if (!t.defined()) continue;
@@ -352,11 +328,6 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     GlobalTensor g = as_global(t, op.name);
     locals[i] =
         g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx, &predicted).local;
-    if (needs_grad && t.requires_grad() && is_floating(t.dtype())) {
-      leaves[i] = locals[i].alias();
-      leaves[i].set_requires_grad(true);
-      locals[i] = leaves[i];
-    }
   }
   std::vector<Shape> local_shapes;
   for (size_t j = 0; j < op.out_shapes.size(); ++j)
@@ -364,7 +335,6 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   const ShardContext shards{&op.inputs, sig.in, placement, *coords};
   std::vector<Tensor> outs;
   {
-    autograd::GradModeGuard mode(needs_grad);
     ShardScope scope(&shards);
     outs = op.local(locals, local_shapes);
   }
@@ -381,67 +351,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
                          ? op.inputs[0]
                          : wrap(outs[j], op.out_shapes[j], placement, sig.out[j], ctx));
   }
-  if (!needs_grad) return result;
-  if (op.inplace)
-    fail(op.name, "in-place ops on global tensors that require grad are not supported");
-
-  // One node for the whole call; its backward is the shard graph's, between dual layouts.
-  std::vector<Tensor> recorded, local_outs;
-  std::vector<NdSbp> out_sbps;
-  for (size_t j = 0; j < outs.size(); ++j)
-    if (outs[j].requires_grad()) {
-      recorded.push_back(result[j]);
-      local_outs.push_back(outs[j]);
-      out_sbps.push_back(sig.out[j]);
-    }
-  if (recorded.empty()) return result;
-  std::vector<Shape> in_shapes = q.in;
-  std::vector<NdSbp> in_sbps = sig.in;
-  autograd::record(
-      op.name, op.inputs, recorded,
-      [ctx, placement, local_outs, out_sbps, leaves, in_shapes, in_sbps](
-          const autograd::Grads& g, const autograd::Needs& needs) -> autograd::Grads {
-        std::vector<Tensor> outs, grads, wanted;
-        for (size_t j = 0; j < g.size(); ++j) {
-          if (!g[j].defined()) continue;
-          Tensor local = g[j];
-          if (local.is_global()) {
-            local = reshard(as_global(local, "backward"), placement, dual(out_sbps[j]), *ctx).local;
-          }
-          outs.push_back(local_outs[j]);
-          grads.push_back(local);
-        }
-        autograd::Grads result(leaves.size());
-        std::vector<size_t> index;
-        for (size_t i = 0; i < leaves.size(); ++i)
-          if (leaves[i].defined() && needs[i]) {
-            wanted.push_back(leaves[i]);
-            index.push_back(i);
-          }
-        if (outs.empty() || wanted.empty()) return result;
-        auto local_grads = autograd::grad(outs, grads, wanted, /*retain_graph=*/true,
-                                          /*create_graph=*/false, /*allow_unused=*/true);
-        for (size_t k = 0; k < index.size(); ++k)
-          if (local_grads[k].defined())
-            result[index[k]] =
-                wrap(local_grads[k], in_shapes[index[k]], placement, dual(in_sbps[index[k]]), ctx);
-        return result;
-      });
   return result;
-}
-
-Tensor run_global1(const char* name, std::vector<Tensor> inputs, Shape out_shape,
-                   std::vector<int64_t> attrs, LocalFn1 local, bool inplace) {
-  GlobalOp op{
-      name,
-      std::move(inputs),
-      {std::move(out_shape)},
-      std::move(attrs),
-      [local = std::move(local)](const std::vector<Tensor>& l, const std::vector<Shape>& s) {
-        return std::vector<Tensor>{local(l, s[0])};
-      },
-      inplace};
-  return run_global(op)[0];
 }
 
 Tensor broadcast_on(const Tensor& local, const Tensor& like) {

@@ -1,8 +1,8 @@
-// How an op's front end hands a call with global inputs to the global executor (global/): the
-// op names itself (its OpDef's SbpRule lists the signatures), gives the logical output shapes and
-// the rule's attributes, and a function that runs the same op on local shards. The executor
-// picks the cheapest signature, reshards the inputs, runs the local function, wraps the outputs
-// and records autograd (the backward runs the local backward on shards, with the dual layouts).
+// The global executor's interface (implemented in global/): the dispatcher's global kind
+// (global/dispatch_handler.cpp) hands it a call as a GlobalOp: the op's name (its OpDef's
+// SbpRule lists the signatures), the logical output shapes and a function that runs the op on
+// local shards. The executor picks the cheapest signature, reshards the inputs, runs the local
+// function and wraps the outputs; autograd is the dispatcher's.
 #pragma once
 #include <functional>
 #include <string>
@@ -28,11 +28,6 @@ struct GlobalOp {
 };
 
 std::vector<Tensor> run_global(const GlobalOp& op);
-
-// The common case: one output, and a local function of the shards and the local output shape.
-using LocalFn1 = std::function<Tensor(const std::vector<Tensor>& locals, const Shape& out_shape)>;
-Tensor run_global1(const char* name, std::vector<Tensor> inputs, Shape out_shape,
-                   std::vector<int64_t> attrs, LocalFn1 local, bool inplace = false);
 
 bool any_global(std::initializer_list<Tensor> ts);
 // Inside a local function the executor runs: where input `input`'s shard begins in its logical
