@@ -86,26 +86,6 @@ void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const 
     for (const Tensor& t : outputs) saved_out->emplace_back(t, /*is_output=*/true);
 }
 
-// PyTorch's rules for writing into a tensor: not a leaf or a view that requires grad (while
-// grad mode is on), and not through an expanded view (one element at several positions).
-void check_writable(const OpDef& def, const Tensor& self) {
-  const char* op = def.name.c_str();
-  if (!self.defined()) fail(op, "writes into an undefined tensor");
-  if (autograd::grad_enabled() && self.requires_grad()) {
-    if (self.is_leaf())
-      fail(op, "a leaf tensor of shape ", shape_str(self.shape()),
-           " that requires grad is used in an in-place operation; wrap it in no_grad()");
-    if (self.impl()->is_view)
-      fail(op, "in-place change of a view of shape ", shape_str(self.shape()),
-           " that requires grad is not supported; clone() it first");
-  }
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.shape()[d] > 1 && self.strides()[d] == 0)
-      fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
-           shape_str(self.strides()),
-           " has elements sharing one memory location (an expanded view); clone() it first");
-}
-
 }  // namespace
 
 void set_kind_handler(TensorKind kind, KindHandler* h) {
@@ -135,6 +115,23 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
     fail(def.name.c_str(), "expects ", def.num_inputs, " tensor inputs, got ", in.size());
   check_attrs(def, attrs);
   return def.infer({def.name.c_str(), in, attrs});
+}
+
+void check_writable(const char* op, const Tensor& self) {
+  if (!self.defined()) fail(op, "writes into an undefined tensor");
+  if (autograd::grad_enabled() && self.requires_grad()) {
+    if (self.is_leaf())
+      fail(op, "a leaf tensor of shape ", shape_str(self.shape()),
+           " that requires grad is used in an in-place operation; wrap it in no_grad()");
+    if (self.impl()->is_view)
+      fail(op, "in-place change of a view of shape ", shape_str(self.shape()),
+           " that requires grad is not supported; clone() it first");
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.shape()[d] > 1 && self.strides()[d] == 0)
+      fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
+           shape_str(self.strides()),
+           " has elements sharing one memory location (an expanded view); clone() it first");
 }
 
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
@@ -169,7 +166,7 @@ std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs
   in_meta.reserve(inputs.size());
   for (const Tensor& t : inputs) in_meta.push_back(meta_of(t));
   std::vector<TensorMeta> out_meta = infer_metas(def, in_meta, attrs);
-  if (def.inplace) check_writable(def, inputs[0]);
+  if (def.inplace) check_writable(def.name.c_str(), inputs[0]);
   const bool needs_grad = autograd::any_requires_grad(inputs);
   std::vector<Tensor> outs;
   Tensor self_before;

@@ -41,6 +41,11 @@ Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs&
 // Runs the op's infer alone: the output metas, or the op's error for bad inputs.
 std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs);
+// PyTorch's rules for writing into `self` in place, raised under op's name: not a leaf or a view
+// that requires grad (while grad mode is on), and not through an expanded view (one element at
+// several positions). The dispatcher checks them for every in-place op.
+void check_writable(const char* op, const Tensor& self);
+
 // Runs the op's compute on local tensors (no checks, no autograd): what the global executor
 // runs on each rank's shards.
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,

@@ -99,23 +99,6 @@ std::vector<Tensor> masked_scatter_grad(const BackwardArgs& b) {
 
 // --- in place ---
 
-// PyTorch's rules for writing into self, checked under the in-place op's name.
-void require_writable(const char* op, const Tensor& self) {
-  if (autograd::grad_enabled() && self.requires_grad()) {
-    if (self.is_leaf())
-      fail(op, "a leaf tensor of shape ", shape_str(self.shape()),
-           " that requires grad is used in an in-place operation; wrap it in no_grad()");
-    if (self.impl()->is_view)
-      fail(op, "in-place change of a view of shape ", shape_str(self.shape()),
-           " that requires grad is not supported; clone() it first");
-  }
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.shape()[d] > 1 && self.strides()[d] == 0)
-      fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",
-           shape_str(self.strides()),
-           " has elements sharing one memory location (an expanded view); clone() it first");
-}
-
 // What the out-of-place op reads for self: self itself, or a clone when autograd records (the op
 // may save its inputs, and copying into self changes self's version).
 Tensor read_self(const Tensor& self, const std::vector<Tensor>& others) {
@@ -146,7 +129,7 @@ Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source)
 }
 
 Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
-  require_writable("masked_fill_", self);
+  check_writable("masked_fill_", self);
   return write_into("masked_fill_", self, masked_fill(read_self(self, {value}), mask, value));
 }
 
