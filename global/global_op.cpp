@@ -261,7 +261,6 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   SbpQuery q;
   for (const Tensor& t : op.inputs) q.in.push_back(t.defined() ? logical_shape(t) : Shape{});
   q.out = op.out_shapes;
-  q.attrs = op.attrs;
   q.typed = op.typed_attrs;
   q.parallel_num = placement.size();
   if (ForcedCall* f = forced_call(); f && !f->seen) return run_forced(op, def, q, *f);

@@ -17,7 +17,6 @@ struct GlobalOp {
   const char* name;               // a registered op
   std::vector<Tensor> inputs;     // global tensors; wrapped numbers act as B; undefined = absent
   std::vector<Shape> out_shapes;  // logical
-  std::vector<int64_t> attrs;     // for the op's SbpRule
   // Runs the op on this rank's shards; `out_shapes` are the local output shapes expected.
   std::function<std::vector<Tensor>(const std::vector<Tensor>& locals,
                                     const std::vector<Shape>& out_shapes)>

@@ -18,14 +18,13 @@ struct SbpSignature {
   bool operator==(const SbpSignature& o) const = default;
 };
 
-// What a rule sees of one call: logical shapes, the op's integer attributes (axes, flags; their
-// meaning is the rule's) and the number of ranks a split may be spread over (for rules whose
-// validity depends on divisibility, e.g. reshape across merged dimensions).
+// What a rule sees of one call: logical shapes, the op's typed attributes (axes, flags) and the
+// number of ranks a split may be spread over (for rules whose validity depends on
+// divisibility, e.g. reshape across merged dimensions).
 struct SbpQuery {
   std::vector<Shape> in;
   std::vector<Shape> out;
-  std::vector<int64_t> attrs;    // ops with their own front ends (until they are definitions)
-  const Attrs* typed = nullptr;  // the call's attributes, for ops run by the dispatcher
+  const Attrs* typed = nullptr;  // the call's typed attributes
   int64_t parallel_num = 1;
 };
 

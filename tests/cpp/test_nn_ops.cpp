@@ -173,19 +173,19 @@ TEST(NnOps, SbpRulesSplitAroundTheReducedAxes) {
     return std::any_of(sigs.begin(), sigs.end(), [&](const auto& x) { return x.str() == s; });
   };
   Attrs axis{{"axis", int64_t(-1)}};
-  SbpQuery soft{{{4, 6}}, {{4, 6}}, {}, &axis, 2};
+  SbpQuery soft{{{4, 6}}, {{4, 6}}, &axis, 2};
   auto sigs = sbp_rules::kSoftmax.signatures(soft);
   EXPECT_TRUE(has(sigs, "S(0) -> S(0)"));
   EXPECT_FALSE(has(sigs, "S(1) -> S(1)"));
   // The norms' backward: split rows give partial weight and bias gradients.
   Attrs ns{{"normalized_shape", Ints{6}}};
-  SbpQuery norm{{{4, 6}, {4, 6}, {6}, {4}, {4}}, {{4, 6}, {6}, {6}}, {}, &ns, 2};
+  SbpQuery norm{{{4, 6}, {4, 6}, {6}, {4}, {4}}, {{4, 6}, {6}, {6}}, &ns, 2};
   sigs = sbp_rules::kNormGrad.signatures(norm);
   EXPECT_TRUE(has(sigs, "S(0), S(0), B, S(0), S(0) -> S(0), P(sum), P(sum)")) << sigs[0].str();
   EXPECT_TRUE(has(sigs, "P(sum), B, B, B, B -> P(sum), P(sum), P(sum)"));
   EXPECT_FALSE(has(sigs, "S(1), S(1), B, S(1), S(1) -> S(1), P(sum), P(sum)"));
   // nll_loss: never the class axis.
-  SbpQuery nll{{{4, 5, 3}, {4, 3}}, {{4, 3}}, {}, nullptr, 2};
+  SbpQuery nll{{{4, 5, 3}, {4, 3}}, {{4, 3}}, nullptr, 2};
   sigs = sbp_rules::kNllLoss.signatures(nll);
   EXPECT_TRUE(has(sigs, "S(0), S(0) -> S(0)"));
   EXPECT_TRUE(has(sigs, "S(2), S(1) -> S(1)"));
