@@ -77,7 +77,7 @@ OFL_REGISTER_OPS({
      .infer = infer_nll_loss,
      .compute =
          [](const ComputeArgs& c) {
-           check_local_shapes("nll_loss", c);
+           require_output_shapes(op_def("nll_loss"), c);
            const Tensor& x = c.in[0];
            const ClassView v = class_view(x.shape());
            nll_loss_kernel().get(x.device().type)(contiguous(x), int64_contiguous(c.in[1]), v.outer,
@@ -104,7 +104,7 @@ OFL_REGISTER_OPS({
      .infer = infer_nll_loss_backward,
      .compute =
          [](const ComputeArgs& c) {
-           check_local_shapes("nll_loss_backward", c);
+           require_output_shapes(op_def("nll_loss_backward"), c);
            const Tensor& gx = c.out[0];
            const ClassView v = class_view(gx.shape());
            nll_loss_backward_kernel().get(gx.device().type)(

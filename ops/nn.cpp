@@ -70,7 +70,7 @@ OpDef softmax_def(const char* name, bool log) {
   def.attrs = {{"axis", AttrType::kInt}};
   def.infer = infer_softmax;
   def.compute = [name, log](const ComputeArgs& c) {
-    check_local_shapes(name, c);
+    require_output_shapes(op_def(name), c);
     const Tensor& out = c.out[0];
     over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype())}, out,
               [&](const std::vector<Tensor>& in, const Tensor& o) {
@@ -95,7 +95,7 @@ OpDef softmax_backward_def(const char* name, bool log) {
   def.attrs = {{"axis", AttrType::kInt}};
   def.infer = infer_softmax_backward;
   def.compute = [name, log](const ComputeArgs& c) {
-    check_local_shapes(name, c);
+    require_output_shapes(op_def(name), c);
     const Tensor& out = c.out[0];
     over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype()), c.in[1]}, out,
               [&](const std::vector<Tensor>& in, const Tensor& o) {
@@ -174,7 +174,7 @@ OpDef norm_def(const char* name, bool rms) {
   def.attrs = {{"normalized_shape", AttrType::kInts}, {"eps", AttrType::kFloat}};
   def.infer = [rms](const InferArgs& a) { return infer_norm(rms, a); };
   def.compute = [name, rms](const ComputeArgs& c) {
-    check_local_shapes(name, c);
+    require_output_shapes(op_def(name), c);
     const Tensor& x = c.in[0];
     const Tensor mean = rms ? Tensor() : c.out[1];
     norm_kernel().get(x.device().type)(contiguous(x), param(c, 1, x.dtype()),
@@ -206,7 +206,7 @@ OpDef norm_backward_def(const char* name, bool rms) {
   def.attrs = {{"normalized_shape", AttrType::kInts}};
   def.infer = [rms](const InferArgs& a) { return infer_norm_backward(rms, a); };
   def.compute = [name, rms](const ComputeArgs& c) {
-    check_local_shapes(name, c);
+    require_output_shapes(op_def(name), c);
     const Tensor& x = c.in[1];
     const Tensor mean = rms ? Tensor() : contiguous(c.in[3]);
     norm_backward_kernel().get(x.device().type)(

@@ -42,21 +42,6 @@ Device common_device(const InferArgs& a) {
   return Device{};
 }
 
-void check_local_shapes(const char* op, const ComputeArgs& c) {
-  const OpDef& def = op_def(op);
-  std::vector<TensorMeta> in;
-  for (const Tensor& t : c.in) {
-    TensorMeta m{.defined = false};
-    if (t.defined()) m = {t.shape(), t.dtype(), t.device()};
-    in.push_back(std::move(m));
-  }
-  std::vector<TensorMeta> want = def.infer({def.name.c_str(), in, c.attrs});
-  for (size_t j = 0; j < want.size() && j < c.out.size(); ++j)
-    if (c.out[j].shape() != want[j].shape)
-      fail(op, "output ", j, " has shape ", shape_str(c.out[j].shape()), " where its inputs ",
-           "give ", shape_str(want[j].shape), " (inconsistently laid out shards)");
-}
-
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
   double elems = static_cast<double>(numel_of(output));
   for (const auto& s : inputs) elems += static_cast<double>(numel_of(s));

@@ -25,11 +25,6 @@ Device common_device(const InferArgs& a);
 // result fits self (same shape, a dtype that casts to self's), compute writes into self.
 OpDef inplace_variant(const char* name, const OpDef& base);
 
-// For compute functions whose kernels trust the output shapes: raises, naming the op, when the
-// outputs allocated for these (local) inputs are not what the op's infer gives for them, as when
-// the SBP conformance checker runs a shard under a layout no rule declares.
-void check_local_shapes(const char* op, const ComputeArgs& c);
-
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 // Views move no data (a reshape that must copy is counted as free too: it is rare and local).
