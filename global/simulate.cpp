@@ -1,52 +1,24 @@
 #include "global/simulate.h"
 
 #include "boxing/reshard.h"
+#include "core/comm/refusing.h"
 #include "global/forced.h"
 
 namespace ofl {
 
 namespace {
 
+std::vector<int> all_ranks(int n) {
+  std::vector<int> r(n);
+  for (int i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
 // Any collective is a bug in the checker: its inputs are already where the op needs them.
-class SimulatedWorld : public comm::Communicator {
-  using ReduceOp = comm::ReduceOp;
-
- public:
-  SimulatedWorld(int rank, int n) : Communicator(rank, all(n), "simulated") {}
-  void all_reduce(Tensor&, ReduceOp) override { no(); }
-  void all_gather(const Tensor&, Tensor&) override { no(); }
-  void all_gather_v(const Tensor&, Tensor&, const std::vector<int64_t>&) override { no(); }
-  void reduce_scatter(const Tensor&, Tensor&, ReduceOp) override { no(); }
-  void reduce_scatter_v(const Tensor&, Tensor&, const std::vector<int64_t>&, ReduceOp) override {
-    no();
-  }
-  void all_to_all(const Tensor&, Tensor&) override { no(); }
-  void all_to_all_v(const Tensor&, const std::vector<int64_t>&, Tensor&,
-                    const std::vector<int64_t>&) override {
-    no();
-  }
-  void broadcast(Tensor&, int) override { no(); }
-  void reduce(Tensor&, int, ReduceOp) override { no(); }
-  void gather(const Tensor&, Tensor&, int, const std::vector<int64_t>&) override { no(); }
-  void scatter(const Tensor&, Tensor&, int, const std::vector<int64_t>&) override { no(); }
-  void send(const Tensor&, int, int) override { no(); }
-  void recv(Tensor&, int, int) override { no(); }
-  void barrier() override { no(); }
-
- protected:
-  std::shared_ptr<Communicator> make_group(const std::vector<int>&, int,
-                                           const std::string&) override {
-    no();
-  }
-
- private:
-  static std::vector<int> all(int n) {
-    std::vector<int> r(n);
-    for (int i = 0; i < n; ++i) r[i] = i;
-    return r;
-  }
-  [[noreturn]] static void no() { fail("simulated world", "a simulated rank cannot communicate"); }
-};
+std::shared_ptr<comm::Communicator> simulated_world(int rank, int n) {
+  return std::make_shared<comm::RefusingCommunicator>(
+      rank, all_ranks(n), "simulated", "simulated world", "a simulated rank cannot communicate");
+}
 
 struct Stop {};  // ends `call` once its first global op has been seen
 
@@ -66,7 +38,7 @@ ForcedScope::~ForcedScope() {
 
 Tensor simulated_global(const Tensor& piece, const Shape& shape, const Sbp& sbp, int rank, int n) {
   auto ctx = std::make_shared<BoxingContext>();
-  ctx->world = std::make_shared<SimulatedWorld>(rank, n);
+  ctx->world = simulated_world(rank, n);
   return as_tensor({piece, shape, Placement::all(DeviceType::kCPU, n), NdSbp({sbp})}, ctx);
 }
 

@@ -9,6 +9,7 @@
 
 #include "boxing/reshard.h"
 #include "core/autograd/engine.h"
+#include "core/comm/refusing.h"
 #include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -20,48 +21,14 @@ using ofl::testing::error_of;
 namespace {
 
 // Rank 0 of a world of one, which refuses to communicate.
-class NoCommWorld : public comm::Communicator {
-  using ReduceOp = comm::ReduceOp;
-
- public:
-  NoCommWorld() : Communicator(0, {0}, "world") {}
-  int calls = 0;
-  void all_reduce(Tensor&, ReduceOp) override { no(); }
-  void all_gather(const Tensor&, Tensor&) override { no(); }
-  void all_gather_v(const Tensor&, Tensor&, const std::vector<int64_t>&) override { no(); }
-  void reduce_scatter(const Tensor&, Tensor&, ReduceOp) override { no(); }
-  void reduce_scatter_v(const Tensor&, Tensor&, const std::vector<int64_t>&, ReduceOp) override {
-    no();
-  }
-  void all_to_all(const Tensor&, Tensor&) override { no(); }
-  void all_to_all_v(const Tensor&, const std::vector<int64_t>&, Tensor&,
-                    const std::vector<int64_t>&) override {
-    no();
-  }
-  void broadcast(Tensor&, int) override { no(); }
-  void reduce(Tensor&, int, ReduceOp) override { no(); }
-  void gather(const Tensor&, Tensor&, int, const std::vector<int64_t>&) override { no(); }
-  void scatter(const Tensor&, Tensor&, int, const std::vector<int64_t>&) override { no(); }
-  void send(const Tensor&, int, int) override { no(); }
-  void recv(Tensor&, int, int) override { no(); }
-  void barrier() override { no(); }
-
- protected:
-  std::shared_ptr<Communicator> make_group(const std::vector<int>&, int,
-                                           const std::string&) override {
-    no();
-  }
-
- private:
-  [[noreturn]] void no() {
-    ++calls;
-    fail("test world", "a simulated placement must not communicate");
-  }
-};
+std::shared_ptr<comm::RefusingCommunicator> no_comm_world() {
+  return std::make_shared<comm::RefusingCommunicator>(0, std::vector<int>{0}, "world", "test world",
+                                                      "a simulated placement must not communicate");
+}
 
 // The cluster of the 128x8 mesh: 128 nodes of 8 GPUs (mesh axis 1 within a node).
 struct Sim {
-  std::shared_ptr<NoCommWorld> world = std::make_shared<NoCommWorld>();
+  std::shared_ptr<comm::RefusingCommunicator> world = no_comm_world();
   std::shared_ptr<BoxingContext> ctx = std::make_shared<BoxingContext>();
   std::vector<PredictedCost> costs;
   std::vector<std::string> log;
@@ -80,7 +47,7 @@ struct Sim {
   }
   // Nothing ran: no collective, no sub-group, no log line.
   void expect_no_communication() const {
-    EXPECT_EQ(world->calls, 0);
+    EXPECT_EQ(world->refused, 0);
     EXPECT_TRUE(log.empty()) << log.front();
   }
   const PredictedCost& last(const std::string& op) const {
