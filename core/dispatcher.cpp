@@ -1,6 +1,7 @@
 #include "core/dispatcher.h"
 
 #include <array>
+#include <memory>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -39,52 +40,108 @@ KindHandler& handler(TensorKind kind) {
 
 void check_attrs(const OpDef& def, const Attrs& attrs) {
   for (const AttrDef& a : def.attrs) {
-    if (!attrs.has(a.name))
+    const AttrValue* v = attrs.find(a.name);
+    if (!v)
       fail(def.name.c_str(), "missing attribute '", a.name, "' (", attr_type_name(a.type), ")");
-    if (attrs.value(a.name).index() != static_cast<size_t>(a.type))
+    if (v->index() != static_cast<size_t>(a.type))
       fail(def.name.c_str(), "attribute '", a.name, "' must be of type ", attr_type_name(a.type));
   }
   OFL_CHECK(attrs.items().size() == def.attrs.size(), def.name, ": attributes ", attrs.str(),
             " do not match its schema");
 }
 
+// What one recorded call keeps for its backward, in one allocation.
+struct SavedCall {
+  const OpDef* def;
+  Attrs attrs;
+  std::vector<TensorMeta> in_meta;
+  std::vector<autograd::SavedTensor> in;
+  std::vector<autograd::SavedTensor> out;  // saved once they have their history
+  std::vector<uint32_t> recorded;          // op output of each recorded (floating) output
+  size_t num_out;
+
+  autograd::Grads backward(const autograd::Grads& g, const autograd::Needs& needs) const {
+    std::vector<Tensor> ins(in_meta.size()), outs(num_out), grads(num_out);
+    for (size_t i = 0; i < in.size(); ++i) ins[i] = in[i].unpack(def->name);
+    for (size_t j = 0; j < out.size(); ++j) outs[j] = out[j].unpack(def->name);
+    for (size_t k = 0; k < recorded.size(); ++k) grads[recorded[k]] = g[k];
+    std::vector<Tensor> result = def->backward({ins, outs, in_meta, grads, needs, attrs});
+    OFL_CHECK(result.size() == in_meta.size(), def->name, ": backward gave ", result.size(),
+              " gradients for ", in_meta.size(), " inputs");
+    return result;
+  }
+};
+
 // One node for the call; its backward is the op's definition, run through this dispatcher on
 // whatever kind of tensors the gradients are.
 // `self_before`: an in-place op's input 0 before the call, which its backward sees.
 void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Tensor& self_before,
-                     const Attrs& attrs, std::vector<TensorMeta> in_meta,
+                     const Attrs& attrs, const std::vector<TensorMeta>& in_meta,
                      const std::vector<Tensor>& outputs) {
+  auto call =
+      std::make_shared<SavedCall>(SavedCall{&def, attrs, in_meta, {}, {}, {}, outputs.size()});
   std::vector<Tensor> recorded;
-  std::vector<size_t> index;  // op output of each recorded one
+  recorded.reserve(outputs.size());
   for (size_t j = 0; j < outputs.size(); ++j)
     if (is_floating(outputs[j].dtype())) {
       recorded.push_back(outputs[j]);
-      index.push_back(j);
+      call->recorded.push_back(static_cast<uint32_t>(j));
     }
   if (recorded.empty()) return;
-  std::vector<autograd::SavedTensor> saved_in;
-  if (def.saves & kSaveInputs)
+  if (def.saves & kSaveInputs) {
+    call->in.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
-      saved_in.emplace_back(i == 0 && self_before.defined() ? self_before : inputs[i]);
-  // Outputs are saved once they have their history (their producer is this node, held weakly).
-  auto saved_out = std::make_shared<std::vector<autograd::SavedTensor>>();
-  const size_t num_out = outputs.size();
-  autograd::record(
-      def.name, inputs, recorded,
-      [&def, attrs, in_meta = std::move(in_meta), saved_in = std::move(saved_in), saved_out, index,
-       num_out](const autograd::Grads& g, const autograd::Needs& needs) -> autograd::Grads {
-        std::vector<Tensor> in(in_meta.size()), out(num_out), grads(num_out);
-        for (size_t i = 0; i < saved_in.size(); ++i) in[i] = saved_in[i].unpack(def.name);
-        for (size_t j = 0; j < saved_out->size(); ++j) out[j] = (*saved_out)[j].unpack(def.name);
-        for (size_t k = 0; k < index.size(); ++k) grads[index[k]] = g[k];
-        std::vector<Tensor> result = def.backward({in, out, in_meta, grads, needs, attrs});
-        OFL_CHECK(result.size() == in_meta.size(), def.name, ": backward gave ", result.size(),
-                  " gradients for ", in_meta.size(), " inputs");
-        return result;
-      });
-  if (def.saves & kSaveOutputs)
-    for (const Tensor& t : outputs) saved_out->emplace_back(t, /*is_output=*/true);
+      call->in.emplace_back(i == 0 && self_before.defined() ? self_before : inputs[i]);
+  }
+  autograd::record(def.name, inputs, recorded,
+                   [call](const autograd::Grads& g, const autograd::Needs& needs) {
+                     return call->backward(g, needs);
+                   });
+  if (def.saves & kSaveOutputs) {
+    call->out.reserve(outputs.size());
+    for (const Tensor& t : outputs) call->out.emplace_back(t, /*is_output=*/true);
+  }
 }
+
+// The input metas of the calls in flight on this thread, one vector per nesting depth, kept
+// between calls with their shapes' capacity: a call allocates nothing for its inputs' metas.
+class InputMetas {
+ public:
+  explicit InputMetas(const std::vector<Tensor>& inputs) : stack_(stack()) {
+    if (stack_.depth == stack_.metas.size())
+      stack_.metas.push_back(std::make_unique<std::vector<TensorMeta>>());
+    metas_ = stack_.metas[stack_.depth++].get();
+    metas_->resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) assign_meta((*metas_)[i], inputs[i]);
+  }
+  ~InputMetas() { --stack_.depth; }
+  InputMetas(const InputMetas&) = delete;
+  InputMetas& operator=(const InputMetas&) = delete;
+  const std::vector<TensorMeta>& get() const { return *metas_; }
+
+ private:
+  static void assign_meta(TensorMeta& m, const Tensor& t) {
+    m.defined = t.defined();
+    if (!m.defined) {
+      m.shape.clear();
+      return;
+    }
+    m.shape = t.is_global() ? handler(TensorKind::kGlobal).logical_shape(t) : t.shape();
+    m.dtype = t.dtype();
+    m.device = t.device();
+    m.wrapped = t.is_wrapped_number();
+  }
+  struct Stack {
+    std::vector<std::unique_ptr<std::vector<TensorMeta>>> metas;
+    size_t depth = 0;
+  };
+  static Stack& stack() {
+    thread_local Stack s;
+    return s;
+  }
+  Stack& stack_;
+  std::vector<TensorMeta>* metas_;
+};
 
 }  // namespace
 
@@ -162,23 +219,23 @@ std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& input
 
 std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs,
                              const Attrs& attrs) {
-  std::vector<TensorMeta> in_meta;
-  in_meta.reserve(inputs.size());
-  for (const Tensor& t : inputs) in_meta.push_back(meta_of(t));
-  std::vector<TensorMeta> out_meta = infer_metas(def, in_meta, attrs);
+  const InputMetas in_meta(inputs);
+  std::vector<TensorMeta> out_meta = infer_metas(def, in_meta.get(), attrs);
   if (def.inplace) check_writable(def.name.c_str(), inputs[0]);
   const bool needs_grad = autograd::any_requires_grad(inputs);
   std::vector<Tensor> outs;
   Tensor self_before;
+  if (!needs_grad) return handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);
   {
-    autograd::NoGradGuard no_grad;  // handlers run ops of their own; this call records once
-    if (def.inplace && needs_grad && def.backward && (def.saves & kSaveInputs))
+    // Handlers run ops of their own; this call records once. (Without inputs that require
+    // grad, nothing they compute from them could record.)
+    autograd::NoGradGuard no_grad;
+    if (def.inplace && def.backward && (def.saves & kSaveInputs))
       self_before = call_op("clone", {inputs[0]});
     outs = handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);
   }
-  if (!needs_grad) return outs;
   if (def.backward) {
-    record_autograd(def, inputs, self_before, attrs, std::move(in_meta), outs);
+    record_autograd(def, inputs, self_before, attrs, in_meta.get(), outs);
   } else if (def.inplace && inputs[0].requires_grad()) {
     // New values without a gradient (fill_): a history without inputs stops the gradient here.
     autograd::record(

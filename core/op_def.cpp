@@ -1,6 +1,7 @@
 #include "core/op_def.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <sstream>
 
@@ -38,15 +39,17 @@ const char* attr_type_name(AttrType t) {
   return names[static_cast<int>(t)];
 }
 
-bool Attrs::has(std::string_view name) const {
-  return std::any_of(items_.begin(), items_.end(),
-                     [&](const auto& kv) { return kv.first == name; });
+const AttrValue* Attrs::find(std::string_view name) const {
+  // Names are literals: compared without measuring them first.
+  for (const auto& [k, v] : items_)
+    if (std::strncmp(k, name.data(), name.size()) == 0 && k[name.size()] == '\0') return &v;
+  return nullptr;
 }
 
 const AttrValue& Attrs::value(std::string_view name) const {
-  for (const auto& [k, v] : items_)
-    if (k == name) return v;
-  OFL_CHECK(false, "no attribute ", name, " among ", str());
+  const AttrValue* v = find(name);
+  OFL_CHECK(v, "no attribute ", name, " among ", str());
+  return *v;
 }
 
 void Attrs::set(const char* name, AttrValue v) {

@@ -41,7 +41,8 @@ class Attrs {
     OFL_CHECK(p, "attribute ", name, " has another type");
     return *p;
   }
-  bool has(std::string_view name) const;
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+  const AttrValue* find(std::string_view name) const;  // null when absent
   const AttrValue& value(std::string_view name) const;
   void set(const char* name, AttrValue v);
   const std::vector<std::pair<const char*, AttrValue>>& items() const { return items_; }

@@ -63,7 +63,7 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
   if (dt == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kPow ||
                              op == BinaryOp::kFloorDiv || op == BinaryOp::kRemainder))
     fail<TypeError>(a.op, "is not supported for bool tensors ", x.str(), " and ", y.str());
-  return {{std::move(shape), is_comparison(op) ? DType::kBool : dt, device}};
+  return single_output(std::move(shape), is_comparison(op) ? DType::kBool : dt, device);
 }
 
 void compute_binary(BinaryOp op, const ComputeArgs& c) {
@@ -161,7 +161,7 @@ OFL_REGISTER_OPS({
          fail<TypeError>(a.op, "condition must be a bool tensor, got ", c.str());
        Device device = common_device(a);
        Shape shape = broadcast_shapes(broadcast_shapes(c.shape, x.shape, a.op), y.shape, a.op);
-       return {{std::move(shape), result_type(x, y), device}};
+       return single_output(std::move(shape), result_type(x, y), device);
      },
      .compute =
          [](const ComputeArgs& c) {

@@ -104,7 +104,7 @@ std::vector<TensorMeta> infer_conv2d(const InferArgs& a) {
     fail(op, "bias of shape ", shape_str(b.shape), " does not match the weight ", shape_str(ws),
          " with ", co, " output channels");
   check_fits(op, xs, ws, win);
-  return {{windowed_shape(xs, win, co), x.dtype, x.device}};
+  return single_output(windowed_shape(xs, win, co), x.dtype, x.device);
 }
 
 // grad (N, O, H', W'), weight (O, C / groups, kH, kW) -> (N, C, H, W), (H, W) = input_size.
@@ -129,7 +129,7 @@ std::vector<TensorMeta> infer_conv2d_input_grad(const InferArgs& a) {
     fail(op, "grad ", shape_str(gs), " is not the output shape ",
          shape_str(windowed_shape(xs, win, ws[0])), " of input ", shape_str(xs), " and weight ",
          shape_str(ws));
-  return {{xs, gy.dtype, gy.device}};
+  return single_output(xs, gy.dtype, gy.device);
 }
 
 // grad (N, O, H', W'), x (N, C, H, W) -> (O, C / groups, kH, kW), (kH, kW) = kernel_size.
@@ -154,7 +154,7 @@ std::vector<TensorMeta> infer_conv2d_weight_grad(const InferArgs& a) {
     fail(op, "grad ", shape_str(gs), " is not the output shape ",
          shape_str(windowed_shape(xs, win, ws[0])), " of input ", shape_str(xs), " and weight ",
          shape_str(ws));
-  return {{ws, gy.dtype, gy.device}};
+  return single_output(ws, gy.dtype, gy.device);
 }
 
 // ---- compute ----

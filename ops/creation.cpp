@@ -25,8 +25,8 @@ const AttrDef kShapeAttr{"shape", AttrType::kInts}, kDTypeAttr{"dtype", AttrType
 std::vector<TensorMeta> created(const InferArgs& a, Shape shape) {
   for (int64_t d : shape)
     if (d < 0) fail(a.op, "sizes must be non-negative, got ", shape_str(shape));
-  return {{std::move(shape), a.attrs.get<DType>("dtype"),
-           Device::parse(a.attrs.get<std::string>("device"))}};
+  return single_output(std::move(shape), a.attrs.get<DType>("dtype"),
+                       Device::parse(a.attrs.get<std::string>("device")));
 }
 
 // Fills out (any layout) from a host buffer of doubles computed by f(i).
@@ -120,7 +120,7 @@ OpDef random_fill_def(const char* name, int kind, const char* a_name, const char
             check_float(a.op, a.in[0].dtype);
             if (kind == 1 && a.attrs.get<double>(b_name) < 0)
               fail(a.op, "std must be non-negative, got ", a.attrs.get<double>(b_name));
-            return {{a.in[0].shape, a.in[0].dtype, a.in[0].device}};
+            return single_output(a.in[0].shape, a.in[0].dtype, a.in[0].device);
           },
           .compute =
               [kind, a_name, b_name](const ComputeArgs& c) {
@@ -319,7 +319,7 @@ OFL_REGISTER_OPS({
      .sbp = &sbp_rules::kFillLike,
      .attrs = {{"value", AttrType::kFloat}, {"dtype", AttrType::kDType}},
      .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
-       return {{a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device}};
+       return single_output(a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device);
      },
      .compute =
          [](const ComputeArgs& c) {

@@ -19,7 +19,7 @@ using elementwise_grad::scaled;
 namespace {
 
 std::vector<TensorMeta> self_meta(const TensorMeta& self) {
-  return {{self.shape, self.dtype, self.device}};
+  return single_output(self.shape, self.dtype, self.device);
 }
 
 std::vector<TensorMeta> infer_copy(const InferArgs& a) {

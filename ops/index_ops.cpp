@@ -72,7 +72,7 @@ std::vector<TensorMeta> infer_index_select(const InferArgs& a) {
   if (index.shape.size() > 1) fail(a.op, "index must be 0-d or 1-d, got ", shape_str(index.shape));
   Shape out = x.shape.empty() ? Shape{1} : x.shape;
   out[dim_of(a)] = numel_of(index.shape);
-  return {{std::move(out), x.dtype, common_device(a)}};
+  return single_output(std::move(out), x.dtype, common_device(a));
 }
 
 void compute_index_select(const ComputeArgs& c) {
@@ -92,7 +92,7 @@ std::vector<TensorMeta> infer_index_add(const InferArgs& a) {
   if (src.shape != expect && !(x.shape.empty() && src.shape.empty()))
     fail(a.op, "source of shape ", shape_str(src.shape), " does not match the expected ",
          shape_str(expect));
-  return {{x.shape, x.dtype, common_device(a)}};
+  return single_output(x.shape, x.dtype, common_device(a));
 }
 
 void compute_index_add(const ComputeArgs& c) {
@@ -113,7 +113,7 @@ std::vector<TensorMeta> infer_gather(const InferArgs& a) {
   require_integer_index(a.op, index);
   const int64_t axis = dim_of(a);
   require_same_rank(a.op, x.shape, axis, index.shape);
-  return {{index.shape, x.dtype, common_device(a)}};
+  return single_output(index.shape, x.dtype, common_device(a));
 }
 
 void compute_gather(const ComputeArgs& c) {
@@ -132,7 +132,7 @@ std::vector<TensorMeta> infer_scatter_add(const InferArgs& a) {
     if (d >= src.shape.size() || index.shape[d] > src.shape[d])
       fail(a.op, "index of shape ", shape_str(index.shape), " is larger than the source of shape ",
            shape_str(src.shape));
-  return {{x.shape, x.dtype, common_device(a)}};
+  return single_output(x.shape, x.dtype, common_device(a));
 }
 
 // The leading region of t with the given shape.
@@ -193,7 +193,7 @@ std::vector<TensorMeta> infer_embedding(const InferArgs& a) {
   require_integer_index(a.op, indices);
   Shape out = indices.shape;
   out.push_back(w.shape[1]);
-  return {{std::move(out), w.dtype, common_device(a)}};
+  return single_output(std::move(out), w.dtype, common_device(a));
 }
 
 // A vocabulary-split table holds rows [first_row, first_row + rows) of num_embeddings; its
@@ -267,7 +267,7 @@ std::vector<TensorMeta> infer_cat(const InferArgs& a) {
     out[axis] += s[axis];
     dt = promote_types(dt, a.in[i].dtype);
   }
-  return {{std::move(out), dt, common_device(a)}};
+  return single_output(std::move(out), dt, common_device(a));
 }
 
 void compute_cat(const ComputeArgs& c) {

@@ -45,7 +45,7 @@ std::vector<TensorMeta> infer_matmul(const InferArgs& args) {
   Shape out = broadcast_shapes(ba, bb, "matmul");
   if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
   if (sb.size() >= 2) out.push_back(sb.back());
-  return {{std::move(out), a.dtype, device}};
+  return single_output(std::move(out), a.dtype, device);
 }
 
 // The operands as matrices: a (k) -> (1, k), b (k) -> (k, 1).

@@ -48,7 +48,7 @@ std::vector<TensorMeta> infer_nll_loss(const InferArgs& a) {
     fail(a.op, "input of shape ", shape_str(x.shape), " expects target of shape ",
          shape_str(expect), ", got ", shape_str(t.shape));
   if (!is_floating(x.dtype)) fail<TypeError>(a.op, "expects a floating-point input, got ", x.str());
-  return {{t.shape, x.dtype, common_device(a)}};
+  return single_output(t.shape, x.dtype, common_device(a));
 }
 
 // (grad of the losses, target) -> the input's gradient: attribute classes puts C back at axis 1.
@@ -61,7 +61,7 @@ std::vector<TensorMeta> infer_nll_loss_backward(const InferArgs& a) {
   if (!is_floating(g.dtype)) fail<TypeError>(a.op, "expects a floating-point grad, got ", g.str());
   Shape shape = g.shape;
   shape.insert(shape.begin() + (shape.empty() ? 0 : 1), a.attrs.get<int64_t>("classes"));
-  return {{shape, g.dtype, common_device(a)}};
+  return single_output(shape, g.dtype, common_device(a));
 }
 
 Tensor int64_contiguous(const Tensor& t) {

@@ -34,7 +34,7 @@ std::vector<TensorMeta> infer_masked_select(const InferArgs& a) {
          " (how many elements are true), which ",
          device.is_meta() ? "a meta tensor does not have" : "is not here for a global tensor",
          "; use where() or masked_fill() for a result of fixed shape");
-  return {{{count}, x.dtype, device}};
+  return single_output({count}, x.dtype, device);
 }
 
 void compute_masked_select(const ComputeArgs& c) {
@@ -72,7 +72,7 @@ std::vector<TensorMeta> infer_masked_scatter(const InferArgs& a) {
   if (broadcast_shapes(x.shape, mask.shape, a.op) != x.shape)
     fail(a.op, "the mask of shape ", shape_str(mask.shape),
          " does not broadcast to the input's shape ", shape_str(x.shape));
-  return {{x.shape, x.dtype, common_device(a)}};
+  return single_output(x.shape, x.dtype, common_device(a));
 }
 
 void compute_masked_scatter(const ComputeArgs& c) {

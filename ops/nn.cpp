@@ -34,7 +34,7 @@ int64_t rank(const Shape& s) {
 std::vector<TensorMeta> infer_softmax(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   normalize_axis(a.attrs.get<int64_t>("axis"), rank(x.shape), a.op);
-  return {{x.shape, is_floating(x.dtype) ? x.dtype : DType::kFloat32, common_device(a)}};
+  return single_output(x.shape, is_floating(x.dtype) ? x.dtype : DType::kFloat32, common_device(a));
 }
 
 // (grad, y) -> gx, for the backward ops.
@@ -46,7 +46,7 @@ std::vector<TensorMeta> infer_softmax_backward(const InferArgs& a) {
          shape_str(y.shape));
   if (!is_floating(y.dtype))
     fail<TypeError>(a.op, "expects a floating-point output, got ", y.str());
-  return {{y.shape, y.dtype, common_device(a)}};
+  return single_output(y.shape, y.dtype, common_device(a));
 }
 
 // Runs a row kernel (over the last axis of contiguous operands) over `axis` of out's shape,

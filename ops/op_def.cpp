@@ -6,12 +6,12 @@
 
 namespace ofl {
 
-void require_local(const char* op, const Tensor& t) {
-  if (t.defined() && t.is_global())
-    fail(op,
-         "does not take global tensors yet (it has no SBP rule); got a global tensor whose local "
-         "shard is ",
-         t.str(), "; call to_local() or numpy() first");
+std::vector<TensorMeta> single_output(Shape shape, DType dtype, Device device) {
+  std::vector<TensorMeta> out(1);
+  out[0].shape = std::move(shape);
+  out[0].dtype = dtype;
+  out[0].device = device;
+  return out;
 }
 
 void require_output_shapes(const OpDef& def, const ComputeArgs& c) {

@@ -7,9 +7,8 @@
 
 namespace ofl {
 
-// For ops without an SBP rule yet: a global tensor raises instead of being computed on as if
-// its shard were the whole tensor.
-void require_local(const char* op, const Tensor& t);
+// The metas of a call with one output (moved in: `return {{shape, ...}}` would copy the shape).
+std::vector<TensorMeta> single_output(Shape shape, DType dtype, Device device);
 
 // For computes whose kernels size their loops from the inputs: raises naming op when the
 // allocated outputs do not have the shapes `infer` gives for these (local) inputs, as when a

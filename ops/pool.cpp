@@ -75,7 +75,7 @@ Attrs backward_attrs(const Attrs& a, Pair input_size) {
 std::vector<TensorMeta> infer_max_pool2d(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   check_image(a.op, x);
-  return {{windowed_shape(x.shape, checked_pool_window(a, x.shape)), x.dtype, x.device}};
+  return single_output(windowed_shape(x.shape, checked_pool_window(a, x.shape)), x.dtype, x.device);
 }
 
 std::vector<TensorMeta> infer_max_pool2d_indices(const InferArgs& a) {
@@ -124,7 +124,7 @@ std::vector<TensorMeta> infer_max_pool2d_backward(const InferArgs& a) {
   if (indices.shape != g.shape)
     fail(a.op, "grad ", g.str(), " and indices ", indices.str(), " must have the same shape");
   check_devices(a, {"grad", "indices"});
-  return {{checked_input_shape(a, g.shape), g.dtype, g.device}};
+  return single_output(checked_input_shape(a, g.shape), g.dtype, g.device);
 }
 
 void compute_max_pool2d_backward(const ComputeArgs& c) {
@@ -152,7 +152,7 @@ std::vector<Tensor> max_pool2d_backward_backward(const BackwardArgs& b) {
 std::vector<TensorMeta> infer_avg_pool2d(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   check_image(a.op, x);
-  return {{windowed_shape(x.shape, checked_pool_window(a, x.shape)), x.dtype, x.device}};
+  return single_output(windowed_shape(x.shape, checked_pool_window(a, x.shape)), x.dtype, x.device);
 }
 
 void compute_avg_pool2d(const ComputeArgs& c) {
@@ -173,7 +173,7 @@ std::vector<TensorMeta> infer_avg_pool2d_backward(const InferArgs& a) {
   if (ys != g.shape)
     fail(a.op, "grad ", shape_str(g.shape), " is not the output shape ", shape_str(ys),
          " of input ", shape_str(xs));
-  return {{xs, g.dtype, g.device}};
+  return single_output(xs, g.dtype, g.device);
 }
 
 void compute_avg_pool2d_backward(const ComputeArgs& c) {

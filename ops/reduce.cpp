@@ -138,7 +138,7 @@ std::vector<TensorMeta> infer_reduce(ReduceOp op, const InferArgs& a) {
       dtype = DType::kBool;
       break;
   }
-  return {{reduced_shape(x.shape, axes, a.attrs.get<bool>("keepdim")), dtype, x.device}};
+  return single_output(reduced_shape(x.shape, axes, a.attrs.get<bool>("keepdim")), dtype, x.device);
 }
 
 // Kernels compute in the output's dtype.

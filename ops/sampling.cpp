@@ -33,7 +33,7 @@ std::vector<TensorMeta> infer_multinomial(const InferArgs& a) {
          " categories (probabilities of shape ", shape_str(p.shape), ")");
   Shape out = p.shape;
   out.back() = num_samples;
-  return {{std::move(out), DType::kInt64, p.device}};
+  return single_output(std::move(out), DType::kInt64, p.device);
 }
 
 void compute_multinomial(const ComputeArgs& c) {

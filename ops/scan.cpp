@@ -25,7 +25,7 @@ std::vector<TensorMeta> infer_cumsum(const InferArgs& a) {
   const DType dtype = a.attrs.get<DType>("dtype");
   if (dtype == DType::kBool)
     fail<TypeError>(a.op, "cannot accumulate into bool; got input ", x.str());
-  return {{x.shape, dtype, x.device}};
+  return single_output(x.shape, dtype, x.device);
 }
 
 void compute_cumsum(const ComputeArgs& c) {
@@ -54,7 +54,7 @@ std::vector<TensorMeta> infer_triangular(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   if (x.shape.size() < 2)
     fail(a.op, "expects a tensor of at least 2 dimensions, got shape ", shape_str(x.shape));
-  return {{x.shape, x.dtype, x.device}};
+  return single_output(x.shape, x.dtype, x.device);
 }
 
 // A shard of rows [r0, ...) and columns [c0, ...) keeps j - i against diagonal + r0 - c0.

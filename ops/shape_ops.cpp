@@ -51,7 +51,8 @@ std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
 // x's elements as `shape` (same numel): a view where the strides allow one, else a contiguous
 // copy, or `view`'s error when no copy is allowed.
 Tensor reshaped(const Tensor& x, const Shape& shape, bool may_copy) {
-  if (auto strides = view_strides(x, shape)) return view_of(x, shape, *strides, x.offset());
+  if (auto strides = view_strides(x, shape))
+    return view_of(x, shape, std::move(*strides), x.offset());
   if (!may_copy)
     fail("view", "a tensor of shape ", shape_str(x.shape()), " with strides ",
          shape_str(x.strides()), " cannot be viewed as ", shape_str(shape),
@@ -74,7 +75,7 @@ std::vector<Tensor> regroup_grad(const BackwardArgs& b) {
 }
 
 std::vector<TensorMeta> shaped(const InferArgs& a, Shape shape) {
-  return {{std::move(shape), a.in[0].dtype, a.in[0].device}};
+  return single_output(std::move(shape), a.in[0].dtype, a.in[0].device);
 }
 
 std::vector<TensorMeta> infer_reshape(const InferArgs& a) {
@@ -123,6 +124,7 @@ std::vector<int64_t> permutation(const InferArgs& a) {
   if (static_cast<int64_t>(dims.size()) != n)
     fail(a.op, "got ", dims.size(), " dims for a tensor of shape ", shape_str(a.in[0].shape));
   std::vector<int64_t> perm;
+  perm.reserve(n);
   for (int64_t d : dims) {
     perm.push_back(normalize_axis(d, n, a.op));
     if (std::count(perm.begin(), perm.end(), perm.back()) > 1)
@@ -132,20 +134,22 @@ std::vector<int64_t> permutation(const InferArgs& a) {
 }
 
 std::vector<TensorMeta> infer_permute(const InferArgs& a) {
-  Shape out;
-  for (int64_t d : permutation(a)) out.push_back(a.in[0].shape[d]);
+  const std::vector<int64_t> perm = permutation(a);
+  Shape out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = a.in[0].shape[perm[i]];
   return shaped(a, std::move(out));
 }
 
 std::vector<Tensor> permute_view(const ViewArgs& v) {
   const Tensor& x = v.in[0];
-  Shape shape, strides;
-  for (int64_t d : v.attrs.get<Shape>("dims")) {
-    d = d < 0 ? d + x.dim() : d;
-    shape.push_back(x.shape()[d]);
-    strides.push_back(x.strides()[d]);
+  const Shape& dims = v.attrs.get<Shape>("dims");
+  Shape shape(dims.size()), strides(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = dims[i] < 0 ? dims[i] + x.dim() : dims[i];
+    shape[i] = x.shape()[d];
+    strides[i] = x.strides()[d];
   }
-  return {view_of(x, shape, strides, x.offset())};
+  return {view_of(x, std::move(shape), std::move(strides), x.offset())};
 }
 
 std::vector<Tensor> permute_grad(const BackwardArgs& b) {

@@ -37,12 +37,12 @@ bool promotes_int_to_float(UnaryOp op) {
 
 std::vector<TensorMeta> infer_unary(UnaryOp op, const InferArgs& a) {
   const TensorMeta& x = a.in[0];
-  if (op == UnaryOp::kLogicalNot) return {{x.shape, DType::kBool, x.device}};
+  if (op == UnaryOp::kLogicalNot) return single_output(x.shape, DType::kBool, x.device);
   DType dt = x.dtype;
   if (promotes_int_to_float(op) && !is_floating(dt)) dt = DType::kFloat32;
   if (dt == DType::kBool && op != UnaryOp::kAbs && op != UnaryOp::kRelu)
     fail<TypeError>(a.op, "is not supported for bool tensors; got shape ", shape_str(x.shape));
-  return {{x.shape, dt, x.device}};
+  return single_output(x.shape, dt, x.device);
 }
 
 // The kernel's two scalar parameters, from the op's attributes.
@@ -191,7 +191,7 @@ OFL_REGISTER_OPS({
      .sbp = &sbp_rules::kCast,
      .attrs = {{"dtype", AttrType::kDType}},
      .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
-       return {{a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device}};
+       return single_output(a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device);
      },
      .compute =
          [](const ComputeArgs& c) { copy_kernel().get(c.out[0].device().type)(c.in[0], c.out[0]); },
