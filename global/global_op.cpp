@@ -1,6 +1,6 @@
 // The global executor: runs an op on global tensors as DESIGN.md's "Eager, global" describes.
-// Signature choice follows the order: cheapest input boxing, then no communication, then
-// least output memory. Autograd is the dispatcher's: an op's backward runs as global ops in turn.
+// The signature is sbp/select.h's choice, priced by this context's boxing planner. Autograd is
+// the dispatcher's: an op's backward runs as global ops in turn.
 //
 // Meta global tensors take the same path, on any placement (a simulated 1024-rank one too): their
 // shards are meta, so boxing only plans and the local function allocates nothing. With
@@ -17,7 +17,7 @@
 #include "global/forced.h"
 #include "ops/op_def.h"
 #include "sbp/global_info.h"
-#include "sbp/signature.h"
+#include "sbp/select.h"
 
 namespace ofl {
 
@@ -49,93 +49,6 @@ std::string describe_inputs(const GlobalOp& op) {
     s += (i ? "; " : "") + std::string("input ") + std::to_string(i) + " is " +
          describe(op.inputs[i]);
   return s;
-}
-
-// The 1-d candidates of mesh axis k after the call's constraints.
-std::vector<SbpSignature> axis_candidates(const GlobalOp& op, const SbpRule* rule,
-                                          const SbpQuery& q, size_t k) {
-  std::vector<SbpSignature> raw;
-  if (rule) raw = rule->signatures(q);
-  raw.push_back(all_broadcast_signature(op.inputs.size(), op.out_shapes.size()));
-  std::vector<SbpSignature> out;
-  for (SbpSignature sig : raw) {
-    bool ok = true;
-    for (size_t i = 0; i < op.inputs.size() && ok; ++i) {
-      const Tensor& t = op.inputs[i];
-      if (!t.defined())
-        sig.in[i] = Sbp::broadcast();
-      else if (!t.is_global())
-        ok = sig.in[i].is_broadcast();
-    }
-    if (ok && op.inplace) {
-      const Sbp& self = info(op.inputs[0]).nd_sbp[k];
-      ok = sig.in[0] == self && sig.out[0] == self;
-    }
-    if (ok && std::find(out.begin(), out.end(), sig) == out.end()) out.push_back(std::move(sig));
-  }
-  return out;
-}
-
-struct Choice {
-  NdSbpSignature sig;
-  double seconds = INFINITY;
-  int comm_steps = 0;
-  double out_elems = 0;
-  int partial_outs = 0;  // last tie-break: B over P when both are free (B is a valid P(max))
-};
-
-bool better(const Choice& a, const Choice& b) {
-  if (std::isinf(b.seconds)) return !std::isinf(a.seconds);
-  const double tol = 1e-12 + 1e-9 * std::max(a.seconds, b.seconds);
-  if (std::abs(a.seconds - b.seconds) > tol) return a.seconds < b.seconds;
-  if (a.comm_steps != b.comm_steps) return a.comm_steps < b.comm_steps;
-  if (a.out_elems != b.out_elems) return a.out_elems < b.out_elems;
-  return a.partial_outs < b.partial_outs;
-}
-
-double local_fraction(const NdSbp& sbp, const Placement& p) {
-  double f = 1;
-  for (size_t k = 0; k < sbp.size(); ++k)
-    if (sbp[k].is_split()) f /= static_cast<double>(p.mesh()[k]);
-  return f;
-}
-
-// A partial output owes a reduction to whatever consumes it unpartialled: priced at its cheapest,
-// a reduce-scatter onto the largest axis. Without it the choice would favour signatures that only
-// move the bill to the next op (a column-parallel matmul fed split activations through an S(k)
-// signature, and then a reduction of its much larger output). A 0-d output owes nothing: its
-// reduction is latency only and often never due (a loss's backward takes it partial).
-double owed_reduction_seconds(const Shape& shape, DType dtype, const NdSbp& out, const Placement& p,
-                              PlanCache& cache) {
-  if (!out.any_partial() || shape.empty()) return 0;
-  const Sbp target = Sbp::split(std::max_element(shape.begin(), shape.end()) - shape.begin());
-  std::vector<Sbp> axes = out.axes();
-  for (Sbp& s : axes)
-    if (s.is_partial()) s = target;
-  return cache.get(shape, dtype, p, out, p, NdSbp(std::move(axes)))->seconds;
-}
-
-// The roofline time of the call's compute on the largest shards (those of mesh coordinate
-// (0, ..., 0): balanced splits give lower indices the larger pieces).
-void predict_compute(const GlobalOp& op, const OpDef& def, const SbpQuery& q,
-                     const NdSbpSignature& sig, const Placement& p, const ClusterSpec& cluster,
-                     PredictedCost& predicted) {
-  if (!def.cost || op.out_shapes.empty()) return;
-  const std::vector<int64_t> origin(p.mesh().size(), 0);
-  std::vector<Shape> in;
-  DType dtype = op.out_dtypes.empty() ? DType::kFloat32 : op.out_dtypes[0];
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    const Tensor& t = op.inputs[i];
-    if (t.defined() && t.is_global()) {
-      if (op.out_dtypes.empty() && in.empty()) dtype = t.dtype();
-      in.push_back(local_shape(q.in[i], sig.in[i], p, origin));
-    } else {
-      in.push_back(t.defined() ? t.shape() : Shape{});
-    }
-  }
-  const OpCost c = def.cost(in, local_shape(op.out_shapes[0], sig.out[0], p, origin), dtype);
-  predicted.flops = c.flops;
-  predicted.compute_seconds = cluster.compute(c.flops, c.bytes, dtype);
 }
 
 // Where the local function being run finds its inputs' shards (shard_offsets).
@@ -255,49 +168,36 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (op.inplace && !op.inputs[0].is_global())
     fail(op.name, "writes into a local tensor from global ones: ", describe_inputs(op));
 
-  // Candidate n-d signatures from the op's 1-d rule on each mesh axis.
   const OpDef* def = find_op(op.name);
   OFL_CHECK(def, "run_global: unregistered op ", op.name);
-  SbpQuery q;
-  for (const Tensor& t : op.inputs) q.in.push_back(t.defined() ? logical_shape(t) : Shape{});
-  q.out = op.out_shapes;
-  q.typed = op.typed_attrs;
-  q.parallel_num = placement.size();
-  if (ForcedCall* f = forced_call(); f && !f->seen) return run_forced(op, def, q, *f);
-  std::vector<std::vector<SbpSignature>> per_axis;
-  for (size_t k = 0; k < placement.mesh().size(); ++k) {
-    per_axis.push_back(axis_candidates(op, def->sbp, q, k));
-    if (per_axis.back().empty())
-      fail(op.name, "no signature keeps the in-place output's layout: ", describe_inputs(op));
+  SbpCall call{.def = def,
+               .out_shapes = &op.out_shapes,
+               .out_dtype = op.out_dtypes.empty() ? first->dtype() : op.out_dtypes[0],
+               .placement = &placement,
+               .inplace = op.inplace,
+               .attrs = op.typed_attrs};
+  for (const Tensor& t : op.inputs) {
+    CallInput& in = call.in.emplace_back();
+    if (!t.defined()) continue;
+    in.shape = &logical_shape(t);
+    in.dtype = t.dtype();
+    if (t.is_global()) in.layout = &info(t).nd_sbp;
   }
+  if (ForcedCall* f = forced_call(); f && !f->seen) return run_forced(op, def, sbp_query(call), *f);
 
   if (!ctx->cache)
     ctx->cache = std::make_shared<PlanCache>(ClusterSpec::default_for(ctx->world->size()));
-  Choice best;
   PlanCache& cache = *ctx->cache;
-  for (NdSbpSignature& sig : combine_signatures(per_axis)) {
-    Choice c;
-    c.seconds = 0;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const Tensor& t = op.inputs[i];
-      if (!t.defined() || !t.is_global() || info(t).nd_sbp == sig.in[i]) continue;
-      auto plan =
-          cache.get(info(t).shape, t.dtype(), placement, info(t).nd_sbp, placement, sig.in[i]);
-      c.seconds += plan->seconds;
-      c.comm_steps += plan->num_communication_steps();
-    }
-    for (size_t j = 0; j < op.out_shapes.size(); ++j) {
-      c.seconds +=
-          owed_reduction_seconds(op.out_shapes[j], first->dtype(), sig.out[j], placement, cache);
-      c.out_elems += numel_of(op.out_shapes[j]) * local_fraction(sig.out[j], placement);
-      c.partial_outs += sig.out[j].any_partial();
-    }
-    c.sig = std::move(sig);
-    if (better(c, best)) best = std::move(c);
-  }
-  const NdSbpSignature& sig = best.sig;
+  const SignatureChoice choice =
+      select_signature(call, cache.cluster(),
+                       [&](const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to) {
+                         auto plan = cache.get(shape, dtype, placement, from, placement, to);
+                         return Transition{plan->seconds, plan->num_communication_steps()};
+                       });
+  const NdSbpSignature& sig = choice.sig;
   PredictedCost predicted{.op = op.name, .signature = sig.str()};
-  if (ctx->costs) predict_compute(op, *def, q, sig, placement, cache.cluster(), predicted);
+  predicted.flops = choice.flops;
+  predicted.compute_seconds = choice.compute_seconds;
 
   if (!coords) {
     std::vector<Tensor> result;

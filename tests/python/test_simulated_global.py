@@ -168,3 +168,16 @@ def test_mixing_meta_and_real_global_tensors_raises():
     meta = flow.randn(4, 8, device="meta", placement=one, sbp=B)
     with pytest.raises(RuntimeError, match=r"\[add\].*meta"):
         real + meta
+
+
+def test_compute_cost_chooses_between_signatures_that_communicate_alike(h100_cluster):
+    # Keep the partial (its reduction is owed) or reduce-scatter first: one reduce-scatter
+    # either way, but the second multiplies 1/1024 of the tensor on each rank.
+    p = flow.randn(4096, 4096, device="meta", placement=LINE, sbp=flow.sbp.partial_sum)
+    b = flow.randn(4096, 4096, device="meta", placement=LINE, sbp=B)
+    with flow.boxing.cost_log() as costs:
+        y = p * b
+    (c,) = costs
+    assert sbp(y)[0].startswith("S(")
+    assert c["flops"] == 4096 * 4096 // 1024
+    assert c["comm_steps"] == 1

@@ -1,0 +1,179 @@
+#include "sbp/select.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ofl {
+
+namespace {
+
+// Candidate order: price, then communication steps, then output memory, then broadcast over
+// partial when both are free (B is a valid P(max)).
+struct Ranked {
+  SignatureChoice choice;
+  int comm_steps = 0;
+  double out_elems = 0;
+  int partial_outs = 0;
+};
+
+bool better(const Ranked& a, const Ranked& b) {
+  const double x = a.choice.price(), y = b.choice.price();
+  const double tol = 1e-12 + 1e-9 * std::max(x, y);
+  if (std::abs(x - y) > tol) return x < y;
+  if (a.comm_steps != b.comm_steps) return a.comm_steps < b.comm_steps;
+  if (a.out_elems != b.out_elems) return a.out_elems < b.out_elems;
+  return a.partial_outs < b.partial_outs;
+}
+
+double local_fraction(const NdSbp& sbp, const Placement& p) {
+  double f = 1;
+  for (size_t k = 0; k < sbp.size(); ++k)
+    if (sbp[k].is_split()) f /= static_cast<double>(p.mesh()[k]);
+  return f;
+}
+
+// A partial output owes a reduction to whatever consumes it unpartialled: priced at its cheapest,
+// a reduce-scatter onto the largest axis. Without it the choice would favour signatures that only
+// move the bill to the next op (a column-parallel matmul fed split activations through an S(k)
+// signature, and then a reduction of its much larger output). A 0-d output owes nothing: its
+// reduction is latency only and often never due (a loss's backward takes it partial).
+double owed_seconds(const SbpCall& call, const Shape& shape, const NdSbp& out,
+                    const TransitionCost& transition) {
+  if (!out.any_partial() || shape.empty()) return 0;
+  const Sbp target = Sbp::split(std::max_element(shape.begin(), shape.end()) - shape.begin());
+  std::vector<Sbp> axes = out.axes();
+  for (Sbp& s : axes)
+    if (s.is_partial()) s = target;
+  return transition(shape, call.out_dtype, out, NdSbp(std::move(axes))).seconds;
+}
+
+// `sbp` with the mesh axes where every input is broadcast made broadcast too.
+NdSbp without_introduced(const NdSbp& sbp, const std::vector<bool>& replicated) {
+  std::vector<Sbp> axes = sbp.axes();
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (replicated[k]) axes[k] = Sbp::broadcast();
+  return NdSbp(std::move(axes));
+}
+
+// The op's cost on the shards of mesh coordinate (0, ..., 0) (balanced splits give lower indices
+// the larger pieces), with the signature's layouts passed through `layout`.
+template <class Layout>
+OpCost origin_cost(const SbpCall& call, const NdSbpSignature& sig, Layout&& layout) {
+  const Placement& p = *call.placement;
+  const std::vector<int64_t> origin(p.mesh().size(), 0);
+  std::vector<Shape> in;
+  in.reserve(call.in.size());
+  for (size_t i = 0; i < call.in.size(); ++i) {
+    const CallInput& x = call.in[i];
+    if (!x.shape)
+      in.emplace_back();
+    else if (x.layout)
+      in.push_back(local_shape(*x.shape, layout(sig.in[i]), p, origin));
+    else
+      in.push_back(*x.shape);
+  }
+  const Shape out = local_shape((*call.out_shapes)[0], layout(sig.out[0]), p, origin);
+  return call.def->cost(in, out, call.out_dtype);
+}
+
+// The roofline time of the call's compute on the largest shard, and what the choice ranks by.
+//
+// A split the call would introduce, on a mesh axis where every input is broadcast, is ranked
+// without its compute saving: whether cutting replicated data pays depends on whether the
+// consumers want the pieces or gather them again (a data-parallel optimizer's updates would be
+// sharded only to be gathered for the in-place write), which one op cannot see; the planner
+// (graph mode) does. Between such signatures the tie-breaks decide, as for free views.
+void price_compute(const SbpCall& call, const NdSbpSignature& sig, const ClusterSpec& cluster,
+                   SignatureChoice& c) {
+  if (!call.def->cost || call.out_shapes->empty()) return;
+  const OpCost cost = origin_cost(call, sig, [](const NdSbp& s) { return s; });
+  c.flops = cost.flops;
+  c.compute_seconds = c.ranked_compute_seconds =
+      cluster.compute(cost.flops, cost.bytes, call.out_dtype);
+  std::vector<bool> replicated(call.placement->mesh().size());
+  bool any = false;
+  for (size_t k = 0; k < replicated.size(); ++k) {
+    replicated[k] = std::all_of(call.in.begin(), call.in.end(), [&](const CallInput& i) {
+      return !i.layout || (*i.layout)[k].is_broadcast();
+    });
+    any = any || replicated[k];
+  }
+  if (!any) return;
+  const OpCost whole =
+      origin_cost(call, sig, [&](const NdSbp& s) { return without_introduced(s, replicated); });
+  c.ranked_compute_seconds = cluster.compute(whole.flops, whole.bytes, call.out_dtype);
+}
+
+}  // namespace
+
+SbpQuery sbp_query(const SbpCall& call) {
+  SbpQuery q;
+  for (const CallInput& i : call.in) q.in.push_back(i.shape ? *i.shape : Shape{});
+  q.out = *call.out_shapes;
+  q.typed = call.attrs;
+  q.parallel_num = call.placement->size();
+  return q;
+}
+
+std::vector<NdSbpSignature> candidate_signatures(const SbpCall& call) {
+  const SbpQuery q = sbp_query(call);
+  std::vector<SbpSignature> raw;
+  if (call.def->sbp) raw = call.def->sbp->signatures(q);
+  raw.push_back(all_broadcast_signature(call.in.size(), call.out_shapes->size()));
+  std::vector<std::vector<SbpSignature>> per_axis;
+  for (size_t k = 0; k < call.placement->mesh().size(); ++k) {
+    std::vector<SbpSignature>& axis = per_axis.emplace_back();
+    for (SbpSignature sig : raw) {
+      bool ok = true;
+      for (size_t i = 0; i < call.in.size() && ok; ++i) {
+        const CallInput& x = call.in[i];
+        if (!x.shape)
+          sig.in[i] = Sbp::broadcast();
+        else if (!x.layout)
+          ok = sig.in[i].is_broadcast();
+      }
+      if (ok && call.inplace) {
+        const Sbp& self = (*call.in[0].layout)[k];
+        ok = sig.in[0] == self && sig.out[0] == self;
+      }
+      if (ok && std::find(axis.begin(), axis.end(), sig) == axis.end())
+        axis.push_back(std::move(sig));
+    }
+    if (axis.empty())
+      fail(call.def->name.c_str(), "no signature keeps the in-place output's layout ",
+           call.in[0].layout->str());
+  }
+  return combine_signatures(per_axis);
+}
+
+SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster,
+                                 const TransitionCost& transition) {
+  const std::vector<Shape>& outs = *call.out_shapes;
+  Ranked best;
+  bool found = false;
+  for (NdSbpSignature& sig : candidate_signatures(call)) {
+    Ranked r;
+    for (size_t i = 0; i < call.in.size(); ++i) {
+      const CallInput& x = call.in[i];
+      if (!x.layout || *x.layout == sig.in[i]) continue;
+      const Transition t = transition(*x.shape, x.dtype, *x.layout, sig.in[i]);
+      r.choice.boxing_seconds += t.seconds;
+      r.comm_steps += t.steps;
+    }
+    for (size_t j = 0; j < outs.size(); ++j) {
+      r.choice.owed_seconds += owed_seconds(call, outs[j], sig.out[j], transition);
+      r.out_elems += numel_of(outs[j]) * local_fraction(sig.out[j], *call.placement);
+      r.partial_outs += sig.out[j].any_partial();
+    }
+    r.choice.sig = std::move(sig);
+    price_compute(call, r.choice.sig, cluster, r.choice);
+    if (!found || better(r, best)) best = std::move(r);
+    found = true;
+  }
+  OFL_CHECK(found, call.def->name, ": no candidate signature");
+  return std::move(best.choice);
+}
+
+}  // namespace ofl

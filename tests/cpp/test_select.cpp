@@ -1,0 +1,104 @@
+// Signature selection (sbp/select.h) on its own: candidates priced by the boxing planner's
+// transitions, the roofline of each candidate's compute and the reductions partial outputs owe.
+#include <gtest/gtest.h>
+
+#include "boxing/search.h"
+#include "sbp/select.h"
+#include "test_util.h"
+
+using namespace ofl;
+using ofl::testing::error_of;
+
+namespace {
+
+// A line of 8 ranks on one H100 node, priced by the boxing planner itself.
+struct Line {
+  Placement placement{DeviceType::kCPU, {0, 1, 2, 3, 4, 5, 6, 7}, {8}};
+  PlanCache cache{ClusterSpec::h100_ib(1, 8)};
+  TransitionCost transition = [this](const Shape& s, DType t, const NdSbp& from, const NdSbp& to) {
+    auto plan = cache.get(s, t, placement, from, placement, to);
+    return Transition{plan->seconds, plan->num_communication_steps()};
+  };
+  std::vector<Shape> shapes;  // kept alive for the calls' inputs
+  std::vector<NdSbp> layouts;
+
+  SbpCall call(const char* op, std::vector<Shape> in, const std::vector<std::string>& sbps,
+               const std::vector<Shape>& out) {
+    shapes = std::move(in);
+    layouts.clear();
+    layouts.reserve(sbps.size());
+    SbpCall c{.def = &op_def(op),
+              .out_shapes = &out,
+              .out_dtype = DType::kFloat32,
+              .placement = &placement};
+    for (size_t i = 0; i < shapes.size(); ++i)
+      c.in.push_back({&shapes[i], DType::kFloat32, &layouts.emplace_back(NdSbp::parse(sbps[i]))});
+    return c;
+  }
+  double roofline(const Shape& shape, int inputs) const {
+    const double elems = static_cast<double>(numel_of(shape));
+    return cache.cluster().compute(elems, elems * (inputs + 1) * 4, DType::kFloat32);
+  }
+};
+
+const Shape kBig{4096, 4096};
+
+}  // namespace
+
+TEST(Select, ComputeDecidesBetweenSignaturesThatCommunicateAlike) {
+  // A partial times a replicated tensor: keep it partial (the reduction is owed by the output)
+  // or reduce-scatter first; both cost one reduce-scatter, but the second multiplies 1/8 of it.
+  Line line;
+  const std::vector<Shape> out{kBig};
+  const SbpCall call = line.call("mul", {kBig, kBig}, {"P", "B"}, out);
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_TRUE(c.sig.out[0][0].is_split()) << c.sig.str();
+  EXPECT_DOUBLE_EQ(c.compute_seconds, line.roofline({512, 4096}, 2));
+  EXPECT_GT(c.boxing_seconds, 0);
+  EXPECT_EQ(c.owed_seconds, 0);
+}
+
+TEST(Select, APartialOutputOwesItsReduction) {
+  // x split on the contracted axis: S(1), S(0) -> P(sum), with the reduction of the small
+  // output owed, beats gathering x (the weight is sliced locally).
+  Line line;
+  const std::vector<Shape> out{{64, 4096}};
+  const SbpCall call = line.call("matmul", {{64, 4096}, kBig}, {"S(1)", "B"}, out);
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_EQ(c.sig.str(), "S(1), S(0) -> P(sum)");
+  EXPECT_GT(c.owed_seconds, 0);
+  EXPECT_EQ(
+      c.boxing_seconds,  // the weight's local slice
+      line.transition(kBig, DType::kFloat32, NdSbp::parse("B"), NdSbp::parse("S(0)")).seconds);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 64 * 512 * 4096);
+}
+
+TEST(Select, SplitsOfReplicatedInputsAreRankedWithoutTheirComputeSaving) {
+  // Cutting two replicated tensors would compute 1/8 each, but one op cannot know whether its
+  // consumers gather the pieces again: it stays replicated and says what that costs.
+  Line line;
+  const std::vector<Shape> out{kBig};
+  const SbpCall call = line.call("mul", {kBig, kBig}, {"B", "B"}, out);
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_EQ(c.sig.str(), "B, B -> B");
+  EXPECT_DOUBLE_EQ(c.compute_seconds, line.roofline(kBig, 2));
+  EXPECT_EQ(c.price(), c.compute_seconds);
+}
+
+TEST(Select, AnInPlaceCallKeepsSelfsLayoutOrRaisesNamingTheOp) {
+  Line line;
+  const std::vector<Shape> out{kBig};
+  SbpCall call = line.call("add_", {kBig, kBig}, {"S(1)", "S(0)"}, out);
+  call.inplace = true;
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_EQ(c.sig.str(), "S(1), S(1) -> S(1)");
+
+  SbpCall reduce = line.call("sum", {kBig}, {"S(0)"}, out);
+  reduce.inplace = true;  // as if sum wrote into its input: S(0) -> S(0) is not among its rules
+  const std::vector<Shape> scalar{{}};
+  reduce.out_shapes = &scalar;
+  Attrs attrs{{"axes", std::vector<int64_t>{}}, {"keepdim", false}, {"dtype", DType::kFloat32}};
+  reduce.attrs = &attrs;
+  EXPECT_NE(error_of([&] { candidate_signatures(reduce); }).find("[sum] no signature keeps"),
+            std::string::npos);
+}
