@@ -13,9 +13,7 @@
 #include "boxing/layout.h"
 #include "core/autograd/grad_mode.h"
 #include "core/error.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/shape_ops.h"
+#include "core/primitives.h"
 #include "sbp/global_info.h"
 
 namespace ofl {
@@ -54,7 +52,7 @@ Tensor sub_box(const Tensor& t, const Ranges& have, const Ranges& want) {
   Tensor v = t;
   for (size_t a = 0; a < have.size(); ++a)
     if (want[a] != have[a])
-      v = narrow(v, int64_t(a), want[a].first - have[a].first, want[a].second - want[a].first);
+      v = narrow_view(v, int64_t(a), want[a].first - have[a].first, want[a].second - want[a].first);
   return v;
 }
 
@@ -62,7 +60,7 @@ Tensor sub_box(const Tensor& t, const Ranges& have, const Ranges& want) {
 void put(Tensor& dst, const Ranges& have, const Tensor& src, const Ranges& box) {
   if (numel_of_ranges(box) == 0) return;
   Tensor view = sub_box(dst, have, box);
-  copy_(view, src);
+  copy_into(view, src);
 }
 
 Tensor empty_local(DType dtype, Device device) {
@@ -94,7 +92,7 @@ bool packs_in_place(const Ranges& have, const std::vector<Ranges>& boxes) {
 
 // The boxes of `in` (holding `have`) packed back to back into one 1-d contiguous buffer.
 Tensor pack(const Tensor& in, const Ranges& have, const std::vector<Ranges>& boxes) {
-  if (in.is_contiguous() && packs_in_place(have, boxes)) return reshape(in, {in.numel()});
+  if (in.is_contiguous() && packs_in_place(have, boxes)) return reshape_view(in, {in.numel()});
   int64_t total = 0;
   for (const Ranges& b : boxes) total += numel_of_ranges(b);
   Tensor buf = Tensor::empty({total}, in.dtype(), in.device());
@@ -102,8 +100,8 @@ Tensor pack(const Tensor& in, const Ranges& have, const std::vector<Ranges>& box
   for (const Ranges& b : boxes) {
     const int64_t n = numel_of_ranges(b);
     if (n == 0) continue;
-    Tensor dst = view(narrow(buf, 0, off, n), shape_of(b));
-    copy_(dst, sub_box(in, have, b));
+    Tensor dst = reshape_view(narrow_view(buf, 0, off, n), shape_of(b));
+    copy_into(dst, sub_box(in, have, b));
     off += n;
   }
   return buf;
@@ -115,7 +113,7 @@ void unpack(Tensor& out, const Ranges& have, const Tensor& buf, const std::vecto
   for (const Ranges& b : boxes) {
     const int64_t n = numel_of_ranges(b);
     if (n == 0) continue;
-    put(out, have, view(narrow(buf, 0, off, n), shape_of(b)), b);
+    put(out, have, reshape_view(narrow_view(buf, 0, off, n), shape_of(b)), b);
     off += n;
   }
 }
@@ -141,7 +139,7 @@ comm::ReduceOp reduce_op(PartialOp op) {
 // A tensor filled with op's identity: 0 for sum, the lowest value for max (-inf for floating
 // types), the highest for min (+inf).
 Tensor identity_full(const Shape& shape, DType dtype, Device device, PartialOp op) {
-  if (op == PartialOp::kSum) return zeros(shape, dtype, device);
+  if (op == PartialOp::kSum) return filled(shape, dtype, device, 0);
   Tensor t = Tensor::empty(shape, dtype, Device{});
   dispatch_all(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -157,7 +155,7 @@ Tensor identity_full(const Shape& shape, DType dtype, Device device, PartialOp o
   });
   if (device.type == DeviceType::kCPU) return t;
   Tensor d = Tensor::empty(shape, dtype, device);
-  copy_(d, t);
+  copy_into(d, t);
   return d;
 }
 
@@ -209,12 +207,12 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
   const int64_t item = int64_t(itemsize(in.dtype()));
   switch (step.kind) {
     case StepKind::kLocalSlice:
-      return contiguous(sub_box(in, before, after));
+      return contiguous_local(sub_box(in, before, after));
     case StepKind::kLocalZeroFill: {
       OFL_CHECK(before == after);
       const SubGroup g = sub_group(p, step.mesh_axes, me);
       if (step.op == PartialOp::kSum && g.index != 0)
-        return zeros(in.shape(), in.dtype(), in.device());
+        return filled(in.shape(), in.dtype(), in.device(), 0);
       return in;
     }
     case StepKind::kLocalPad: {
@@ -233,16 +231,16 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         to_boxes.push_back(local_ranges(shape, step.to, p, c));
       }
       auto comm = comm_for(ctx, g.members);
-      Tensor src = contiguous(in);
+      Tensor src = contiguous_local(in);
       if (step.kind == StepKind::kAllReduce) {
         OFL_CHECK(before == after);
-        Tensor out = clone(src);
+        Tensor out = contiguous_copy(src);
         log_step(ctx, step, comm->name(), out.numel() * item);
         comm->all_reduce(out, reduce_op(step.op));
         return out;
       }
       auto unpacked = [&](const Tensor& buf, const std::vector<Ranges>& boxes) {
-        if (packs_in_place(after, boxes)) return reshape(buf, shape_of(after));
+        if (packs_in_place(after, boxes)) return reshape_view(buf, shape_of(after));
         Tensor out = Tensor::empty(shape_of(after), in.dtype(), in.device());
         unpack(out, after, buf, boxes);
         return out;
@@ -251,7 +249,7 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         // Member k's shard is its from-box; together they tile this rank's to-box.
         Tensor buf = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
         log_step(ctx, step, comm->name(), buf.numel() * item);
-        comm->all_gather_v(reshape(src, {src.numel()}), buf, counts_of(from_boxes));
+        comm->all_gather_v(reshape_view(src, {src.numel()}), buf, counts_of(from_boxes));
         return unpacked(buf, from_boxes);
       }
       if (step.kind == StepKind::kReduceScatter) {
@@ -260,7 +258,7 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
         log_step(ctx, step, comm->name(), send.numel() * item);
         comm->reduce_scatter_v(send, recv, counts_of(to_boxes), reduce_op(step.op));
-        return reshape(recv, shape_of(after));
+        return reshape_view(recv, shape_of(after));
       }
       if (step.kind == StepKind::kAllToAll) {
         std::vector<Ranges> send_boxes, recv_boxes;
@@ -295,7 +293,7 @@ Tensor run_send_recv(const BoxingStep& step, const Tensor& in, const Shape& shap
   if (auto c = from_p.coords_of(me)) have = local_ranges(shape, step.from, from_p, *c);
   if (auto c = to_p.coords_of(me)) want = local_ranges(shape, step.to, to_p, *c);
   Tensor out = want ? Tensor::empty(shape_of(*want), dtype, device) : empty_local(dtype, device);
-  Tensor src = have ? contiguous(in) : in;
+  Tensor src = have ? contiguous_local(in) : in;
   std::map<std::pair<int, int>, std::vector<Ranges>> messages;
   for (int64_t t = 0; t < to_p.size(); ++t) {
     const int dst = to_p.ranks()[size_t(t)];
@@ -614,7 +612,7 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
     }
     if (cur_p.contains(me)) cur = run_step(step, cur, x.shape, cur_p, ctx);
   }
-  return GlobalTensor{placement.contains(me) ? contiguous(cur) : empty_local(dtype, device),
+  return GlobalTensor{placement.contains(me) ? contiguous_local(cur) : empty_local(dtype, device),
                       x.shape, placement, nd_sbp};
 }
 
@@ -667,8 +665,8 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
         const Ranges& box = box_of(i, m);
         const int64_t k = numel_of_ranges(box);
         if (k == 0) continue;
-        Tensor piece = view(narrow(buf, 0, off, k), shape_of(box));
-        copy_(piece, sub_box(xs[i].local, have[i], box));
+        Tensor piece = reshape_view(narrow_view(buf, 0, off, k), shape_of(box));
+        copy_into(piece, sub_box(xs[i].local, have[i], box));
         off += k;
       }
     const char* kind = scatter ? "reduce_scatter(sum) " : "all_reduce(sum) ";
@@ -685,7 +683,7 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
     for (size_t i = begin; i < end; ++i) {
       const Ranges& box = box_of(i, size_t(g.index));
       const int64_t k = numel_of_ranges(box);
-      out[i] = reshape(narrow(mine, 0, off, k), shape_of(box));
+      out[i] = reshape_view(narrow_view(mine, 0, off, k), shape_of(box));
       off += k;
     }
   }
@@ -702,10 +700,10 @@ Tensor shard_of(const Tensor& full, const Placement& placement, const NdSbp& nd_
                 const std::vector<int64_t>& coords) {
   autograd::NoGradGuard no_grad;
   const Ranges r = local_ranges(full.shape(), nd_sbp, placement, coords);
-  Tensor t = clone(sub_box(full, full_ranges(full.shape()), r));
+  Tensor t = contiguous_copy(sub_box(full, full_ranges(full.shape()), r));
   for (size_t k = 0; k < nd_sbp.size(); ++k)
     if (nd_sbp[k].is_partial() && nd_sbp[k].op() == PartialOp::kSum && coords[k] != 0) {
-      zero_(t);
+      fill_into(t, 0);
       break;
     }
   return t;

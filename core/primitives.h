@@ -16,5 +16,19 @@ OFL_DECLARE_KERNEL(fill_kernel, FillKernel)
 
 // A contiguous copy of x's local data with the same dtype (always a new buffer, not global).
 Tensor contiguous_copy(const Tensor& x);
+// x itself when its local data is contiguous, else contiguous_copy(x).
+Tensor contiguous_local(const Tensor& x);
+// Copies src into dst (broadcasting src to dst's shape, converting dtype) with dst's device kernel.
+void copy_into(const Tensor& dst, const Tensor& src);
+// Sets every element of dst to value (converted to dst's dtype).
+void fill_into(const Tensor& dst, double value);
+// A new tensor of `value` everywhere.
+Tensor filled(const Shape& shape, DType dtype, Device device, double value);
+
+// Views of x's local data, with no autograd history (callers check their arguments):
+// [start, start + length) of axis `axis`,
+Tensor narrow_view(const Tensor& x, int64_t axis, int64_t start, int64_t length);
+// and a contiguous x's elements in row-major order under another shape of the same size.
+Tensor reshape_view(const Tensor& x, const Shape& shape);
 
 }  // namespace ofl

@@ -34,12 +34,12 @@ std::vector<TensorMeta> infer_copy(const InferArgs& a) {
 
 void compute_copy(const ComputeArgs& c) {
   // A src sharing self's memory arrives as a copy (the dispatcher's rule for in-place ops).
-  copy_kernel().get(c.out[0].device().type)(c.in[1], c.out[0]);
+  copy_into(c.out[0], c.in[1]);
 }
 
 void compute_fill(const ComputeArgs& c) {
   const double value = c.attrs.has("value") ? c.attrs.get<double>("value") : 0.0;
-  fill_kernel().get(c.out[0].device().type)(c.out[0], value);
+  fill_into(c.out[0], value);
 }
 
 Tensor& run_inplace(const char* name, Tensor& self, const std::vector<Tensor>& others,

@@ -100,7 +100,7 @@ void compute_index_add(const ComputeArgs& c) {
   const Shape shape = x.dim() == 0 ? Shape{1} : x.shape();
   const int64_t axis = dim_of(c.attrs, x.dim());
   const Tensor idx = checked_index("index_add", c.in[1], shape[axis], axis);
-  copy_kernel().get(out.device().type)(x, out);
+  copy_into(out, x);
   const Split3 s = split3(shape, axis);
   index_add_kernel().get(out.device().type)(contiguous(to_dtype(c.in[2], x.dtype())), idx, s.outer,
                                             s.n, s.inner, out);
@@ -147,7 +147,7 @@ void compute_scatter_add(const ComputeArgs& c) {
   const Tensor &x = c.in[0], &out = c.out[0];
   const int64_t axis = dim_of(c.attrs, x.dim());
   const Tensor idx = checked_index("scatter_add", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
-  copy_kernel().get(out.device().type)(x, out);
+  copy_into(out, x);
   const Tensor src = contiguous(leading(to_dtype(c.in[2], x.dtype()), idx.shape()));
   scatter_add_kernel().get(out.device().type)(src, axis, idx, out);
 }
@@ -167,7 +167,7 @@ void compute_scatter(const ComputeArgs& c) {
   const Tensor &x = c.in[0], &out = c.out[0];
   const int64_t axis = dim_of(c.attrs, x.dim());
   const Tensor idx = checked_index("scatter", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
-  copy_kernel().get(out.device().type)(x, out);
+  copy_into(out, x);
   scatter_kernel().get(out.device().type)(contiguous(leading(c.in[2], idx.shape())), axis, idx,
                                           out);
 }
@@ -222,7 +222,7 @@ void compute_embedding(const ComputeArgs& c) {
   Tensor mine = logical_and(ge(local, wrap_scalar(0.0, DType::kInt64)),
                             lt(local, wrap_scalar(static_cast<double>(rows), DType::kInt64)));
   lookup(contiguous(w), where(mine, local, zeros_like(local)), 1, rows, dim, out);
-  copy_kernel().get(out.device().type)(mul(out, unsqueeze(mine, 1)), out);
+  copy_into(out, mul(out, unsqueeze(mine, 1)));
 }
 
 // The written-over positions pass no gradient to x; src gets the gradient at its indices.

@@ -79,7 +79,7 @@ void compute_masked_scatter(const ComputeArgs& c) {
   static const OpDef& def = op_def("masked_scatter");
   require_output_shapes(def, c);
   const Tensor& out = c.out[0];
-  copy_kernel().get(out.device().type)(c.in[0], out);
+  copy_into(out, c.in[0]);
   masked_scatter_kernel().get(out.device().type)(contiguous(expand(c.in[1], out.shape())),
                                                  contiguous(c.in[2]), out);
 }

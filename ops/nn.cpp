@@ -62,7 +62,7 @@ void over_axis(int64_t axis, std::vector<Tensor> in, const Tensor& out, Kernel k
   }
   Tensor tmp = Tensor::empty(in[0].shape(), out.dtype(), out.device());
   kernel(in, tmp);
-  copy_kernel().get(out.device().type)(transpose(tmp, axis, last), out);
+  copy_into(out, transpose(tmp, axis, last));
 }
 
 OpDef softmax_def(const char* name, bool log) {

@@ -63,7 +63,7 @@ Grads FunctionNode::apply(Grads&& grads) {
     if (!grads[i].defined()) {
       auto& m = outputs()[i];
       grads[i] = Tensor::empty(m.shape, m.dtype, m.device);
-      fill_kernel().get(m.device.type)(grads[i], 0.0);
+      fill_into(grads[i], 0.0);
       grads[i].impl()->global = m.global;  // zeros are valid under every layout
     }
   return fn_(grads, needs);
