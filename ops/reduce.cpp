@@ -109,10 +109,13 @@ void check_nonempty(const char* op, const Shape& shape, const Axes& axes) {
 }
 
 // The reduced tensor with its reduced axes back as size 1, so it broadcasts over the input.
+// Reduced leading axes stay out: broadcasting prepends them.
 Tensor unreduce(const Tensor& t, const Axes& axes, bool keepdim) {
+  if (keepdim) return t;
+  size_t lead = 0;
+  while (lead < axes.size() && axes[lead] == static_cast<int64_t>(lead)) ++lead;
   Tensor r = t;
-  if (!keepdim)
-    for (int64_t a : axes) r = unsqueeze(r, a);  // ascending: earlier insertions stay in place
+  for (size_t i = lead; i < axes.size(); ++i) r = unsqueeze(r, axes[i] - lead);
   return r;
 }
 
