@@ -1,6 +1,8 @@
 #include "core/dispatcher.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 
 #include "core/autograd/grad_mode.h"
@@ -39,14 +41,19 @@ KindHandler& handler(TensorKind kind) {
 }
 
 void check_attrs(const OpDef& def, const Attrs& attrs) {
-  for (const AttrDef& a : def.attrs) {
-    const AttrValue* v = attrs.find(a.name);
+  const auto& items = attrs.items();
+  for (size_t i = 0; i < def.attrs.size(); ++i) {
+    const AttrDef& a = def.attrs[i];
+    // Front ends usually pass the attributes in the schema's order.
+    const bool in_place =
+        i < items.size() && (items[i].first == a.name || std::strcmp(items[i].first, a.name) == 0);
+    const AttrValue* v = in_place ? &items[i].second : attrs.find(a.name);
     if (!v)
       fail(def.name.c_str(), "missing attribute '", a.name, "' (", attr_type_name(a.type), ")");
     if (v->index() != static_cast<size_t>(a.type))
       fail(def.name.c_str(), "attribute '", a.name, "' must be of type ", attr_type_name(a.type));
   }
-  OFL_CHECK(attrs.items().size() == def.attrs.size(), def.name, ": attributes ", attrs.str(),
+  OFL_CHECK(items.size() == def.attrs.size(), def.name, ": attributes ", attrs.str(),
             " do not match its schema");
 }
 
@@ -57,14 +64,14 @@ struct SavedCall {
   std::vector<TensorMeta> in_meta;
   std::vector<autograd::SavedTensor> in;
   std::vector<autograd::SavedTensor> out;  // saved once they have their history
-  std::vector<uint32_t> recorded;          // op output of each recorded (floating) output
+  std::vector<uint32_t> recorded;  // op output of each recorded one; empty: all are, in order
   size_t num_out;
 
   autograd::Grads backward(const autograd::Grads& g, const autograd::Needs& needs) const {
     std::vector<Tensor> ins(in_meta.size()), outs(num_out), grads(num_out);
     for (size_t i = 0; i < in.size(); ++i) ins[i] = in[i].unpack(def->name);
     for (size_t j = 0; j < out.size(); ++j) outs[j] = out[j].unpack(def->name);
-    for (size_t k = 0; k < recorded.size(); ++k) grads[recorded[k]] = g[k];
+    for (size_t k = 0; k < g.size(); ++k) grads[recorded.empty() ? k : recorded[k]] = g[k];
     std::vector<Tensor> result = def->backward({ins, outs, in_meta, grads, needs, attrs});
     OFL_CHECK(result.size() == in_meta.size(), def->name, ": backward gave ", result.size(),
               " gradients for ", in_meta.size(), " inputs");
@@ -78,16 +85,20 @@ struct SavedCall {
 void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Tensor& self_before,
                      const Attrs& attrs, const std::vector<TensorMeta>& in_meta,
                      const std::vector<Tensor>& outputs) {
+  // Only floating outputs get a history (indices, masks and counts have no gradient).
+  const size_t floating = std::count_if(outputs.begin(), outputs.end(),
+                                        [](const Tensor& t) { return is_floating(t.dtype()); });
+  if (floating == 0) return;
   auto call =
       std::make_shared<SavedCall>(SavedCall{&def, attrs, in_meta, {}, {}, {}, outputs.size()});
-  std::vector<Tensor> recorded;
-  recorded.reserve(outputs.size());
-  for (size_t j = 0; j < outputs.size(); ++j)
-    if (is_floating(outputs[j].dtype())) {
-      recorded.push_back(outputs[j]);
-      call->recorded.push_back(static_cast<uint32_t>(j));
-    }
-  if (recorded.empty()) return;
+  std::vector<Tensor> some;
+  if (floating < outputs.size())
+    for (size_t j = 0; j < outputs.size(); ++j)
+      if (is_floating(outputs[j].dtype())) {
+        call->recorded.push_back(static_cast<uint32_t>(j));
+        some.push_back(outputs[j]);
+      }
+  const std::vector<Tensor>& recorded = floating < outputs.size() ? some : outputs;
   if (def.saves & kSaveInputs) {
     call->in.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)

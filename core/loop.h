@@ -1,30 +1,62 @@
 // The strided N-operand loop behind every elementwise kernel: broadcasting, coalescing of
 // dimensions, and a parallel split of the index space. Operand 0 is the output.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <vector>
 
+#include "core/error.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace ofl {
 
+inline constexpr size_t kMaxLoopDims = 64;
+
+// Up to kMaxLoopDims extents or strides, held inline: planning a loop allocates nothing.
+class LoopDims {
+ public:
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t& operator[](size_t i) { return v_[i]; }
+  int64_t operator[](size_t i) const { return v_[i]; }
+  int64_t& back() { return v_[n_ - 1]; }
+  int64_t back() const { return v_[n_ - 1]; }
+  void push_back(int64_t x) { v_[n_++] = x; }
+  void assign(size_t n, int64_t x) {
+    n_ = n;
+    std::fill_n(v_.begin(), n, x);
+  }
+  const int64_t* begin() const { return v_.data(); }
+  const int64_t* end() const { return v_.data() + n_; }
+  bool operator==(const std::vector<int64_t>& o) const {
+    return std::equal(begin(), end(), o.begin(), o.end());
+  }
+
+ private:
+  std::array<int64_t, kMaxLoopDims> v_;
+  size_t n_ = 0;
+};
+
 template <int N>
 struct LoopPlan {
-  Shape shape;                                  // coalesced
-  std::array<std::vector<int64_t>, N> strides;  // in bytes, per operand
+  LoopDims shape;                   // coalesced
+  std::array<LoopDims, N> strides;  // in bytes, per operand
   std::array<char*, N> base;
 };
 
 // Strides (in bytes) of `t` broadcast to `shape` (0 on broadcast dimensions).
-std::vector<int64_t> broadcast_byte_strides(const Tensor& t, const Shape& shape);
+void broadcast_byte_strides(const Tensor& t, const Shape& shape, LoopDims& out);
 
 template <int N>
 LoopPlan<N> make_loop(const Shape& shape, const std::array<const Tensor*, N>& ops) {
+  if (shape.size() > kMaxLoopDims)
+    fail("elementwise", "tensors of more than ", kMaxLoopDims,
+         " dimensions are not supported, got ", shape.size());
   LoopPlan<N> plan;
-  std::array<std::vector<int64_t>, N> strides;
+  std::array<LoopDims, N> strides;
   for (int k = 0; k < N; ++k) {
-    strides[k] = broadcast_byte_strides(*ops[k], shape);
+    broadcast_byte_strides(*ops[k], shape, strides[k]);
     plan.base[k] = static_cast<char*>(ops[k]->raw_data());
   }
   // Drop size-1 dims and merge dims that are contiguous with their inner neighbour.
@@ -60,7 +92,7 @@ void run_loop(const LoopPlan<N>& plan, Row&& row) {
   std::array<int64_t, N> inner_strides;
   for (int k = 0; k < N; ++k) inner_strides[k] = plan.strides[k].back();
   parallel_for(total, kGrainSize, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> idx(nd);
+    std::array<int64_t, kMaxLoopDims> idx;
     int64_t rem = begin;
     for (int64_t d = nd - 1; d >= 0; --d) {
       idx[d] = rem % plan.shape[d];

@@ -40,9 +40,12 @@ const char* attr_type_name(AttrType t) {
 }
 
 const AttrValue* Attrs::find(std::string_view name) const {
-  // Names are literals: compared without measuring them first.
+  // Names are literals, often the very same one: compared by address first, then without
+  // measuring them.
   for (const auto& [k, v] : items_)
-    if (std::strncmp(k, name.data(), name.size()) == 0 && k[name.size()] == '\0') return &v;
+    if ((k == name.data() || std::strncmp(k, name.data(), name.size()) == 0) &&
+        k[name.size()] == '\0')
+      return &v;
   return nullptr;
 }
 

@@ -138,7 +138,6 @@ void record(const std::string& name, const std::vector<Tensor>& inputs,
     node->outputs().push_back({out.shape(), out.dtype(), out.device(), out.impl()->global});
     out.set_history(node, i);
   }
-  node->retained().resize(outputs.size());
 }
 
 }  // namespace ofl::autograd

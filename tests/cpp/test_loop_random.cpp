@@ -2,6 +2,8 @@
 // generator behind every random op.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <atomic>
 #include <cmath>
 #include <set>
@@ -210,4 +212,14 @@ TEST(Random, RandintStaysInHalfOpenRangeAndHitsBothEnds) {
   const int64_t* p = r.data<int64_t>();
   std::set<int64_t> seen(p, p + r.numel());
   EXPECT_EQ(seen, (std::set<int64_t>{-2, -1, 0, 1, 2}));
+}
+
+TEST(Loop, MoreDimensionsThanALoopHoldsRaiseClearly) {
+  // Even filling such a tensor runs a loop.
+  EXPECT_NE(ofl::testing::error_of([] {
+              zeros(Shape(kMaxLoopDims + 1, 1));
+            }).find("[elementwise] tensors of more than 64 dimensions are not supported, got 65"),
+            std::string::npos);
+  Tensor most = zeros(Shape(kMaxLoopDims, 1)), other = zeros(Shape(kMaxLoopDims, 1));
+  EXPECT_EQ(make_loop<2>(most.shape(), {&most, &other}).shape, (Shape{1}));
 }
