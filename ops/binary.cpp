@@ -92,6 +92,43 @@ std::vector<Tensor> both(const BackwardArgs& b, const Tensor& ga, const Tensor& 
           b.needs[1] ? grad_for(gb, b.in_meta[1]) : Tensor()};
 }
 
+// f''(a) in ops, for the fused activation backward f'(a) * g (a is x, or the output y for
+// sigmoid and tanh, where f' is written in y).
+Tensor second_derivative(BinaryOp op, const Tensor& a) {
+  constexpr double kInvSqrt2Pi = 0.3989422804014327, kSqrt2OverPi = 0.7978845608028654;
+  constexpr double kCubic = 0.044715;
+  switch (op) {
+    case BinaryOp::kGeluGrad:  // phi(x) (2 - x^2)
+      return mul(mul(exp(mul(square(a), k(-0.5))), k(kInvSqrt2Pi)), sub(k(2.0), square(a)));
+    case BinaryOp::kGeluTanhGrad: {  // u = c (x + 0.044715 x^3), t = tanh(u)
+      const Tensor t = tanh(mul(add(a, mul(mul(square(a), a), k(kCubic))), k(kSqrt2OverPi)));
+      const Tensor du = mul(add(mul(square(a), k(3 * kCubic)), k(1.0)), k(kSqrt2OverPi));
+      // (1 - t^2) (u' - x t u'^2 + 3 c 0.044715 x^2)
+      const Tensor inner =
+          add(sub(du, mul(mul(a, t), square(du))), mul(square(a), k(3 * kSqrt2OverPi * kCubic)));
+      return mul(sub(k(1.0), square(t)), inner);
+    }
+    case BinaryOp::kSiluGrad: {  // s (1 - s) (2 + x (1 - 2 s))
+      const Tensor s = sigmoid(a);
+      return mul(mul(s, sub(k(1.0), s)), add(k(2.0), mul(a, sub(k(1.0), mul(s, k(2.0))))));
+    }
+    case BinaryOp::kSigmoidGradFromOutput:  // d/dy y (1 - y)
+      return sub(k(1.0), mul(a, k(2.0)));
+    case BinaryOp::kTanhGradFromOutput:  // d/dy (1 - y^2)
+      return mul(a, k(-2.0));
+    default:
+      OFL_CHECK(false, "no second derivative for binary op ", static_cast<int>(op));
+  }
+}
+
+// The backward of f'(a) * g: f''(a) g gg for a, and the op itself on gg for g.
+template <BinaryOp op>
+std::vector<Tensor> activation_grad(const BackwardArgs& b) {
+  const Tensor &a = b.in[0], &g = b.in[1], &gg = b.grads[0];
+  return both(b, b.needs[0] ? mul(mul(second_derivative(op, a), g), gg) : Tensor(),
+              b.needs[1] ? binary_op(op, a, gg) : Tensor());
+}
+
 // maximum/minimum: the gradient goes to the selected input, split evenly on ties.
 std::vector<Tensor> extremum_grad(const BackwardArgs& b, bool is_max) {
   const Tensor &x = b.in[0], &y = b.in[1], &g = b.grads[0];
@@ -145,12 +182,14 @@ OFL_REGISTER_OPS({
     binary_def(BinaryOp::kLogicalXor),
     binary_def(BinaryOp::kFloorDiv),
     binary_def(BinaryOp::kRemainder),
-    // The fused backward of activations: f(x, grad) in one pass (first order only).
-    binary_def(BinaryOp::kGeluGrad),
-    binary_def(BinaryOp::kGeluTanhGrad),
-    binary_def(BinaryOp::kSiluGrad),
-    binary_def(BinaryOp::kSigmoidGradFromOutput),
-    binary_def(BinaryOp::kTanhGradFromOutput),
+    // The fused backward of activations: f'(a) * grad in one pass, differentiable in turn.
+    binary_def(BinaryOp::kGeluGrad, kSaveInputs, activation_grad<BinaryOp::kGeluGrad>),
+    binary_def(BinaryOp::kGeluTanhGrad, kSaveInputs, activation_grad<BinaryOp::kGeluTanhGrad>),
+    binary_def(BinaryOp::kSiluGrad, kSaveInputs, activation_grad<BinaryOp::kSiluGrad>),
+    binary_def(BinaryOp::kSigmoidGradFromOutput, kSaveInputs,
+               activation_grad<BinaryOp::kSigmoidGradFromOutput>),
+    binary_def(BinaryOp::kTanhGradFromOutput, kSaveInputs,
+               activation_grad<BinaryOp::kTanhGradFromOutput>),
     {.name = "where",
      .num_inputs = 3,
      .cost = elementwise_cost,

@@ -94,10 +94,9 @@ OFL_REGISTER_OPS({
                Tensor()};
      },
      .saves = kSaveInputs},
-    // First order only (its gradient is zero almost everywhere in the target, linear in grad).
+    // Linear in grad: its own backward is nll_loss of the incoming gradient (none for target).
     {.name = "nll_loss_backward",
      .num_inputs = 2,
-     .differentiable = false,
      .cost = elementwise_cost,
      .sbp = &sbp_rules::kNllLossGrad,
      .attrs = {{"ignore_index", AttrType::kInt}, {"classes", AttrType::kInt}},
@@ -110,7 +109,15 @@ OFL_REGISTER_OPS({
            nll_loss_backward_kernel().get(gx.device().type)(
                contiguous(c.in[0]), int64_contiguous(c.in[1]), v.outer, v.classes, v.inner,
                c.attrs.get<int64_t>("ignore_index"), gx);
-         }},
+         },
+     .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
+       static const OpDef& loss = op_def("nll_loss");
+       if (!b.needs[0]) return {Tensor(), Tensor()};
+       return {dispatch1(loss, {b.grads[0], b.in[1]},
+                         {{"ignore_index", b.attrs.get<int64_t>("ignore_index")}}),
+               Tensor()};
+     },
+     .saves = kSaveInputs},
     {.name = "cross_entropy", .num_inputs = 2, .cost = elementwise_cost},
     {.name = "mse_loss", .num_inputs = 2, .cost = elementwise_cost},
 });

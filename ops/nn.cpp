@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
@@ -14,6 +15,7 @@
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/op_def.h"
+#include "ops/reduce.h"
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
@@ -85,13 +87,30 @@ OpDef softmax_def(const char* name, bool log) {
   return def;
 }
 
-// First order only, like the activations' fused backward ops.
+// The backward of the backward (g, y) -> gx, for double backward. Sums run over `axis`:
+//   softmax:     gx = y (g - sum(g y));    d/dg = the op on gg,  d/dy = gg (g - sum(g y)) - g
+//   sum(gg y) log_softmax: gx = g - exp(y) sum(g);   d/dg = gg - sum(gg exp(y)),  d/dy = -gg exp(y)
+//   sum(g)
+std::vector<Tensor> softmax_backward_grad(bool log, const char* name, const BackwardArgs& b) {
+  const Tensor &g = b.in[0], &y = b.in[1], &gg = b.grads[0];
+  const Axes axis{b.attrs.get<int64_t>("axis")};
+  Tensor dg, dy;
+  if (log) {
+    const Tensor p = exp(y);
+    if (b.needs[0]) dg = sub(gg, sum(mul(gg, p), axis, true));
+    if (b.needs[1]) dy = neg(mul(mul(gg, p), sum(g, axis, true)));
+  } else {
+    if (b.needs[0]) dg = dispatch1(op_def(name), {gg, y}, b.attrs);
+    if (b.needs[1])
+      dy = sub(mul(gg, sub(g, sum(mul(g, y), axis, true))), mul(g, sum(mul(gg, y), axis, true)));
+  }
+  return {dg.defined() ? to_dtype(dg, b.in_meta[0].dtype) : dg,
+          dy.defined() ? to_dtype(dy, b.in_meta[1].dtype) : dy};
+}
+
 OpDef softmax_backward_def(const char* name, bool log) {
-  OpDef def{.name = name,
-            .num_inputs = 2,
-            .differentiable = false,
-            .cost = elementwise_cost,
-            .sbp = &sbp_rules::kSoftmaxGrad};
+  OpDef def{
+      .name = name, .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmaxGrad};
   def.attrs = {{"axis", AttrType::kInt}};
   def.infer = infer_softmax_backward;
   def.compute = [name, log](const ComputeArgs& c) {
@@ -102,6 +121,8 @@ OpDef softmax_backward_def(const char* name, bool log) {
                 softmax_backward_kernel().get(o.device().type)(in[0], in[1], o, log);
               });
   };
+  def.saves = kSaveInputs;
+  def.backward = [name, log](const BackwardArgs& b) { return softmax_backward_grad(log, name, b); };
   return def;
 }
 
@@ -168,6 +189,32 @@ Tensor param(const ComputeArgs& c, size_t i, DType dtype) {
   return i < c.in.size() && c.in[i].defined() ? contiguous(to_dtype(c.in[i], dtype)) : Tensor();
 }
 
+// The norms' gradients written in differentiable ops, for backward with create_graph (double
+// backward): the statistics are recomputed from x so that their dependence on x is recorded.
+//   xhat = (x - mean(x)) rstd, rstd = 1 / sqrt(var(x) + eps)  (rms: xhat = x rstd, rstd from
+//   mean(x^2)); gxhat = g w;  gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)) (rms: no
+//   mean(gxhat) term);  gw = sum over the leading axes of g xhat;  gb = that of g.
+std::vector<Tensor> norm_grad_in_ops(bool rms, const BackwardArgs& b) {
+  const Tensor &g = b.grads[0], &x = b.in[0], &w = b.in[1];
+  const int64_t n = static_cast<int64_t>(normalized_shape(b.attrs).size());
+  const int64_t nd = x.dim();
+  Axes norm_axes, lead_axes;
+  for (int64_t a = 0; a < nd; ++a) (a < nd - n ? lead_axes : norm_axes).push_back(a);
+  const Tensor eps = k(b.attrs.get<double>("eps"));
+  const Tensor centred = rms ? x : sub(x, mean(x, norm_axes, true));
+  const Tensor rstd = rsqrt(add(mean(square(centred), norm_axes, true), eps));
+  const Tensor xhat = mul(centred, rstd);
+  const Tensor gxhat = w.defined() ? mul(g, w) : g;
+  Tensor inner = sub(gxhat, mul(xhat, mean(mul(gxhat, xhat), norm_axes, true)));
+  if (!rms) inner = sub(inner, mean(gxhat, norm_axes, true));
+  std::vector<Tensor> result{
+      b.needs[0] ? mul(rstd, inner) : Tensor(),
+      b.needs[1] ? to_dtype(sum(mul(g, xhat), lead_axes), b.in_meta[1].dtype) : Tensor()};
+  if (!rms)
+    result.push_back(b.needs[2] ? to_dtype(sum(g, lead_axes), b.in_meta[2].dtype) : Tensor());
+  return result;
+}
+
 OpDef norm_def(const char* name, bool rms) {
   OpDef def{
       .name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm};
@@ -184,6 +231,8 @@ OpDef norm_def(const char* name, bool rms) {
   def.saves = kSaveInputs | kSaveOutputs;
   const std::string backward = std::string(name) + "_backward";
   def.backward = [rms, backward](const BackwardArgs& b) -> std::vector<Tensor> {
+    // With create_graph the gradient must be differentiable itself; the fused op is not.
+    if (autograd::grad_enabled()) return norm_grad_in_ops(rms, b);
     std::vector<Tensor> in{b.grads[0], b.in[0], b.in[1]};
     if (!rms) in.push_back(b.out[1]);
     in.push_back(b.out.back());
@@ -197,6 +246,7 @@ OpDef norm_def(const char* name, bool rms) {
   return def;
 }
 
+// The fused gradient, for backward without create_graph (with it, norm_grad_in_ops runs).
 OpDef norm_backward_def(const char* name, bool rms) {
   OpDef def{.name = name,
             .num_inputs = rms ? 4 : 5,

@@ -145,7 +145,8 @@ PYBIND11_MODULE(_C, m) {
       out.append(py::dict(py::arg("name") = op.name, py::arg("num_inputs") = op.num_inputs,
                           py::arg("differentiable") = op.differentiable,
                           py::arg("sbp") = op.sbp ? py::object(py::str(op.sbp->name)) : py::none(),
-                          py::arg("dispatched") = op.dispatched()));
+                          py::arg("dispatched") = op.dispatched(),
+                          py::arg("has_backward") = static_cast<bool>(op.backward)));
     return out;
   });
   // Any registered op through the dispatcher, attributes converted by the op's schema.
