@@ -23,6 +23,20 @@ def test_every_registered_op_is_reachable_from_python():
     assert missing == []
 
 
+def test_every_differentiable_op_the_dispatcher_runs_has_a_backward():
+    # Without one its outputs would silently carry no gradient (double backward included: the
+    # fused *_backward ops are differentiable too, except the norms', replaced under
+    # create_graph by their gradients written in ops).
+    ops = flow._C.registered_ops()
+    missing = [
+        o["name"] for o in ops if o["dispatched"] and o["differentiable"] and not o["has_backward"]
+    ]
+    assert missing == []
+    fused = {o["name"]: o["has_backward"] for o in ops if o["name"].endswith("_backward")}
+    assert fused["softmax_backward"] and fused["gelu_backward"] and fused["nll_loss_backward"]
+    assert not fused["layer_norm_backward"]
+
+
 def test_op_names_are_unique():
     names = [op["name"] for op in flow._C.registered_ops()]
     assert len(names) == len(set(names))
