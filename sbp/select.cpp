@@ -141,9 +141,17 @@ std::vector<NdSbpSignature> candidate_signatures(const SbpCall& call) {
       if (ok && std::find(axis.begin(), axis.end(), sig) == axis.end())
         axis.push_back(std::move(sig));
     }
-    if (axis.empty())
+    if (axis.empty()) {
+      std::string inputs;
+      for (const CallInput& i : call.in)
+        inputs += str_cat(inputs.empty() ? "" : ", ", i.shape ? shape_str(*i.shape) : "none",
+                          i.layout  ? " " + i.layout->str()
+                          : i.shape ? " local"
+                                    : "");
       fail(call.def->name.c_str(), "no signature keeps the in-place output's layout ",
-           call.in[0].layout->str());
+           call.in[0].layout->str(), " (inputs ", inputs,
+           "); reshard the written tensor, e.g. to broadcast, first");
+    }
   }
   return combine_signatures(per_axis);
 }

@@ -3,6 +3,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
+#include "ops/global_op.h"
 #include "ops/ops.h"
 
 namespace ofl::py_bind {
@@ -48,7 +49,7 @@ Indexed apply_basic(const Tensor& x, py::handle key) {
   if (ellipsis > 1) throw IndexError("[index] an index can only have a single ellipsis");
   if (consumed > x.dim())
     throw IndexError(str_cat("[index] too many indices for a tensor of shape ",
-                             shape_str(x.shape()), ": ", consumed, " were given"));
+                             shape_str(meta_of(x).shape), ": ", consumed, " were given"));
   Tensor r = x;
   int64_t d = 0;
   for (auto it : items) {
@@ -105,9 +106,11 @@ Shape selected_shape(const Indexed& ix, int64_t count) {
   return out;
 }
 
+// How many elements the mask selects (of the whole logical mask when it is global).
 int64_t true_count(const Tensor& mask) {
   autograd::NoGradGuard no_grad;
-  return sum(mask).item<int64_t>();
+  const Tensor count = sum(mask);
+  return (count.is_global() ? full_value(count) : count).item<int64_t>();
 }
 
 bool is_number(py::handle v) {
@@ -150,15 +153,20 @@ Tensor index(const Tensor& x, py::handle key) {
     Tensor picked = masked_select(r, full_mask(ix));
     return reshape(picked, selected_shape(ix, true_count(ix.adv)));
   }
+  // Shapes as ops see them: a global tensor's logical ones. A local index (a list, say) is the
+  // same on every rank: broadcast on a global tensor's placement.
   Tensor idx = ix.adv;
+  if (r.is_global() && !idx.is_global()) idx = broadcast_on(idx, r);
+  const Shape rshape = meta_of(r).shape, ishape = meta_of(idx).shape;
   if (is_integral(idx.dtype()) && d < r.dim()) {  // negative indices count from the end
-    Tensor size = wrap_scalar(static_cast<double>(r.shape()[d]), DType::kInt64);
+    Tensor size = wrap_scalar(static_cast<double>(rshape[d]), DType::kInt64);
     idx = where(lt(idx, wrap_scalar(0, DType::kInt64)), add(idx, size), idx);
   }
   Tensor sel = index_select(r, d, reshape(idx, {-1}));
-  Shape shape(sel.shape().begin(), sel.shape().begin() + d);
-  shape.insert(shape.end(), idx.shape().begin(), idx.shape().end());
-  shape.insert(shape.end(), sel.shape().begin() + d + 1, sel.shape().end());
+  const Shape sshape = meta_of(sel).shape;
+  Shape shape(sshape.begin(), sshape.begin() + d);
+  shape.insert(shape.end(), ishape.begin(), ishape.end());
+  shape.insert(shape.end(), sshape.begin() + d + 1, sshape.end());
   return reshape(sel, shape);
 }
 
@@ -173,7 +181,7 @@ void set_index(Tensor& x, py::handle key, py::handle value) {
   } else {
     copy_(ix.view, as_tensor(value, "setitem"));
   }
-  if (!ix.view.same(x)) x.bump_version();  // views share the storage's version counter
+  // (The in-place op bumped the version, which views share with x.)
 }
 
 }  // namespace ofl::py_bind

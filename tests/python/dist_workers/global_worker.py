@@ -129,6 +129,20 @@ def main():
         except RuntimeError as e:
             check("check_meta names the disagreement", "disagree" in str(e))
 
+    # Indexing a split tensor: by a list (the same on every rank) and by a mask.
+    picked = x[[0, -1]]
+    check("x[list] on a split tensor", np.array_equal(picked.numpy(), full[[0, -1]]))
+    z = x.clone()
+    z[z > 10] = 5.0
+    want = full.copy()
+    want[want > 10] = 5.0
+    check("x[mask] = number on a split tensor", np.array_equal(z.numpy(), want))
+    try:
+        z[z > 1] = flow.ones(int((want > 1).sum())).to_global(placement=place, sbp=B)
+        check("x[mask] = tensor on a split tensor raises", world == 1)
+    except RuntimeError as e:
+        check("x[mask] = tensor names the layout", "[masked_scatter_] no signature keeps" in str(e))
+
     report(rank=rank, problems=problems)
 
 
