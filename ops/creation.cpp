@@ -50,14 +50,12 @@ int64_t arange_length(const InferArgs& a) {
 
 // Philox draws (RandomKernel kinds: 0 uniform [a, b), 1 normal (a, b), 2 integers [a, b)),
 // counters from `offset` on: the front end takes seed and offset from the generator.
-// A shard of a global tensor draws its block of the logical tensor (attributes block_logical
-// and block_start, set by shard_attrs), so every layout draws the same logical values.
+// A shard of a global tensor draws its block of the logical tensor (with_block), so every
+// layout draws the same logical values.
 void draw(const Tensor& out, int kind, double a, double b, const Attrs& attrs) {
   const auto seed = static_cast<uint64_t>(attrs.get<int64_t>("seed"));
   const auto offset = static_cast<uint64_t>(attrs.get<int64_t>("offset"));
-  RandomBlock block;
-  if (attrs.has("block_start"))
-    block = {attrs.get<Shape>("block_logical"), attrs.get<Shape>("block_start")};
+  const RandomBlock block = block_of(attrs);
   if (out.is_contiguous()) {
     random_kernel().get(out.device().type)(out, kind, a, b, seed, offset, block);
     return;
@@ -128,16 +126,22 @@ OpDef random_fill_def(const char* name, int kind, const char* a_name, const char
                      c.attrs);
               },
           .inplace = true,
-          .shard_attrs =
-              [](const Attrs& attrs, const ShardArgs& s) {
-                Attrs shard = attrs;
-                shard.set("block_logical", s.in_shapes[0]);
-                shard.set("block_start", s.in_offsets[0]);
-                return shard;
-              }};
+          .shard_attrs = with_block};
 }
 
 }  // namespace
+
+Attrs with_block(const Attrs& attrs, const ShardArgs& shard) {
+  Attrs out = attrs;
+  out.set("block_logical", shard.in_shapes[0]);
+  out.set("block_start", shard.in_offsets[0]);
+  return out;
+}
+
+RandomBlock block_of(const Attrs& attrs) {
+  if (!attrs.has("block_start")) return {};
+  return {attrs.get<Shape>("block_logical"), attrs.get<Shape>("block_start")};
+}
 
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   static const OpDef& def = op_def("full");

@@ -2,8 +2,10 @@
 #pragma once
 #include <optional>
 
+#include "core/op_def.h"
 #include "core/random.h"
 #include "core/tensor.h"
+#include "ops/kernels.h"
 
 namespace ofl {
 
@@ -29,6 +31,12 @@ Tensor randn(const Shape& shape, DType dtype = DType::kFloat32, Generator* gen =
              Device device = {});
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::kInt64,
                Generator* gen = nullptr, Device device = {});
+// A random op's shard draws its block of the logical tensor: as the op's shard_attrs,
+// with_block adds the attributes block_logical and block_start (input 0's logical shape and
+// where its shard starts), which block_of reads back (without them: the whole tensor).
+Attrs with_block(const Attrs& attrs, const ShardArgs& shard);
+RandomBlock block_of(const Attrs& attrs);
+
 // In-place fills used by nn.init.
 void uniform_(const Tensor& t, double low, double high, Generator* gen = nullptr);
 void normal_(const Tensor& t, double mean, double std, Generator* gen = nullptr);

@@ -278,13 +278,10 @@ double keep_scale(double p) {
 }
 
 // x -> (y, mask). The mask is drawn in y's dtype from counters offset + the logical row-major
-// index (attributes logical_shape and block_start: where this block sits, set per shard).
+// index (a shard draws its block: with_block).
 std::vector<TensorMeta> infer_dropout(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
   check_probability(a.op, a.attrs.get<double>("p"));
-  OFL_CHECK(a.attrs.get<Ints>("logical_shape") == x.shape, a.op, ": logical_shape ",
-            shape_str(a.attrs.get<Ints>("logical_shape")), " for an input of shape ",
-            shape_str(x.shape));
   const DType dt = is_floating(x.dtype) ? x.dtype : DType::kFloat32;
   return {{x.shape, dt, x.device}, {x.shape, DType::kBool, x.device}};
 }
@@ -296,12 +293,10 @@ void compute_dropout(const ComputeArgs& c) {
          shape_str(c.in[0].shape()), " (inconsistently laid out shards)");
   const DeviceType dev = y.device().type;
   const double p = c.attrs.get<double>("p");
-  const Ints& start = c.attrs.get<Ints>("block_start");
-  RandomBlock block;
-  if (!start.empty()) block = {c.attrs.get<Ints>("logical_shape"), start};
   Tensor u = Tensor::empty(y.shape(), y.dtype(), y.device());
   random_kernel().get(dev)(u, 0, 0.0, 1.0, static_cast<uint64_t>(c.attrs.get<int64_t>("seed")),
-                           static_cast<uint64_t>(c.attrs.get<int64_t>("offset")), block);
+                           static_cast<uint64_t>(c.attrs.get<int64_t>("offset")),
+                           block_of(c.attrs));
   binary_kernel().get(dev)(BinaryOp::kGe, u, full({}, p, y.dtype()), mask);
   // Scale after masking so the factor is applied in y's dtype (a float32 mask would round it).
   Tensor kept = Tensor::empty(y.shape(), y.dtype(), y.device());
@@ -335,23 +330,14 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .cost = elementwise_cost,
      .sbp = &sbp_rules::kDropout,
-     .attrs = {{"p", AttrType::kFloat},
-               {"seed", AttrType::kInt},
-               {"offset", AttrType::kInt},
-               {"logical_shape", AttrType::kInts},
-               {"block_start", AttrType::kInts}},
+     .attrs = {{"p", AttrType::kFloat}, {"seed", AttrType::kInt}, {"offset", AttrType::kInt}},
      .infer = infer_dropout,
      .compute = compute_dropout,
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
        return {mul(mul(b.grads[0], b.out[1]), k(keep_scale(b.attrs.get<double>("p"))))};
      },
      .saves = kSaveOutputs,
-     // A shard draws its own block of the logical mask.
-     .shard_attrs = [](const Attrs& attrs, const ShardArgs& s) -> Attrs {
-       Attrs shard = attrs;
-       shard.set("block_start", s.in_offsets[0]);
-       return shard;
-     }},
+     .shard_attrs = with_block},
     {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
 });
 
@@ -393,9 +379,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   return dispatch(def, {x},
                   {{"p", p},
                    {"seed", static_cast<int64_t>(seed)},
-                   {"offset", static_cast<int64_t>(offset)},
-                   {"logical_shape", shape},
-                   {"block_start", Ints{}}})[0];
+                   {"offset", static_cast<int64_t>(offset)}})[0];
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
