@@ -160,7 +160,7 @@ std::vector<TensorMeta> infer_conv2d_weight_grad(const InferArgs& a) {
 // ---- compute ----
 
 void compute_conv2d(const ComputeArgs& c) {
-  check_shards("conv2d", c);
+  require_output_shapes(op_def("conv2d"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor x = planes(c.in[0], dt), w = planes(c.in[1], dt), b = planes(c.in[2], dt);
   const Window2d win = conv_window(c.attrs, {w.size(2), w.size(3)});
@@ -170,7 +170,7 @@ void compute_conv2d(const ComputeArgs& c) {
 }
 
 void compute_conv2d_input_grad(const ComputeArgs& c) {
-  check_shards("conv2d_input_grad", c);
+  require_output_shapes(op_def("conv2d_input_grad"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor gy = planes(c.in[0], dt), w = planes(c.in[1], dt);
   const Window2d win = conv_window(c.attrs, {w.size(2), w.size(3)});
@@ -181,7 +181,7 @@ void compute_conv2d_input_grad(const ComputeArgs& c) {
 }
 
 void compute_conv2d_weight_grad(const ComputeArgs& c) {
-  check_shards("conv2d_weight_grad", c);
+  require_output_shapes(op_def("conv2d_weight_grad"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor gy = planes(c.in[0], dt), x = planes(c.in[1], dt);
   const Window2d win = conv_window(c.attrs, pair_attr(c.attrs, "kernel_size"));

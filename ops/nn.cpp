@@ -287,10 +287,8 @@ std::vector<TensorMeta> infer_dropout(const InferArgs& a) {
 }
 
 void compute_dropout(const ComputeArgs& c) {
+  require_output_shapes(op_def("dropout"), c);
   const Tensor &y = c.out[0], &mask = c.out[1];
-  if (y.shape() != c.in[0].shape() || mask.shape() != c.in[0].shape())
-    fail("dropout", "outputs of shape ", shape_str(y.shape()), " for a shard of shape ",
-         shape_str(c.in[0].shape()), " (inconsistently laid out shards)");
   const DeviceType dev = y.device().type;
   const double p = c.attrs.get<double>("p");
   Tensor u = Tensor::empty(y.shape(), y.dtype(), y.device());

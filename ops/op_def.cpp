@@ -18,10 +18,14 @@ void require_output_shapes(const OpDef& def, const ComputeArgs& c) {
   std::vector<TensorMeta> in;
   for (const Tensor& t : c.in) in.push_back(meta_of(t));
   const std::vector<TensorMeta> want = def.infer({def.name.c_str(), in, c.attrs});
-  for (size_t j = 0; j < want.size() && j < c.out.size(); ++j)
-    if (want[j].shape != c.out[j].shape())
-      fail(def.name.c_str(), "output ", j, " has shape ", shape_str(c.out[j].shape()),
-           " but its inputs give ", shape_str(want[j].shape));
+  for (size_t j = 0; j < want.size() && j < c.out.size(); ++j) {
+    if (want[j].shape == c.out[j].shape()) continue;
+    std::string inputs;
+    for (const TensorMeta& m : in) inputs += (inputs.empty() ? "" : ", ") + m.str();
+    fail(def.name.c_str(), "output ", j, " has shape ", shape_str(c.out[j].shape()),
+         " but its inputs ", inputs, " give ", shape_str(want[j].shape),
+         " (shards laid out inconsistently)");
+  }
 }
 
 Device common_device(const InferArgs& a) {

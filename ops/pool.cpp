@@ -93,14 +93,14 @@ void run_max_pool(const ComputeArgs& c, const Tensor& values, const Tensor& indi
 }
 
 void compute_max_pool2d(const ComputeArgs& c) {
-  check_shards("max_pool2d", c);
+  require_output_shapes(op_def("max_pool2d"), c);
   const Tensor& out = c.out[0];
   const Tensor indices = Tensor::empty(out.shape(), DType::kInt64, out.device());
   into(out, compute_dtype(out.dtype()), [&](const Tensor& y) { run_max_pool(c, y, indices); });
 }
 
 void compute_max_pool2d_indices(const ComputeArgs& c) {
-  check_shards("max_pool2d_indices", c);
+  require_output_shapes(op_def("max_pool2d_indices"), c);
   const Tensor& out = c.out[0];
   const DType dt = compute_dtype(c.in[0].dtype());
   run_max_pool(c, Tensor::empty(out.shape(), dt, out.device()), out);
@@ -128,7 +128,7 @@ std::vector<TensorMeta> infer_max_pool2d_backward(const InferArgs& a) {
 }
 
 void compute_max_pool2d_backward(const ComputeArgs& c) {
-  check_shards("max_pool2d_backward", c);
+  require_output_shapes(op_def("max_pool2d_backward"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor g = planes(c.in[0], dt), indices = planes(c.in[1], DType::kInt64);
   into(c.out[0], dt, [&](const Tensor& gx) {
@@ -156,7 +156,7 @@ std::vector<TensorMeta> infer_avg_pool2d(const InferArgs& a) {
 }
 
 void compute_avg_pool2d(const ComputeArgs& c) {
-  check_shards("avg_pool2d", c);
+  require_output_shapes(op_def("avg_pool2d"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor x = planes(c.in[0], dt);
   into(c.out[0], dt, [&](const Tensor& y) {
@@ -177,7 +177,7 @@ std::vector<TensorMeta> infer_avg_pool2d_backward(const InferArgs& a) {
 }
 
 void compute_avg_pool2d_backward(const ComputeArgs& c) {
-  check_shards("avg_pool2d_backward", c);
+  require_output_shapes(op_def("avg_pool2d_backward"), c);
   const DType dt = compute_dtype(c.out[0].dtype());
   const Tensor g = planes(c.in[0], dt);
   into(c.out[0], dt, [&](const Tensor& gx) {

@@ -64,20 +64,6 @@ Shape windowed_shape(const Shape& xs, const Window2d& win, std::optional<int64_t
   return with_spatial(xs, {win.out_h(hw[0]), win.out_w(hw[1])}, c);
 }
 
-void check_shards(const char* op, const ComputeArgs& c) {
-  std::vector<TensorMeta> in;
-  std::string names;
-  for (const Tensor& t : c.in) {
-    in.push_back(meta_of(t));
-    names += (names.empty() ? "" : ", ") + in.back().str();
-  }
-  const std::vector<TensorMeta> out = op_def(op).infer({op, in, c.attrs});
-  for (size_t j = 0; j < out.size(); ++j)
-    if (out[j].shape != c.out[j].shape())
-      fail(op, "shards ", names, " give an output of shape ", shape_str(out[j].shape), ", not ",
-           shape_str(c.out[j].shape()));
-}
-
 Tensor planes(const Tensor& t, DType dt) {
   if (!t.defined()) return t;
   Tensor c = contiguous(to_dtype(t, dt));

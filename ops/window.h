@@ -45,9 +45,6 @@ Shape with_spatial(Shape s, Pair hw, std::optional<int64_t> c = {});
 // The output shape of a window op on an image shape; `channels` for conv (pooling keeps C).
 Shape windowed_shape(const Shape& xs, const Window2d& win, std::optional<int64_t> c = {});
 
-// A global call's shards reach compute unchecked (the conformance checker forces every layout
-// on them), and the kernels trust their operands' shapes: checks them with the op's infer.
-void check_shards(const char* op, const ComputeArgs& c);
 // What a kernel reads: contiguous, in dtype dt, a 3-d image viewed as one of a batch of 1.
 Tensor planes(const Tensor& t, DType dt);
 // Runs `kernel` on the output's planes in dtype dt, converting into `out` where dt differs.
