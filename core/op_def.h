@@ -41,6 +41,11 @@ class Attrs {
     OFL_CHECK(p, "attribute ", name, " has another type");
     return *p;
   }
+  // Int attribute `name` as an axis of a tensor of `ndim` dimensions (normalize_axis: negative
+  // ones count from the end; a 0-d tensor takes 0 and -1); raises op's IndexError otherwise.
+  int64_t axis(std::string_view name, int64_t ndim, const char* op) const {
+    return normalize_axis(get<int64_t>(name), ndim, op);
+  }
   bool has(std::string_view name) const { return find(name) != nullptr; }
   const AttrValue* find(std::string_view name) const;  // null when absent
   const AttrValue& value(std::string_view name) const;

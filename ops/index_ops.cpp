@@ -23,11 +23,7 @@ void require_integer_index(const char* op, const TensorMeta& index) {
 
 // The call's dim, normalized against x's rank (a 0-d x indexes like a 1-element vector).
 int64_t dim_of(const InferArgs& a) {
-  return normalize_axis(a.attrs.get<int64_t>("dim"), a.in[0].shape.size(), a.op);
-}
-int64_t dim_of(const Attrs& attrs, int64_t ndim) {
-  const int64_t d = attrs.get<int64_t>("dim");
-  return d < 0 ? d + std::max<int64_t>(ndim, 1) : d;
+  return a.attrs.axis("dim", a.in[0].shape.size(), a.op);
 }
 
 // The indices as the kernels read them: contiguous int64, checked against `size` by the kernel.
@@ -77,7 +73,7 @@ std::vector<TensorMeta> infer_index_select(const InferArgs& a) {
 
 void compute_index_select(const ComputeArgs& c) {
   const Tensor x = c.in[0].dim() == 0 ? reshape(c.in[0], {1}) : c.in[0];
-  const int64_t axis = dim_of(c.attrs, x.dim());
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("index_select", c.in[1], x.shape()[axis], axis);
   const Split3 s = split3(x.shape(), axis);
   index_select_kernel().get(x.device().type)(contiguous(x), idx, s.outer, s.n, s.inner, c.out[0]);
@@ -98,7 +94,7 @@ std::vector<TensorMeta> infer_index_add(const InferArgs& a) {
 void compute_index_add(const ComputeArgs& c) {
   const Tensor &x = c.in[0], &out = c.out[0];
   const Shape shape = x.dim() == 0 ? Shape{1} : x.shape();
-  const int64_t axis = dim_of(c.attrs, x.dim());
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("index_add", c.in[1], shape[axis], axis);
   copy_into(out, x);
   const Split3 s = split3(shape, axis);
@@ -118,7 +114,7 @@ std::vector<TensorMeta> infer_gather(const InferArgs& a) {
 
 void compute_gather(const ComputeArgs& c) {
   const Tensor& x = c.in[0];
-  const int64_t axis = dim_of(c.attrs, x.dim());
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("gather", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
   gather_kernel().get(x.device().type)(contiguous(x), axis, idx, c.out[0]);
 }
@@ -145,7 +141,7 @@ Tensor leading(const Tensor& t, const Shape& shape) {
 
 void compute_scatter_add(const ComputeArgs& c) {
   const Tensor &x = c.in[0], &out = c.out[0];
-  const int64_t axis = dim_of(c.attrs, x.dim());
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("scatter_add", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
   copy_into(out, x);
   const Tensor src = contiguous(leading(to_dtype(c.in[2], x.dtype()), idx.shape()));
@@ -165,7 +161,7 @@ void compute_scatter(const ComputeArgs& c) {
   static const OpDef& def = op_def("scatter");
   require_output_shapes(def, c);
   const Tensor &x = c.in[0], &out = c.out[0];
-  const int64_t axis = dim_of(c.attrs, x.dim());
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("scatter", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
   copy_into(out, x);
   scatter_kernel().get(out.device().type)(contiguous(leading(c.in[2], idx.shape())), axis, idx,
@@ -272,7 +268,7 @@ std::vector<TensorMeta> infer_cat(const InferArgs& a) {
 
 void compute_cat(const ComputeArgs& c) {
   const Tensor& out = c.out[0];
-  const int64_t axis = dim_of(c.attrs, out.dim());
+  const int64_t axis = c.attrs.axis("dim", out.dim(), "index");
   int64_t at = 0;
   for (const Tensor& t : c.in) {
     copy_kernel().get(out.device().type)(t, narrow(out, axis, at, t.shape()[axis]));
@@ -281,7 +277,7 @@ void compute_cat(const ComputeArgs& c) {
 }
 
 std::vector<Tensor> cat_grad(const BackwardArgs& b) {
-  const int64_t axis = dim_of(b.attrs, b.in_meta[0].shape.size());
+  const int64_t axis = b.attrs.axis("dim", b.in_meta[0].shape.size(), "index");
   std::vector<int64_t> sizes;
   for (const TensorMeta& m : b.in_meta) sizes.push_back(m.shape[axis]);
   std::vector<Tensor> parts = split_sizes(b.grads[0], sizes, axis);

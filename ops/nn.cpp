@@ -35,14 +35,14 @@ int64_t rank(const Shape& s) {
 
 std::vector<TensorMeta> infer_softmax(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
-  normalize_axis(a.attrs.get<int64_t>("axis"), rank(x.shape), a.op);
+  a.attrs.axis("axis", rank(x.shape), a.op);
   return single_output(x.shape, is_floating(x.dtype) ? x.dtype : DType::kFloat32, common_device(a));
 }
 
 // (grad, y) -> gx, for the backward ops.
 std::vector<TensorMeta> infer_softmax_backward(const InferArgs& a) {
   const TensorMeta &g = a.in[0], &y = a.in[1];
-  normalize_axis(a.attrs.get<int64_t>("axis"), rank(y.shape), a.op);
+  a.attrs.axis("axis", rank(y.shape), a.op);
   if (g.shape != y.shape)
     fail(a.op, "grad of shape ", shape_str(g.shape), " does not match the output's shape ",
          shape_str(y.shape));

@@ -97,7 +97,7 @@ Axes axes_attr(const Attrs& attrs, int64_t ndim, const char* op) {
 }
 // Attribute `axis` of the ops along one axis, as a list (empty for a 0-d input).
 Axes axis_attr(const Attrs& attrs, int64_t ndim, const char* op) {
-  int64_t axis = normalize_axis(attrs.get<int64_t>("axis"), ndim, op);
+  int64_t axis = attrs.axis("axis", ndim, op);
   return ndim == 0 ? Axes{} : Axes{axis};
 }
 

@@ -109,7 +109,7 @@ std::vector<int64_t> reduced_axes(const SbpQuery& q) {
   const int64_t ndim = rank_of(q.in[0]);
   if (q.typed->has("axis")) {
     if (ndim == 0) return {};
-    return {normalize_axis(q.typed->get<int64_t>("axis"), ndim, "reduce")};
+    return {q.typed->axis("axis", ndim, "reduce")};
   }
   return reduction_axes(q.typed->get<std::vector<int64_t>>("axes"), ndim, "reduce");
 }
@@ -219,7 +219,7 @@ Sigs expand(const SbpQuery& q) {
 
 // Splits of every other axis (renumbered past a removed one) and partials pass through.
 Sigs slice_axis(const SbpQuery& q, bool removed) {
-  const int64_t axis = normalize_axis(q.typed->get<int64_t>("dim"), rank_of(q.in[0]), "slice");
+  const int64_t axis = q.typed->axis("dim", rank_of(q.in[0]), "slice");
   Sigs sigs;
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
     if (d != axis) sigs.push_back({{Sbp::split(d)}, {Sbp::split(removed && d > axis ? d - 1 : d)}});
@@ -236,8 +236,8 @@ Sigs select(const SbpQuery& q) {
 
 // The typed attribute `axis` of input 0, normalized (-1 when input 0 is 0-d).
 int64_t typed_axis(const SbpQuery& q) {
-  const int64_t nd = rank_of(q.in[0]), axis = q.typed->get<int64_t>("axis");
-  return nd == 0 ? -1 : (axis < 0 ? axis + nd : axis);
+  const int64_t nd = rank_of(q.in[0]);
+  return nd == 0 ? -1 : q.typed->axis("axis", nd, "softmax");
 }
 
 Sigs softmax(const SbpQuery& q) {
@@ -269,12 +269,6 @@ Sigs norm(const SbpQuery& q) {
     sigs.push_back(std::move(sig));
   }
   return sigs;
-}
-
-// The typed attribute "dim" of a call, normalized against a tensor of `rank` dimensions.
-int64_t dim_attr(const SbpQuery& q, int64_t rank) {
-  const int64_t d = q.typed->get<int64_t>("dim");
-  return d < 0 ? d + std::max<int64_t>(rank, 1) : d;
 }
 
 // (grad, x, weight, [mean,] rstd) -> (gx, gweight[, gbias]): the rows split with the grad, the
@@ -324,7 +318,7 @@ Sigs nll_loss_grad(const SbpQuery& q) {
 
 Sigs cat(const SbpQuery& q) {
   Sigs sigs;
-  const int64_t axis = dim_attr(q, rank_of(q.out[0]));
+  const int64_t axis = q.typed->axis("dim", rank_of(q.out[0]), "index");
   for (int64_t d = 0; d < rank_of(q.out[0]); ++d)
     if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
   sigs.push_back(uniform(q, kPSum));
@@ -334,7 +328,7 @@ Sigs cat(const SbpQuery& q) {
 Sigs gather(const SbpQuery& q) {
   Sigs sigs;
   const Shape &x = q.in[0], &index = q.in[1];
-  const int64_t axis = dim_attr(q, rank_of(x));
+  const int64_t axis = q.typed->axis("dim", rank_of(x), "index");
   for (int64_t d = 0; d < rank_of(index); ++d)
     if (d != axis && x[d] == index[d]) sigs.push_back(uniform(q, Sbp::split(d)));
   return sigs;
@@ -342,7 +336,7 @@ Sigs gather(const SbpQuery& q) {
 
 Sigs index_select(const SbpQuery& q) {
   Sigs sigs;
-  const int64_t axis = dim_attr(q, rank_of(q.in[0]));
+  const int64_t axis = q.typed->axis("dim", rank_of(q.in[0]), "index");
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
     if (d != axis) sigs.push_back({{Sbp::split(d), kB}, {Sbp::split(d)}});
   if (rank_of(q.in[1]) == 1) sigs.push_back({{kB, Sbp::split(0)}, {Sbp::split(axis)}});
@@ -365,7 +359,7 @@ Sigs scatter(const SbpQuery& q) {
   const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
   const bool index_select_like = rank_of(index) == 1 && rank_of(x) > 1;  // index_add
   for (int64_t d = 0; d < rank_of(x); ++d) {
-    if (d == dim_attr(q, rank_of(x)) || src[d] != x[d]) continue;
+    if (d == q.typed->axis("dim", rank_of(x), "index") || src[d] != x[d]) continue;
     if (index_select_like)
       sigs.push_back({{Sbp::split(d), kB, Sbp::split(d)}, {Sbp::split(d)}});
     else if (index[d] == x[d])
@@ -378,7 +372,7 @@ Sigs scatter(const SbpQuery& q) {
 // Splits of every axis but the typed attribute dim, on every input and output.
 Sigs along_dim(const SbpQuery& q) {
   Sigs sigs;
-  const int64_t axis = dim_attr(q, rank_of(q.in[0]));
+  const int64_t axis = q.typed->axis("dim", rank_of(q.in[0]), "index");
   for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
     if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
   return sigs;

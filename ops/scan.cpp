@@ -21,7 +21,7 @@ Tensor cumsum_call(const Tensor& x, int64_t dim, DType dtype, bool reverse) {
 
 std::vector<TensorMeta> infer_cumsum(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
-  normalize_axis(a.attrs.get<int64_t>("dim"), static_cast<int64_t>(x.shape.size()), a.op);
+  a.attrs.axis("dim", static_cast<int64_t>(x.shape.size()), a.op);
   const DType dtype = a.attrs.get<DType>("dtype");
   if (dtype == DType::kBool)
     fail<TypeError>(a.op, "cannot accumulate into bool; got input ", x.str());
@@ -33,7 +33,7 @@ void compute_cumsum(const ComputeArgs& c) {
   require_output_shapes(def, c);
   const Tensor& out = c.out[0];
   const Tensor x = contiguous(to_dtype(c.in[0], out.dtype()));
-  const int64_t axis = normalize_axis(c.attrs.get<int64_t>("dim"), x.dim(), "cumsum");
+  const int64_t axis = c.attrs.axis("dim", x.dim(), "cumsum");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d < axis) outer *= x.shape()[d];

@@ -98,7 +98,7 @@ std::vector<TensorMeta> infer_squeeze(const InferArgs& a) {
 
 std::vector<TensorMeta> infer_unsqueeze(const InferArgs& a) {
   Shape out = a.in[0].shape;
-  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size() + 1, a.op);
+  const int64_t d = a.attrs.axis("dim", out.size() + 1, a.op);
   out.insert(out.begin() + d, 1);
   return shaped(a, std::move(out));
 }
@@ -107,8 +107,8 @@ std::vector<TensorMeta> infer_flatten(const InferArgs& a) {
   const Shape& in = a.in[0].shape;
   if (in.empty()) return shaped(a, {1});
   const int64_t n = static_cast<int64_t>(in.size());
-  const int64_t start = normalize_axis(a.attrs.get<int64_t>("start_dim"), n, a.op);
-  const int64_t end = normalize_axis(a.attrs.get<int64_t>("end_dim"), n, a.op);
+  const int64_t start = a.attrs.axis("start_dim", n, a.op);
+  const int64_t end = a.attrs.axis("end_dim", n, a.op);
   if (start > end) fail(a.op, "start_dim ", start, " comes after end_dim ", end);
   Shape out(in.begin(), in.begin() + start);
   out.push_back(numel_of(Shape(in.begin() + start, in.begin() + end + 1)));
@@ -176,7 +176,7 @@ Range slice_range(int64_t n, const Attrs& attrs) {
 std::vector<TensorMeta> infer_slice(const InferArgs& a) {
   Shape out = a.in[0].shape;
   if (out.empty()) fail<IndexError>(a.op, "cannot slice a 0-d tensor");
-  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size(), a.op);
+  const int64_t d = a.attrs.axis("dim", out.size(), a.op);
   const int64_t step = a.attrs.get<int64_t>("step");
   if (step <= 0) fail(a.op, "step must be positive, got ", step);
   out[d] = slice_range(out[d], a.attrs).length;
@@ -185,7 +185,7 @@ std::vector<TensorMeta> infer_slice(const InferArgs& a) {
 
 std::vector<Tensor> slice_view(const ViewArgs& v) {
   const Tensor& x = v.in[0];
-  const int64_t d = normalize_axis(v.attrs.get<int64_t>("dim"), x.dim(), "slice");
+  const int64_t d = v.attrs.axis("dim", x.dim(), "slice");
   const Range r = slice_range(x.shape()[d], v.attrs);
   Shape shape = x.shape(), strides = x.strides();
   shape[d] = r.length;
@@ -201,7 +201,7 @@ std::vector<Tensor> slice_grad(const BackwardArgs& b) {
 
 std::vector<TensorMeta> infer_select(const InferArgs& a) {
   Shape out = a.in[0].shape;
-  const int64_t d = normalize_axis(a.attrs.get<int64_t>("dim"), out.size(), a.op);
+  const int64_t d = a.attrs.axis("dim", out.size(), a.op);
   const int64_t n = out.empty() ? 1 : out[d], index = a.attrs.get<int64_t>("index");
   if (out.empty()) fail<IndexError>(a.op, "cannot select from a 0-d tensor");
   if (index < -n || index >= n)
@@ -213,7 +213,7 @@ std::vector<TensorMeta> infer_select(const InferArgs& a) {
 
 std::vector<Tensor> select_view(const ViewArgs& v) {
   const Tensor& x = v.in[0];
-  const int64_t d = normalize_axis(v.attrs.get<int64_t>("dim"), x.dim(), "select");
+  const int64_t d = v.attrs.axis("dim", x.dim(), "select");
   int64_t index = v.attrs.get<int64_t>("index");
   if (index < 0) index += x.shape()[d];
   Shape shape = x.shape(), strides = x.strides();
@@ -224,7 +224,7 @@ std::vector<Tensor> select_view(const ViewArgs& v) {
 
 std::vector<Tensor> select_grad(const BackwardArgs& b) {
   const Shape& in = b.in_meta[0].shape;
-  const int64_t d = normalize_axis(b.attrs.get<int64_t>("dim"), in.size(), "select");
+  const int64_t d = b.attrs.axis("dim", in.size(), "select");
   int64_t index = b.attrs.get<int64_t>("index");
   if (index < 0) index += in[d];
   return {slice_backward(unsqueeze(b.grads[0], d), in, d, index, index + 1, 1)};

@@ -15,7 +15,7 @@ namespace ofl {
 namespace {
 
 int64_t dim_of(const Attrs& attrs, int64_t ndim, const char* op) {
-  return normalize_axis(attrs.get<int64_t>("dim"), ndim, op);
+  return attrs.axis("dim", ndim, op);
 }
 
 // The lanes' length along dim (1 for a 0-d tensor).
@@ -25,10 +25,10 @@ int64_t lane_size(const Shape& shape, int64_t axis) {
 
 std::vector<TensorMeta> infer_sort(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
-  dim_of(a.attrs, static_cast<int64_t>(x.shape.size()), a.op);
+  a.attrs.axis("dim", static_cast<int64_t>(x.shape.size()), a.op);
   TensorMeta indices{x.shape, DType::kInt64, x.device};
   if (a.attrs.has("k")) {  // topk
-    const int64_t axis = dim_of(a.attrs, static_cast<int64_t>(x.shape.size()), a.op);
+    const int64_t axis = a.attrs.axis("dim", static_cast<int64_t>(x.shape.size()), a.op);
     const int64_t k = a.attrs.get<int64_t>("k"), n = lane_size(x.shape, axis);
     if (k < 0 || k > n)
       fail(a.op, "k (", k, ") is out of range for dimension ", axis, " of size ", n,
@@ -45,7 +45,7 @@ void compute_sort(const ComputeArgs& c, const char* op, bool descending, const T
                   const Tensor& indices) {
   require_output_shapes(op_def(op), c);
   const Tensor& x = c.in[0];
-  const int64_t axis = dim_of(c.attrs, x.dim(), op);
+  const int64_t axis = c.attrs.axis("dim", x.dim(), op);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d < axis) outer *= x.shape()[d];
@@ -62,7 +62,7 @@ std::vector<Tensor> sort_backward(const BackwardArgs& b) {
   const Shape& shape = b.in_meta[0].shape;
   const Tensor &g = b.grads[0], &idx = b.out[1];
   if (shape.empty()) return {g};
-  const int64_t axis = normalize_axis(b.attrs.get<int64_t>("dim"), shape.size(), "sort");
+  const int64_t axis = b.attrs.axis("dim", shape.size(), "sort");
   const int64_t k = meta_of(g).shape[axis];
   Tensor zeros = zeros_like(g);  // in g's layout, also for global tensors
   if (k != shape[axis]) zeros = slice_backward(zeros, shape, axis, 0, k, 1);
