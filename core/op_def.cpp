@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -14,6 +15,11 @@ namespace {
 std::deque<OpDef>& table() {
   static std::deque<OpDef> ops;
   return ops;
+}
+// The definitions by name (keys view the names held in the table).
+std::unordered_map<std::string_view, const OpDef*>& by_name() {
+  static std::unordered_map<std::string_view, const OpDef*> index;
+  return index;
 }
 
 std::ostream& operator<<(std::ostream& os, const AttrValue& v) {
@@ -79,7 +85,8 @@ std::string TensorMeta::str() const {
 bool register_ops(std::vector<OpDef> defs) {
   for (auto& def : defs) {
     OFL_CHECK(!find_op(def.name), "op registered twice: ", def.name);
-    table().push_back(std::move(def));
+    const OpDef& kept = table().emplace_back(std::move(def));
+    by_name().emplace(kept.name, &kept);
   }
   return true;
 }
@@ -88,13 +95,12 @@ const std::deque<OpDef>& registered_ops() {
   return table();
 }
 
-const OpDef* find_op(const std::string& name) {
-  auto& ops = table();
-  auto it = std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return d.name == name; });
-  return it == ops.end() ? nullptr : &*it;
+const OpDef* find_op(std::string_view name) {
+  auto it = by_name().find(name);
+  return it == by_name().end() ? nullptr : it->second;
 }
 
-const OpDef& op_def(const std::string& name) {
+const OpDef& op_def(std::string_view name) {
   const OpDef* def = find_op(name);
   OFL_CHECK(def, "no registered op named ", name);
   return *def;

@@ -145,9 +145,9 @@ struct OpDef {
 // Registers ops at load time; a second registration of the same name is a bug.
 bool register_ops(std::vector<OpDef> defs);
 const std::deque<OpDef>& registered_ops();
-const OpDef* find_op(const std::string& name);
+const OpDef* find_op(std::string_view name);
 // The registered op `name` (an internal error if there is none); for front ends to cache.
-const OpDef& op_def(const std::string& name);
+const OpDef& op_def(std::string_view name);
 
 #define OFL_CONCAT_INNER(a, b) a##b
 #define OFL_CONCAT(a, b) OFL_CONCAT_INNER(a, b)
