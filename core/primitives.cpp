@@ -20,6 +20,13 @@ Tensor contiguous_copy(const Tensor& x) {
   return out;
 }
 
+Tensor converted(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  copy_into(out, x);
+  return out;
+}
+
 Tensor contiguous_local(const Tensor& x) {
   return x.is_contiguous() ? x : contiguous_copy(x);
 }

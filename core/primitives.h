@@ -16,6 +16,9 @@ OFL_DECLARE_KERNEL(fill_kernel, FillKernel)
 
 // A contiguous copy of x's local data with the same dtype (always a new buffer, not global).
 Tensor contiguous_copy(const Tensor& x);
+// x's local data in `dtype`: x itself when it has it, else a new contiguous copy. What computes
+// convert their operands with (no dispatch: they run on local tensors already checked).
+Tensor converted(const Tensor& x, DType dtype);
 // x itself when its local data is contiguous, else contiguous_copy(x).
 Tensor contiguous_local(const Tensor& x);
 // Copies src into dst (broadcasting src to dst's shape, converting dtype) with dst's device kernel.

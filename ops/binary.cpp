@@ -69,7 +69,7 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
 void compute_binary(BinaryOp op, const ComputeArgs& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   DType dt = is_comparison(op) ? result_type(a, b) : c.out[0].dtype();
-  binary_kernel().get(c.out[0].device().type)(op, to_dtype(a, dt), to_dtype(b, dt), c.out[0]);
+  binary_kernel().get(c.out[0].device().type)(op, converted(a, dt), converted(b, dt), c.out[0]);
 }
 
 // The gradient of a binary op for both inputs, from the saved inputs and output.
@@ -205,8 +205,8 @@ OFL_REGISTER_OPS({
      .compute =
          [](const ComputeArgs& c) {
            const Tensor& out = c.out[0];
-           where_kernel().get(out.device().type)(c.in[0], to_dtype(c.in[1], out.dtype()),
-                                                 to_dtype(c.in[2], out.dtype()), out);
+           where_kernel().get(out.device().type)(c.in[0], converted(c.in[1], out.dtype()),
+                                                 converted(c.in[2], out.dtype()), out);
          },
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
        const Tensor &c = b.in[0], &g = b.grads[0];

@@ -28,7 +28,7 @@ int64_t dim_of(const InferArgs& a) {
 
 // The indices as the kernels read them: contiguous int64, checked against `size` by the kernel.
 Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t axis) {
-  Tensor idx = contiguous(to_dtype(index, DType::kInt64));
+  Tensor idx = contiguous_local(converted(index, DType::kInt64));
   index_check_kernel().get(idx.device().type)(op, idx, size, axis);
   return idx;
 }
@@ -98,8 +98,8 @@ void compute_index_add(const ComputeArgs& c) {
   const Tensor idx = checked_index("index_add", c.in[1], shape[axis], axis);
   copy_into(out, x);
   const Split3 s = split3(shape, axis);
-  index_add_kernel().get(out.device().type)(contiguous(to_dtype(c.in[2], x.dtype())), idx, s.outer,
-                                            s.n, s.inner, out);
+  index_add_kernel().get(out.device().type)(contiguous_local(converted(c.in[2], x.dtype())), idx,
+                                            s.outer, s.n, s.inner, out);
 }
 
 // --- gather and scatter_add ---
@@ -144,7 +144,7 @@ void compute_scatter_add(const ComputeArgs& c) {
   const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("scatter_add", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
   copy_into(out, x);
-  const Tensor src = contiguous(leading(to_dtype(c.in[2], x.dtype()), idx.shape()));
+  const Tensor src = contiguous(leading(converted(c.in[2], x.dtype()), idx.shape()));
   scatter_add_kernel().get(out.device().type)(src, axis, idx, out);
 }
 

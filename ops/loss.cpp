@@ -65,7 +65,7 @@ std::vector<TensorMeta> infer_nll_loss_backward(const InferArgs& a) {
 }
 
 Tensor int64_contiguous(const Tensor& t) {
-  return contiguous(to_dtype(t, DType::kInt64));
+  return contiguous_local(converted(t, DType::kInt64));
 }
 
 OFL_REGISTER_OPS({

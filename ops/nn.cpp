@@ -74,7 +74,7 @@ OpDef softmax_def(const char* name, bool log) {
   def.compute = [name, log](const ComputeArgs& c) {
     require_output_shapes(op_def(name), c);
     const Tensor& out = c.out[0];
-    over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype())}, out,
+    over_axis(c.attrs.get<int64_t>("axis"), {converted(c.in[0], out.dtype())}, out,
               [&](const std::vector<Tensor>& in, const Tensor& o) {
                 softmax_kernel().get(o.device().type)(in[0], o, log);
               });
@@ -116,7 +116,7 @@ OpDef softmax_backward_def(const char* name, bool log) {
   def.compute = [name, log](const ComputeArgs& c) {
     require_output_shapes(op_def(name), c);
     const Tensor& out = c.out[0];
-    over_axis(c.attrs.get<int64_t>("axis"), {to_dtype(c.in[0], out.dtype()), c.in[1]}, out,
+    over_axis(c.attrs.get<int64_t>("axis"), {converted(c.in[0], out.dtype()), c.in[1]}, out,
               [&](const std::vector<Tensor>& in, const Tensor& o) {
                 softmax_backward_kernel().get(o.device().type)(in[0], in[1], o, log);
               });
@@ -186,7 +186,8 @@ std::vector<TensorMeta> infer_norm_backward(bool rms, const InferArgs& a) {
 
 // Input i in x's dtype, contiguous (undefined when absent).
 Tensor param(const ComputeArgs& c, size_t i, DType dtype) {
-  return i < c.in.size() && c.in[i].defined() ? contiguous(to_dtype(c.in[i], dtype)) : Tensor();
+  return i < c.in.size() && c.in[i].defined() ? contiguous_local(converted(c.in[i], dtype))
+                                              : Tensor();
 }
 
 // The norms' gradients written in differentiable ops, for backward with create_graph (double
@@ -298,8 +299,8 @@ void compute_dropout(const ComputeArgs& c) {
   binary_kernel().get(dev)(BinaryOp::kGe, u, full({}, p, y.dtype()), mask);
   // Scale after masking so the factor is applied in y's dtype (a float32 mask would round it).
   Tensor kept = Tensor::empty(y.shape(), y.dtype(), y.device());
-  binary_kernel().get(dev)(BinaryOp::kMul, to_dtype(c.in[0], y.dtype()), to_dtype(mask, y.dtype()),
-                           kept);
+  binary_kernel().get(dev)(BinaryOp::kMul, converted(c.in[0], y.dtype()),
+                           converted(mask, y.dtype()), kept);
   binary_kernel().get(dev)(BinaryOp::kMul, kept, full({}, keep_scale(p), y.dtype()), y);
 }
 

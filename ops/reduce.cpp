@@ -147,7 +147,7 @@ std::vector<TensorMeta> infer_reduce(ReduceOp op, const InferArgs& a) {
 // Kernels compute in the output's dtype.
 void compute_reduce(ReduceOp op, const char* name, const ComputeArgs& c) {
   const Tensor& out = c.out[0];
-  Blocked b = block(to_dtype(c.in[0], out.dtype()), axes_attr(c.attrs, c.in[0].dim(), name));
+  Blocked b = block(converted(c.in[0], out.dtype()), axes_attr(c.attrs, c.in[0].dim(), name));
   reduce_kernel().get(out.device().type)(op, b.x, b.outer, b.reduce, b.inner, out);
 }
 

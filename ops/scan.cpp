@@ -32,7 +32,7 @@ void compute_cumsum(const ComputeArgs& c) {
   static const OpDef& def = op_def("cumsum");
   require_output_shapes(def, c);
   const Tensor& out = c.out[0];
-  const Tensor x = contiguous(to_dtype(c.in[0], out.dtype()));
+  const Tensor x = contiguous_local(converted(c.in[0], out.dtype()));
   const int64_t axis = c.attrs.axis("dim", x.dim(), "cumsum");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {

@@ -54,7 +54,7 @@ std::pair<double, double> scalar_params(UnaryOp op, const Attrs& attrs) {
 
 void compute_unary(UnaryOp op, const ComputeArgs& c) {
   const Tensor& out = c.out[0];
-  Tensor in = op == UnaryOp::kLogicalNot ? c.in[0] : to_dtype(c.in[0], out.dtype());
+  Tensor in = op == UnaryOp::kLogicalNot ? c.in[0] : converted(c.in[0], out.dtype());
   if (out.dtype() == DType::kBool && op != UnaryOp::kLogicalNot) {
     copy_kernel().get(out.device().type)(in, out);  // abs and relu of bools are the identity
     return;

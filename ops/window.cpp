@@ -66,7 +66,7 @@ Shape windowed_shape(const Shape& xs, const Window2d& win, std::optional<int64_t
 
 Tensor planes(const Tensor& t, DType dt) {
   if (!t.defined()) return t;
-  Tensor c = contiguous(to_dtype(t, dt));
+  Tensor c = contiguous_local(converted(t, dt));
   if (c.dim() != 3) return c;
   Shape s = c.shape();
   s.insert(s.begin(), 1);
