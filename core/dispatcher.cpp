@@ -114,6 +114,22 @@ void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const 
   }
 }
 
+// t's meta as ops see it (a global tensor's logical shape), written over m (reusing its shape's
+// capacity).
+void assign_meta(TensorMeta& m, const Tensor& t) {
+  m.defined = t.defined();
+  m.wrapped = m.defined && t.is_wrapped_number();
+  if (!m.defined) {
+    m.shape.clear();
+    m.dtype = DType::kFloat32;
+    m.device = {};
+    return;
+  }
+  m.shape = t.is_global() ? handler(TensorKind::kGlobal).logical_shape(t) : t.shape();
+  m.dtype = t.dtype();
+  m.device = t.device();
+}
+
 // The input metas of the calls in flight on this thread, one vector per nesting depth, kept
 // between calls with their shapes' capacity: a call allocates nothing for its inputs' metas.
 class InputMetas {
@@ -131,17 +147,6 @@ class InputMetas {
   const std::vector<TensorMeta>& get() const { return *metas_; }
 
  private:
-  static void assign_meta(TensorMeta& m, const Tensor& t) {
-    m.defined = t.defined();
-    if (!m.defined) {
-      m.shape.clear();
-      return;
-    }
-    m.shape = t.is_global() ? handler(TensorKind::kGlobal).logical_shape(t) : t.shape();
-    m.dtype = t.dtype();
-    m.device = t.device();
-    m.wrapped = t.is_wrapped_number();
-  }
   struct Stack {
     std::vector<std::unique_ptr<std::vector<TensorMeta>>> metas;
     size_t depth = 0;
@@ -171,9 +176,9 @@ TensorKind kind_of(const std::vector<Tensor>& inputs) {
 }
 
 TensorMeta meta_of(const Tensor& t) {
-  if (!t.defined()) return {{}, DType::kFloat32, {}, false, false};
-  const Shape& shape = t.is_global() ? handler(TensorKind::kGlobal).logical_shape(t) : t.shape();
-  return {shape, t.dtype(), t.device(), true, t.is_wrapped_number()};
+  TensorMeta m;
+  assign_meta(m, t);
+  return m;
 }
 
 std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMeta>& in,
