@@ -165,12 +165,25 @@ void set_kind_handler(TensorKind kind, KindHandler* h) {
   handlers()[static_cast<int>(kind)] = h;
 }
 
+namespace {
+thread_local bool tracing_on = false;
+}  // namespace
+
+void set_tracing(bool on) {
+  tracing_on = on;
+}
+bool tracing() {
+  return tracing_on;
+}
+
 TensorKind kind_of(const std::vector<Tensor>& inputs) {
+  if (tracing_on) return TensorKind::kTraced;
   TensorKind kind = TensorKind::kLocal;
   for (const Tensor& t : inputs) {
     if (!t.defined()) continue;
-    if (t.is_global()) return TensorKind::kGlobal;
-    if (t.device().is_meta()) kind = TensorKind::kMeta;
+    if (t.is_traced()) return TensorKind::kTraced;
+    if (t.is_global()) kind = TensorKind::kGlobal;
+    if (t.device().is_meta() && kind == TensorKind::kLocal) kind = TensorKind::kMeta;
   }
   return kind;
 }

@@ -27,8 +27,12 @@ class KindHandler {
 };
 void set_kind_handler(TensorKind kind, KindHandler* handler);
 
-// The kind of a call: traced over global over meta over local.
+// The kind of a call: traced over global over meta over local. While a trace is open on this
+// thread, every call is traced (tensors from outside the trace become graph variables).
 TensorKind kind_of(const std::vector<Tensor>& inputs);
+// Set by graph/trace.cpp while a trace is open on this thread.
+void set_tracing(bool on);
+bool tracing();
 // A tensor's meta as ops see it (logical shape for global tensors).
 TensorMeta meta_of(const Tensor& t);
 

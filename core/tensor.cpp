@@ -110,4 +110,15 @@ void Tensor::retain_grad() {
   retained[output_nr()] = impl_;
 }
 
+void require_data(const char* op, const Tensor& t) {
+  if (t.is_traced())
+    fail(op, "data is not available while tracing a graph: the tensor of shape ",
+         shape_str(t.shape()), " ", dtype_name(t.dtype()),
+         " is symbolic (no .numpy(), .item() or Python control flow on its values inside "
+         "build(); return it from build() instead)");
+  if (t.device().is_meta())
+    fail(op, "a meta tensor of shape ", shape_str(t.shape()),
+         " has no data (meta tensors carry shapes and dtypes only)");
+}
+
 }  // namespace ofl

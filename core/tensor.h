@@ -11,6 +11,7 @@ namespace ofl {
 
 class TensorImpl;
 struct GlobalInfo;  // sbp/global_info.h: logical shape, placement, NdSbp
+struct TraceValue;  // graph/trace.h: the graph value a traced tensor stands for
 namespace autograd {
 class Node;
 }
@@ -70,6 +71,8 @@ class Tensor {
   // Python scalars become 0-d "wrapped numbers" that do not drive type promotion.
   bool is_wrapped_number() const;
   bool is_global() const;
+  // A symbolic tensor of a graph being traced: shape, dtype and device, no data.
+  bool is_traced() const;
   void set_wrapped_number(bool w);
 
  private:
@@ -97,6 +100,8 @@ class TensorImpl {
   std::unique_ptr<AutogradMeta> autograd;
   // Set when this tensor is one rank's shard of a global tensor; shape/strides stay local.
   std::shared_ptr<const GlobalInfo> global;
+  // Set on the symbolic tensors of a trace (graph mode).
+  std::shared_ptr<const TraceValue> traced;
 
   AutogradMeta& meta() {
     if (!autograd) autograd = std::make_unique<AutogradMeta>();
@@ -134,6 +139,9 @@ inline bool Tensor::requires_grad() const {
 inline bool Tensor::is_global() const {
   return impl_->global != nullptr;
 }
+inline bool Tensor::is_traced() const {
+  return impl_->traced != nullptr;
+}
 inline bool Tensor::is_wrapped_number() const {
   return impl_->is_wrapped_number;
 }
@@ -141,14 +149,16 @@ inline void Tensor::set_wrapped_number(bool w) {
   impl_->is_wrapped_number = w;
 }
 
+// Raises naming op for tensors without data: meta tensors, and traced ones (while a graph is
+// traced, values are symbolic: no .numpy(), .item() or Python control flow on them).
+void require_data(const char* op, const Tensor& t);
+
 template <class T>
 T Tensor::item() const {
   if (numel() != 1)
     fail("item", "only a tensor with one element can be converted to a scalar, got shape ",
          shape_str(shape()));
-  if (device().is_meta())
-    fail("item", "a meta tensor of shape ", shape_str(shape()),
-         " has no data (meta tensors carry shapes and dtypes only)");
+  require_data("item", *this);
   return dispatch_all(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
     return static_cast<T>(static_cast<opmath_t<S>>(*data<S>()));

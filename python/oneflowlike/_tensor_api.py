@@ -347,6 +347,8 @@ class set_grad_enabled(_GradMode):
 
 def _repr(t):
     prefix = "tensor("
+    if t.is_traced:  # a symbolic value of a graph being traced: no data
+        return f"{prefix}<traced>, size={tuple(t.shape)}, dtype={t.dtype!r}, device='{t.device}')"
     if t.device.type == "meta":  # PyTorch's spelling: no data to show
         body = f"..., device='meta', size={tuple(t.shape)}"
         if t.is_global:

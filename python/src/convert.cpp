@@ -76,9 +76,7 @@ Tensor from_numpy(py::array arr) {
 }
 
 py::array to_numpy(const Tensor& t) {
-  if (t.device().is_meta())
-    throw Error("[numpy] a meta tensor of shape " + shape_str(t.shape()) +
-                " has no data (meta tensors carry shapes and dtypes only)");
+  require_data("numpy", t);
   if (t.device().type != DeviceType::kCPU)
     throw Error("[numpy] can't convert a " + t.device().str() + " tensor; call .cpu() first");
   py::dtype dt = numpy_dtype(t.dtype());

@@ -17,6 +17,7 @@ void bind_distributed(py::module_& m);
 void bind_global(py::module_& m);
 void bind_cluster(py::module_& m);
 void bind_sbp(py::module_& m);
+void bind_graph(py::module_& m);
 
 namespace {
 
@@ -135,6 +136,7 @@ PYBIND11_MODULE(_C, m) {
   bind_distributed(m);
   bind_cluster(m);
   bind_global(m);
+  bind_graph(m);
   m.def("empty_cache", &release_cached_cpu_memory);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);

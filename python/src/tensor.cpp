@@ -71,6 +71,7 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("ndim", &Tensor::dim)
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property_readonly("is_global", [](const Tensor& t) { return t.is_global(); })
+      .def_property_readonly("is_traced", [](const Tensor& t) { return t.is_traced(); })
       .def_property_readonly("_version", &Tensor::version)
       .def_property(
           "data", [](const Tensor& t) { return detach(t); },
@@ -294,6 +295,7 @@ void bind_tensor(py::module_& m) {
            })
       .def("__bool__",
            [](const Tensor& t) {
+             require_data("bool", t);
              if (t.numel() != 1)
                throw Error(str_cat("[bool] the truth value of a tensor with ", t.numel(),
                                    " elements is ambiguous"));

@@ -1,6 +1,7 @@
 """oneflowlike.nn: modules, parameters, functional ops and initialisers (torch.nn-style)."""
 
 from . import functional, init, utils
+from .graph import Graph
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all

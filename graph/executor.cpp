@@ -1,0 +1,53 @@
+#include "graph/executor.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/dispatcher.h"
+#include "core/random.h"
+
+namespace ofl::graph {
+
+std::string signature_str(const Graph& g) {
+  std::string s;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    s += (i ? ", " : "") + value_str(g.values()[g.inputs()[i]]);
+  return s;
+}
+
+std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != g.inputs().size())
+    fail("graph", "expects ", g.inputs().size(), " inputs (", signature_str(g), "), got ",
+         inputs.size());
+  std::vector<Tensor> values(g.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& want = g.values()[g.inputs()[i]];
+    const Tensor& t = inputs[i];
+    if (!t.defined() || t.is_global() || t.shape() != want.shape || t.dtype() != want.dtype ||
+        t.device() != want.device)
+      fail("graph", "input ", i, " is ", t.defined() ? t.str() : "None", ", expected ",
+           value_str(want), " (the graph's inputs: ", signature_str(g), ")");
+    values[g.inputs()[i]] = t;
+  }
+  for (const Variable& v : g.variables()) values[v.value] = v.tensor;
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> in;
+  for (const Node& n : g.nodes()) {
+    in.clear();
+    for (int id : n.inputs) in.push_back(id < 0 ? Tensor() : values[id]);
+    std::vector<Tensor> out;
+    if (n.random_counters) {
+      Generator& g = default_generator();
+      Attrs attrs = n.attrs;
+      attrs.set("seed", static_cast<int64_t>(g.seed()));
+      attrs.set("offset", static_cast<int64_t>(g.advance(n.random_counters)));
+      out = dispatch(*n.op, in, attrs);
+    } else {
+      out = dispatch(*n.op, in, n.attrs);
+    }
+    for (size_t j = 0; j < n.outputs.size(); ++j) values[n.outputs[j]] = std::move(out[j]);
+  }
+  std::vector<Tensor> result;
+  for (int id : g.outputs()) result.push_back(values[id]);
+  return result;
+}
+
+}  // namespace ofl::graph

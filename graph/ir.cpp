@@ -1,0 +1,59 @@
+#include "graph/ir.h"
+
+#include <sstream>
+
+namespace ofl::graph {
+
+int Graph::add_value(Value v) {
+  values_.push_back(std::move(v));
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int Graph::add_input(Value v) {
+  const int id = add_value(std::move(v));
+  inputs_.push_back(id);
+  return id;
+}
+
+int Graph::add_variable(const Tensor& t) {
+  const int id = add_value({t.shape(), t.dtype(), t.device()});
+  variables_.push_back({id, t});
+  return id;
+}
+
+void Graph::add_node(Node n) {
+  nodes_.push_back(std::move(n));
+}
+
+std::string value_str(const Value& v) {
+  return shape_str(v.shape) + " " + dtype_name(v.dtype) + " " + v.device.str();
+}
+
+namespace {
+std::string ids(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + (v[i] < 0 ? std::string("none") : "%" + std::to_string(v[i]));
+  return s;
+}
+}  // namespace
+
+std::string Graph::str() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    os << "%" << inputs_[i] << " = input " << i << " : " << value_str(values_[inputs_[i]]) << "\n";
+  for (const Variable& v : variables_)
+    os << "%" << v.value << " = variable : " << value_str(values_[v.value]) << "\n";
+  for (const Node& n : nodes_) {
+    os << ids(n.outputs) << " = " << n.op->name << "(" << ids(n.inputs);
+    if (!n.attrs.items().empty()) os << "; " << n.attrs.str();
+    os << ") :";
+    for (size_t j = 0; j < n.outputs.size(); ++j)
+      os << (j ? ", " : " ") << value_str(values_[n.outputs[j]]);
+    os << "\n";
+  }
+  os << "return " << ids(outputs_);
+  return os.str();
+}
+
+}  // namespace ofl::graph

@@ -1,0 +1,56 @@
+// Tracing (DESIGN.md, "Graph mode"): while a Trace is open on a thread, every op call goes
+// through the dispatcher's traced kind and appends a node to the trace's graph instead of
+// running, creation ops included (a randn in build() draws anew at every run). Tensors from
+// outside (a module's parameters and buffers, Python scalars) are captured as graph variables,
+// by reference: the graph reads their values when it runs.
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace ofl {
+
+// What a traced tensor stands for: value `id` of the graph of `trace`.
+struct TraceValue {
+  const void* trace;
+  int id;
+};
+
+}  // namespace ofl
+
+namespace ofl::graph {
+
+class Trace {
+ public:
+  Trace();  // opens: ops on this trace's tensors on this thread record into it
+  ~Trace();
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+
+  // A traced placeholder with example's shape, dtype and device.
+  Tensor input(const Tensor& example);
+  // The graph, returning `outputs` (traced tensors of this trace, or captured ones). Closes.
+  Graph finish(const std::vector<Tensor>& outputs);
+  // Ends recording on this thread (finish does it; idempotent).
+  void close();
+
+  // The trace open on this thread, or null.
+  static Trace* current();
+
+  // For the dispatcher's traced kind: the call as a node; returns its outputs.
+  std::vector<Tensor> record(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs,
+                             const std::vector<TensorMeta>& out);
+
+ private:
+  int value_of(const char* op, const Tensor& t);
+  Tensor traced(int id, bool is_view);
+
+  Graph graph_;
+  std::unordered_map<const TensorImpl*, int> captured_;
+  Trace* prev_ = nullptr;
+  bool open_ = false;
+  uint64_t generator_offset_;  // given back on close: tracing draws nothing
+};
+
+}  // namespace ofl::graph

@@ -1,0 +1,106 @@
+// Graph mode's first stage: the IR, the trace through the dispatcher's traced kind, and the C++
+// executor, without Python.
+#include <gtest/gtest.h>
+
+#include "graph/executor.h"
+#include "graph/trace.h"
+#include "ops/ops.h"
+#include "test_util.h"
+
+using namespace ofl;
+using ofl::testing::error_of;
+
+namespace {
+
+// x @ w + b, then gelu: traced with w and b captured from outside.
+graph::Graph trace_mlp(const Tensor& example, const Tensor& w, const Tensor& b) {
+  graph::Trace trace;
+  Tensor x = trace.input(example);
+  EXPECT_TRUE(x.is_traced());
+  Tensor y = gelu(add(matmul(x, w), b));
+  EXPECT_TRUE(y.is_traced());
+  EXPECT_EQ(y.shape(), (Shape{example.shape()[0], w.shape()[1]}));
+  return trace.finish({y});
+}
+
+}  // namespace
+
+TEST(Graph, TraceRecordsNodesAndRunsLikeEager) {
+  Tensor w = randn({8, 4}), b = randn({4}), x = randn({3, 8});
+  graph::Graph g = trace_mlp(x, w, b);
+  ASSERT_EQ(g.nodes().size(), 3u);
+  EXPECT_EQ(g.nodes()[0].op->name, "matmul");
+  EXPECT_EQ(g.variables().size(), 2u);
+  const std::string ir = g.str();
+  EXPECT_NE(ir.find("= matmul(%0, %1) : (3, 4) float32 cpu"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("gelu("), std::string::npos) << ir;
+
+  const Tensor got = graph::run(g, {x})[0];
+  const Tensor want = gelu(add(matmul(x, w), b));
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]);
+
+  // Variables are bound by reference: an in-place update of w shows in the next run.
+  fill_(w, 0.0);
+  const Tensor zero_w = graph::run(g, {x})[0];
+  const Tensor want_zero = gelu(add(matmul(x, w), b));
+  for (int64_t i = 0; i < got.numel(); ++i)
+    EXPECT_EQ(zero_w.data<float>()[i], want_zero.data<float>()[i]);
+}
+
+TEST(Graph, InputsThatDoNotMatchTheSignatureRaiseNamingIt) {
+  Tensor w = randn({8, 4}), b = randn({4});
+  graph::Graph g = trace_mlp(randn({3, 8}), w, b);
+  EXPECT_NE(error_of([&] {
+              graph::run(g, {});
+            }).find("[graph] expects 1 inputs ((3, 8) float32 cpu), got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              graph::run(g, {randn({5, 8})});
+            }).find("input 0 is (5, 8) float32, expected (3, 8) float32 cpu"),
+            std::string::npos);
+}
+
+TEST(Graph, TracedTensorsHaveNoDataAndInPlaceWritesStayInTheGraph) {
+  Tensor w = randn({2, 2});
+  graph::Trace trace;
+  Tensor x = trace.input(randn({2, 2}));
+  EXPECT_NE(error_of([&] { sum(x).item<float>(); }).find("data is not available while tracing"),
+            std::string::npos);
+  Tensor y = mul(x, x);
+  EXPECT_NE(error_of([&] { add_(w, x); }).find("captured from outside the graph"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              Tensor row = select(y, 0, 0);
+              add_(row, select(x, 0, 0));
+            }).find("through a view"),
+            std::string::npos);
+  add_(y, x);  // SSA: y now stands for the add_ node's output
+  graph::Graph g = trace.finish({y});
+  const graph::Node& last = g.nodes().back();
+  EXPECT_EQ(last.op->name, "add_");
+  EXPECT_EQ(g.outputs()[0], last.outputs[0]);
+
+  Tensor in = full({2, 2}, 3.0);
+  EXPECT_EQ(graph::run(g, {in})[0].data<float>()[0], 12.0f);  // 3*3 + 3
+  EXPECT_NE(error_of([&] { mul(y, y); }).find("after its graph's tracing ended"),
+            std::string::npos);
+}
+
+TEST(Graph, RandomOpsInsideATraceDrawAsEagerCallsWould) {
+  default_generator().manual_seed(11);
+  const Tensor eager_first = randn({4}), eager_second = randn({4});
+  const Tensor zero = zeros({4});
+  graph::Trace trace;
+  Tensor x = trace.input(zero);
+  Tensor noise = randn({4});  // a node: drawn anew at each run, not frozen at trace time
+  EXPECT_TRUE(noise.is_traced());
+  graph::Graph g = trace.finish({add(x, noise)});
+  EXPECT_EQ(g.nodes()[0].random_counters, 4u);
+  default_generator().manual_seed(11);
+  const Tensor a = graph::run(g, {zero})[0], b = graph::run(g, {zero})[0];
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a.data<float>()[i], eager_first.data<float>()[i]);
+    EXPECT_EQ(b.data<float>()[i], eager_second.data<float>()[i]);
+  }
+}
