@@ -41,6 +41,12 @@ class Graph {
   int add_variable(const Tensor& t);
   void add_node(Node n);
   void set_outputs(std::vector<int> outputs) { outputs_ = std::move(outputs); }
+  // This graph's values, inputs, variables and outputs, with no nodes (for passes to refill).
+  Graph without_nodes() const {
+    Graph g = *this;
+    g.nodes_.clear();
+    return g;
+  }
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<int>& inputs() const { return inputs_; }

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "graph/executor.h"
+#include "graph/passes/passes.h"
 #include "graph/trace.h"
 
 namespace py = pybind11;
@@ -24,7 +25,7 @@ void bind_graph(py::module_& m) {
       .def("input", &Trace::input)
       .def("finish",
            [](Trace& t, const std::vector<Tensor>& outputs) {
-             return std::make_shared<Graph>(t.finish(outputs));
+             return std::make_shared<Graph>(graph::compile(t.finish(outputs)));
            })
       .def("close", &Trace::close);
 }

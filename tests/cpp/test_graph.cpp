@@ -2,7 +2,10 @@
 // executor, without Python.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "graph/executor.h"
+#include "graph/passes/passes.h"
 #include "graph/trace.h"
 #include "ops/ops.h"
 #include "test_util.h"
@@ -103,4 +106,41 @@ TEST(Graph, RandomOpsInsideATraceDrawAsEagerCallsWould) {
     EXPECT_EQ(a.data<float>()[i], eager_first.data<float>()[i]);
     EXPECT_EQ(b.data<float>()[i], eager_second.data<float>()[i]);
   }
+}
+
+TEST(GraphPasses, DeadCodeDropsUnusedNodesAndKeepsEffects) {
+  // Hand-built: %0 input, %1 variable; %2 = neg(%0) (unused), %3 = exp(%0) (returned),
+  // %4 = add_(%1, %3) (a variable's update), %5 = randn (unused but draws), %6 = abs(%2) (dead).
+  graph::Graph g;
+  const int x = g.add_input({{3}, DType::kFloat32, Device{}});
+  const int w = g.add_variable(zeros({3}));
+  auto value = [&] { return g.add_value({{3}, DType::kFloat32, Device{}}); };
+  const int neg_out = value(), exp_out = value(), upd = value(), noise = value(), dead = value();
+  g.add_node({&op_def("neg"), {}, {x}, {neg_out}});
+  g.add_node({&op_def("exp"), {}, {x}, {exp_out}});
+  g.add_node({&op_def("add_"), {}, {w, exp_out}, {upd}});
+  graph::Node draw{&op_def("randn"),
+                   {{"shape", Shape{3}},
+                    {"dtype", DType::kFloat32},
+                    {"device", std::string("cpu")},
+                    {"seed", int64_t{0}},
+                    {"offset", int64_t{0}}},
+                   {},
+                   {noise}};
+  draw.random_counters = 3;
+  g.add_node(draw);
+  g.add_node({&op_def("abs"), {}, {neg_out}, {dead}});
+  g.set_outputs({exp_out});
+
+  const graph::Graph out = graph::dead_code(g);
+  std::vector<std::string> kept;
+  for (const graph::Node& n : out.nodes()) kept.push_back(n.op->name);
+  EXPECT_EQ(kept, (std::vector<std::string>{"exp", "add_", "randn"}));
+  EXPECT_EQ(out.values().size(), g.values().size());  // ids stay valid
+  EXPECT_EQ(out.outputs(), g.outputs());
+
+  // Running the pruned graph updates the variable as the whole one would.
+  const Tensor in = full({3}, 1.0);
+  graph::run(out, {in});
+  EXPECT_FLOAT_EQ(out.variables()[0].tensor.data<float>()[0], std::exp(1.0f));
 }

@@ -124,3 +124,19 @@ def test_traced_tensors_print_without_data():
     g = Show()
     g(flow.ones(2, 3))
     assert g.text == "tensor(<traced>, size=(2, 3), dtype=oneflowlike.float32, device='cpu')"
+
+
+class WithDeadCode(nn.Graph):
+    def build(self, x):
+        unused = (x * 3).exp()  # noqa: F841 (dropped by the dead_code pass)
+        return x.neg()
+
+
+def test_dead_code_is_dropped_and_the_print_variable_shows_each_pass(capfd, monkeypatch):
+    monkeypatch.setenv("OFL_GRAPH_PRINT", "1")
+    g = WithDeadCode()
+    np.testing.assert_array_equal(g(flow.ones(2)).numpy(), [-1.0, -1.0])
+    err = capfd.readouterr().err
+    traced, after = err.split("[graph] after dead_code:")
+    assert "= exp(" in traced and "= exp(" not in after and "= neg(" in after
+    assert "exp(" not in repr(g)
