@@ -34,6 +34,7 @@ Tensor Tensor::alias() const {
   impl->strides = strides();
   impl->offset = offset();
   impl->dtype = dtype();
+  impl->traced = impl_->traced;  // a traced tensor's alias stands for the same graph value
   return Tensor(std::move(impl));
 }
 

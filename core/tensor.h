@@ -31,7 +31,8 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
-  // A new handle on the same memory and layout, without autograd history or global layout.
+  // A new handle on the same memory and layout, without autograd history or global layout (a
+  // traced tensor's alias is still traced).
   Tensor alias() const;
 
   const Shape& shape() const;

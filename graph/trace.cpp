@@ -89,17 +89,9 @@ int Trace::value_of(const char* op, const Tensor& t) {
 std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& in,
                                   const Attrs& attrs, const std::vector<TensorMeta>& out) {
   const char* op = def.name.c_str();
-  if (def.inplace) {
-    if (!in[0].is_traced())
-      fail(op,
-           "writes into a tensor captured from outside the graph (a parameter, buffer or "
-           "constant of shape ",
-           shape_str(in[0].shape()),
-           "); in-place updates of module state are not supported in graph mode yet");
-    if (in[0].impl()->is_view)
-      fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
-           " while tracing; write into the viewed tensor, or clone() the view first");
-  }
+  if (def.inplace && in[0].is_traced() && in[0].impl()->is_view)
+    fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
+         " while tracing; write into the viewed tensor, or clone() the view first");
   Node node{&def, attrs, {}, {}};
   // Random ops carry the seed and the first counter their front end reserved; the generator has
   // moved past the reservation since.
@@ -116,8 +108,12 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
     const int id = graph_.add_value({out[j].shape, out[j].dtype, out[j].device});
     node.outputs.push_back(id);
     if (def.inplace && j == 0) {
-      // SSA: the written tensor now stands for the node's output.
-      in[0].impl()->traced = std::make_shared<TraceValue>(TraceValue{this, id});
+      // SSA: the written tensor now stands for the node's output. A captured one (a parameter
+      // or optimizer state updated in place) is written at run time, as in eager mode.
+      if (in[0].is_traced())
+        in[0].impl()->traced = std::make_shared<TraceValue>(TraceValue{this, id});
+      else
+        captured_[in[0].impl()] = id;
       outputs.push_back(in[0]);
     } else {
       outputs.push_back(traced(id, def.view != nullptr));

@@ -7,27 +7,32 @@ namespace ofl::graph {
 
 namespace {
 
-// A node with effects beyond its outputs.
-bool has_effects(const Graph& g, const Node& n) {
-  if (n.random_counters) return true;
-  if (!n.op->inplace || n.inputs.empty() || n.inputs[0] < 0) return false;
-  const int self = n.inputs[0];
-  const auto& in = g.inputs();
-  if (std::find(in.begin(), in.end(), self) != in.end()) return true;
-  for (const Variable& v : g.variables())
-    if (v.value == self) return true;
-  return false;
+// Which values are the memory of an input or a variable: those, and the results of in-place
+// writes into them (SSA gives each write a new value over the same memory).
+std::vector<bool> external_memory(const Graph& g) {
+  std::vector<bool> ext(g.values().size(), false);
+  for (int id : g.inputs()) ext[id] = true;
+  for (const Variable& v : g.variables()) ext[v.value] = true;
+  for (const Node& n : g.nodes())
+    if (n.op->inplace && !n.inputs.empty() && n.inputs[0] >= 0 && ext[n.inputs[0]])
+      ext[n.outputs[0]] = true;
+  return ext;
 }
 
 }  // namespace
 
 Graph dead_code(const Graph& g) {
+  const std::vector<bool> ext = external_memory(g);
+  // Effects beyond a node's outputs: writes into memory the graph does not own, random draws.
+  auto has_effects = [&](const Node& n) {
+    return n.random_counters || (n.op->inplace && n.inputs[0] >= 0 && ext[n.inputs[0]]);
+  };
   std::vector<bool> live(g.values().size(), false);
   for (int id : g.outputs()) live[id] = true;
   std::vector<bool> keep(g.nodes().size(), false);
   for (size_t i = g.nodes().size(); i-- > 0;) {
     const Node& n = g.nodes()[i];
-    keep[i] = has_effects(g, n) ||
+    keep[i] = has_effects(n) ||
               std::any_of(n.outputs.begin(), n.outputs.end(), [&](int id) { return live[id]; });
     if (!keep[i]) continue;
     for (int id : n.inputs)

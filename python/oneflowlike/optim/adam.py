@@ -47,49 +47,60 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _init_state(self, param, amsgrad):
+    def _init_param_state(self, group, param):
         state = {
             "step": 0,
             "exp_avg": flow.zeros_like(param),
             "exp_avg_sq": flow.zeros_like(param),
         }
-        if amsgrad:
+        if group["amsgrad"]:
             state["max_exp_avg_sq"] = flow.zeros_like(param)
         return state
+
+    def _host(self, group, param, state):
+        """Advances the step; [lr, 1 - lr * weight_decay, lr / bias_correction1,
+        sqrt(bias_correction2)]."""
+        state["step"] += 1
+        step, lr = state["step"], group["lr"]
+        beta1, beta2 = group["betas"]
+        return [
+            lr,
+            1 - lr * group["weight_decay"],
+            lr / (1 - beta1**step),
+            math.sqrt(1 - beta2**step),
+        ]
+
+    def _update(self, group, param, grad, state, scalars):
+        _, decay, step_size, bias_correction2_sqrt = scalars
+        beta1, beta2 = group["betas"]
+        weight_decay = group["weight_decay"]
+        if weight_decay != 0:
+            if self._decoupled:
+                param.mul_(decay)
+            else:
+                grad = grad + param * weight_decay
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1)
+        exp_avg.add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2)
+        exp_avg_sq.add_(grad * grad, alpha=1 - beta2)
+        second = exp_avg_sq
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"].copy_(flow.maximum(state["max_exp_avg_sq"], exp_avg_sq))
+            second = state["max_exp_avg_sq"]
+        denom = second.sqrt() / bias_correction2_sqrt + group["eps"]
+        param.add_(exp_avg / denom * -step_size)
 
     @_use_grad
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-            beta1, beta2 = group["betas"]
             for param in group["params"]:
                 if param.grad is None:
                     continue
                 grad = -param.grad if group["maximize"] else param.grad
-                if param not in self.state or not self.state[param]:
-                    self.state[param] = self._init_state(param, group["amsgrad"])
-                state = self.state[param]
-                state["step"] += 1
-                step = state["step"]
-                if weight_decay != 0:
-                    if self._decoupled:
-                        param.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad + param * weight_decay
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.mul_(beta1)
-                exp_avg.add_(grad, alpha=1 - beta1)
-                exp_avg_sq.mul_(beta2)
-                exp_avg_sq.add_(grad * grad, alpha=1 - beta2)
-                second = exp_avg_sq
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"].copy_(flow.maximum(state["max_exp_avg_sq"], exp_avg_sq))
-                    second = state["max_exp_avg_sq"]
-                bias_correction1 = 1 - beta1**step
-                bias_correction2_sqrt = math.sqrt(1 - beta2**step)
-                denom = second.sqrt() / bias_correction2_sqrt + eps
-                param.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+                state = self._state_of(group, param)
+                self._update(group, param, grad, state, self._host(group, param, state))
         return loss
 
 

@@ -98,6 +98,32 @@ class Optimizer:
             raise ValueError("a parameter group contains the same parameter twice")
         self.param_groups.append(param_group)
 
+    # ---- steps as host scalars + tensor updates (graph mode traces the updates) -------------
+    #
+    # An optimizer that graph mode can compile splits its per-parameter step in two: _host()
+    # computes the step's scalars in Python (learning rate, bias corrections, ...) and advances
+    # Python-side counters; _update() applies them with tensor ops only. In a graph the scalars
+    # are inputs fed at every call, so schedules and step counts stay live.
+
+    def _host(self, group, param, state):
+        raise NotImplementedError(f"[graph] {type(self).__name__} does not support graph mode yet")
+
+    def _update(self, group, param, grad, state, scalars):
+        raise NotImplementedError(f"[graph] {type(self).__name__} does not support graph mode yet")
+
+    def _init_param_state(self, group, param):
+        """The state tensors a parameter's update reads and writes (made before tracing)."""
+        return {}
+
+    def _state_of(self, group, param):
+        if param not in self.state or not self.state[param]:
+            self.state[param] = self._init_param_state(group, param)
+        return self.state[param]
+
+    def _graph_params(self):
+        """(group, param) in step order for the parameters that have a gradient."""
+        return [(g, p) for g in self.param_groups for p in g["params"] if p.grad is not None]
+
     def zero_grad(self, set_to_none=True):
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 

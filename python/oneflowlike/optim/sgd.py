@@ -1,5 +1,7 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 
+import oneflowlike as flow
+
 from .optimizer import Optimizer, _use_grad, required
 
 
@@ -36,27 +38,44 @@ class SGD(Optimizer):
         )
         super().__init__(params, defaults)
 
+    def _init_param_state(self, group, param):
+        # The buffer starts as the first gradient: _host's first coefficients are (0, 1).
+        if group["momentum"] == 0:
+            return {}
+        return {"momentum_buffer": flow.zeros_like(param), "started": False}
+
+    def _host(self, group, param, state):
+        """[lr, buffer decay, gradient coefficient]: (0, 1) on the buffer's first step."""
+        if group["momentum"] == 0:
+            return [group["lr"], 0.0, 0.0]
+        first = not state.get("started", True)  # (a checkpoint's buffer has started)
+        state["started"] = True
+        return [
+            group["lr"],
+            0.0 if first else group["momentum"],
+            1.0 if first else 1 - group["dampening"],
+        ]
+
+    def _update(self, group, param, grad, state, scalars):
+        lr, decay, coefficient = scalars
+        momentum, weight_decay = group["momentum"], group["weight_decay"]
+        if weight_decay != 0:
+            grad = grad + param * weight_decay
+        if momentum != 0:
+            buf = state["momentum_buffer"]
+            buf.mul_(decay)
+            buf.add_(grad * coefficient)
+            grad = grad + buf * momentum if group["nesterov"] else buf
+        param.add_(grad * -lr)
+
     @_use_grad
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, momentum = group["lr"], group["momentum"]
-            dampening, weight_decay = group["dampening"], group["weight_decay"]
             for param in group["params"]:
                 if param.grad is None:
                     continue
                 grad = -param.grad if group["maximize"] else param.grad
-                if weight_decay != 0:
-                    grad = grad + param * weight_decay
-                if momentum != 0:
-                    state = self.state.setdefault(param, {})
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = grad.detach().clone()
-                        state["momentum_buffer"] = buf
-                    else:
-                        buf.mul_(momentum)
-                        buf.add_(grad, alpha=1 - dampening)
-                    grad = grad + buf * momentum if group["nesterov"] else buf
-                param.add_(grad, alpha=-lr)
+                state = self._state_of(group, param)
+                self._update(group, param, grad, state, self._host(group, param, state))
         return loss

@@ -1,6 +1,12 @@
 """nn.Graph: a module's step traced once per input signature and run as a compiled graph by the
-C++ executor (OneFlow's API). This first stage compiles inference graphs: build() runs the
-forward without autograd; training graphs (backward and optimizer in the graph) come next."""
+C++ executor (OneFlow's API).
+
+Without an optimizer, build() is traced without autograd (an inference graph). With
+add_optimizer(), build() is traced with autograd: its loss.backward() traces the backward
+definitions, then each optimizer's update traces as in-place ops on the parameters and states,
+which the graph writes at every call, as eager steps do. The optimizers' per-step scalars
+(learning rate, bias corrections) are graph inputs computed in Python at every call, so a
+learning-rate schedule and step counts stay live. Parameters' .grad are left as they were."""
 
 import inspect
 
@@ -12,17 +18,18 @@ class Graph:
     """Subclass, set modules as attributes in __init__, and define build(*inputs)."""
 
     def __init__(self):
-        self._compiled = {}  # input signature -> compiled graph
+        self._compiled = {}  # input signature -> (compiled graph, single output, optimizer steps)
         self._last = None
+        self._optimizers = []  # (optimizer, lr scheduler or None)
 
     def build(self, *args):
         raise NotImplementedError("[graph] subclasses of nn.Graph define build(*inputs)")
 
     def add_optimizer(self, optimizer, lr_sch=None):
-        raise NotImplementedError(
-            "[graph] training graphs (add_optimizer) are not supported yet: this stage of graph "
-            "mode compiles inference graphs only"
-        )
+        """The graph steps `optimizer` after build() (and `lr_sch` after each call)."""
+        if not isinstance(optimizer, flow.optim.Optimizer):
+            raise TypeError(f"[graph] add_optimizer expects an Optimizer, got {optimizer!r}")
+        self._optimizers.append((optimizer, lr_sch))
 
     def __call__(self, *args):
         if not hasattr(self, "_compiled"):
@@ -46,16 +53,33 @@ class Graph:
         key = tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
         if key not in self._compiled:
             self._compiled[key] = self._trace(args)
-        compiled, single = self._compiled[key]
+        compiled, single, steps = self._compiled[key]
         self._last = compiled
-        outs = compiled.run(list(args))
+        scalars = [
+            flow.tensor(v, dtype=flow.float32)
+            for opt, group, param in steps
+            for v in opt._host(group, param, opt.state[param])
+        ]
+        outs = compiled.run(list(args) + scalars)
+        for _, lr_sch in self._optimizers:
+            if lr_sch is not None:
+                lr_sch.step()
         return outs[0] if single else tuple(outs)
 
     def _trace(self, args):
+        params = [p for opt, _ in self._optimizers for g in opt.param_groups for p in g["params"]]
+        grads = [p.grad for p in params]  # the graph computes its own; eager ones are kept
+        for p in params:
+            p.grad = None
+        for opt, _ in self._optimizers:  # states are variables: made before tracing
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    if p.requires_grad:
+                        opt._state_of(group, p)
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
-            with flow.no_grad():
+            with flow.set_grad_enabled(bool(self._optimizers)):
                 result = self.build(*inputs)
             single = not isinstance(result, (tuple, list))
             outputs = [result] if single else list(result)
@@ -65,9 +89,30 @@ class Graph:
                         f"[graph] build() returned a {type(o).__name__} as output {i}; "
                         "return tensors (or a tuple of them)"
                     )
-            return trace.finish(outputs), single
+            steps = self._trace_optimizers(trace)
+            return trace.finish(outputs), single, steps
         finally:
             trace.close()
+            for p, g in zip(params, grads):
+                p.grad = g
+
+    def _trace_optimizers(self, trace):
+        """Each optimizer's update on the traced gradients, its scalars as graph inputs; returns
+        (optimizer, group, param) in the order the scalars are fed."""
+        steps = []
+        with flow.no_grad():
+            for opt, _ in self._optimizers:
+                for group, param in opt._graph_params():
+                    state = opt._state_of(group, param)
+                    saved = dict(state)  # _host advances Python-side counters: not this time
+                    example = opt._host(group, param, state)
+                    state.clear()
+                    state.update(saved)
+                    scalars = [trace.input(flow.tensor(v, dtype=flow.float32)) for v in example]
+                    grad = -param.grad if group["maximize"] else param.grad
+                    opt._update(group, param, grad, state, scalars)
+                    steps.append((opt, group, param))
+        return steps
 
     @property
     def num_compiled(self):
