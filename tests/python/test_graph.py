@@ -225,3 +225,34 @@ def test_graph_and_eager_steps_alternate():
     for a, b in zip(model.parameters(), twin.parameters()):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert all(s["step"] == 4 for s in twin_opt.state.values())
+
+
+def test_gradient_accumulation_steps_once_on_the_mean_of_micro_batch_losses():
+    data = batches(2)
+    model = gpt()
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
+    eager = []
+    for idx, targets in data:
+        opt.zero_grad()
+        for i in range(2):
+            _, loss = model(idx[2 * i : 2 * i + 2], targets[2 * i : 2 * i + 2])
+            (loss / 2).backward()
+            eager.append(loss.item())
+        opt.step()
+
+    twin = gpt()
+    twin_opt = flow.optim.AdamW(twin.parameters(), lr=1e-2)
+    graph = TrainStep(twin, twin_opt)
+    graph.config.set_gradient_accumulation_steps(2)
+    got = []
+    for idx, targets in data:
+        losses = graph(idx, targets)
+        assert tuple(losses.shape) == (2,)
+        got += losses.numpy().tolist()
+    np.testing.assert_allclose(got, eager, rtol=1e-6)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    assert all(s["step"] == 2 for s in twin_opt.state.values())
+
+    with pytest.raises(ValueError, match=r"input 0 of shape \(3, 8\) does not split into 2"):
+        graph(flow.zeros(3, 8, dtype=flow.int64), flow.zeros(3, 8, dtype=flow.int64))

@@ -14,10 +14,26 @@ import oneflowlike as flow
 from oneflowlike import _C
 
 
+class GraphConfig:
+    """graph.config: how a graph compiles (OneFlow's names)."""
+
+    def __init__(self):
+        self.gradient_accumulation_steps = 1
+
+    def set_gradient_accumulation_steps(self, n):
+        """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
+        gradients accumulate as for the mean of the micro-batch losses, the optimizers step
+        once, and the call returns the n micro-batch outputs stacked."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"[graph] gradient accumulation steps must be an int >= 1, got {n!r}")
+        self.gradient_accumulation_steps = n
+
+
 class Graph:
     """Subclass, set modules as attributes in __init__, and define build(*inputs)."""
 
     def __init__(self):
+        self.config = GraphConfig()
         self._compiled = {}  # input signature -> (compiled graph, single output, optimizer steps)
         self._last = None
         self._optimizers = []  # (optimizer, lr scheduler or None)
@@ -50,7 +66,15 @@ class Graph:
                     f"[graph] input {i} of {type(self).__name__}.build{signature} is a "
                     f"{type(a).__name__}, expected a Tensor"
                 )
-        key = tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
+        micro = self.config.gradient_accumulation_steps
+        if micro > 1:
+            for i, a in enumerate(args):
+                if a.dim() == 0 or a.shape[0] % micro:
+                    raise ValueError(
+                        f"[graph] input {i} of shape {tuple(a.shape)} does not split into "
+                        f"{micro} micro-batches along dimension 0"
+                    )
+        key = (micro,) + tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
         if key not in self._compiled:
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
@@ -79,8 +103,18 @@ class Graph:
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
+            micro = self.config.gradient_accumulation_steps
             with flow.set_grad_enabled(bool(self._optimizers)):
-                result = self.build(*inputs)
+                if micro == 1:
+                    result = self.build(*inputs)
+                else:
+                    chunks = [x.chunk(micro, 0) for x in inputs]
+                    results = [self.build(*[c[i] for c in chunks]) for i in range(micro)]
+                    result = self._stacked(results)
+                    with flow.no_grad():  # the mean of the micro-batch losses
+                        for p in params:
+                            if p.grad is not None:
+                                p.grad = p.grad / micro
             single = not isinstance(result, (tuple, list))
             outputs = [result] if single else list(result)
             for i, o in enumerate(outputs):
@@ -95,6 +129,13 @@ class Graph:
             trace.close()
             for p, g in zip(params, grads):
                 p.grad = g
+
+    @staticmethod
+    def _stacked(results):
+        """The micro-batches' outputs, each stacked along a new dimension 0."""
+        if isinstance(results[0], (tuple, list)):
+            return tuple(flow.stack([r[j] for r in results]) for j in range(len(results[0])))
+        return flow.stack(results)
 
     def _trace_optimizers(self, trace):
         """Each optimizer's update on the traced gradients, its scalars as graph inputs; returns
