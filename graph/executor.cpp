@@ -1,5 +1,7 @@
 #include "graph/executor.h"
 
+#include <algorithm>
+
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
@@ -12,6 +14,12 @@ std::string signature_str(const Graph& g) {
     s += (i ? ", " : "") + value_str(g.values()[g.inputs()[i]]);
   return s;
 }
+
+namespace {
+bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+}  // namespace
 
 std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
   if (inputs.size() != g.inputs().size())
@@ -28,9 +36,16 @@ std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
     values[g.inputs()[i]] = t;
   }
   for (const Variable& v : g.variables()) values[v.value] = v.tensor;
+  // Each value is dropped after its last reader, so that memory is freed as in eager mode.
+  std::vector<size_t> last_read(g.values().size(), g.nodes().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (int id : g.nodes()[i].inputs)
+      if (id >= 0) last_read[id] = i;
+  for (int id : g.outputs()) last_read[id] = g.nodes().size();
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> in;
-  for (const Node& n : g.nodes()) {
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
     in.clear();
     for (int id : n.inputs) in.push_back(id < 0 ? Tensor() : values[id]);
     std::vector<Tensor> out;
@@ -44,6 +59,11 @@ std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
       out = dispatch(*n.op, in, n.attrs);
     }
     for (size_t j = 0; j < n.outputs.size(); ++j) values[n.outputs[j]] = std::move(out[j]);
+    in.clear();
+    for (int id : n.inputs)
+      if (id >= 0 && last_read[id] == i) values[id] = Tensor();
+    for (int id : n.outputs)
+      if (last_read[id] == g.nodes().size() && !is_output(g, id)) values[id] = Tensor();
   }
   std::vector<Tensor> result;
   for (int id : g.outputs()) result.push_back(values[id]);
