@@ -1,5 +1,6 @@
 #include "core/primitives.h"
 
+#include "core/dispatcher.h"
 #include "core/error.h"
 
 namespace ofl {
@@ -15,6 +16,7 @@ OFL_REGISTER_KERNEL(copy_kernel, DeviceType::kMeta, meta_copy);
 OFL_REGISTER_KERNEL(fill_kernel, DeviceType::kMeta, meta_fill);
 
 Tensor contiguous_copy(const Tensor& x) {
+  if (x.is_traced()) return call_op("clone", {x});  // no memory to copy: a node of the trace
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   copy_kernel().get(x.device().type)(x, out);
   return out;

@@ -14,7 +14,8 @@ using FillKernel = void(const Tensor& dst, double value);
 OFL_DECLARE_KERNEL(copy_kernel, CopyKernel)
 OFL_DECLARE_KERNEL(fill_kernel, FillKernel)
 
-// A contiguous copy of x's local data with the same dtype (always a new buffer, not global).
+// A contiguous copy of x's local data with the same dtype (always a new buffer, not global; for
+// a traced tensor, a clone node of its trace).
 Tensor contiguous_copy(const Tensor& x);
 // x's local data in `dtype`: x itself when it has it, else a new contiguous copy. What computes
 // convert their operands with (no dispatch: they run on local tensors already checked).

@@ -15,6 +15,46 @@ std::string signature_str(const Graph& g) {
   return s;
 }
 
+int64_t peak_bytes(const Graph& g) {
+  const size_t n = g.nodes().size(), nv = g.values().size();
+  // The value whose memory each value uses (itself, or a view's or in-place write's base).
+  std::vector<int> owner(nv);
+  for (size_t v = 0; v < nv; ++v) owner[v] = static_cast<int>(v);
+  std::vector<bool> computed(nv, false);
+  for (const Node& node : g.nodes())
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      const int out = node.outputs[j];
+      const bool aliases = (node.op->view || (node.op->inplace && j == 0)) &&
+                           !node.inputs.empty() && node.inputs[0] >= 0;
+      if (aliases)
+        owner[out] = owner[node.inputs[0]];
+      else
+        computed[out] = true;
+    }
+  // An owner's memory is freed after the last reader of any value over it.
+  std::vector<size_t> end(nv, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int id : g.nodes()[i].inputs)
+      if (id >= 0) end[owner[id]] = std::max(end[owner[id]], i);
+    for (int id : g.nodes()[i].outputs) end[owner[id]] = std::max(end[owner[id]], i);
+  }
+  for (int id : g.outputs()) end[owner[id]] = n;
+  int64_t live = 0, peak = 0;
+  std::vector<std::vector<int>> dies(n + 1);
+  for (size_t v = 0; v < nv; ++v)
+    if (computed[v]) dies[end[v]].push_back(static_cast<int>(v));
+  auto bytes = [&](int v) {
+    return numel_of(g.values()[v].shape) * static_cast<int64_t>(itemsize(g.values()[v].dtype));
+  };
+  for (size_t i = 0; i < n; ++i) {
+    for (int id : g.nodes()[i].outputs)
+      if (computed[id]) live += bytes(id);
+    peak = std::max(peak, live);
+    for (int v : dies[i]) live -= bytes(v);
+  }
+  return peak;
+}
+
 namespace {
 bool is_output(const Graph& g, int id) {
   return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();

@@ -417,12 +417,8 @@ Tensor clone(const Tensor& x) {
 }
 
 Tensor detach(const Tensor& x) {
-  if (x.is_global()) {
-    Tensor out = x.alias();
-    out.impl()->global = x.impl()->global;
-    return out;
-  }
-  Tensor out = view_of(x, x.shape(), x.strides(), x.offset());
+  Tensor out = x.alias();  // same memory and layout (and graph value, when traced), no history
+  out.impl()->global = x.impl()->global;
   out.impl()->is_view = x.impl()->is_view;
   return out;
 }

@@ -89,8 +89,7 @@ void accumulate_grad(Tensor var, const Tensor& g) {
   if (!old.defined()) {
     // Steal the gradient only when no other tensor (a view, a user's tensor) shares its memory.
     bool unshared = g.is_contiguous() && g.storage().use_count() == 1 && !g.impl()->is_view;
-    // (A traced gradient has no memory to copy: its copy is a node of the trace.)
-    Tensor owned = unshared ? g : g.is_traced() ? call_op("clone", {g}) : contiguous_copy(g);
+    Tensor owned = unshared ? g : contiguous_copy(g);
     owned.impl()->global = g.impl()->global;  // a global leaf's gradient stays global
     var.set_grad(owned);
   } else {

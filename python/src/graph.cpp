@@ -19,7 +19,8 @@ void bind_graph(py::module_& m) {
       .def("__str__", &Graph::str)
       .def_property_readonly("signature", &graph::signature_str)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
-      .def_property_readonly("num_variables", [](const Graph& g) { return g.variables().size(); });
+      .def_property_readonly("num_variables", [](const Graph& g) { return g.variables().size(); })
+      .def_property_readonly("peak_bytes", &graph::peak_bytes);
   py::class_<Trace>(m, "Trace")
       .def(py::init<>())
       .def("input", &Trace::input)

@@ -94,6 +94,36 @@ void bind_autograd(py::module_& m) {
     for (auto& r : res) out.append(r.defined() ? py::cast(r) : py::none());
     return py::tuple(out);
   });
+  // One autograd node whose backward is a Python function (flow.autograd.Function): given the
+  // outputs' gradients (None where none flowed) and which inputs need one, it returns one
+  // gradient per input (None for none).
+  m.def("record_function", [](const std::string& name, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& outputs, py::function backward) {
+    // Released with the GIL held, whichever thread frees the node.
+    std::shared_ptr<py::function> fn(new py::function(std::move(backward)), [](py::function* f) {
+      py::gil_scoped_acquire gil;
+      delete f;
+    });
+    const size_t num_inputs = inputs.size();
+    autograd::record(name, inputs, outputs,
+                     [fn, num_inputs, name](const autograd::Grads& grads,
+                                            const autograd::Needs& needs) -> autograd::Grads {
+                       py::gil_scoped_acquire gil;
+                       py::list g;
+                       for (const Tensor& t : grads)
+                         g.append(t.defined() ? py::cast(t) : py::none());
+                       py::list n;
+                       for (bool b : needs) n.append(b);
+                       py::object result = (*fn)(g, n);
+                       autograd::Grads out;
+                       for (py::handle h : result)
+                         out.push_back(h.is_none() ? Tensor() : h.cast<Tensor>());
+                       if (out.size() != num_inputs)
+                         throw Error(str_cat("[", name, "] backward returned ", out.size(),
+                                             " gradients for ", num_inputs, " inputs"));
+                       return out;
+                     });
+  });
 }
 
 void bind_random(py::module_& m) {

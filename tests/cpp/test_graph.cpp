@@ -149,3 +149,19 @@ TEST(GraphPasses, DeadCodeDropsUnusedNodesAndKeepsEffects) {
   graph::run(out, {in});
   EXPECT_FLOAT_EQ(out.variables()[0].tensor.data<float>()[0], std::exp(1.0f) * std::exp(1.0f));
 }
+
+TEST(GraphMemory, PeakBytesFollowLivenessAndViewsShareMemory) {
+  // a = exp(x); b = neg(a); c = mul(a, b); v = view of c; d = abs(v): a and b die at c.
+  graph::Graph g;
+  const int x = g.add_input({{3}, DType::kFloat32, Device{}});
+  auto value = [&](Shape s) { return g.add_value({std::move(s), DType::kFloat32, Device{}}); };
+  const int a = value({3}), b = value({3}), c = value({3}), v = value({1, 3}), d = value({1, 3});
+  g.add_node({&op_def("exp"), {}, {x}, {a}});
+  g.add_node({&op_def("neg"), {}, {a}, {b}});
+  g.add_node({&op_def("mul"), {}, {a, b}, {c}});
+  g.add_node({&op_def("unsqueeze"), {{"dim", int64_t{0}}}, {c}, {v}});
+  g.add_node({&op_def("abs"), {}, {v}, {d}});
+  g.set_outputs({d});
+  EXPECT_EQ(graph::peak_bytes(g), 3 * 12);  // a, b and c at the mul; c (via v) and d after
+  EXPECT_EQ(graph::run(g, {full({3}, 1.0)})[0].shape(), (Shape{1, 3}));
+}

@@ -94,7 +94,12 @@ class Module(StateDictMixin):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+        if self.__dict__.get("_activation_checkpointing") and not kwargs:
+            output = flow.utils.checkpoint.checkpoint(
+                self.forward, *args, params=[p for p in self.parameters() if p.requires_grad]
+            )
+        else:
+            output = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
             if result is not None:
@@ -376,7 +381,12 @@ class Module(StateDictMixin):
         return self
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to(device)``, ``to(tensor)``, ``to(device, dtype)``; floats only."""
+        """``to(dtype)``, ``to(device)``, ``to(tensor)``, ``to(device, dtype)``; floats only.
+        ``to(flow.nn.graph.GraphModule)``: the module's settings in graphs."""
+        from .graph import GraphModule
+
+        if len(args) == 1 and args[0] is GraphModule and not kwargs:
+            return GraphModule(self)
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")

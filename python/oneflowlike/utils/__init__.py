@@ -1,5 +1,6 @@
-"""Small utilities (progress bars)."""
+"""Small utilities (progress bars, activation checkpointing)."""
 
+from . import checkpoint
 from .progress import Progress, progress
 
 __all__ = ["Progress", "progress"]

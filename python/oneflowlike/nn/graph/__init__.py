@@ -14,6 +14,23 @@ import oneflowlike as flow
 from oneflowlike import _C
 
 
+class GraphModule:
+    """A module's settings inside graphs, as OneFlow spells them:
+    ``module.to(flow.nn.graph.GraphModule).activation_checkpointing = True``."""
+
+    def __init__(self, module):
+        self._module = module
+
+    @property
+    def activation_checkpointing(self):
+        return self._module._activation_checkpointing
+
+    @activation_checkpointing.setter
+    def activation_checkpointing(self, on):
+        """Keep only the module's inputs for backward; recompute its activations there."""
+        self._module._activation_checkpointing = bool(on)
+
+
 class GraphConfig:
     """graph.config: how a graph compiles (OneFlow's names)."""
 
@@ -154,6 +171,11 @@ class Graph:
                     opt._update(group, param, grad, state, scalars)
                     steps.append((opt, group, param))
         return steps
+
+    @property
+    def peak_bytes(self):
+        """The most bytes the last-run compiled graph's computed values hold at once."""
+        return None if self._last is None else self._last.peak_bytes
 
     @property
     def num_compiled(self):
