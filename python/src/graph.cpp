@@ -5,6 +5,7 @@
 
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
+#include "graph/serialize.h"
 #include "graph/trace.h"
 
 namespace py = pybind11;
@@ -20,7 +21,17 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("signature", &graph::signature_str)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
       .def_property_readonly("num_variables", [](const Graph& g) { return g.variables().size(); })
-      .def_property_readonly("peak_bytes", &graph::peak_bytes);
+      .def_property_readonly("peak_bytes", &graph::peak_bytes)
+      .def("to_json", &graph::to_json)
+      .def_property_readonly("variables",
+                             [](const Graph& g) {
+                               py::dict out;
+                               for (const graph::Variable& v : g.variables())
+                                 out[py::str(graph::variable_name(v))] = v.tensor;
+                               return out;
+                             })
+      .def_property_readonly_static("format_version",
+                                    [](py::object) { return graph::kGraphFormatVersion; });
   py::class_<Trace>(m, "Trace")
       .def(py::init<>())
       .def("input", &Trace::input)

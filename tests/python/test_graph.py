@@ -297,3 +297,30 @@ def test_checkpoint_in_eager_mode_replays_dropout():
     got = [x.grad.numpy()] + [p.grad.numpy() for p in block.parameters()]
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_save_writes_the_ir_the_weights_and_a_manifest(tmp_path):
+    import json
+
+    model = gpt().eval()
+    graph = Forward(model)
+    with pytest.raises(RuntimeError, match="call the graph once first"):
+        graph.save(tmp_path / "g")
+    idx = flow.randint(0, 17, (2, 8))
+    graph(idx)
+    graph.save(tmp_path / "g")
+    graph.save(tmp_path / "g")  # over an earlier save
+    files = sorted(p.name for p in (tmp_path / "g").iterdir())
+    assert files == ["graph.json", "manifest.json", "weights.safetensors"]
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert manifest["format"] == "oneflowlike-graph" and manifest["format_version"] == 1
+    assert manifest["inputs"] == "(2, 8) int64 cpu" and manifest["training"] is False
+    ir = json.loads((tmp_path / "g" / "graph.json").read_text())
+    assert len(ir["nodes"]) == graph._last.num_nodes and len(ir["inputs"]) == 1
+    assert {"type": "int", "value": -1} in [n["attrs"].get("axis") for n in ir["nodes"]]
+    weights = flow.load(str(tmp_path / "g" / "weights.safetensors"))
+    by_value = {v["value"]: v["name"] for v in ir["variables"]}
+    assert len(weights) == len(by_value)
+    tok = model.tok_emb.weight.numpy()
+    assert any(w.shape == tok.shape and np.array_equal(w.numpy(), tok) for w in weights.values())
+    assert [p.name for p in tmp_path.iterdir()] == ["g"]  # nothing left aside

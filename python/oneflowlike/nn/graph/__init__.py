@@ -9,6 +9,10 @@ which the graph writes at every call, as eager steps do. The optimizers' per-ste
 learning-rate schedule and step counts stay live. Parameters' .grad are left as they were."""
 
 import inspect
+import json
+import os
+import shutil
+import tempfile
 
 import oneflowlike as flow
 from oneflowlike import _C
@@ -171,6 +175,42 @@ class Graph:
                     opt._update(group, param, grad, state, scalars)
                     steps.append((opt, group, param))
         return steps
+
+    def save(self, path):
+        """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with
+        typed attributes), weights.safetensors (the variables: parameters, buffers, constants,
+        by reference name) and manifest.json (format and version). Written aside and renamed, so
+        an interrupted save leaves any earlier one at `path` intact."""
+        if self._last is None:
+            raise RuntimeError("[graph] save: call the graph once first (it compiles then)")
+        path = os.path.abspath(path)
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".graph-", dir=parent)
+        try:
+            with open(os.path.join(tmp, "graph.json"), "w") as f:
+                f.write(self._last.to_json())
+            flow.save(dict(self._last.variables), os.path.join(tmp, "weights.safetensors"))
+            manifest = {
+                "format": "oneflowlike-graph",
+                "format_version": _C.CompiledGraph.format_version,
+                "graph": type(self).__name__,
+                "inputs": self._last.signature,
+                "training": bool(self._optimizers),
+                "files": {"graph": "graph.json", "weights": "weights.safetensors"},
+            }
+            with open(os.path.join(tmp, "manifest.json"), "w") as f:
+                json.dump(manifest, f, indent=2)
+            old = None
+            if os.path.exists(path):
+                old = tempfile.mkdtemp(prefix=".graph-old-", dir=parent)
+                os.rename(path, os.path.join(old, "previous"))
+            os.rename(tmp, path)
+            if old:
+                shutil.rmtree(old)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     @property
     def peak_bytes(self):
