@@ -80,6 +80,9 @@ def test_dropout_in_a_graph_draws_as_the_same_eager_calls():
     np.testing.assert_array_equal(got[0], eager[0])
     np.testing.assert_array_equal(got[1], eager[1])
     assert not np.array_equal(got[0], got[1])
+    model.eval()  # dropout off: a new trace, not the cached one
+    np.testing.assert_array_equal(graph(x).numpy(), model(x).detach().numpy())
+    assert graph.num_compiled == 2
 
 
 class Reads(nn.Graph):

@@ -95,7 +95,14 @@ class Graph:
                         f"[graph] input {i} of shape {tuple(a.shape)} does not split into "
                         f"{micro} micro-batches along dimension 0"
                     )
-        key = (micro,) + tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
+        # A module switched between train() and eval() (dropout on or off) traces again.
+        modes = tuple(
+            m.training
+            for v in self.__dict__.values()
+            if isinstance(v, flow.nn.Module)
+            for m in v.modules()
+        )
+        key = (micro, modes) + tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
         if key not in self._compiled:
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
