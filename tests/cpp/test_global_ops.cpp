@@ -267,6 +267,28 @@ TEST(GlobalOps, VocabularySplitEmbeddingIsPartialSum) {
   });
 }
 
+// Each case on x split by rows, by columns and broadcast over a line of 3 ranks: values and
+// gradients equal the one-device run's.
+template <class Cases>
+void expect_matches_one_device_on_a_line(Rank& r, const Tensor& x, const Cases& cases) {
+  for (const auto& [name, f] : cases) {
+    for (const char* sbp : {"S(0)", "S(1)", "B"}) {
+      std::string what = std::string(name) + " of " + sbp;
+      Tensor gx = r.global(x, line(3), sbp);
+      gx.set_requires_grad(true);
+      Tensor lx = x.alias();
+      lx.set_requires_grad(true);
+      Tensor want = f(lx);
+      Tensor got = f(gx);
+      expect_close(r.full(got), want, what);
+      Tensor dy = logical(want.shape(), 7);
+      autograd::backward({sum(mul(got, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
+      autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
+      expect_close(r.full(gx.grad()), lx.grad(), what + " (gradient)");
+    }
+  }
+}
+
 TEST(GlobalOps, ReductionGradientsMatchOneDevice) {
   using Fn = Tensor (*)(const Tensor&);
   const std::vector<std::pair<const char*, Fn>> cases = {
@@ -283,22 +305,7 @@ TEST(GlobalOps, ReductionGradientsMatchOneDevice) {
   run_ranks(3, [&](int, Communicator& c) {
     Rank r(c);
     Tensor x = logical({6, 4}, 5);
-    for (const auto& [name, f] : cases) {
-      for (const char* sbp : {"S(0)", "S(1)", "B"}) {
-        std::string what = std::string(name) + " of " + sbp;
-        Tensor gx = r.global(x, line(3), sbp);
-        gx.set_requires_grad(true);
-        Tensor lx = x.alias();
-        lx.set_requires_grad(true);
-        Tensor want = f(lx);
-        Tensor got = f(gx);
-        expect_close(r.full(got), want, what);
-        Tensor dy = logical(want.shape(), 7);
-        autograd::backward({sum(mul(got, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
-        autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
-        expect_close(r.full(gx.grad()), lx.grad(), what + " (gradient)");
-      }
-    }
+    expect_matches_one_device_on_a_line(r, x, cases);
     Tensor gi = r.global(x, line(3), "S(1)");
     EXPECT_EQ(r.full(argmax(gi, 0)).shape(), (Shape{4}));
     expect_close(r.full(argmax(gi, 0)), argmax(x, 0), "argmax");
@@ -320,22 +327,7 @@ TEST(GlobalOps, SortScanAndTriangleGradientsMatchOneDevice) {
   run_ranks(3, [&](int, Communicator& c) {
     Rank r(c);
     Tensor x = logical({6, 4}, 5);
-    for (const auto& [name, f] : cases) {
-      for (const char* sbp : {"S(0)", "S(1)", "B"}) {
-        std::string what = std::string(name) + " of " + sbp;
-        Tensor gx = r.global(x, line(3), sbp);
-        gx.set_requires_grad(true);
-        Tensor lx = x.alias();
-        lx.set_requires_grad(true);
-        Tensor want = f(lx);
-        Tensor got = f(gx);
-        expect_close(r.full(got), want, what);
-        Tensor dy = logical(want.shape(), 7);
-        autograd::backward({sum(mul(got, r.global(dy, line(3), "B")))}, {Tensor()}, false, false);
-        autograd::backward({sum(mul(want, dy))}, {Tensor()}, false, false);
-        expect_close(r.full(gx.grad()), lx.grad(), what + " (gradient)");
-      }
-    }
+    expect_matches_one_device_on_a_line(r, x, cases);
   });
 }
 
