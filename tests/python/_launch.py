@@ -48,6 +48,21 @@ def launch(launcher_args, script_args=(), env=None, timeout=60, prefix=()):
     return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
 
 
+def expect_clean_ranks(script, nproc, *args, timeout=120, rdzv_timeout=30):
+    """Runs dist_workers/<script> on nproc ranks through the launcher; every rank must report
+    (one JSON line with its rank and problems) and report no problem."""
+    r = launch(
+        ["--nproc_per_node", str(nproc), "--rdzv_timeout", str(rdzv_timeout)],
+        [worker(script), *args],
+        timeout=timeout,
+    )
+    assert r.returncode == 0, r
+    reports = json_lines(r.stdout)
+    assert sorted(rep["rank"] for rep in reports) == list(range(nproc)), r
+    for rep in reports:
+        assert rep["problems"] == [], (rep, r)
+
+
 def json_lines(text):
     """The JSON objects printed one per line in text (other lines are skipped)."""
     out = []

@@ -4,18 +4,9 @@ every layout; layer_norm's split rows give partial-sum parameter gradients."""
 
 import pytest
 
-from _launch import json_lines, launch, worker
+from _launch import expect_clean_ranks
 
 
 @pytest.mark.parametrize("nproc,mesh", [(2, "1d"), (3, "1d"), (4, "2x2")])
 def test_global_dropout_and_layer_norm_equal_the_single_process_ones(nproc, mesh):
-    r = launch(
-        ["--nproc_per_node", str(nproc), "--rdzv_timeout", "60"],
-        [worker("nn_worker.py"), mesh],
-        timeout=300,
-    )
-    assert r.returncode == 0, r
-    reports = json_lines(r.stdout)
-    assert sorted(rep["rank"] for rep in reports) == list(range(nproc)), r
-    for rep in reports:
-        assert rep["problems"] == [], rep["problems"]
+    expect_clean_ranks("nn_worker.py", nproc, mesh, timeout=300, rdzv_timeout=60)
