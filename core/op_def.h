@@ -126,7 +126,8 @@ struct OpDef {
   CostFn cost = nullptr;
   const SbpRule* sbp = nullptr;  // null: only the all-broadcast signature
 
-  // Set for ops that run through the dispatcher (the others still have their own front ends).
+  // Set for ops the dispatcher runs. Composites (linear, mean, cross_entropy, ...) leave them
+  // unset: registered for their name and cost, they run as calls of dispatched ops.
   std::vector<AttrDef> attrs;
   std::function<std::vector<TensorMeta>(const InferArgs&)> infer;
   std::function<void(const ComputeArgs&)> compute;
