@@ -62,6 +62,7 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
 // bucket_bytes, one collective per buffer (an all_reduce when every target is B, else a
 // reduce_scatter). Every member of a sub-group passes the same shapes and layouts in the same
 // order. Returns this rank's shards of the results, in order; the inputs are left intact.
+inline constexpr int64_t kGradBucketBytes = 25 << 20;  // DDP's default bucket_cap_mb
 std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
                                  const std::vector<NdSbp>& targets,
                                  const std::vector<int64_t>& axes, BoxingContext& ctx,

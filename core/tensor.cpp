@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include "core/autograd/node.h"
+#include "core/dispatcher.h"
 
 namespace ofl {
 
@@ -76,9 +77,11 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) {
-  if (g.defined() && g.shape() != shape())
-    fail("grad", "assigned gradient of shape ", shape_str(g.shape()), " to a tensor of shape ",
-         shape_str(shape()));
+  // Logical shapes: a traced gradient of a global tensor has no shard.
+  if (g.defined() && (g.shape() != shape() || g.is_traced()))
+    if (const Shape gs = meta_of(g).shape, s = meta_of(*this).shape; gs != s)
+      fail("grad", "assigned gradient of shape ", shape_str(gs), " to a tensor of shape ",
+           shape_str(s));
   impl_->meta().grad = g;
 }
 

@@ -1,6 +1,7 @@
 // The global kind of the dispatcher: a call with global inputs runs through the global executor,
 // which picks a signature from the op's SBP rule, reshards, and runs the op's compute on shards.
 #include "core/dispatcher.h"
+#include "global/shards.h"
 #include "ops/global_op.h"
 #include "sbp/global_info.h"
 
@@ -24,19 +25,31 @@ class GlobalHandler : public KindHandler {
     op.local = [&](const std::vector<Tensor>& locals, const std::vector<Shape>& shapes) {
       std::vector<TensorMeta> metas = out;
       for (size_t j = 0; j < metas.size(); ++j) metas[j].shape = shapes[j];
-      if (!def.shard_attrs) return run_local(def, locals, attrs, metas);
       std::vector<Shape> in_shapes;
-      std::vector<std::vector<int64_t>> offsets;
-      for (size_t i = 0; i < locals.size(); ++i) {
-        in_shapes.push_back(meta_of(in[i]).shape);
-        offsets.push_back(shard_offsets(i));
-      }
-      return run_local(def, locals, def.shard_attrs(attrs, {in_shapes, shapes, offsets}), metas);
+      if (def.shard_attrs)
+        for (const Tensor& t : in) in_shapes.push_back(meta_of(t).shape);
+      return run_shards(def, locals, attrs, metas, in_shapes, shard_offsets);
     };
     return run_global(op);
   }
   const Shape& logical_shape(const Tensor& t) const override { return t.impl()->global->shape; }
 };
+
+}  // namespace
+
+std::vector<Tensor> run_shards(const OpDef& def, const std::vector<Tensor>& locals,
+                               const Attrs& attrs, const std::vector<TensorMeta>& out,
+                               const std::vector<Shape>& in_shapes,
+                               const std::function<std::vector<int64_t>(size_t)>& offset_of) {
+  if (!def.shard_attrs) return run_local(def, locals, attrs, out);
+  std::vector<Shape> out_shapes;
+  for (const TensorMeta& m : out) out_shapes.push_back(m.shape);
+  std::vector<std::vector<int64_t>> offsets;
+  for (size_t i = 0; i < locals.size(); ++i) offsets.push_back(offset_of(i));
+  return run_local(def, locals, def.shard_attrs(attrs, {in_shapes, out_shapes, offsets}), out);
+}
+
+namespace {
 
 const bool registered = [] {
   static GlobalHandler handler;

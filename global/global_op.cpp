@@ -253,10 +253,22 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   return result;
 }
 
+namespace {
+TracedBoxing traced_boxing = nullptr;
+}  // namespace
+
+void set_traced_boxing(TracedBoxing box) {
+  traced_boxing = box;
+}
+
 Tensor broadcast_on(const Tensor& local, const Tensor& like) {
   const GlobalInfo& g = info(like);
-  std::vector<Sbp> axes(g.placement.mesh().size(), Sbp::broadcast());
-  return wrap(local, local.shape(), g.placement, NdSbp(std::move(axes)), g.ctx);
+  NdSbp all_b(std::vector<Sbp>(g.placement.mesh().size(), Sbp::broadcast()));
+  if (local.is_traced()) {
+    OFL_CHECK(traced_boxing, "broadcast_on: a traced tensor without graph mode's boxing hook");
+    return traced_boxing("broadcast_on", local, g.placement, all_b);
+  }
+  return wrap(local, local.shape(), g.placement, std::move(all_b), g.ctx);
 }
 
 Tensor full_value(const Tensor& t) {
@@ -270,8 +282,6 @@ Tensor full_value(const Tensor& t) {
 // elsewhere) wait for the end of backward and go out fused, as DDP's buckets do; every other
 // gradient is resharded when it arrives.
 namespace {
-
-constexpr int64_t kGradBucketBytes = 25 << 20;  // DDP's default bucket_cap_mb
 
 struct PendingGrad {
   Tensor var, grad;

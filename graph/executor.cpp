@@ -1,10 +1,18 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 
+#include "boxing/reshard.h"
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
+#include "global/shards.h"
+#include "sbp/global_info.h"
 
 namespace ofl::graph {
 
@@ -15,6 +23,21 @@ std::string signature_str(const Graph& g) {
   return s;
 }
 
+namespace {
+
+// Bytes a value holds on the rank with the largest shard.
+int64_t bytes_per_rank(const Value& v) {
+  Shape shape = v.shape;
+  if (v.is_global() && !v.nd_sbp.empty()) shape = local_shapes(v.shape, v.nd_sbp, *v.placement)[0];
+  return numel_of(shape) * static_cast<int64_t>(itemsize(v.dtype));
+}
+
+bool is_output(const Graph& g, int id) {
+  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+}
+
+}  // namespace
+
 int64_t peak_bytes(const Graph& g) {
   const size_t n = g.nodes().size(), nv = g.values().size();
   // The value whose memory each value uses (itself, or a view's or in-place write's base).
@@ -24,8 +47,8 @@ int64_t peak_bytes(const Graph& g) {
   for (const Node& node : g.nodes())
     for (size_t j = 0; j < node.outputs.size(); ++j) {
       const int out = node.outputs[j];
-      const bool aliases = (node.op->view || (node.op->inplace && j == 0)) &&
-                           !node.inputs.empty() && node.inputs[0] >= 0;
+      const bool aliases = node.kind == NodeKind::kOp && !node.inputs.empty() &&
+                           node.inputs[0] >= 0 && (node.op->view || (node.op->inplace && j == 0));
       if (aliases)
         owner[out] = owner[node.inputs[0]];
       else
@@ -43,71 +66,285 @@ int64_t peak_bytes(const Graph& g) {
   std::vector<std::vector<int>> dies(n + 1);
   for (size_t v = 0; v < nv; ++v)
     if (computed[v]) dies[end[v]].push_back(static_cast<int>(v));
-  auto bytes = [&](int v) {
-    return numel_of(g.values()[v].shape) * static_cast<int64_t>(itemsize(g.values()[v].dtype));
-  };
   for (size_t i = 0; i < n; ++i) {
     for (int id : g.nodes()[i].outputs)
-      if (computed[id]) live += bytes(id);
+      if (computed[id]) live += bytes_per_rank(g.values()[id]);
     peak = std::max(peak, live);
-    for (int v : dies[i]) live -= bytes(v);
+    for (int v : dies[i]) live -= bytes_per_rank(g.values()[v]);
   }
   return peak;
 }
 
 namespace {
-bool is_output(const Graph& g, int id) {
-  return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
-}
+
+// The collectives of one run, on their own thread in graph order (the same order on every
+// rank, as a communicator requires), so that they overlap the compute between them. The compute
+// thread waits only for the results it reads.
+class CommThread {
+ public:
+  using Task = std::function<std::vector<Tensor>()>;
+  ~CommThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  // Queues a task; returns its number. Its inputs are captured by the task.
+  size_t post(Task task) {
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(task));
+    results_.emplace_back();
+    cv_.notify_all();
+    return posted_++;
+  }
+  // Task k's outputs, once it has run; rethrows the first error of any task.
+  std::vector<Tensor>& wait(size_t k) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_ > k || error_; });
+    if (error_) std::rethrow_exception(error_);
+    return results_[k];
+  }
+  void wait_all() {
+    if (posted_) wait(posted_ - 1);
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      Task task;
+      size_t k;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+        k = done_;
+      }
+      std::vector<Tensor> out;
+      std::exception_ptr error;
+      if (!error_) try {
+          autograd::NoGradGuard no_grad;
+          out = task();
+        } catch (...) {
+          error = std::current_exception();
+        }
+      {
+        std::lock_guard lock(mu_);
+        results_[k] = std::move(out);
+        if (error && !error_) error_ = error;
+        ++done_;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  std::deque<std::vector<Tensor>> results_;  // deque: references stay valid as it grows
+  size_t posted_ = 0, done_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// One run of a graph on this rank.
+class Run {
+ public:
+  explicit Run(const Graph& g) : g_(g), values_(g.values().size()), pending_(values_.size()) {}
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
+    bind(inputs);
+    // Each value is dropped after its last reader, so that memory is freed as in eager mode.
+    const size_t n = g_.nodes().size();
+    std::vector<size_t> last_read(values_.size(), n);
+    for (size_t i = 0; i < n; ++i)
+      for (int id : g_.nodes()[i].inputs)
+        if (id >= 0) last_read[id] = i;
+    for (int id : g_.outputs()) last_read[id] = n;
+    autograd::NoGradGuard no_grad;
+    for (size_t i = 0; i < n; ++i) {
+      const Node& node = g_.nodes()[i];
+      if (node.kind == NodeKind::kOp)
+        compute(node);
+      else
+        communicate(node);
+      for (int id : node.inputs)
+        if (id >= 0 && last_read[id] == i) values_[id] = Tensor();
+      for (int id : node.outputs)
+        if (last_read[id] == n && !is_output(g_, id)) values_[id] = Tensor();
+    }
+    std::vector<Tensor> result;
+    for (int id : g_.outputs()) result.push_back(value(id));
+    comm_.wait_all();
+    return result;
+  }
+
+ private:
+  void bind(const std::vector<Tensor>& inputs) {
+    if (inputs.size() != g_.inputs().size())
+      fail("graph", "expects ", g_.inputs().size(), " inputs (", signature_str(g_), "), got ",
+           inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value& want = g_.values()[g_.inputs()[i]];
+      const Tensor& t = inputs[i];
+      bool ok = t.defined() && t.dtype() == want.dtype && t.device() == want.device &&
+                t.is_global() == want.is_global();
+      if (ok && t.is_global()) {
+        const GlobalInfo& info = *t.impl()->global;
+        ok = info.shape == want.shape && info.placement == *want.placement &&
+             info.nd_sbp == want.nd_sbp;
+        if (!ctx_) ctx_ = info.ctx;
+      } else if (ok) {
+        ok = t.shape() == want.shape;
+      }
+      if (!ok)
+        fail("graph", "input ", i, " is ", t.defined() ? describe(t) : "None", ", expected ",
+             value_str(want), " (the graph's inputs: ", signature_str(g_), ")");
+      values_[g_.inputs()[i]] = t;
+    }
+    for (const Variable& v : g_.variables()) {
+      values_[v.value] = v.tensor;
+      if (!ctx_ && v.tensor.is_global()) ctx_ = v.tensor.impl()->global->ctx;
+    }
+  }
+
+  static std::string describe(const Tensor& t) {
+    if (!t.is_global()) return t.str();
+    const GlobalInfo& g = *t.impl()->global;
+    return shape_str(g.shape) + " " + dtype_name(t.dtype()) + " " + t.device().str() + " " +
+           g.nd_sbp.str() + " on " + g.placement.str();
+  }
+
+  // The value, waiting for the collective computing it if need be.
+  const Tensor& value(int id) {
+    if (pending_[id].task >= 0) {
+      values_[id] = std::move(comm_.wait(size_t(pending_[id].task))[pending_[id].slot]);
+      pending_[id].task = -1;
+    }
+    return values_[id];
+  }
+
+  void compute(const Node& n) {
+    in_.clear();
+    for (int id : n.inputs) in_.push_back(id < 0 ? Tensor() : value(id));
+    // A write in place waits for the collectives still reading that memory.
+    if (writes_in_place(n)) {
+      const void* written = in_[0].storage().get();
+      for (const auto& [task, storage] : comm_reads_)
+        if (storage == written) comm_.wait(task);
+    }
+    Attrs seeded;
+    const Attrs* attrs = &n.attrs;
+    if (n.random_counters) {
+      Generator& gen = default_generator();
+      seeded = n.attrs;
+      seeded.set("seed", static_cast<int64_t>(gen.seed()));
+      seeded.set("offset", static_cast<int64_t>(gen.advance(n.random_counters)));
+      attrs = &seeded;
+    }
+    std::vector<Tensor> out =
+        n.sig.in.empty() ? dispatch(*n.op, in_, *attrs) : on_shards(n, *attrs);
+    for (size_t j = 0; j < n.outputs.size(); ++j) values_[n.outputs[j]] = std::move(out[j]);
+    in_.clear();
+  }
+
+  // An op on global values: its inputs are in its signature's layouts (insert_boxing); its
+  // compute runs on this rank's shards.
+  std::vector<Tensor> on_shards(const Node& n, const Attrs& attrs) {
+    const Placement* p = nullptr;
+    for (int id : n.inputs)
+      if (id >= 0 && g_.values()[id].is_global()) p = &*g_.values()[id].placement;
+    const int me = ctx_->world->ranks()[size_t(ctx_->world->rank())];
+    const auto coords = p->coords_of(me);
+    if (!coords)
+      fail(n.name().c_str(), "rank ", me, " is outside the placement ", p->str(),
+           "; ops on ranks outside a placement are not supported yet");
+    std::vector<Tensor> locals;
+    std::vector<Shape> in_shapes;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Tensor& t = in_[i];
+      locals.push_back(t.defined() && t.is_global() ? as_global(t, "graph").local : t);
+      in_shapes.push_back(n.inputs[i] >= 0 ? g_.values()[n.inputs[i]].shape : Shape());
+    }
+    std::vector<TensorMeta> metas;
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const Value& v = g_.values()[n.outputs[j]];
+      metas.push_back({local_shape(v.shape, n.sig.out[j], *p, *coords), v.dtype, v.device});
+    }
+    auto offset_of = [&](size_t i) -> std::vector<int64_t> {
+      const int id = n.inputs[i];
+      if (id < 0) return {};
+      const Value& v = g_.values()[id];
+      if (!v.is_global()) return std::vector<int64_t>(v.shape.size(), 0);
+      std::vector<int64_t> starts;
+      for (const auto& [begin, end] : local_ranges(v.shape, n.sig.in[i], *p, *coords))
+        starts.push_back(begin);
+      return starts;
+    };
+    std::vector<Tensor> outs = run_shards(*n.op, locals, attrs, metas, in_shapes, offset_of);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      const Value& v = g_.values()[n.outputs[j]];
+      outs[j] = n.op->inplace && j == 0
+                    ? in_[0]
+                    : as_tensor({std::move(outs[j]), v.shape, *p, n.sig.out[j]}, ctx_);
+    }
+    return outs;
+  }
+
+  // A boxing or fused reduction node: queued on the communication thread.
+  void communicate(const Node& n) {
+    const Value& to = g_.values()[n.outputs[0]];
+    if (!g_.values()[n.inputs[0]].is_global()) {  // a constant every rank holds: no collective
+      values_[n.outputs[0]] =
+          as_tensor({value(n.inputs[0]), to.shape, *to.placement, to.nd_sbp}, ctx_);
+      return;
+    }
+    std::vector<GlobalTensor> xs;
+    std::vector<NdSbp> targets;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      xs.push_back(as_global(value(n.inputs[i]), "graph"));
+      targets.push_back(g_.values()[n.outputs[i]].nd_sbp);
+    }
+    std::shared_ptr<BoxingContext> ctx = ctx_;
+    CommThread::Task task;
+    if (n.kind == NodeKind::kBoxing)
+      task = [xs, p = *to.placement, sbp = to.nd_sbp, ctx] {
+        return std::vector<Tensor>{as_tensor(reshard(xs[0], p, sbp, *ctx), ctx)};
+      };
+    else
+      task = [xs, targets, axes = n.axes, ctx] {
+        std::vector<Tensor> sums = reduce_fused(xs, targets, axes, *ctx, kGradBucketBytes);
+        for (size_t j = 0; j < sums.size(); ++j)
+          sums[j] = as_tensor({sums[j], xs[j].shape, xs[j].placement, targets[j]}, ctx);
+        return sums;
+      };
+    const size_t k = comm_.post(std::move(task));
+    for (const GlobalTensor& x : xs) comm_reads_.emplace_back(k, x.local.storage().get());
+    for (size_t j = 0; j < n.outputs.size(); ++j) pending_[n.outputs[j]] = {int(k), j};
+  }
+
+  struct Pending {
+    int task = -1;
+    size_t slot = 0;
+  };
+  const Graph& g_;
+  std::vector<Tensor> values_;
+  std::vector<Pending> pending_;
+  std::vector<Tensor> in_;
+  std::shared_ptr<BoxingContext> ctx_;
+  std::vector<std::pair<size_t, const void*>> comm_reads_;  // (task, storage it reads)
+  CommThread comm_;
+};
+
 }  // namespace
 
 std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
-  if (inputs.size() != g.inputs().size())
-    fail("graph", "expects ", g.inputs().size(), " inputs (", signature_str(g), "), got ",
-         inputs.size());
-  std::vector<Tensor> values(g.values().size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& want = g.values()[g.inputs()[i]];
-    const Tensor& t = inputs[i];
-    if (!t.defined() || t.is_global() || t.shape() != want.shape || t.dtype() != want.dtype ||
-        t.device() != want.device)
-      fail("graph", "input ", i, " is ", t.defined() ? t.str() : "None", ", expected ",
-           value_str(want), " (the graph's inputs: ", signature_str(g), ")");
-    values[g.inputs()[i]] = t;
-  }
-  for (const Variable& v : g.variables()) values[v.value] = v.tensor;
-  // Each value is dropped after its last reader, so that memory is freed as in eager mode.
-  std::vector<size_t> last_read(g.values().size(), g.nodes().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (int id : g.nodes()[i].inputs)
-      if (id >= 0) last_read[id] = i;
-  for (int id : g.outputs()) last_read[id] = g.nodes().size();
-  autograd::NoGradGuard no_grad;
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = g.nodes()[i];
-    in.clear();
-    for (int id : n.inputs) in.push_back(id < 0 ? Tensor() : values[id]);
-    std::vector<Tensor> out;
-    if (n.random_counters) {
-      Generator& g = default_generator();
-      Attrs attrs = n.attrs;
-      attrs.set("seed", static_cast<int64_t>(g.seed()));
-      attrs.set("offset", static_cast<int64_t>(g.advance(n.random_counters)));
-      out = dispatch(*n.op, in, attrs);
-    } else {
-      out = dispatch(*n.op, in, n.attrs);
-    }
-    for (size_t j = 0; j < n.outputs.size(); ++j) values[n.outputs[j]] = std::move(out[j]);
-    in.clear();
-    for (int id : n.inputs)
-      if (id >= 0 && last_read[id] == i) values[id] = Tensor();
-    for (int id : n.outputs)
-      if (last_read[id] == g.nodes().size() && !is_output(g, id)) values[id] = Tensor();
-  }
-  std::vector<Tensor> result;
-  for (int id : g.outputs()) result.push_back(values[id]);
-  return result;
+  return Run(g)(inputs);
 }
 
 }  // namespace ofl::graph

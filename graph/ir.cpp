@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "sbp/global_info.h"
+
 namespace ofl::graph {
 
 int Graph::add_value(Value v) {
@@ -16,7 +18,14 @@ int Graph::add_input(Value v) {
 }
 
 int Graph::add_variable(const Tensor& t) {
-  const int id = add_value({t.shape(), t.dtype(), t.device()});
+  Value v{t.shape(), t.dtype(), t.device(), std::nullopt, {}};
+  if (t.is_global()) {
+    const GlobalInfo& g = *t.impl()->global;
+    v.shape = g.shape;
+    v.placement = g.placement;
+    v.nd_sbp = g.nd_sbp;
+  }
+  const int id = add_value(std::move(v));
   variables_.push_back({id, t});
   return id;
 }
@@ -25,8 +34,24 @@ void Graph::add_node(Node n) {
   nodes_.push_back(std::move(n));
 }
 
+std::string Node::name() const {
+  switch (kind) {
+    case NodeKind::kOp:
+      return op->name;
+    case NodeKind::kBoxing:
+      return "boxing";
+    case NodeKind::kReduce:
+      return "reduce";
+  }
+  return "?";
+}
+
 std::string value_str(const Value& v) {
-  return shape_str(v.shape) + " " + dtype_name(v.dtype) + " " + v.device.str();
+  std::string s = shape_str(v.shape) + " " + dtype_name(v.dtype) + " " + v.device.str();
+  if (v.is_global())
+    s += " " + (v.nd_sbp.empty() ? std::string("[?]") : v.nd_sbp.str()) + " on " +
+         v.placement->str();
+  return s;
 }
 
 namespace {
@@ -45,7 +70,7 @@ std::string Graph::str() const {
   for (const Variable& v : variables_)
     os << "%" << v.value << " = variable : " << value_str(values_[v.value]) << "\n";
   for (const Node& n : nodes_) {
-    os << ids(n.outputs) << " = " << n.op->name << "(" << ids(n.inputs);
+    os << ids(n.outputs) << " = " << n.name() << "(" << ids(n.inputs);
     if (!n.attrs.items().empty()) os << "; " << n.attrs.str();
     os << ") :";
     for (size_t j = 0; j < n.outputs.size(); ++j)

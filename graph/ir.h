@@ -1,30 +1,81 @@
-// The graph IR (DESIGN.md, "Graph mode"): nodes are registered ops with their typed attributes;
-// values carry shape, dtype and device. Built by the tracer (graph/trace.h), run by the executor
+// The graph IR (DESIGN.md, "Graph mode"): nodes are registered ops with their typed attributes,
+// or the collectives that convert layouts (boxing, fused gradient reductions); values carry
+// logical shape, dtype, device, and for global values placement and SBP. Built by the tracer
+// (graph/trace.h), laid out by the passes (graph/passes/), run by the executor
 // (graph/executor.h), printed by repr(graph).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/op_def.h"
 #include "core/tensor.h"
+#include "sbp/placement.h"
+#include "sbp/signature.h"
 
 namespace ofl::graph {
 
 struct Value {
-  Shape shape;
+  Shape shape;  // logical
   DType dtype = DType::kFloat32;
   Device device;
+  // A global value is laid over `placement` by `nd_sbp`. Inputs, variables and boxing targets
+  // come with theirs; the SBP pass (passes/assign_sbp) assigns the rest (empty until then).
+  std::optional<Placement> placement;
+  NdSbp nd_sbp;
+  bool is_global() const { return placement.has_value(); }
+};
+
+enum class NodeKind : uint8_t {
+  kOp,      // a registered op
+  kBoxing,  // one input to one output: the same logical tensor in the output's layout
+  kReduce,  // n inputs to n outputs: reductions from P(sum) on `axes`, fused into one collective
 };
 
 struct Node {
-  const OpDef* op = nullptr;
+  NodeKind kind = NodeKind::kOp;
+  const OpDef* op = nullptr;  // kOp
   Attrs attrs;
   std::vector<int> inputs;   // value ids; -1 for an absent optional input
   std::vector<int> outputs;  // value ids
   // A random op drawing from the default generator: how many Philox counters a run reserves
   // (each run draws fresh values, as the same calls in eager mode would). 0: not random.
   uint64_t random_counters = 0;
+  // kOp with global inputs: the layouts its inputs are converted to and its outputs get (the SBP
+  // pass's choice).
+  NdSbpSignature sig;
+  // kBoxing: a parameter's gradient taking the parameter's layout (what bucketing fuses).
+  bool param_grad = false;
+  std::vector<int64_t> axes;  // kReduce: the mesh axes summed over
+
+  std::string name() const;  // the op's name, "boxing" or "reduce"
 };
+
+// A node calling a registered op.
+inline Node op_node(const OpDef& op, std::vector<int> inputs, std::vector<int> outputs,
+                    Attrs attrs = {}) {
+  Node n;
+  n.op = &op;
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  return n;
+}
+
+// A boxing node: `in` laid out as value `out` is.
+inline Node boxing_node(int in, int out, bool param_grad = false) {
+  Node n;
+  n.kind = NodeKind::kBoxing;
+  n.inputs = {in};
+  n.outputs = {out};
+  n.param_grad = param_grad;
+  return n;
+}
+
+// An in-place op: output 0 is input 0's memory, written.
+inline bool writes_in_place(const Node& n) {
+  return n.kind == NodeKind::kOp && n.op->inplace && !n.inputs.empty() && n.inputs[0] >= 0;
+}
 
 // A tensor the graph reads but does not compute: a module's parameter or buffer, or a constant
 // made while tracing. Bound by reference: the graph sees its current values when it runs.
@@ -49,13 +100,16 @@ class Graph {
   }
 
   const std::vector<Value>& values() const { return values_; }
+  std::vector<Value>& values() { return values_; }
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<Variable>& variables() const { return variables_; }
   const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& nodes() { return nodes_; }
   const std::vector<int>& outputs() const { return outputs_; }
 
   // One line per input, variable and node, then the outputs:
   //   %2 = matmul(%0, %1) : (4, 8) float32 cpu
+  //   %5 = boxing(%4) : (4, 8) float32 cpu [B] on cpu[0, 1]
   std::string str() const;
 
  private:
@@ -66,6 +120,7 @@ class Graph {
   std::vector<int> outputs_;
 };
 
-std::string value_str(const Value& v);  // "(4, 8) float32 cpu"
+// "(4, 8) float32 cpu", and for a global value " [S(0)] on cpu[0, 1]" after it.
+std::string value_str(const Value& v);
 
 }  // namespace ofl::graph

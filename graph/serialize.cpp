@@ -76,7 +76,13 @@ std::string to_json(const Graph& g) {
     const Value& v = g.values()[i];
     os << (i ? ",\n    " : "\n    ") << "{\"shape\": " << ints(v.shape)
        << ", \"dtype\": " << quoted(dtype_name(v.dtype))
-       << ", \"device\": " << quoted(v.device.str()) << "}";
+       << ", \"device\": " << quoted(v.device.str());
+    if (v.is_global()) {
+      std::vector<int64_t> ranks(v.placement->ranks().begin(), v.placement->ranks().end());
+      os << ", \"placement\": {\"ranks\": " << ints(ranks)
+         << ", \"mesh\": " << ints(v.placement->mesh()) << "}, \"sbp\": " << quoted(v.nd_sbp.str());
+    }
+    os << "}";
   }
   os << "\n  ],\n  \"inputs\": " << ids(g.inputs()) << ",\n  \"variables\": [";
   for (size_t i = 0; i < g.variables().size(); ++i) {
@@ -87,12 +93,14 @@ std::string to_json(const Graph& g) {
   os << "],\n  \"nodes\": [";
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
-    os << (i ? ",\n    " : "\n    ") << "{\"op\": " << quoted(n.op->name) << ", \"attrs\": {";
+    os << (i ? ",\n    " : "\n    ") << "{\"op\": " << quoted(n.name()) << ", \"attrs\": {";
     const auto& items = n.attrs.items();
     for (size_t a = 0; a < items.size(); ++a)
       os << (a ? ", " : "") << quoted(items[a].first) << ": " << attr_json(items[a].second);
     os << "}, \"inputs\": " << ids(n.inputs) << ", \"outputs\": " << ids(n.outputs)
-       << ", \"random_counters\": " << n.random_counters << "}";
+       << ", \"random_counters\": " << n.random_counters;
+    if (n.kind == NodeKind::kReduce) os << ", \"axes\": " << ints(n.axes);
+    os << "}";
   }
   os << "\n  ],\n  \"outputs\": " << ids(g.outputs()) << "\n}\n";
   return os.str();

@@ -1,7 +1,10 @@
 #include "graph/trace.h"
 
+#include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
+#include "ops/global_op.h"
+#include "sbp/global_info.h"
 
 namespace ofl::graph {
 
@@ -23,9 +26,27 @@ class TraceHandler : public KindHandler {
   }
 };
 
+// A global leaf's traced gradient takes the leaf's layout through a boxing node (eager mode's
+// deferred reductions, which the bucketing pass fuses).
+Tensor traced_leaf_grad(const Tensor& var, const Tensor& grad) {
+  Trace* trace = Trace::current();
+  if (!trace) fail("AccumulateGrad", "a traced gradient reached a leaf after tracing ended");
+  const GlobalInfo& v = *var.impl()->global;
+  return trace->box("AccumulateGrad", grad, v.placement, v.nd_sbp, /*param_grad=*/true);
+}
+
+Tensor traced_boxing(const char* op, const Tensor& x, const Placement& placement,
+                     const NdSbp& nd_sbp) {
+  Trace* trace = Trace::current();
+  if (!trace) fail(op, "a traced tensor is used after its graph's tracing ended");
+  return trace->box(op, x, placement, nd_sbp);
+}
+
 const bool registered = [] {
   static TraceHandler handler;
   set_kind_handler(TensorKind::kTraced, &handler);
+  autograd::set_traced_grad_hook(traced_leaf_grad);
+  set_traced_boxing(traced_boxing);
   return true;
 }();
 
@@ -55,9 +76,31 @@ Trace* Trace::current() {
 }
 
 Tensor Trace::input(const Tensor& example) {
-  if (example.is_global())
-    fail("graph", "global inputs are not supported by graph mode yet, got ", example.str());
-  return traced(graph_.add_input({example.shape(), example.dtype(), example.device()}), false);
+  Value v{example.shape(), example.dtype(), example.device(), std::nullopt, {}};
+  if (example.is_global()) {
+    const GlobalInfo& g = *example.impl()->global;
+    v.shape = g.shape;
+    v.placement = g.placement;
+    v.nd_sbp = g.nd_sbp;
+    if (!ctx_) ctx_ = g.ctx;
+  }
+  return traced(graph_.add_input(std::move(v)), false);
+}
+
+Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
+                  bool param_grad) {
+  const int in = value_of(op, x);
+  const Value& from = graph_.values()[in];
+  // A local value becomes global only as a constant every rank computes alike (broadcast_on).
+  if (!from.is_global() && !nd_sbp.all_broadcast())
+    fail(op, "expects a global tensor, got a local ", shape_str(from.shape), " one while tracing");
+  validate_sbp(op, from.shape, nd_sbp, placement);
+  Value to = from;
+  to.placement = placement;
+  to.nd_sbp = nd_sbp;
+  const int out = graph_.add_value(std::move(to));
+  graph_.add_node(boxing_node(in, out, param_grad));
+  return traced(out, false);
 }
 
 Tensor Trace::traced(int id, bool is_view) {
@@ -70,6 +113,8 @@ Tensor Trace::traced(int id, bool is_view) {
   impl->dtype = v.dtype;
   impl->is_view = is_view;
   impl->traced = std::make_shared<TraceValue>(TraceValue{this, id});
+  if (v.is_global())
+    impl->global = std::make_shared<GlobalInfo>(GlobalInfo{v.shape, *v.placement, v.nd_sbp, ctx_});
   return Tensor(std::move(impl));
 }
 
@@ -80,10 +125,31 @@ int Trace::value_of(const char* op, const Tensor& t) {
       fail(op, "a traced tensor from another graph's trace is used here");
     return t.impl()->traced->id;
   }
-  if (t.is_global()) fail(op, "global tensors are not supported by graph mode yet, got ", t.str());
   auto [it, fresh] = captured_.try_emplace(t.impl(), -1);
-  if (fresh) it->second = graph_.add_variable(t);
+  if (fresh) {
+    if (t.is_global() && !ctx_) ctx_ = t.impl()->global->ctx;
+    it->second = graph_.add_variable(t);
+  }
   return it->second;
+}
+
+std::optional<Placement> Trace::placement_of(const char* op, const std::vector<int>& inputs) const {
+  const Value* first = nullptr;
+  for (int id : inputs) {
+    if (id < 0) continue;
+    const Value& v = graph_.values()[id];
+    if (v.is_global() && !first) first = &v;
+    if (v.is_global() && *v.placement != *first->placement)
+      fail(op, "inputs are on different placements (", first->placement->str(), " and ",
+           v.placement->str(), ") while tracing; move them onto one with to_global(placement=...)");
+  }
+  if (!first) return std::nullopt;
+  for (int id : inputs)
+    if (id >= 0 && !graph_.values()[id].is_global() && !graph_.values()[id].shape.empty())
+      fail(op, "mixes a local tensor of shape ", shape_str(graph_.values()[id].shape),
+           " with global ones on ", first->placement->str(),
+           " while tracing; make it global with to_global(placement, sbp)");
+  return first->placement;
 }
 
 std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& in,
@@ -92,7 +158,7 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   if (def.inplace && in[0].is_traced() && in[0].impl()->is_view)
     fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
          " while tracing; write into the viewed tensor, or clone() the view first");
-  Node node{&def, attrs, {}, {}};
+  Node node = op_node(def, {}, {}, attrs);
   // Random ops carry the seed and the first counter their front end reserved; the generator has
   // moved past the reservation since.
   if (attrs.has("seed") && attrs.has("offset")) {
@@ -103,9 +169,12 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   }
   node.inputs.reserve(in.size());
   for (const Tensor& t : in) node.inputs.push_back(value_of(op, t));
+  const std::optional<Placement> placement = placement_of(op, node.inputs);
   std::vector<Tensor> outputs;
   for (size_t j = 0; j < out.size(); ++j) {
-    const int id = graph_.add_value({out[j].shape, out[j].dtype, out[j].device});
+    Value v{out[j].shape, out[j].dtype, out[j].device, placement, {}};
+    if (def.inplace && j == 0) v.nd_sbp = graph_.values()[node.inputs[0]].nd_sbp;
+    const int id = graph_.add_value(std::move(v));
     node.outputs.push_back(id);
     if (def.inplace && j == 0) {
       // SSA: the written tensor now stands for the node's output. A captured one (a parameter

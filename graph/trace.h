@@ -11,6 +11,8 @@
 
 namespace ofl {
 
+struct BoxingContext;
+
 // What a traced tensor stands for: value `id` of the graph of `trace`.
 struct TraceValue {
   const void* trace;
@@ -28,12 +30,20 @@ class Trace {
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
 
-  // A traced placeholder with example's shape, dtype and device.
+  // A traced placeholder with example's shape, dtype and device (and placement and SBP).
   Tensor input(const Tensor& example);
+  // x laid out as (placement, nd_sbp): a boxing node. param_grad marks a parameter's gradient
+  // taking the parameter's layout, which bucketing fuses. A local x may only become B: a
+  // constant every rank computes alike.
+  Tensor box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
+             bool param_grad = false);
   // The graph, returning `outputs` (traced tensors of this trace, or captured ones). Closes.
   Graph finish(const std::vector<Tensor>& outputs);
   // Ends recording on this thread (finish does it; idempotent).
   void close();
+
+  // The context of the global tensors the trace has seen (null for a local trace).
+  const std::shared_ptr<BoxingContext>& context() const { return ctx_; }
 
   // The trace open on this thread, or null.
   static Trace* current();
@@ -44,9 +54,12 @@ class Trace {
 
  private:
   int value_of(const char* op, const Tensor& t);
+  // The placement of a call's global inputs (one for all), or none for a local call.
+  std::optional<Placement> placement_of(const char* op, const std::vector<int>& inputs) const;
   Tensor traced(int id, bool is_view);
 
   Graph graph_;
+  std::shared_ptr<BoxingContext> ctx_;  // of the global tensors seen: what the traced ones carry
   std::unordered_map<const TensorImpl*, int> captured_;
   Trace* prev_ = nullptr;
   bool open_ = false;

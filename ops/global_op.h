@@ -10,6 +10,7 @@
 
 #include "core/op_def.h"
 #include "core/tensor.h"
+#include "sbp/placement.h"
 
 namespace ofl {
 
@@ -43,6 +44,11 @@ int64_t logical_numel(const Tensor& t);
 // A local tensor that every rank holds identically (a constant the op built), as a B tensor
 // on `like`'s placement, without communication.
 Tensor broadcast_on(const Tensor& local, const Tensor& like);
+// While tracing (graph mode), how a traced tensor is laid out anew: a boxing node in the graph
+// (set by graph/, which sits above this layer).
+using TracedBoxing = Tensor (*)(const char* op, const Tensor& x, const Placement& placement,
+                                const NdSbp& nd_sbp);
+void set_traced_boxing(TracedBoxing box);
 // The whole logical value of a global tensor on every rank, as a local tensor (one collective).
 Tensor full_value(const Tensor& t);
 

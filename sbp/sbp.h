@@ -49,6 +49,7 @@ class NdSbp {
   static NdSbp parse(const std::string& s);
 
   size_t size() const { return axes_.size(); }
+  bool empty() const { return axes_.empty(); }
   const Sbp& operator[](size_t i) const { return axes_[i]; }
   const std::vector<Sbp>& axes() const { return axes_; }
   bool all_broadcast() const;

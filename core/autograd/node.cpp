@@ -71,7 +71,12 @@ Grads FunctionNode::apply(Grads&& grads) {
 
 namespace {
 GlobalGradHooks global_hooks;
+Tensor (*traced_take)(const Tensor& var, const Tensor& grad) = nullptr;
 }  // namespace
+
+void set_traced_grad_hook(Tensor (*take)(const Tensor& var, const Tensor& grad)) {
+  traced_take = take;
+}
 
 void set_global_grad_hooks(GlobalGradHooks hooks) {
   global_hooks = hooks;
@@ -82,9 +87,10 @@ const GlobalGradHooks& global_grad_hooks() {
 }
 
 void accumulate_grad(Tensor var, const Tensor& g) {
-  if (g.shape() != var.shape())
-    fail("AccumulateGrad", "gradient of shape ", shape_str(g.shape()),
-         " does not match the leaf's shape ", shape_str(var.shape()));
+  // Logical shapes: a traced gradient of a global leaf has no shard.
+  if (const Shape gs = meta_of(g).shape, vs = meta_of(var).shape; gs != vs)
+    fail("AccumulateGrad", "gradient of shape ", shape_str(gs), " does not match the leaf's shape ",
+         shape_str(vs));
   Tensor old = var.grad();
   if (!old.defined()) {
     // Steal the gradient only when no other tensor (a view, a user's tensor) shares its memory.
@@ -104,7 +110,10 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   if (!impl || !grads[0].defined()) return {};
   Tensor var(impl);
   Tensor g = grads[0];
-  if (var.is_global() && global_hooks.take) g = global_hooks.take(var, g);
+  if (var.is_global() && g.is_traced() && traced_take)
+    g = traced_take(var, g);
+  else if (var.is_global() && global_hooks.take)
+    g = global_hooks.take(var, g);
   if (g.defined()) accumulate_grad(var, g);
   return {};
 }

@@ -104,6 +104,9 @@ struct GlobalGradHooks {
 };
 void set_global_grad_hooks(GlobalGradHooks hooks);
 const GlobalGradHooks& global_grad_hooks();
+// While tracing (graph mode), a global leaf's traced gradient takes the leaf's layout through
+// this instead: a conversion recorded in the graph (set by graph/).
+void set_traced_grad_hook(Tensor (*take)(const Tensor& var, const Tensor& grad));
 
 // Adds `grad` (in var's layout) into var.grad: what AccumulateGrad does with a leaf's gradient.
 void accumulate_grad(Tensor var, const Tensor& grad);

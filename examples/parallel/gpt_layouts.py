@@ -3,10 +3,12 @@
     python examples/parallel/gpt_layouts.py --layout single            # one process, the reference
     python -m oneflowlike.distributed.launch --nproc_per_node 4 \\
         examples/parallel/gpt_layouts.py --layout dp                   # or tp, zero, 2d, seq
+    ... gpt_layouts.py --layout tp --graph                             # the step as an nn.Graph
 
 A layout is only a choice of SBP for the parameters and the batch (LAYOUTS below); the ops pick
 their signatures and boxing inserts the collectives. Every layout prints the same losses as the
-single-process run, up to floating-point summation order.
+single-process run, up to floating-point summation order, eagerly or in graph mode (--graph:
+the whole step traced once and run by the C++ executor, its collectives fused and overlapped).
 """
 
 import argparse
@@ -54,6 +56,20 @@ LAYOUTS = {
 }
 
 
+class TrainStep(flow.nn.Graph):
+    """One training step (forward, backward, optimizer) as a graph."""
+
+    def __init__(self, model, opt):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+
+    def build(self, x, y):
+        _, loss = self.model(x, y)
+        loss.backward()
+        return loss
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layout", default="single", choices=["single", *LAYOUTS])
@@ -67,6 +83,7 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, help="default: 3e-3 for adamw, 0.3 for sgd (momentum 0.9)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the final parameters (whole tensors) to this .npz")
+    p.add_argument("--graph", action="store_true", help="train with an nn.Graph of the step")
     return p.parse_args(argv)
 
 
@@ -86,6 +103,7 @@ def main(argv=None):
     else:
         opt = flow.optim.SGD(model.parameters(), lr=args.lr or 0.3, momentum=0.9)
 
+    step = TrainStep(model, opt) if args.graph else None
     losses = []
     for _ in range(args.steps):
         x, y = ds.get_batch("train", args.batch_size)  # every rank draws the same batch
@@ -93,10 +111,13 @@ def main(argv=None):
             replicated = [B] * len(place.hierarchy)
             x = x.to_global(place, replicated).to_global(sbp=batch_sbp)
             y = y.to_global(place, replicated).to_global(sbp=batch_sbp)
-        _, loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        if step is not None:
+            loss = step(x, y)
+        else:
+            _, loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         losses.append(float(loss.numpy()))
 
     rank = flow.distributed.get_rank() if place is not None else 0

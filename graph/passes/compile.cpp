@@ -12,16 +12,32 @@ bool printing() {
   return env && *env && std::string(env) != "0";
 }
 
+int64_t largest_placement(const Graph& g) {
+  int64_t n = 0;
+  for (const Value& v : g.values())
+    if (v.is_global()) n = std::max(n, v.placement->size());
+  return n;
+}
+
 }  // namespace
 
-Graph compile(Graph g) {
+Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
   const bool print = printing();
   if (print) std::cerr << "[graph] traced:\n" << g.str() << "\n";
+  if (const int64_t ranks = largest_placement(g); ranks && !cache)
+    cache = std::make_shared<PlanCache>(ClusterSpec::default_for(int(ranks)));
   struct Pass {
     const char* name;
-    Graph (*run)(const Graph&);
+    std::function<Graph(const Graph&)> run;
   };
-  for (const Pass& pass : {Pass{"dead_code", dead_code}}) {
+  const Pass passes[] = {
+      {"dead_code", dead_code},
+      {"assign_sbp", [&](const Graph& x) { return cache ? assign_sbp(x, *cache) : x; }},
+      {"insert_boxing", insert_boxing},
+      {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
+      {"prefetch_params", prefetch_params},
+  };
+  for (const Pass& pass : passes) {
     g = pass.run(g);
     if (print) std::cerr << "[graph] after " << pass.name << ":\n" << g.str() << "\n";
   }

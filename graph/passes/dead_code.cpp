@@ -14,8 +14,7 @@ std::vector<bool> external_memory(const Graph& g) {
   for (int id : g.inputs()) ext[id] = true;
   for (const Variable& v : g.variables()) ext[v.value] = true;
   for (const Node& n : g.nodes())
-    if (n.op->inplace && !n.inputs.empty() && n.inputs[0] >= 0 && ext[n.inputs[0]])
-      ext[n.outputs[0]] = true;
+    if (writes_in_place(n) && ext[n.inputs[0]]) ext[n.outputs[0]] = true;
   return ext;
 }
 
@@ -25,7 +24,7 @@ Graph dead_code(const Graph& g) {
   const std::vector<bool> ext = external_memory(g);
   // Effects beyond a node's outputs: writes into memory the graph does not own, random draws.
   auto has_effects = [&](const Node& n) {
-    return n.random_counters || (n.op->inplace && n.inputs[0] >= 0 && ext[n.inputs[0]]);
+    return n.random_counters || (writes_in_place(n) && ext[n.inputs[0]]);
   };
   std::vector<bool> live(g.values().size(), false);
   for (int id : g.outputs()) live[id] = true;

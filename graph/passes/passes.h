@@ -2,6 +2,9 @@
 // hand-built graphs. compile() runs them in order; OFL_GRAPH_PRINT=1 prints the IR before the
 // first pass and after each one (to stderr).
 #pragma once
+#include <memory>
+
+#include "boxing/reshard.h"
 #include "graph/ir.h"
 
 namespace ofl::graph {
@@ -11,7 +14,25 @@ namespace ofl::graph {
 // whose draws advance the generator as the eager calls would.
 Graph dead_code(const Graph& g);
 
-// The passes in order, on a traced graph.
-Graph compile(Graph g);
+// Gives every global value a layout: inputs, variables and boxing targets keep theirs; every
+// other op on global values takes the eager rule's signature (sbp/select.h) given its inputs'
+// layouts, boxing priced by `cache`'s plans. Sets each such node's `sig`.
+Graph assign_sbp(const Graph& g, PlanCache& cache);
+
+// Makes conversions explicit: a boxing node wherever an op's input is laid out otherwise than
+// its signature wants; drops boxing nodes that convert nothing.
+Graph insert_boxing(const Graph& g);
+
+// Fuses the parameters' gradient reductions (P(sum) -> B or S) into buckets of up to
+// bucket_bytes, each one reduce node where its last member was (DDP's buckets).
+Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
+
+// Moves each parameter's conversion (a split weight's all-gather) up to the first reader of the
+// previous parameter's, so that it overlaps that layer's compute.
+Graph prefetch_params(const Graph& g);
+
+// The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
+// (a default one for their placement's size when null).
+Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr);
 
 }  // namespace ofl::graph

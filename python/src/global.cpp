@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "core/autograd/node.h"
 #include "global/simulate.h"
+#include "graph/trace.h"
 #include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -48,6 +49,27 @@ const GlobalInfo& info_of(const Tensor& t, const char* op) {
   return *t.impl()->global;
 }
 
+// to_global(placement, sbp) of a traced tensor inside nn.Graph.build: a boxing node. Its
+// gradient converts back where the input's layout is known (an input or a parameter), else
+// takes whatever layout the SBP pass gives it: the logical gradient is the same.
+Tensor traced_reshard(const Tensor& x, const Placement& placement, const NdSbp& nd_sbp) {
+  graph::Trace* trace = graph::Trace::current();
+  if (!trace) fail("to_global", "a traced tensor is used after its graph's tracing ended");
+  if (!x.is_global())
+    fail("to_global",
+         "a local traced tensor cannot become global inside build(); make the "
+         "graph's input global before calling the graph");
+  Tensor out = trace->box("to_global", x, placement, nd_sbp);
+  if (autograd::needs_grad(x))
+    autograd::record("to_global", {x}, {out},
+                     [from_p = x.impl()->global->placement, from = x.impl()->global->nd_sbp](
+                         const autograd::Grads& g, const autograd::Needs&) -> autograd::Grads {
+                       if (from.empty()) return {g[0]};
+                       return {graph::Trace::current()->box("to_global", g[0], from_p, from)};
+                     });
+  return out;
+}
+
 }  // namespace
 
 void bind_global(py::module_& m) {
@@ -74,6 +96,7 @@ void bind_global(py::module_& m) {
   });
   m.def("reshard", [](const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
                       std::shared_ptr<comm::Communicator> world) {
+    if (x.is_traced()) return traced_reshard(x, placement, nd_sbp);
     auto ctx = context(world);
     GlobalTensor g = as_global(x, "to_global");
     Tensor out;
@@ -92,12 +115,17 @@ void bind_global(py::module_& m) {
     return out;
   });
   m.def("global_to_full", [](const Tensor& x, std::shared_ptr<comm::Communicator> world) {
+    if (x.is_traced()) require_data("numpy", x);
     auto ctx = context(std::move(world));
     GlobalTensor g = as_global(x, "numpy");
     py::gil_scoped_release release;
     return to_full(g, *ctx);
   });
   m.def("to_local", [](const Tensor& x) {
+    if (x.is_traced())
+      fail("to_local",
+           "a traced tensor has no shard yet (data is not available while tracing); "
+           "return it from build() and call to_local() on the graph's output");
     GlobalTensor g = as_global(x, "to_local");
     auto ctx = x.impl()->global->ctx;
     Tensor out = g.local.alias();
@@ -138,7 +166,12 @@ void bind_global(py::module_& m) {
   m.def("global_shape",
         [](const Tensor& x) { return py::tuple(py::cast(info_of(x, "shape").shape)); });
   m.def("global_placement", [](const Tensor& x) { return info_of(x, "placement").placement; });
-  m.def("global_sbp", [](const Tensor& x) { return info_of(x, "sbp").nd_sbp; });
+  m.def("global_sbp", [](const Tensor& x) {
+    const NdSbp& sbp = info_of(x, "sbp").nd_sbp;
+    if (sbp.empty())
+      fail("sbp", "the SBP of a traced tensor is chosen when the graph compiles (after build())");
+    return sbp;
+  });
   m.def("global_local_shapes", [](const Tensor& x) {
     const GlobalInfo& g = info_of(x, "local_shapes");
     const std::vector<Shape> shapes = local_shapes(x);

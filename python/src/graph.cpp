@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "boxing/reshard.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -16,7 +17,11 @@ void bind_graph(py::module_& m) {
   using graph::Graph;
   using graph::Trace;
   py::class_<Graph, std::shared_ptr<Graph>>(m, "CompiledGraph")
-      .def("run", [](const Graph& g, const std::vector<Tensor>& in) { return graph::run(g, in); })
+      .def("run",
+           [](const Graph& g, const std::vector<Tensor>& in) {
+             py::gil_scoped_release release;
+             return graph::run(g, in);
+           })
       .def("__str__", &Graph::str)
       .def_property_readonly("signature", &graph::signature_str)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
@@ -37,7 +42,9 @@ void bind_graph(py::module_& m) {
       .def("input", &Trace::input)
       .def("finish",
            [](Trace& t, const std::vector<Tensor>& outputs) {
-             return std::make_shared<Graph>(graph::compile(t.finish(outputs)));
+             std::shared_ptr<BoxingContext> ctx = t.context();
+             return std::make_shared<Graph>(
+                 graph::compile(t.finish(outputs), ctx ? ctx->cache : nullptr));
            })
       .def("close", &Trace::close);
 }

@@ -1,5 +1,5 @@
-// Graph mode's first stage: the IR, the trace through the dispatcher's traced kind, and the C++
-// executor, without Python.
+// Graph mode without Python or ranks: the IR, the trace through the dispatcher's traced kind, the
+// C++ executor, and each pass on small hand-built graphs (global ones laid over 4 ranks).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include "graph/passes/passes.h"
 #include "graph/trace.h"
 #include "ops/ops.h"
+#include "sbp/global_info.h"
 #include "test_util.h"
 
 using namespace ofl;
@@ -120,21 +121,19 @@ TEST(GraphPasses, DeadCodeDropsUnusedNodesAndKeepsEffects) {
   auto value = [&] { return g.add_value({{3}, DType::kFloat32, Device{}}); };
   const int neg_out = value(), exp_out = value(), upd = value(), noise = value(), dead = value(),
             upd2 = value();
-  g.add_node({&op_def("neg"), {}, {x}, {neg_out}});
-  g.add_node({&op_def("exp"), {}, {x}, {exp_out}});
-  g.add_node({&op_def("add_"), {}, {w, exp_out}, {upd}});
-  graph::Node draw{&op_def("randn"),
-                   {{"shape", Shape{3}},
-                    {"dtype", DType::kFloat32},
-                    {"device", std::string("cpu")},
-                    {"seed", int64_t{0}},
-                    {"offset", int64_t{0}}},
-                   {},
-                   {noise}};
+  g.add_node(graph::op_node(op_def("neg"), {x}, {neg_out}));
+  g.add_node(graph::op_node(op_def("exp"), {x}, {exp_out}));
+  g.add_node(graph::op_node(op_def("add_"), {w, exp_out}, {upd}));
+  graph::Node draw = graph::op_node(op_def("randn"), {}, {noise},
+                                    {{"shape", Shape{3}},
+                                     {"dtype", DType::kFloat32},
+                                     {"device", std::string("cpu")},
+                                     {"seed", int64_t{0}},
+                                     {"offset", int64_t{0}}});
   draw.random_counters = 3;
   g.add_node(draw);
-  g.add_node({&op_def("abs"), {}, {neg_out}, {dead}});
-  g.add_node({&op_def("mul_"), {}, {upd, exp_out}, {upd2}});
+  g.add_node(graph::op_node(op_def("abs"), {neg_out}, {dead}));
+  g.add_node(graph::op_node(op_def("mul_"), {upd, exp_out}, {upd2}));
   g.set_outputs({exp_out});
 
   const graph::Graph out = graph::dead_code(g);
@@ -156,12 +155,142 @@ TEST(GraphMemory, PeakBytesFollowLivenessAndViewsShareMemory) {
   const int x = g.add_input({{3}, DType::kFloat32, Device{}});
   auto value = [&](Shape s) { return g.add_value({std::move(s), DType::kFloat32, Device{}}); };
   const int a = value({3}), b = value({3}), c = value({3}), v = value({1, 3}), d = value({1, 3});
-  g.add_node({&op_def("exp"), {}, {x}, {a}});
-  g.add_node({&op_def("neg"), {}, {a}, {b}});
-  g.add_node({&op_def("mul"), {}, {a, b}, {c}});
-  g.add_node({&op_def("unsqueeze"), {{"dim", int64_t{0}}}, {c}, {v}});
-  g.add_node({&op_def("abs"), {}, {v}, {d}});
+  g.add_node(graph::op_node(op_def("exp"), {x}, {a}));
+  g.add_node(graph::op_node(op_def("neg"), {a}, {b}));
+  g.add_node(graph::op_node(op_def("mul"), {a, b}, {c}));
+  g.add_node(graph::op_node(op_def("unsqueeze"), {c}, {v}, {{"dim", int64_t{0}}}));
+  g.add_node(graph::op_node(op_def("abs"), {v}, {d}));
   g.set_outputs({d});
   EXPECT_EQ(graph::peak_bytes(g), 3 * 12);  // a, b and c at the mul; c (via v) and d after
   EXPECT_EQ(graph::run(g, {full({3}, 1.0)})[0].shape(), (Shape{1, 3}));
+}
+
+// --- passes on global graphs, hand-built, without ranks ---
+
+namespace {
+
+const Placement kLine{DeviceType::kCPU, {0, 1, 2, 3}, {4}};
+
+struct GlobalGraph {
+  graph::Graph g;
+  int value(Shape shape, const char* sbp = nullptr) {
+    graph::Value v{std::move(shape), DType::kFloat32, Device{}, kLine, {}};
+    if (sbp) v.nd_sbp = NdSbp::parse(sbp);
+    return g.add_value(std::move(v));
+  }
+  int input(Shape shape, const char* sbp) {
+    graph::Value v{std::move(shape), DType::kFloat32, Device{}, kLine, NdSbp::parse(sbp)};
+    return g.add_input(std::move(v));
+  }
+  // A parameter: a tensor carrying a layout (no communicator: nothing runs it here).
+  int variable(Shape shape, const char* sbp) {
+    Tensor t = zeros(shape);
+    t.impl()->global =
+        std::make_shared<GlobalInfo>(GlobalInfo{std::move(shape), kLine, NdSbp::parse(sbp), {}});
+    return g.add_variable(t);
+  }
+  std::string sbp(int id) const { return g.values()[id].nd_sbp.str(); }
+};
+
+std::vector<std::string> names(const graph::Graph& g) {
+  std::vector<std::string> out;
+  for (const graph::Node& n : g.nodes()) out.push_back(n.name());
+  return out;
+}
+
+}  // namespace
+
+TEST(GraphPasses, AssignSbpTakesTheEagerRuleGivenTheInputsLayouts) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  GlobalGraph gg;
+  // Data parallel: x split by rows, w replicated -> the product is split by rows. Column
+  // parallel: w split by columns -> the product is split by columns.
+  const int x = gg.input({8, 16}, "S(0)"), w = gg.variable({16, 4}, "B");
+  const int xb = gg.input({8, 16}, "B"), wc = gg.variable({16, 4}, "S(1)");
+  const int y = gg.value({8, 4}), z = gg.value({8, 4});
+  gg.g.add_node(graph::op_node(op_def("matmul"), {x, w}, {y}));
+  gg.g.add_node(graph::op_node(op_def("matmul"), {xb, wc}, {z}));
+  gg.g.set_outputs({y, z});
+  const graph::Graph out = graph::assign_sbp(gg.g, cache);
+  EXPECT_EQ(GlobalGraph{out}.sbp(y), "S(0)");
+  EXPECT_EQ(GlobalGraph{out}.sbp(z), "S(1)");
+  EXPECT_EQ(out.nodes()[0].sig.str(), "S(0), B -> S(0)");
+  // Printing shows every value's layout.
+  EXPECT_NE(out.str().find("(8, 4) float32 cpu S(1) on cpu[0, 1, 2, 3]"), std::string::npos)
+      << out.str();
+}
+
+TEST(GraphPasses, InsertBoxingConvertsInputsToTheSignatureAndDropsNoOps) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  GlobalGraph gg;
+  // add(S(0), S(1)): one input must be converted. A boxing node from B to B converts nothing.
+  const int a = gg.input({8, 8}, "S(0)"), b = gg.input({8, 8}, "S(1)");
+  const int c = gg.value({8, 8}), same = gg.value({8, 8}, "B"), d = gg.value({8, 8});
+  const int bb = gg.input({8, 8}, "B");
+  gg.g.add_node(graph::op_node(op_def("add"), {a, b}, {c}));
+  gg.g.add_node(graph::boxing_node(bb, same));
+  gg.g.add_node(graph::op_node(op_def("mul"), {same, same}, {d}));
+  gg.g.set_outputs({c, d});
+  const graph::Graph out = graph::insert_boxing(graph::assign_sbp(gg.g, cache));
+  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "add", "mul"}));
+  for (const graph::Node& n : out.nodes()) {
+    if (n.kind != graph::NodeKind::kOp) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      EXPECT_EQ(out.values()[n.inputs[i]].nd_sbp, n.sig.in[i]) << n.name() << " input " << i;
+  }
+  EXPECT_EQ(out.nodes()[2].inputs, (std::vector<int>{bb, bb}));  // the no-op boxing is gone
+}
+
+TEST(GraphPasses, BucketGradsFusesGradientReductionsUpToTheBucketSize) {
+  GlobalGraph gg;
+  // Three parameters' gradients, P(sum) -> B (data parallel), 64 floats each; a fourth to S(0)
+  // (ZeRO: a reduce-scatter, another bucket).
+  std::vector<int> partial, reduced;
+  for (int k = 0; k < 4; ++k) {
+    partial.push_back(gg.input({8, 8}, "P"));
+    reduced.push_back(gg.value({8, 8}, k == 3 ? "S(0)" : "B"));
+  }
+  for (int k = 0; k < 4; ++k)
+    gg.g.add_node(graph::boxing_node(partial[k], reduced[k], /*param_grad=*/true));
+  gg.g.set_outputs(reduced);
+  graph::Graph out = graph::bucket_grads(gg.g);
+  ASSERT_EQ(names(out), (std::vector<std::string>{"reduce", "reduce"}));
+  EXPECT_EQ(out.nodes()[0].inputs, (std::vector<int>{partial[0], partial[1], partial[2]}));
+  EXPECT_EQ(out.nodes()[0].outputs, (std::vector<int>{reduced[0], reduced[1], reduced[2]}));
+  EXPECT_EQ(out.nodes()[0].axes, (std::vector<int64_t>{0}));
+  EXPECT_EQ(out.nodes()[1].inputs, (std::vector<int>{partial[3]}));
+  // Buckets of two gradients' bytes.
+  out = graph::bucket_grads(gg.g, 2 * 64 * 4);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"reduce", "reduce", "reduce"}));
+  EXPECT_EQ(out.nodes()[0].inputs.size(), 2u);
+}
+
+TEST(GraphPasses, BucketGradsClosesABucketBeforeANodeReadsItsMember) {
+  GlobalGraph gg;
+  const int p0 = gg.input({4}, "P"), p1 = gg.input({4}, "P");
+  const int r0 = gg.value({4}, "B"), r1 = gg.value({4}, "B"), use = gg.value({4}, "B");
+  gg.g.add_node(graph::boxing_node(p0, r0, true));
+  gg.g.add_node(graph::op_node(op_def("neg"), {r0}, {use}));  // reads the first gradient
+  gg.g.add_node(graph::boxing_node(p1, r1, true));
+  gg.g.set_outputs({use, r1});
+  const graph::Graph out = graph::bucket_grads(gg.g);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"reduce", "neg", "reduce"}));
+}
+
+TEST(GraphPasses, PrefetchMovesAParametersGatherUpToThePreviousLayer) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  GlobalGraph gg;
+  // ZeRO-3-like: two split weights gathered to B for two layers' products.
+  const int x = gg.input({4, 8}, "B");
+  const int w0 = gg.variable({8, 8}, "S(0)"), w1 = gg.variable({8, 8}, "S(0)");
+  const int g0 = gg.value({8, 8}, "B"), g1 = gg.value({8, 8}, "B");
+  const int h0 = gg.value({4, 8}), h1 = gg.value({4, 8});
+  gg.g.add_node(graph::boxing_node(w0, g0));
+  gg.g.add_node(graph::op_node(op_def("matmul"), {x, g0}, {h0}));
+  gg.g.add_node(graph::boxing_node(w1, g1));
+  gg.g.add_node(graph::op_node(op_def("matmul"), {h0, g1}, {h1}));
+  gg.g.set_outputs({h1});
+  const graph::Graph out = graph::prefetch_params(gg.g);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing", "matmul", "matmul"}));
+  EXPECT_EQ(out.nodes()[1].inputs, (std::vector<int>{w1}));
 }

@@ -1,6 +1,6 @@
 """The acceptance test of global ops: the example GPT trains 20 steps on 4 CPU ranks through the
-launcher under each parallel layout, and every step's loss and every final parameter match the
-single-process run (examples/parallel/gpt_layouts.py)."""
+launcher under each parallel layout, eagerly and in graph mode, and every step's loss and every
+final parameter match the single-process eager run (examples/parallel/gpt_layouts.py)."""
 
 import json
 import subprocess
@@ -29,11 +29,12 @@ def _single(tmp_path, optimizer):
     return json_lines(p.stdout)[0]["losses"], np.load(out)
 
 
-def _parallel(tmp_path, layout, optimizer):
+def _parallel(tmp_path, layout, optimizer, mode="eager"):
     out = tmp_path / f"{layout}_{optimizer}.npz"
+    graph = ["--graph"] if mode == "graph" else []
     r = launch(
         ["--nproc_per_node", "4"],
-        [EXAMPLE, "--layout", layout, "--optimizer", optimizer, "--save", str(out)],
+        [EXAMPLE, "--layout", layout, "--optimizer", optimizer, "--save", str(out), *graph],
         timeout=300,
     )
     assert r.returncode == 0, r
@@ -61,10 +62,11 @@ EXPECTED_SBP = {
 }
 
 
+@pytest.mark.parametrize("mode", ["eager", "graph"])
 @pytest.mark.parametrize("layout", ["dp", "tp", "zero", "2d", "seq"])
-def test_layout_trains_like_one_process(tmp_path, layout):
+def test_layout_trains_like_one_process(tmp_path, layout, mode):
     want_losses, want_params = _single(tmp_path, "sgd")
-    report, params = _parallel(tmp_path, layout, "sgd")
+    report, params = _parallel(tmp_path, layout, "sgd", mode)
     _check_losses(report["losses"], want_losses)
     for name in want_params.files:
         a, b = want_params[name], params[name]
@@ -76,12 +78,13 @@ def test_layout_trains_like_one_process(tmp_path, layout):
         assert report["state_sbp"][name] == [sbp], (name, report["state_sbp"][name])
 
 
-def test_zero_with_adamw_matches_one_process(tmp_path):
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_zero_with_adamw_matches_one_process(tmp_path, mode):
     """Adam's states are sharded with the parameters; the losses match step for step. (The
     final parameters are not compared: the attention key's bias has a zero gradient in exact
     arithmetic, and Adam turns its rounding noise into full-size steps in any run.)"""
     want_losses, _ = _single(tmp_path, "adamw")
-    report, _ = _parallel(tmp_path, "zero", "adamw")
+    report, _ = _parallel(tmp_path, "zero", "adamw", mode)
     _check_losses(report["losses"], want_losses)
     assert report["state_sbp"]["blocks.0.mlp.fc.weight"] == ["(S(0))"]
 
@@ -89,8 +92,9 @@ def test_zero_with_adamw_matches_one_process(tmp_path):
 CNN = str(Path(__file__).resolve().parent / "dist_workers" / "cnn_worker.py")
 
 
+@pytest.mark.parametrize("mode", ["eager", "graph"])
 @pytest.mark.parametrize("layout,ranks", [("dp", 2), ("dp", 4), ("cp", 3)])
-def test_cnn_layout_trains_like_one_process(layout, ranks):
+def test_cnn_layout_trains_like_one_process(layout, ranks, mode):
     """conv2d, batch_norm, max/avg pooling on global tensors: data parallel (batch norm's
     statistics are the whole batch's, as SyncBatchNorm's) and channel parallel, uneven."""
     p = subprocess.run(
@@ -98,7 +102,8 @@ def test_cnn_layout_trains_like_one_process(layout, ranks):
     )
     assert p.returncode == 0, p.stderr
     want = json_lines(p.stdout)[0]
-    r = launch(["--nproc_per_node", str(ranks)], [CNN, "--layout", layout], timeout=120)
+    graph = ["--graph"] if mode == "graph" else []
+    r = launch(["--nproc_per_node", str(ranks)], [CNN, "--layout", layout, *graph], timeout=120)
     assert r.returncode == 0, r
     got = json_lines(r.stdout)[0]
     np.testing.assert_allclose(got["losses"], want["losses"], rtol=RTOL)

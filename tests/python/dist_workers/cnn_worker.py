@@ -4,6 +4,8 @@ layout; prints one JSON line with the losses and the final parameters and runnin
 
     dp: the batch S(0), every parameter B (batch norm's statistics over the whole batch)
     cp: the batch B, the convolutions and batch norm split by channel (S(0))
+
+With --graph, each step runs as an nn.Graph (forward, backward and SGD traced once).
 """
 
 import argparse
@@ -25,10 +27,23 @@ def channel_split(name, t):
 LAYOUTS = {"dp": (lambda n, t: B, S(0)), "cp": (channel_split, B)}
 
 
+class TrainStep(flow.nn.Graph):
+    def __init__(self, model, opt):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+
+    def build(self, x, y):
+        loss = F.cross_entropy(self.model(x), y)
+        loss.backward()
+        return loss
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layout", default="single", choices=["single", *LAYOUTS])
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--graph", action="store_true")
     args = ap.parse_args()
     flow.manual_seed(0)
     model = nn.Sequential(
@@ -55,11 +70,15 @@ def main():
         rank = flow.distributed.get_rank()
     opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     losses = []
+    step = TrainStep(model, opt) if args.graph else None
     for _ in range(args.steps):
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        if step is not None:
+            loss = step(x, y)
+        else:
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         losses.append(float(loss.numpy()))
     state = {k: np.array(v.numpy()).tolist() for k, v in model.state_dict().items()}
     if rank == 0:

@@ -18,6 +18,14 @@ import oneflowlike as flow
 from oneflowlike import _C
 
 
+def _signature(t):
+    """What a compiled graph is specific to: shape, dtype, device; placement and SBP if global."""
+    sig = (tuple(t.shape), t.dtype, str(t.device))
+    if t.is_global:
+        sig += (str(t.placement), tuple(s.to_string() for s in t.sbp))
+    return sig
+
+
 class GraphModule:
     """A module's settings inside graphs, as OneFlow spells them:
     ``module.to(flow.nn.graph.GraphModule).activation_checkpointing = True``."""
@@ -102,7 +110,7 @@ class Graph:
             if isinstance(v, flow.nn.Module)
             for m in v.modules()
         )
-        key = (micro, modes) + tuple((tuple(a.shape), a.dtype, str(a.device)) for a in args)
+        key = (micro, modes) + tuple(_signature(a) for a in args)
         if key not in self._compiled:
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
