@@ -5,8 +5,8 @@ against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), i
 
 Both sides run through the launcher (python -m oneflowlike.distributed.launch, which gives each
 rank 1/N of the cores) on the same model file, global batch and AdamW step; see
-parallel_worker.py. Per layout it prints the best time per step over repeats, ddp/ours (> 1: we
-are faster), the collectives one step runs and the bytes they move per rank: `buffer` is the
+parallel_worker.py. Per layout, eagerly and as an nn.Graph, it prints the best time per step over
+repeats, ddp/ours (> 1: we are faster), eager/graph (graph mode's speedup), the collectives one step runs and the bytes they move per rank: `buffer` is the
 sum of the collectives' buffers, `wire` what a ring or pairwise algorithm sends of them
 (2(n-1)/n of an all_reduce's buffer, (n-1)/n of the others'). DDP's traffic is one all_reduce of
 every gradient.
@@ -50,8 +50,9 @@ def run(lib, args):
     best = {}
     for _ in range(args.repeats):
         for row in run_job(cmd, args.timeout):
-            if row["case"] not in best or row["step_s"] < best[row["case"]]["step_s"]:
-                best[row["case"]] = row
+            key = (row["case"], row.get("mode", "eager"))
+            if key not in best or row["step_s"] < best[key]["step_s"]:
+                best[key] = row
     return best
 
 
@@ -68,24 +69,30 @@ def main():
     if "2d" in args.layouts.split(",") and args.ranks != 4:
         sys.exit("the 2d layout is a 2x2 mesh: run it with --ranks 4, or leave it out of --layouts")
     ours = run("oneflowlike", args)
-    ddp = run("torch", args)["ddp"] if importlib.util.find_spec("torch") else None
+    ddp = run("torch", args)[("ddp", "eager")] if importlib.util.find_spec("torch") else None
     print(
         f"train step, {args.ranks} CPU ranks: B={args.batch_size} T={args.block_size} "
         f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
     )
     header = (
-        f"{'layout':14s} {'step':>10s} {'ddp/ours':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
+        f"{'layout':12s} {'mode':6s} {'step':>10s} {'ddp/ours':>9s} {'eager/graph':>12s} "
+        f"{'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
     print("-" * (len(header) + 30))
-    rows = [ours[c] for c in args.layouts.split(",")] + ([ddp] if ddp else [])
-    for row in rows:
+    rows = [ours[(c, m)] for c in args.layouts.split(",") for m in ("eager", "graph")]
+    for row in rows + ([ddp] if ddp else []):
         name = row["case"] if row["lib"] == "oneflowlike" else "torch DDP"
+        mode = row.get("mode", "eager")
         ratio = f"{ddp['step_s'] / row['step_s']:8.2f}x" if ddp else "-"
+        speedup = (
+            f"{ours[(row['case'], 'eager')]['step_s'] / row['step_s']:11.2f}x"
+            if mode == "graph"
+            else ""
+        )
         print(
-            f"{name:14s} {fmt_time(row['step_s']):>10s} {ratio:>9s} "
-            f"{mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  "
-            f"{collectives(row)}"
+            f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {ratio:>9s} {speedup:>12s} "
+            f"{mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
         )
 
 

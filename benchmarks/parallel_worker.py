@@ -2,8 +2,9 @@
 step (forward, backward, AdamW) of the example char-GPT on a fixed global batch.
 
     --lib oneflowlike   every layout of examples/parallel/gpt_layouts.py in turn (the same code
-                        as that example: Module.to_global with the layout's SBPs), and the
-                        collectives one step runs, from flow.boxing.comm_log()
+                        as that example: Module.to_global with the layout's SBPs), eagerly and
+                        as an nn.Graph, and the collectives one step runs, from
+                        flow.boxing.comm_log()
     --lib torch         PyTorch DistributedDataParallel over Gloo, each rank on its S(0) rows
                         of the same batch; the model is the same file loaded with `oneflowlike`
                         replaced by `torch` (model_loader.load_model_module)
@@ -101,24 +102,49 @@ def run_oneflowlike(args):
             for a in (x_np, y_np)
         )
 
-        step = train_step(model, opt, x, y)
-        seconds = best_step_seconds(step, dist.barrier, args)
-        with flow.boxing.comm_log() as log:
-            step()
-        if rank == 0:
-            counts = {}
-            for line in log:
-                kind = line.split(" ")[0]
-                counts[kind] = counts.get(kind, 0) + 1
-            row = {
-                "lib": "oneflowlike",
-                "case": layout,
-                "step_s": seconds,
-                "collectives": counts,
-                "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),
-                "wire_bytes": sum(wire_bytes(line, world_size) for line in log),
-            }
-            print(json.dumps(row), flush=True)
+        for mode in ("eager", "graph"):
+            step = train_step(model, opt, x, y) if mode == "eager" else graph_step(model, opt, x, y)
+            row = measure(flow, step, dist, args)
+            if rank == 0:
+                row.update(lib="oneflowlike", case=layout, mode=mode)
+                print(json.dumps(row), flush=True)
+
+
+def graph_step(model, opt, x, y):
+    """The same step as an nn.Graph (traced on its first call, in the warm-up)."""
+    import oneflowlike as flow
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            _, loss = self.model(x, y)
+            loss.backward()
+            return loss
+
+    graph = Step()
+    return lambda: graph(x, y)
+
+
+def measure(flow, step, dist, args):
+    """Best seconds per step, and the collectives one step runs (from comm_log)."""
+    seconds = best_step_seconds(step, dist.barrier, args)
+    with flow.boxing.comm_log() as log:
+        step()
+    counts = {}
+    for line in log:
+        kind = line.split(" ")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    world_size = dist.get_world_size()
+    return {
+        "step_s": seconds,
+        "collectives": counts,
+        "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),
+        "wire_bytes": sum(wire_bytes(line, world_size) for line in log),
+    }
 
 
 def run_torch(args):

@@ -690,6 +690,65 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
   return out;
 }
 
+std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
+                                 const std::vector<NdSbp>& targets,
+                                 const std::vector<int64_t>& axes, BoxingContext& ctx) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> out(xs.size());
+  if (xs.empty()) return out;
+  const Placement& p = xs[0].placement;
+  const int me = global_rank(ctx);
+  const std::vector<int64_t> coords = *p.coords_of(me);
+  if (xs[0].local.device().is_meta()) {
+    for (size_t i = 0; i < xs.size(); ++i)
+      out[i] = meta_global(xs[i].shape, xs[i].local.dtype(), p, targets[i], ctx).local;
+    return out;
+  }
+  const SubGroup g = sub_group(p, axes, me);
+  const DType dtype = xs[0].local.dtype();
+  // Each tensor's box on every member, and the box this rank keeps: the union of the members'.
+  std::vector<std::vector<Ranges>> have(xs.size());
+  std::vector<Ranges> keep;
+  std::vector<int64_t> counts(g.members.size(), 0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    OFL_CHECK(xs[i].local.dtype() == dtype && xs[i].placement == p, "gather_fused: mixed tensors");
+    for (size_t m = 0; m < g.members.size(); ++m) {
+      have[i].push_back(local_ranges(xs[i].shape, xs[i].nd_sbp, p, *p.coords_of(g.members[m])));
+      counts[m] += numel_of_ranges(have[i].back());
+    }
+    keep.push_back(local_ranges(xs[i].shape, targets[i], p, coords));
+  }
+  Tensor mine = Tensor::empty({counts[size_t(g.index)]}, dtype, xs[0].local.device());
+  int64_t off = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t k = xs[i].local.numel();
+    if (k == 0) continue;
+    Tensor piece = reshape_view(narrow_view(mine, 0, off, k), xs[i].local.shape());
+    copy_into(piece, xs[i].local);
+    off += k;
+  }
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  Tensor all = Tensor::empty({total}, dtype, mine.device());
+  auto comm = comm_for(ctx, g.members);
+  if (ctx.log != nullptr)
+    ctx.log->push_back(
+        str_cat("all_gather ", comm->name(), " ", total * int64_t(itemsize(dtype)), " B"));
+  comm->all_gather_v(mine, all, counts);
+  for (size_t i = 0; i < xs.size(); ++i)
+    out[i] = Tensor::empty(shape_of(keep[i]), dtype, all.device());
+  off = 0;
+  for (size_t m = 0; m < g.members.size(); ++m)
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t k = numel_of_ranges(have[i][m]);
+      if (k == 0) continue;
+      put(out[i], keep[i], reshape_view(narrow_view(all, 0, off, k), shape_of(have[i][m])),
+          have[i][m]);
+      off += k;
+    }
+  return out;
+}
+
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx) {
   if (x.local.device().is_meta()) return Tensor::empty(x.shape, x.local.dtype(), x.local.device());
   const Placement all = Placement::all(x.placement.device_type(), ctx.world->size());

@@ -67,6 +67,13 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
                                  const std::vector<NdSbp>& targets,
                                  const std::vector<int64_t>& axes, BoxingContext& ctx,
                                  int64_t bucket_bytes);
+// Reshards many tensors at once, each from S to B on the same mesh `axes` of one placement (laid
+// out alike elsewhere): one all-gather of every member's shards, packed. Every member of a
+// sub-group passes the same shapes and layouts in the same order. Returns this rank's shards of
+// the results, in order.
+std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
+                                 const std::vector<NdSbp>& targets,
+                                 const std::vector<int64_t>& axes, BoxingContext& ctx);
 // The whole logical tensor on every rank of the world (for numpy() and tests).
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
 

@@ -296,7 +296,7 @@ class Run {
     return outs;
   }
 
-  // A boxing or fused reduction node: queued on the communication thread.
+  // A boxing node, or a fused reduction or gather: queued on the communication thread.
   void communicate(const Node& n) {
     const Value& to = g_.values()[n.outputs[0]];
     if (!g_.values()[n.inputs[0]].is_global()) {  // a constant every rank holds: no collective
@@ -317,11 +317,12 @@ class Run {
         return std::vector<Tensor>{as_tensor(reshard(xs[0], p, sbp, *ctx), ctx)};
       };
     else
-      task = [xs, targets, axes = n.axes, ctx] {
-        std::vector<Tensor> sums = reduce_fused(xs, targets, axes, *ctx, kGradBucketBytes);
-        for (size_t j = 0; j < sums.size(); ++j)
-          sums[j] = as_tensor({sums[j], xs[j].shape, xs[j].placement, targets[j]}, ctx);
-        return sums;
+      task = [xs, targets, axes = n.axes, ctx, gather = n.kind == NodeKind::kGather] {
+        std::vector<Tensor> outs = gather ? gather_fused(xs, targets, axes, *ctx)
+                                          : reduce_fused(xs, targets, axes, *ctx, kGradBucketBytes);
+        for (size_t j = 0; j < outs.size(); ++j)
+          outs[j] = as_tensor({outs[j], xs[j].shape, xs[j].placement, targets[j]}, ctx);
+        return outs;
       };
     const size_t k = comm_.post(std::move(task));
     for (const GlobalTensor& x : xs) comm_reads_.emplace_back(k, x.local.storage().get());

@@ -42,6 +42,8 @@ std::string Node::name() const {
       return "boxing";
     case NodeKind::kReduce:
       return "reduce";
+    case NodeKind::kGather:
+      return "gather";
   }
   return "?";
 }

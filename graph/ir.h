@@ -30,6 +30,7 @@ enum class NodeKind : uint8_t {
   kOp,      // a registered op
   kBoxing,  // one input to one output: the same logical tensor in the output's layout
   kReduce,  // n inputs to n outputs: reductions from P(sum) on `axes`, fused into one collective
+  kGather,  // n inputs to n outputs: gathers from S to B on `axes`, fused into one collective
 };
 
 struct Node {
@@ -46,9 +47,9 @@ struct Node {
   NdSbpSignature sig;
   // kBoxing: a parameter's gradient taking the parameter's layout (what bucketing fuses).
   bool param_grad = false;
-  std::vector<int64_t> axes;  // kReduce: the mesh axes summed over
+  std::vector<int64_t> axes;  // kReduce, kGather: the mesh axes reduced or gathered over
 
-  std::string name() const;  // the op's name, "boxing" or "reduce"
+  std::string name() const;  // the op's name, "boxing", "reduce" or "gather"
 };
 
 // A node calling a registered op.

@@ -99,7 +99,8 @@ std::string to_json(const Graph& g) {
       os << (a ? ", " : "") << quoted(items[a].first) << ": " << attr_json(items[a].second);
     os << "}, \"inputs\": " << ids(n.inputs) << ", \"outputs\": " << ids(n.outputs)
        << ", \"random_counters\": " << n.random_counters;
-    if (n.kind == NodeKind::kReduce) os << ", \"axes\": " << ints(n.axes);
+    if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather)
+      os << ", \"axes\": " << ints(n.axes);
     os << "}";
   }
   os << "\n  ],\n  \"outputs\": " << ids(g.outputs()) << "\n}\n";

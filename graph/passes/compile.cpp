@@ -35,7 +35,8 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
       {"assign_sbp", [&](const Graph& x) { return cache ? assign_sbp(x, *cache) : x; }},
       {"insert_boxing", insert_boxing},
       {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
-      {"prefetch_params", prefetch_params},
+      {"gather_params", [](const Graph& x) { return gather_params(x); }},
+      {"dead_code", dead_code},  // views left unread by gather_params
   };
   for (const Pass& pass : passes) {
     g = pass.run(g);

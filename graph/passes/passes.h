@@ -27,9 +27,9 @@ Graph insert_boxing(const Graph& g);
 // bucket_bytes, each one reduce node where its last member was (DDP's buckets).
 Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
 
-// Moves each parameter's conversion (a split weight's all-gather) up to the first reader of the
-// previous parameter's, so that it overlaps that layer's compute.
-Graph prefetch_params(const Graph& g);
+// Fuses the split parameters' gathers (S -> B) into buckets of up to bucket_bytes, each one gather
+// node issued where the previous bucket is first read (prefetch), ZeRO-3 / FSDP style.
+Graph gather_params(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
 
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
 // (a default one for their placement's size when null).

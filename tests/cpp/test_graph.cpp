@@ -277,20 +277,31 @@ TEST(GraphPasses, BucketGradsClosesABucketBeforeANodeReadsItsMember) {
   EXPECT_EQ(names(out), (std::vector<std::string>{"reduce", "neg", "reduce"}));
 }
 
-TEST(GraphPasses, PrefetchMovesAParametersGatherUpToThePreviousLayer) {
-  PlanCache cache(ClusterSpec::default_for(4));
+TEST(GraphPasses, GatherParamsFusesParameterGathersAndIssuesEachBucketAhead) {
   GlobalGraph gg;
-  // ZeRO-3-like: two split weights gathered to B for two layers' products.
+  // ZeRO-3-like: three split weights gathered to B for three layers' products, 256 B each.
   const int x = gg.input({4, 8}, "B");
-  const int w0 = gg.variable({8, 8}, "S(0)"), w1 = gg.variable({8, 8}, "S(0)");
-  const int g0 = gg.value({8, 8}, "B"), g1 = gg.value({8, 8}, "B");
-  const int h0 = gg.value({4, 8}), h1 = gg.value({4, 8});
-  gg.g.add_node(graph::boxing_node(w0, g0));
-  gg.g.add_node(graph::op_node(op_def("matmul"), {x, g0}, {h0}));
-  gg.g.add_node(graph::boxing_node(w1, g1));
-  gg.g.add_node(graph::op_node(op_def("matmul"), {h0, g1}, {h1}));
-  gg.g.set_outputs({h1});
-  const graph::Graph out = graph::prefetch_params(gg.g);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing", "matmul", "matmul"}));
-  EXPECT_EQ(out.nodes()[1].inputs, (std::vector<int>{w1}));
+  std::vector<int> w, full, h;
+  for (int k = 0; k < 3; ++k) {
+    w.push_back(gg.variable({8, 8}, "S(0)"));
+    full.push_back(gg.value({8, 8}, "B"));
+    h.push_back(gg.value({4, 8}, "B"));
+  }
+  for (int k = 0; k < 3; ++k) {
+    gg.g.add_node(graph::boxing_node(w[k], full[k]));
+    gg.g.add_node(graph::op_node(op_def("matmul"), {k ? h[k - 1] : x, full[k]}, {h[k]}));
+  }
+  gg.g.set_outputs({h[2]});
+  // One bucket for all: a single gather before the first product.
+  graph::Graph out = graph::gather_params(gg.g);
+  ASSERT_EQ(names(out), (std::vector<std::string>{"gather", "matmul", "matmul", "matmul"}));
+  EXPECT_EQ(out.nodes()[0].inputs, w);
+  EXPECT_EQ(out.nodes()[0].outputs, full);
+  EXPECT_EQ(out.nodes()[0].axes, (std::vector<int64_t>{0}));
+  // Buckets of one weight: each goes out before the previous layer's product (its prefetch).
+  out = graph::gather_params(gg.g, 8 * 8 * 4);
+  EXPECT_EQ(names(out),
+            (std::vector<std::string>{"gather", "gather", "matmul", "gather", "matmul", "matmul"}));
+  EXPECT_EQ(out.nodes()[1].inputs, (std::vector<int>{w[1]}));
+  EXPECT_EQ(out.nodes()[3].inputs, (std::vector<int>{w[2]}));
 }
