@@ -6,7 +6,8 @@ against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), i
 Both sides run through the launcher (python -m oneflowlike.distributed.launch, which gives each
 rank 1/N of the cores) on the same model file, global batch and AdamW step; see
 parallel_worker.py. Per layout, eagerly and as an nn.Graph, it prints the best time per step over
-repeats, ddp/ours (> 1: we are faster), eager/graph (graph mode's speedup), the collectives one step runs and the bytes they move per rank: `buffer` is the
+repeats, ddp/ours (> 1: we are faster), eager/graph (graph mode's speedup), the peak bytes of
+tensors on rank 0 during a step, the collectives one step runs and the bytes they move per rank: `buffer` is the
 sum of the collectives' buffers, `wire` what a ring or pairwise algorithm sends of them
 (2(n-1)/n of an all_reduce's buffer, (n-1)/n of the others'). DDP's traffic is one all_reduce of
 every gradient.
@@ -76,7 +77,7 @@ def main():
     )
     header = (
         f"{'layout':12s} {'mode':6s} {'step':>10s} {'ddp/ours':>9s} {'eager/graph':>12s} "
-        f"{'buffer':>9s} {'wire':>9s}  collectives"
+        f"{'peak':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
     print("-" * (len(header) + 30))
@@ -92,7 +93,7 @@ def main():
         )
         print(
             f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {ratio:>9s} {speedup:>12s} "
-            f"{mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
+            f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
         )
 
 

@@ -130,10 +130,13 @@ def graph_step(model, opt, x, y):
 
 
 def measure(flow, step, dist, args):
-    """Best seconds per step, and the collectives one step runs (from comm_log)."""
+    """Best seconds per step, and the collectives one step runs (from comm_log) and the most
+    bytes its tensors hold at once on rank 0 (parameters and optimizer states included)."""
     seconds = best_step_seconds(step, dist.barrier, args)
+    flow.reset_peak_memory_stats()
     with flow.boxing.comm_log() as log:
         step()
+    peak = flow.max_memory_allocated()
     counts = {}
     for line in log:
         kind = line.split(" ")[0]
@@ -141,6 +144,7 @@ def measure(flow, step, dist, args):
     world_size = dist.get_world_size()
     return {
         "step_s": seconds,
+        "peak_bytes": peak,
         "collectives": counts,
         "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),
         "wire_bytes": sum(wire_bytes(line, world_size) for line in log),

@@ -35,5 +35,12 @@ Allocator& allocator_for(DeviceType t);
 // The CPU allocator keeps freed large blocks for reuse (at most OFL_CPU_CACHE_MB, default 2048).
 void release_cached_cpu_memory();
 size_t cached_cpu_bytes();
+// Bytes held by CPU tensors now and at most since the last reset (rounded as allocated; the
+// cache's free blocks not counted): what flow.memory_allocated() and max_memory_allocated() say.
+struct CpuMemoryStats {
+  size_t allocated = 0, peak = 0;
+};
+CpuMemoryStats cpu_memory_stats();
+void reset_cpu_peak_memory();
 
 }  // namespace ofl

@@ -1,5 +1,6 @@
 #include "core/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -28,6 +29,10 @@ class CachingCpuAllocator : public Allocator {
 
   void* allocate(size_t nbytes, int) override {
     size_t size = rounded(nbytes);
+    const size_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
+    for (size_t peak = peak_.load(std::memory_order_relaxed);
+         now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed);) {
+    }
     if (size >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.find(size);
@@ -49,6 +54,7 @@ class CachingCpuAllocator : public Allocator {
 
   void deallocate(void* p, size_t nbytes, int) override {
     size_t size = rounded(nbytes);
+    allocated_.fetch_sub(size, std::memory_order_relaxed);
     if (size >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mu_);
       if (cached_ + size <= limit_) {
@@ -72,6 +78,9 @@ class CachingCpuAllocator : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     return cached_;
   }
+  size_t allocated() const { return allocated_.load(std::memory_order_relaxed); }
+  size_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  void reset_peak() { peak_.store(allocated(), std::memory_order_relaxed); }
 
  private:
   static size_t rounded(size_t n) {
@@ -83,6 +92,7 @@ class CachingCpuAllocator : public Allocator {
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_ = 0;
   size_t limit_ = 0;
+  std::atomic<size_t> allocated_{0}, peak_{0};  // bytes in tensors (not the cache)
 };
 
 // Meta storage has a size and no memory.
@@ -110,6 +120,12 @@ void release_cached_cpu_memory() {
 }
 size_t cached_cpu_bytes() {
   return cpu_allocator().cached_bytes();
+}
+CpuMemoryStats cpu_memory_stats() {
+  return {cpu_allocator().allocated(), cpu_allocator().peak()};
+}
+void reset_cpu_peak_memory() {
+  cpu_allocator().reset_peak();
 }
 
 const char* device_type_name(DeviceType t) {

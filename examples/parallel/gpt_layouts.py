@@ -105,19 +105,24 @@ def main(argv=None):
 
     step = TrainStep(model, opt) if args.graph else None
     losses = []
-    for _ in range(args.steps):
+    collectives = {}  # of the last step, from comm_log
+    for i in range(args.steps):
         x, y = ds.get_batch("train", args.batch_size)  # every rank draws the same batch
         if place is not None:
             replicated = [B] * len(place.hierarchy)
             x = x.to_global(place, replicated).to_global(sbp=batch_sbp)
             y = y.to_global(place, replicated).to_global(sbp=batch_sbp)
-        if step is not None:
-            loss = step(x, y)
-        else:
-            _, loss = model(x, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        with flow.boxing.comm_log() as log:
+            if step is not None:
+                loss = step(x, y)
+            else:
+                _, loss = model(x, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        if i == args.steps - 1:
+            for line in log:
+                collectives[line.split(" ")[0]] = collectives.get(line.split(" ")[0], 0) + 1
         losses.append(float(loss.numpy()))
 
     rank = flow.distributed.get_rank() if place is not None else 0
@@ -127,7 +132,7 @@ def main(argv=None):
         for _, p in model.named_parameters():
             p.numpy()  # numpy() of a global tensor is collective: every rank takes part
     if rank == 0:
-        report = {"layout": args.layout, "losses": losses}
+        report = {"layout": args.layout, "losses": losses, "collectives": collectives}
         if place is not None:  # where each parameter and optimizer state lives
             report["param_sbp"] = {n: _sbp_str(p) for n, p in model.named_parameters()}
             report["state_sbp"] = {

@@ -171,6 +171,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
   m.def("cached_cpu_bytes", &cached_cpu_bytes);
+  m.def("memory_allocated", [] { return cpu_memory_stats().allocated; });
+  m.def("max_memory_allocated", [] { return cpu_memory_stats().peak; });
+  m.def("reset_peak_memory_stats", &reset_cpu_peak_memory);
   m.def("registered_ops", []() {
     py::list out;
     for (const auto& op : registered_ops())

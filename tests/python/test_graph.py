@@ -141,8 +141,10 @@ def test_dead_code_is_dropped_and_the_print_variable_shows_each_pass(capfd, monk
     g = WithDeadCode()
     np.testing.assert_array_equal(g(flow.ones(2)).numpy(), [-1.0, -1.0])
     err = capfd.readouterr().err
-    traced, after = err.split("[graph] after dead_code:")
+    traced, after = err.split("[graph] after dead_code:")[:2]
     assert "= exp(" in traced and "= exp(" not in after and "= neg(" in after
+    for name in ("assign_sbp", "insert_boxing", "bucket_grads", "gather_params"):
+        assert f"[graph] after {name}:" in err
     assert "exp(" not in repr(g)
 
 
@@ -327,3 +329,70 @@ def test_save_writes_the_ir_the_weights_and_a_manifest(tmp_path):
     tok = model.tok_emb.weight.numpy()
     assert any(w.shape == tok.shape and np.array_equal(w.numpy(), tok) for w in weights.values())
     assert [p.name for p in tmp_path.iterdir()] == ["g"]  # nothing left aside
+
+
+# --- global tensors (one rank here; tests/python/test_parallel_training.py runs 4) ---
+
+ONE = flow.placement("cpu", ranks=[0])
+B, S = flow.sbp.broadcast, flow.sbp.split
+
+
+def test_a_global_training_graph_steps_as_eager_and_prints_layouts_and_boxing():
+    data = [(i.to_global(ONE, S(0)), t.to_global(ONE, S(0))) for i, t in batches(3)]
+    model = gpt().to_global(ONE, B)
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
+    eager = []
+    for idx, targets in data:
+        _, loss = model(idx, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        eager.append(loss.numpy().item())
+
+    twin = gpt().to_global(ONE, B)
+    graph = TrainStep(twin, flow.optim.AdamW(twin.parameters(), lr=1e-2))
+    got = [graph(idx, targets).numpy().item() for idx, targets in data]
+    assert got == eager
+    for a, b in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    text = repr(graph)
+    assert "(4, 8) int64 cpu S(0) on cpu[0]" in text  # the inputs' layouts
+    assert " = reduce(" in text  # the parameters' gradients, P(sum) -> B, fused
+    # A new SBP is a new signature.
+    idx, targets = batches(1)[0]
+    graph(idx.to_global(ONE, B), targets.to_global(ONE, B))
+    assert graph.num_compiled == 2
+
+
+class Global(nn.Graph):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def build(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize(
+    "fn,error",
+    [
+        (
+            lambda x: (x * 2).sbp,
+            r"\[sbp\] the SBP of a traced tensor is chosen when the graph compiles",
+        ),
+        (lambda x: x.to_local(), r"\[to_local\] a traced tensor has no shard yet"),
+        (lambda x: x + flow.ones(4), r"\[add\] mixes a local tensor of shape \(4,\) with global"),
+    ],
+)
+def test_global_graphs_raise_naming_the_op(fn, error):
+    with pytest.raises(RuntimeError, match=error):
+        Global(fn)(flow.randn(4).to_global(ONE, B))
+
+
+def test_a_global_graph_reshards_where_build_asks():
+    x = flow.randn(4, 6).to_global(ONE, B)
+    graph = Global(lambda t: (t.to_global(sbp=S(1)) * 2).to_global(sbp=S(0)))
+    out = graph(x)
+    assert out.sbp == (S(0),)
+    np.testing.assert_array_equal(out.numpy(), x.numpy() * 2)
+    assert "S(1) on cpu[0]" in repr(graph)

@@ -540,3 +540,16 @@ def test_set_num_threads_caps_and_lifts_the_kernel_thread_count():
     finally:
         flow.set_num_threads(0)
     assert flow.get_num_threads() == before or flow.get_num_threads() == os.cpu_count()
+
+
+def test_memory_statistics_follow_cpu_tensors():
+    base = flow.memory_allocated()
+    a = flow.zeros(1000, 1000)
+    assert flow.memory_allocated() - base >= 4_000_000
+    flow.reset_peak_memory_stats()
+    b = a + 1
+    peak = flow.max_memory_allocated()
+    assert peak >= flow.memory_allocated() >= base + 8_000_000
+    del a, b
+    assert flow.memory_allocated() == base
+    assert flow.max_memory_allocated() == peak  # until the next reset
