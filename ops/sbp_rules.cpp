@@ -369,6 +369,20 @@ Sigs scatter(const SbpQuery& q) {
   return sigs;
 }
 
+// The additive scatters (scatter_add, index_add) also let each rank add its own part of index and
+// source, split along `dim` (where the index's values, not positions, say where each goes), into
+// a partial self; the parts sum to the whole.
+Sigs scatter_add(const SbpQuery& q) {
+  Sigs sigs = scatter(q);
+  const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
+  const int64_t dim = q.typed->axis("dim", rank_of(x), "index");
+  if (rank_of(index) == 1 && rank_of(x) > 1)  // index_add: index (n,), source's dim of n
+    sigs.push_back({{kPSum, Sbp::split(0), Sbp::split(dim)}, {kPSum}});
+  else if (dim < rank_of(index) && index[dim] == src[dim])
+    sigs.push_back({{kPSum, Sbp::split(dim), Sbp::split(dim)}, {kPSum}});
+  return sigs;
+}
+
 // Splits of every axis but the typed attribute dim, on every input and output.
 Sigs along_dim(const SbpQuery& q) {
   Sigs sigs;
@@ -500,6 +514,7 @@ const SbpRule kGather{"gather", gather};
 const SbpRule kIndexSelect{"index_select", index_select};
 const SbpRule kEmbedding{"embedding", embedding};
 const SbpRule kScatter{"scatter", scatter};
+const SbpRule kScatterAdd{"scatter_add", scatter_add};
 const SbpRule kAlongDim{"along_dim", along_dim};
 const SbpRule kCumsum{"cumsum", cumsum};
 const SbpRule kTriangular{"triangular", identity};

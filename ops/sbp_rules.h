@@ -78,6 +78,7 @@ extern const SbpRule kIndexSelect;
 extern const SbpRule kEmbedding;
 // scatter_add / index_add (x, index, src): attrs {axis}.
 extern const SbpRule kScatter;
+extern const SbpRule kScatterAdd;
 // sort / argsort / topk (typed attr dim): any other axis may be split, on every output alike.
 extern const SbpRule kAlongDim;
 // cumsum (typed attr dim): any other axis may be split; P(sum) passes (a prefix sum is linear).

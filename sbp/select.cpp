@@ -171,7 +171,8 @@ SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster
       r.comm_steps += t.steps;
     }
     for (size_t j = 0; j < outs.size(); ++j) {
-      r.choice.owed_seconds += owed_seconds(call, outs[j], sig.out[j], transition);
+      if (!call.owes_nothing || !(*call.owes_nothing)[j])
+        r.choice.owed_seconds += owed_seconds(call, outs[j], sig.out[j], transition);
       r.out_elems += numel_of(outs[j]) * local_fraction(sig.out[j], *call.placement);
       r.partial_outs += sig.out[j].any_partial();
     }

@@ -33,6 +33,9 @@ struct SbpCall {
   const Placement* placement;
   bool inplace = false;  // output 0 is input 0 and keeps its layout
   const Attrs* attrs = nullptr;
+  // Per output, when set: its partial values owe no reduction here, because the whole graph
+  // around the call is known to sum them for free (in a fused gradient bucket) or never.
+  const std::vector<bool>* owes_nothing = nullptr;
 };
 
 // The price of turning a tensor's layout `from` into `to` on the call's placement (the boxing

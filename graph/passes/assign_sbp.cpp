@@ -2,14 +2,65 @@
 // user's annotations and the parameters' SBPs), boxing nodes' outputs are their targets, and
 // every other op on global values takes the eager rule's choice (sbp/select.h) given its inputs'
 // layouts, priced by the boxing planner. The auto-parallel planner replaces the default rule.
+//
+// What the graph adds to the eager rule: it knows who reads each value. A partial value read
+// only by parameters' gradient reductions (fused into buckets), by graph outputs, or through
+// ops that pass partial sums along to such readers owes no reduction of its own.
 #include "graph/passes/passes.h"
 #include "sbp/select.h"
 
 namespace ofl::graph {
 
+namespace {
+
+// Whether a single-input op passes P(sum) through (a view, a pad, a sum over axes): its rule
+// has in P(sum) -> out P(sum).
+bool passes_partial_sum(const Graph& g, const Node& n) {
+  if (n.kind != NodeKind::kOp || !n.op->sbp || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+      n.inputs[0] < 0)
+    return false;
+  SbpQuery q;
+  q.in = {g.values()[n.inputs[0]].shape};
+  q.out = {g.values()[n.outputs[0]].shape};
+  q.typed = &n.attrs;
+  const Sbp psum = Sbp::partial(PartialOp::kSum);
+  for (const SbpSignature& sig : n.op->sbp->signatures(q))
+    if (sig.in[0] == psum && sig.out[0] == psum) return true;
+  return false;
+}
+
+// Values whose partial sums owe nothing where they are made (see above), by a sweep from the
+// graph's end.
+std::vector<bool> free_partials(const Graph& g) {
+  const size_t nv = g.values().size();
+  std::vector<std::vector<const Node*>> readers(nv);
+  for (const Node& n : g.nodes())
+    for (int id : n.inputs)
+      if (id >= 0) readers[id].push_back(&n);
+  std::vector<bool> is_output(nv, false), free(nv, false);
+  for (int id : g.outputs()) is_output[id] = true;
+  for (size_t i = g.nodes().size(); i-- > 0;)
+    for (int v : g.nodes()[i].outputs) {
+      bool ok = is_output[v] || !readers[v].empty();
+      for (const Node* r : readers[v]) {
+        if (!ok) break;
+        if (r->kind == NodeKind::kBoxing)
+          ok = r->param_grad;
+        else
+          ok = passes_partial_sum(g, *r) && free[r->outputs[0]];
+      }
+      free[v] = ok;
+    }
+  return free;
+}
+
+}  // namespace
+
 Graph assign_sbp(const Graph& g, PlanCache& cache) {
   Graph out = g;
   std::vector<Value>& values = out.values();
+  const std::vector<bool> free = free_partials(g);
+  std::vector<bool> owes_nothing;
   for (Node& n : out.nodes()) {
     if (n.kind != NodeKind::kOp) continue;
     const Value* first = nullptr;
@@ -25,7 +76,10 @@ Graph assign_sbp(const Graph& g, PlanCache& cache) {
                  .out_dtype = values[n.outputs[0]].dtype,
                  .placement = &placement,
                  .inplace = n.op->inplace,
-                 .attrs = &n.attrs};
+                 .attrs = &n.attrs,
+                 .owes_nothing = &owes_nothing};
+    owes_nothing.clear();
+    for (int id : n.outputs) owes_nothing.push_back(free[id]);
     for (int id : n.inputs) {
       CallInput& in = call.in.emplace_back();
       if (id < 0) continue;
