@@ -126,6 +126,7 @@ def graph_step(model, opt, x, y):
             return loss
 
     graph = Step()
+    opt.zero_grad()  # the eager rows' gradients: a graph keeps its own, inside the step
     return lambda: graph(x, y)
 
 

@@ -71,7 +71,10 @@ std::string Graph::str() const {
     os << "%" << inputs_[i] << " = input " << i << " : " << value_str(values_[inputs_[i]]) << "\n";
   for (const Variable& v : variables_)
     os << "%" << v.value << " = variable : " << value_str(values_[v.value]) << "\n";
+  bool backward = false;
   for (const Node& n : nodes_) {
+    if (n.backward != backward) os << (n.backward ? "# backward\n" : "# after backward\n");
+    backward = n.backward;
     os << ids(n.outputs) << " = " << n.name() << "(" << ids(n.inputs);
     if (!n.attrs.items().empty()) os << "; " << n.attrs.str();
     os << ") :";

@@ -48,6 +48,7 @@ struct Node {
   // kBoxing: a parameter's gradient taking the parameter's layout (what bucketing fuses).
   bool param_grad = false;
   std::vector<int64_t> axes;  // kReduce, kGather: the mesh axes reduced or gathered over
+  bool backward = false;      // traced while autograd ran backward (the step's second phase)
 
   std::string name() const;  // the op's name, "boxing", "reduce" or "gather"
 };

@@ -1,5 +1,6 @@
 #include "graph/trace.h"
 
+#include "core/autograd/engine.h"
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
@@ -99,7 +100,9 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   to.placement = placement;
   to.nd_sbp = nd_sbp;
   const int out = graph_.add_value(std::move(to));
-  graph_.add_node(boxing_node(in, out, param_grad));
+  Node node = boxing_node(in, out, param_grad);
+  node.backward = autograd::executing_backward();
+  graph_.add_node(std::move(node));
   return traced(out, false);
 }
 
@@ -159,6 +162,7 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
     fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
          " while tracing; write into the viewed tensor, or clone() the view first");
   Node node = op_node(def, {}, {}, attrs);
+  node.backward = autograd::executing_backward();
   // Random ops carry the seed and the first counter their front end reserved; the generator has
   // moved past the reservation since.
   if (attrs.has("seed") && attrs.has("offset")) {

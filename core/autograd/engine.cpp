@@ -12,6 +12,14 @@
 namespace ofl::autograd {
 
 namespace {
+thread_local int backward_depth = 0;
+}  // namespace
+
+bool executing_backward() {
+  return backward_depth > 0;
+}
+
+namespace {
 
 struct ByNewestFirst {
   bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
@@ -65,6 +73,10 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
 void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
          bool create_graph, const char* op, const std::vector<Edge>* captures,
          std::vector<Tensor>* captured) {
+  ++backward_depth;
+  struct Leave {
+    ~Leave() { --backward_depth; }
+  } leave;
   if (grads.size() != roots.size())
     fail(op, "got ", grads.size(), " gradients for ", roots.size(), " outputs");
   GradModeGuard mode(create_graph);

@@ -11,6 +11,9 @@ namespace ofl::autograd {
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
               bool create_graph);
 
+// Whether this thread is running a backward pass (graph mode marks the nodes it traces there).
+bool executing_backward();
+
 // Returns d(outputs)/d(inputs) without touching .grad.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
                          const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& inputs,

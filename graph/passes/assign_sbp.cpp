@@ -6,6 +6,8 @@
 // What the graph adds to the eager rule: it knows who reads each value. A partial value read
 // only by parameters' gradient reductions (fused into buckets), by graph outputs, or through
 // ops that pass partial sums along to such readers owes no reduction of its own.
+#include <limits>
+
 #include "graph/passes/passes.h"
 #include "sbp/select.h"
 
@@ -30,26 +32,35 @@ bool passes_partial_sum(const Graph& g, const Node& n) {
 }
 
 // Values whose partial sums owe nothing where they are made (see above), by a sweep from the
-// graph's end.
+// graph's end. A partial value is full-size on every rank, so one larger than the gradient it
+// ends in (a batched weight gradient before its sum over the batch) is not taken as free: that
+// would trade the eager rule's smaller shards for memory.
 std::vector<bool> free_partials(const Graph& g) {
   const size_t nv = g.values().size();
   std::vector<std::vector<const Node*>> readers(nv);
   for (const Node& n : g.nodes())
     for (int id : n.inputs)
       if (id >= 0) readers[id].push_back(&n);
-  std::vector<bool> is_output(nv, false), free(nv, false);
-  for (int id : g.outputs()) is_output[id] = true;
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+  std::vector<bool> free(nv, false);
+  std::vector<int64_t> limit(nv, kAny);  // the size of the smallest gradient a value ends in
+  for (int id : g.outputs()) free[id] = true;
   for (size_t i = g.nodes().size(); i-- > 0;)
     for (int v : g.nodes()[i].outputs) {
-      bool ok = is_output[v] || !readers[v].empty();
+      bool ok = free[v] || !readers[v].empty();
       for (const Node* r : readers[v]) {
         if (!ok) break;
+        const int out = r->outputs[0];
         if (r->kind == NodeKind::kBoxing)
           ok = r->param_grad;
         else
-          ok = passes_partial_sum(g, *r) && free[r->outputs[0]];
+          ok = passes_partial_sum(g, *r) && free[out];
+        if (ok)
+          limit[v] =
+              std::min(limit[v],
+                       r->kind == NodeKind::kBoxing ? numel_of(g.values()[out].shape) : limit[out]);
       }
-      free[v] = ok;
+      free[v] = ok && numel_of(g.values()[v].shape) <= limit[v];
     }
   return free;
 }

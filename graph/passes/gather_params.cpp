@@ -1,13 +1,16 @@
 // Parameter gathers, ZeRO-3 / FSDP style: the conversions of split parameters that only gather
 // (S -> B on some mesh axes, laid out alike elsewhere) go out fused, one all-gather per bucket of
 // up to bucket_bytes of gathered parameters, in the order the step first reads them. Each
-// bucket is issued ahead (prefetch): where the previous bucket is first read, so that with
-// collectives on their own thread it runs while that compute does. A bucket never moves above a
+// bucket is issued ahead (prefetch): when the previous bucket's last parameter comes into use,
+// so that with collectives on their own thread it runs while that compute does, and at most two
+// buckets are held at once. A bucket never moves above a
 // write in place into one of its parameters.
 //
 // A parameter read through views (linear's weight.t()) is gathered first and viewed after:
-// boxing(view(w)) to all-B becomes view(boxing(w)), one gather per parameter however many views
-// read it.
+// boxing(view(w)) to all-B becomes view(boxing(w)), one gather per parameter and phase however
+// many views read it. As FSDP does, the forward's gathered copies are dropped after their last
+// forward reader and backward gathers again: buckets neither span nor are issued across the
+// boundary between forward and backward, so that gathered parameters never wait through it.
 #include <map>
 
 #include "graph/passes/passes.h"
@@ -37,15 +40,18 @@ bool all_broadcast(const Value& v) {
 }
 
 // Rewrites boxing(view(...view(w))) to all-B as the views of boxing(w) to all-B, w a global
-// variable, reusing one gathered w until a write in place into it.
+// variable, reusing one gathered w per phase until a write in place into it.
 Graph gather_before_views(const Graph& g, const std::vector<bool>& is_variable) {
   std::vector<int> producer(g.values().size(), -1);
   for (size_t i = 0; i < g.nodes().size(); ++i)
     for (int id : g.nodes()[i].outputs) producer[id] = int(i);
   Graph out = g.without_nodes();
-  std::map<int, int> gathered;  // variable -> its all-B value
+  std::map<std::pair<int, bool>, int> gathered;  // (variable, backward) -> its all-B value
   for (const Node& n : g.nodes()) {
-    if (writes_in_place(n)) gathered.erase(n.inputs[0]);
+    if (writes_in_place(n)) {
+      gathered.erase({n.inputs[0], false});
+      gathered.erase({n.inputs[0], true});
+    }
     if (n.kind != NodeKind::kBoxing || n.param_grad || !all_broadcast(g.values()[n.outputs[0]])) {
       out.add_node(n);
       continue;
@@ -63,16 +69,19 @@ Graph gather_before_views(const Graph& g, const std::vector<bool>& is_variable) 
       out.add_node(n);
       continue;
     }
-    auto [it, fresh] = gathered.try_emplace(v, -1);
+    auto [it, fresh] = gathered.try_emplace({v, n.backward}, -1);
     if (fresh) {
       Value b = g.values()[v];
       b.nd_sbp = g.values()[n.outputs[0]].nd_sbp;
       it->second = out.add_value(std::move(b));
-      out.add_node(boxing_node(v, it->second));
+      Node gather = boxing_node(v, it->second);
+      gather.backward = n.backward;
+      out.add_node(std::move(gather));
     }
     int in = it->second;
     for (size_t k = chain.size(); k-- > 0;) {
       Node view = g.nodes()[size_t(chain[k])];
+      view.backward = n.backward;
       int result = n.outputs[0];
       if (k > 0) {
         Value b = g.values()[view.outputs[0]];
@@ -117,21 +126,25 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
     const int64_t bytes = numel_of(v.shape) * int64_t(itemsize(v.dtype));
     Bucket* b = buckets.empty() ? nullptr : &buckets.back();
     if (b) {
-      const Value& f = g.values()[nodes[b->members[0]].outputs[0]];
+      const Node& first = nodes[b->members[0]];
+      const Value& f = g.values()[first.outputs[0]];
       if (b->axes != axes || f.dtype != v.dtype || f.placement != v.placement ||
-          b->bytes + bytes > bucket_bytes)
+          first.backward != nodes[i].backward || b->bytes + bytes > bucket_bytes)
         b = nullptr;
     }
     if (!b) b = &buckets.emplace_back(Bucket{{}, axes, 0, int(i)});
     b->members.push_back(int(i));
     b->bytes += bytes;
   }
-  // Issue each bucket where the previous one is first read, unless one of its parameters is
-  // written in place in between.
+  // Issue each bucket when the previous one's last parameter comes into use, not before its own
+  // phase begins, unless one of its parameters is written in place in between.
+  int backward_begins = int(nodes.size());
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (nodes[i].backward) backward_begins = int(i);
   for (size_t b = 1; b < buckets.size(); ++b) {
-    int ahead = int(nodes.size());
-    for (int m : buckets[b - 1].members) ahead = std::min(ahead, first_reader[nodes[m].outputs[0]]);
+    int ahead = first_reader[nodes[buckets[b - 1].members.back()].outputs[0]];
     ahead = std::max(ahead, buckets[b - 1].at + 1);
+    if (nodes[buckets[b].members[0]].backward) ahead = std::max(ahead, backward_begins);
     if (ahead >= buckets[b].at) continue;
     bool blocked = false;
     for (int k = ahead; k < buckets[b].at && !blocked; ++k)
@@ -152,6 +165,7 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
       Node fused;
       fused.kind = NodeKind::kGather;
       fused.axes = b->axes;
+      fused.backward = nodes[b->members[0]].backward;
       for (int m : b->members) {
         fused.inputs.push_back(nodes[m].inputs[0]);
         fused.outputs.push_back(nodes[m].outputs[0]);

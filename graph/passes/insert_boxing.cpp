@@ -1,8 +1,9 @@
 // Boxing insertion: every conversion between layouts becomes an explicit node. An op's global
 // input laid out otherwise than its signature wants gets a boxing node into that layout (one per
 // value and layout, reused by later readers until
-// a write in place); boxing nodes that convert nothing are dropped.
+// a write in place; a parameter's, once per phase); boxing nodes that convert nothing are dropped.
 #include <map>
+#include <tuple>
 
 #include "graph/passes/passes.h"
 
@@ -10,10 +11,17 @@ namespace ofl::graph {
 
 Graph insert_boxing(const Graph& g) {
   Graph out = g.without_nodes();
+  // Values over a variable's memory (a parameter or its views): their conversions are made once
+  // per phase (forward, backward), so that gathered parameters are not held in between.
+  std::vector<bool> param_memory(g.values().size(), false);
+  for (const Variable& v : g.variables()) param_memory[v.value] = true;
+  for (const Node& n : g.nodes())
+    if (n.kind == NodeKind::kOp && n.op->view && !n.inputs.empty() && n.inputs[0] >= 0)
+      for (int id : n.outputs) param_memory[id] = param_memory[n.inputs[0]];
   // What each value id now stands for (a dropped boxing node's output is its input).
   std::vector<int> renamed(g.values().size());
   for (size_t v = 0; v < renamed.size(); ++v) renamed[v] = static_cast<int>(v);
-  std::map<std::pair<int, std::string>, int> converted;  // (value, layout) -> boxed value
+  std::map<std::tuple<int, std::string, bool>, int> converted;  // (value, layout, phase) -> boxed
   auto same_layout = [](const Value& a, const Value& b) {
     return a.placement == b.placement && a.nd_sbp == b.nd_sbp;
   };
@@ -30,12 +38,15 @@ Graph insert_boxing(const Graph& g) {
         const int id = n.inputs[i];
         if (id < 0 || !out.values()[id].is_global() || out.values()[id].nd_sbp == n.sig.in[i])
           continue;
-        auto [it, fresh] = converted.try_emplace({id, n.sig.in[i].str()}, -1);
+        const bool phase = param_memory[id] && n.backward;
+        auto [it, fresh] = converted.try_emplace({id, n.sig.in[i].str(), phase}, -1);
         if (fresh) {
           Value to = out.values()[id];
           to.nd_sbp = n.sig.in[i];
           it->second = out.add_value(std::move(to));
-          out.add_node(boxing_node(id, it->second));
+          Node box = boxing_node(id, it->second);
+          box.backward = n.backward;
+          out.add_node(std::move(box));
         }
         n.inputs[i] = it->second;
       }

@@ -28,8 +28,11 @@ Graph insert_boxing(const Graph& g);
 Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
 
 // Fuses the split parameters' gathers (S -> B) into buckets of up to bucket_bytes, each one gather
-// node issued where the previous bucket is first read (prefetch), ZeRO-3 / FSDP style.
-Graph gather_params(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
+// node issued when the previous bucket's last parameter comes into use (prefetch), ZeRO-3 / FSDP
+// style: once in forward and again in backward, so that gathered parameters are not held in
+// between.
+inline constexpr int64_t kGatherBucketBytes = 1 << 20;  // about a layer's parameters (FSDP units)
+Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
 // (a default one for their placement's size when null).

@@ -223,22 +223,40 @@ TEST(GraphPasses, AssignSbpTakesTheEagerRuleGivenTheInputsLayouts) {
 TEST(GraphPasses, InsertBoxingConvertsInputsToTheSignatureAndDropsNoOps) {
   PlanCache cache(ClusterSpec::default_for(4));
   GlobalGraph gg;
-  // add(S(0), S(1)): one input must be converted. A boxing node from B to B converts nothing.
+  // add(S(0), S(1)) read by exp: one input must be converted. A boxing node from B to B
+  // converts nothing.
   const int a = gg.input({8, 8}, "S(0)"), b = gg.input({8, 8}, "S(1)");
-  const int c = gg.value({8, 8}), same = gg.value({8, 8}, "B"), d = gg.value({8, 8});
-  const int bb = gg.input({8, 8}, "B");
+  const int c = gg.value({8, 8}), e = gg.value({8, 8}), same = gg.value({8, 8}, "B");
+  const int d = gg.value({8, 8}), bb = gg.input({8, 8}, "B");
   gg.g.add_node(graph::op_node(op_def("add"), {a, b}, {c}));
+  gg.g.add_node(graph::op_node(op_def("exp"), {c}, {e}));
   gg.g.add_node(graph::boxing_node(bb, same));
   gg.g.add_node(graph::op_node(op_def("mul"), {same, same}, {d}));
-  gg.g.set_outputs({c, d});
+  gg.g.set_outputs({e, d});
   const graph::Graph out = graph::insert_boxing(graph::assign_sbp(gg.g, cache));
-  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "add", "mul"}));
+  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "add", "exp", "mul"})) << out.str();
   for (const graph::Node& n : out.nodes()) {
     if (n.kind != graph::NodeKind::kOp) continue;
     for (size_t i = 0; i < n.inputs.size(); ++i)
       EXPECT_EQ(out.values()[n.inputs[i]].nd_sbp, n.sig.in[i]) << n.name() << " input " << i;
   }
-  EXPECT_EQ(out.nodes()[2].inputs, (std::vector<int>{bb, bb}));  // the no-op boxing is gone
+  EXPECT_EQ(out.nodes()[3].inputs, (std::vector<int>{bb, bb}));  // the no-op boxing is gone
+}
+
+TEST(GraphPasses, AssignSbpLeavesPartialSumsForTheGradientBucketAndGraphOutputs) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  GlobalGraph gg;
+  // A data-parallel weight gradient: x^T (S(1) after the transpose of a batch-split x) times the
+  // batch-split output gradient gives P(sum) without communication; its reduction belongs to
+  // the gradient bucket (the param_grad boxing), so nothing is converted before it.
+  const int xt = gg.input({16, 64}, "S(1)"), dy = gg.input({64, 8}, "S(0)");
+  const int grad = gg.value({16, 8}), reduced = gg.value({16, 8}, "B");
+  gg.g.add_node(graph::op_node(op_def("matmul"), {xt, dy}, {grad}));
+  gg.g.add_node(graph::boxing_node(grad, reduced, /*param_grad=*/true));
+  gg.g.set_outputs({reduced});
+  const graph::Graph out = graph::insert_boxing(graph::assign_sbp(gg.g, cache));
+  EXPECT_EQ(names(out), (std::vector<std::string>{"matmul", "boxing"}));
+  EXPECT_EQ(GlobalGraph{out}.sbp(grad), "P(sum)");
 }
 
 TEST(GraphPasses, BucketGradsFusesGradientReductionsUpToTheBucketSize) {
@@ -299,6 +317,7 @@ TEST(GraphPasses, GatherParamsFusesParameterGathersAndIssuesEachBucketAhead) {
   EXPECT_EQ(out.nodes()[0].outputs, full);
   EXPECT_EQ(out.nodes()[0].axes, (std::vector<int64_t>{0}));
   // Buckets of one weight: each goes out before the previous layer's product (its prefetch).
+  // (Each bucket's last weight is its only one here.)
   out = graph::gather_params(gg.g, 8 * 8 * 4);
   EXPECT_EQ(names(out),
             (std::vector<std::string>{"gather", "gather", "matmul", "gather", "matmul", "matmul"}));
