@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/dispatcher.h"
+#include "core/primitives.h"
 #include "ops/elementwise.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
@@ -76,7 +77,56 @@ void compute_matmul(const ComputeArgs& c) {
   kernel(expand(a, ea), expand(b, eb), out);  // expanded batch dims are read in place
 }
 
-// ga = g @ b^T and gb = a^T @ g on the matrix forms, summed over broadcast batch dims.
+// --- matmul_sum: sum over the batch of a_i @ b_i (a linear's weight gradient) ---
+
+std::vector<TensorMeta> infer_matmul_sum(const InferArgs& args) {
+  const TensorMeta &a = args.in[0], &b = args.in[1];
+  const Shape &sa = a.shape, &sb = b.shape;
+  if (sa.size() < 3 || sb.size() != sa.size() || batch_of(sa) != batch_of(sb))
+    fail("matmul_sum",
+         "expects a (..., n, k) and b (..., k, m) with the same batch dimensions, got ",
+         shape_str(sa), " and ", shape_str(sb));
+  if (a.dtype != b.dtype)
+    fail<TypeError>("matmul_sum", "expected both operands to have the same dtype, got ", a.str(),
+                    " and ", b.str());
+  if (sa.back() != sb[sb.size() - 2])
+    fail("matmul_sum", "a is ", shape_str(sa), ", b is ", shape_str(sb),
+         ": inner dimensions differ (", sa.back(), " vs ", sb[sb.size() - 2], ")");
+  return single_output({sa[sa.size() - 2], sb.back()}, a.dtype, common_device(args));
+}
+
+// One GEMM: a's batches side by side, (n, batch * k), times b's stacked, (batch * k, m).
+void compute_matmul_sum(const ComputeArgs& c) {
+  const Tensor &a = c.in[0], &b = c.in[1];
+  const int64_t nd = a.dim(), n = a.shape()[nd - 2], k = a.shape()[nd - 1], m = b.shape().back();
+  const int64_t rows = numel_of(batch_of(a.shape())) * k;
+  if (rows == 0) {
+    fill_into(c.out[0], 0);
+    return;
+  }
+  std::vector<int64_t> order{nd - 2};
+  for (int64_t d = 0; d < nd - 2; ++d) order.push_back(d);
+  order.push_back(nd - 1);
+  matmul_kernel().get(c.out[0].device().type)(reshape(permute(a, order), {n, rows}),
+                                              reshape(b, {rows, m}), c.out[0]);
+}
+
+// out = sum_i a_i @ b_i: ga_i = g @ b_i^T and gb_i = a_i^T @ g, g broadcast over the batch.
+std::vector<Tensor> matmul_sum_backward(const BackwardArgs& args) {
+  const Tensor &a = args.in[0], &b = args.in[1], &g = args.grads[0];
+  return {args.needs[0] ? matmul(g, transpose(b, -2, -1)) : Tensor(),
+          args.needs[1] ? matmul(transpose(a, -2, -1), g) : Tensor()};
+}
+
+OpCost matmul_sum_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
+  OpCost cost = elementwise_cost(inputs, output, dtype);
+  cost.flops = 2.0 * static_cast<double>(numel_of(inputs.at(0)) * output.back());
+  return cost;
+}
+
+// ga = g @ b^T and gb = a^T @ g on the matrix forms, summed over broadcast batch dims. A matrix
+// operand of a batched product (a linear's weight) gets its gradient from matmul_sum: one GEMM
+// over the whole batch, without the batch of products summing would need.
 std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
   const TensorMeta &ma = args.in_meta[0], &mb = args.in_meta[1];
   const Tensor a = as_matrix_a(args.in[0]), b = as_matrix_b(args.in[1]);
@@ -89,7 +139,9 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
     if (ma.shape.size() == 1) ga = squeeze(ga, std::vector<int64_t>{ga.dim() - 2});
     ga = sum_to(ga, ma.shape);
   }
-  if (args.needs[1]) {
+  if (args.needs[1] && mb.shape.size() == 2 && ma.shape.size() >= 3 && g.dim() == a.dim()) {
+    gb = matmul_sum(transpose(a, -2, -1), g);
+  } else if (args.needs[1]) {
     gb = matmul(transpose(a, -2, -1), g);
     if (mb.shape.size() == 1) gb = squeeze(gb, std::vector<int64_t>{gb.dim() - 1});
     gb = sum_to(gb, mb.shape);
@@ -101,6 +153,11 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& args) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   static const OpDef& def = op_def("matmul");
+  return dispatch1(def, {a, b});
+}
+
+Tensor matmul_sum(const Tensor& a, const Tensor& b) {
+  static const OpDef& def = op_def("matmul_sum");
   return dispatch1(def, {a, b});
 }
 
@@ -126,6 +183,14 @@ OFL_REGISTER_OPS({
      .infer = infer_matmul,
      .compute = compute_matmul,
      .backward = matmul_backward,
+     .saves = kSaveInputs},
+    {.name = "matmul_sum",
+     .num_inputs = 2,
+     .cost = matmul_sum_cost,
+     .sbp = &sbp_rules::kMatmulSum,
+     .infer = infer_matmul_sum,
+     .compute = compute_matmul_sum,
+     .backward = matmul_sum_backward,
      .saves = kSaveInputs},
     {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
 });

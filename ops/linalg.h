@@ -6,6 +6,9 @@ namespace ofl {
 
 // numpy/PyTorch matmul: 1-d operands are promoted and the batch dimensions broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// sum over the batch of a_i @ b_i: a (..., n, k) and b (..., k, m) with the same batch
+// dimensions give (n, m). A linear's weight gradient, in one GEMM.
+Tensor matmul_sum(const Tensor& a, const Tensor& b);
 // y = x @ w^T + bias (bias may be undefined).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
 

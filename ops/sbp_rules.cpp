@@ -164,6 +164,20 @@ Sigs matmul(const SbpQuery& q) {
   return sigs;
 }
 
+// a (..., n, k), b (..., k, m) -> sum over the batch (n, m): a split batch or k gives partial
+// sums; n and m split as in matmul.
+Sigs matmul_sum(const SbpQuery& q) {
+  const int64_t nd = rank_of(q.in[0]);
+  Sigs sigs;
+  for (int64_t j = 0; j < nd - 2; ++j) sigs.push_back({{Sbp::split(j), Sbp::split(j)}, {kPSum}});
+  sigs.push_back({{Sbp::split(nd - 1), Sbp::split(nd - 2)}, {kPSum}});
+  sigs.push_back({{Sbp::split(nd - 2), kB}, {Sbp::split(0)}});
+  sigs.push_back({{kB, Sbp::split(nd - 1)}, {Sbp::split(1)}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
 Sigs permute(const SbpQuery& q) {
   Sigs sigs;
   const std::vector<int64_t>& dims = q.typed->get<std::vector<int64_t>>("dims");
@@ -496,6 +510,7 @@ const SbpRule kReduceMax{"reduce_max", reduce<ReduceKind::kMax>};
 const SbpRule kReduceMin{"reduce_min", reduce<ReduceKind::kMin>};
 const SbpRule kReduceExact{"reduce_exact", reduce<ReduceKind::kExact>};
 const SbpRule kMatmul{"matmul", matmul};
+const SbpRule kMatmulSum{"matmul_sum", matmul_sum};
 const SbpRule kPermute{"permute", permute};
 const SbpRule kReshape{"reshape", reshape};
 const SbpRule kExpand{"expand", expand};

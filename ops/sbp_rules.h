@@ -38,6 +38,7 @@ extern const SbpRule kReduceExact;
 // matmul with numpy broadcasting and 1-d operands: batch splits, S(n), S(m), S(k) -> P(sum),
 // and P(sum) through either operand.
 extern const SbpRule kMatmul;
+extern const SbpRule kMatmulSum;
 // permute (typed attr dims): a split follows its axis; partials pass.
 extern const SbpRule kPermute;
 // reshape / view / flatten / squeeze / unsqueeze: a split maps through merged or split

@@ -98,6 +98,7 @@ void bind_functions(py::module_& m) {
                                               {"logical_or", &logical_or},
                                               {"logical_xor", &logical_xor},
                                               {"matmul", &matmul},
+                                              {"matmul_sum", &matmul_sum},
                                               {"floor_divide", &floor_divide},
                                               {"remainder", &remainder}};
   for (auto [name, f] : binary)

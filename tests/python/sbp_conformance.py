@@ -135,6 +135,7 @@ CASES.update(
         "any": (lambda a: a.any(1), [_b(5, 4)]),
         "where": (lambda c, a, b: flow.where(c, a, b), [_b(5, 4), X, ROW]),
         "matmul": (lambda a, b: a @ b, [X, _f(4, 3)]),
+        "matmul_sum": (lambda a, b: flow._C.matmul_sum(a, b), [_f(5, 3, 4), _f(5, 4, 2)]),
         "reshape": (lambda x: x.reshape(8, 3), [_f(4, 6)]),
         "expand": (lambda x: x.expand(5, 4), [_f(5, 1)]),
         "squeeze": (lambda x: x.squeeze(1), [_f(5, 1, 4)]),

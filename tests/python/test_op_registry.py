@@ -6,7 +6,7 @@ import oneflowlike.nn.functional as F
 # Ops that Python reaches through syntax rather than a function of the same name.
 _SPELLED_DIFFERENTLY = {"slice": "__getitem__", "pow_scalar": "pow"}
 # Ops that backward definitions call, besides the *_backward and *_grad ones.
-_CALLED_BY_BACKWARD = {"max_pool2d_indices"}
+_CALLED_BY_BACKWARD = {"max_pool2d_indices", "matmul_sum"}
 
 
 def _reachable(name):
