@@ -34,6 +34,8 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
       {"dead_code", dead_code},
       {"assign_sbp", [&](const Graph& x) { return cache ? assign_sbp(x, *cache) : x; }},
       {"insert_boxing", insert_boxing},
+      {"share_conversions",
+       [&](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},
       {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
       {"gather_params", [](const Graph& x) { return gather_params(x); }},
       {"dead_code", dead_code},  // views left unread by gather_params

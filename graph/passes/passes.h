@@ -23,6 +23,10 @@ Graph assign_sbp(const Graph& g, PlanCache& cache);
 // its signature wants; drops boxing nodes that convert nothing.
 Graph insert_boxing(const Graph& g);
 
+// Converts a value wanted in several layouts once to B, and each layout from there by a local
+// slice, where the cost model prices that below the separate conversions.
+Graph share_conversions(const Graph& g, PlanCache& cache);
+
 // Fuses the parameters' gradient reductions (P(sum) -> B or S) into buckets of up to
 // bucket_bytes, each one reduce node where its last member was (DDP's buckets).
 Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);

@@ -259,6 +259,33 @@ TEST(GraphPasses, AssignSbpLeavesPartialSumsForTheGradientBucketAndGraphOutputs)
   EXPECT_EQ(GlobalGraph{out}.sbp(grad), "P(sum)");
 }
 
+TEST(GraphPasses, ShareConversionsReducesOnceWhenCollectivesCostMostlyLatency) {
+  // A P(sum) value one reader wants as S(0) and another as S(1): two reduce-scatters, or one
+  // all-reduce and two local slices. The cost model decides.
+  GlobalGraph gg;
+  const int p = gg.input({64, 64}, "P");
+  const int rows = gg.value({64, 64}, "S(0)"), cols = gg.value({64, 64}, "S(1)");
+  gg.g.add_node(graph::boxing_node(p, rows));
+  gg.g.add_node(graph::boxing_node(p, cols));
+  gg.g.set_outputs({rows, cols});
+
+  ClusterSpec slow_start = ClusterSpec::default_for(4);
+  slow_start.collective_overhead = 5e-3;  // what four ranks on two cores pay per collective
+  PlanCache latency_bound(slow_start);
+  graph::Graph out = graph::share_conversions(gg.g, latency_bound);
+  ASSERT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing", "boxing"}));
+  const int whole = out.nodes()[0].outputs[0];
+  EXPECT_EQ(GlobalGraph{out}.sbp(whole), "B");
+  EXPECT_EQ(out.nodes()[1].inputs[0], whole);
+  EXPECT_EQ(out.nodes()[2].inputs[0], whole);
+
+  ClusterSpec fast_start = slow_start;
+  fast_start.collective_overhead = 0;
+  PlanCache bandwidth_bound(fast_start);
+  out = graph::share_conversions(gg.g, bandwidth_bound);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing"}));
+}
+
 TEST(GraphPasses, BucketGradsFusesGradientReductionsUpToTheBucketSize) {
   GlobalGraph gg;
   // Three parameters' gradients, P(sum) -> B (data parallel), 64 floats each; a fourth to S(0)
