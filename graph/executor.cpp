@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "boxing/reshard.h"
 #include "core/autograd/grad_mode.h"
@@ -241,10 +242,14 @@ class Run {
     Attrs seeded;
     const Attrs* attrs = &n.attrs;
     if (n.random_counters) {
+      // Fresh counters for each run, as the eager calls would draw; a replay takes its first's.
       Generator& gen = default_generator();
+      const int64_t traced = n.attrs.get<int64_t>("offset");
+      auto [it, fresh] = draws_.try_emplace(traced, 0);
+      if (!n.replays_draws || fresh) it->second = int64_t(gen.advance(n.random_counters));
       seeded = n.attrs;
       seeded.set("seed", static_cast<int64_t>(gen.seed()));
-      seeded.set("offset", static_cast<int64_t>(gen.advance(n.random_counters)));
+      seeded.set("offset", it->second);
       attrs = &seeded;
     }
     std::vector<Tensor> out =
@@ -339,6 +344,7 @@ class Run {
   std::vector<Tensor> in_;
   std::shared_ptr<BoxingContext> ctx_;
   std::vector<std::pair<size_t, const void*>> comm_reads_;  // (task, storage it reads)
+  std::unordered_map<int64_t, int64_t> draws_;  // a random node's traced offset -> this run's
   CommThread comm_;
 };
 

@@ -42,6 +42,9 @@ struct Node {
   // A random op drawing from the default generator: how many Philox counters a run reserves
   // (each run draws fresh values, as the same calls in eager mode would). 0: not random.
   uint64_t random_counters = 0;
+  // A random op repeating an earlier one's draws (the recompute of a checkpointed block): both
+  // carry the same traced "offset" attribute, and a run gives this one what it gave the first.
+  bool replays_draws = false;
   // kOp with global inputs: the layouts its inputs are converted to and its outputs get (the SBP
   // pass's choice).
   NdSbpSignature sig;

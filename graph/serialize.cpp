@@ -99,6 +99,7 @@ std::string to_json(const Graph& g) {
       os << (a ? ", " : "") << quoted(items[a].first) << ": " << attr_json(items[a].second);
     os << "}, \"inputs\": " << ids(n.inputs) << ", \"outputs\": " << ids(n.outputs)
        << ", \"random_counters\": " << n.random_counters;
+    if (n.replays_draws) os << ", \"replays_draws\": true";
     if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather)
       os << ", \"axes\": " << ints(n.axes);
     os << "}";

@@ -168,8 +168,11 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   if (attrs.has("seed") && attrs.has("offset")) {
     const Generator& g = default_generator();
     const auto offset = static_cast<uint64_t>(attrs.get<int64_t>("offset"));
-    if (static_cast<uint64_t>(attrs.get<int64_t>("seed")) == g.seed() && g.offset() > offset)
+    if (static_cast<uint64_t>(attrs.get<int64_t>("seed")) == g.seed() && g.offset() > offset) {
       node.random_counters = g.offset() - offset;
+      // The generator was set back to draw the same values again (checkpoint's recompute).
+      node.replays_draws = !drawn_.insert(offset).second;
+    }
   }
   node.inputs.reserve(in.size());
   for (const Tensor& t : in) node.inputs.push_back(value_of(op, t));

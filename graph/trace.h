@@ -5,6 +5,7 @@
 // by reference: the graph reads their values when it runs.
 #pragma once
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/ir.h"
@@ -61,6 +62,7 @@ class Trace {
   Graph graph_;
   std::shared_ptr<BoxingContext> ctx_;  // of the global tensors seen: what the traced ones carry
   std::unordered_map<const TensorImpl*, int> captured_;
+  std::unordered_set<uint64_t> drawn_;  // the generator offsets random nodes reserved
   Trace* prev_ = nullptr;
   bool open_ = false;
   uint64_t generator_offset_;  // given back on close: tracing draws nothing

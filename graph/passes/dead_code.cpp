@@ -24,7 +24,7 @@ Graph dead_code(const Graph& g) {
   const std::vector<bool> ext = external_memory(g);
   // Effects beyond a node's outputs: writes into memory the graph does not own, random draws.
   auto has_effects = [&](const Node& n) {
-    return n.random_counters || (writes_in_place(n) && ext[n.inputs[0]]);
+    return (n.random_counters && !n.replays_draws) || (writes_in_place(n) && ext[n.inputs[0]]);
   };
   std::vector<bool> live(g.values().size(), false);
   for (int id : g.outputs()) live[id] = true;

@@ -396,3 +396,35 @@ def test_a_global_graph_reshards_where_build_asks():
     assert out.sbp == (S(0),)
     np.testing.assert_array_equal(out.numpy(), x.numpy() * 2)
     assert "S(1) on cpu[0]" in repr(graph)
+
+
+def test_activation_checkpointing_replays_dropout_in_a_graph():
+    class Step(nn.Graph):
+        def __init__(self, model, opt):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).square().mean()
+            loss.backward()
+            return loss
+
+    def train(checkpointed):
+        flow.manual_seed(0)
+        block = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.GELU(), nn.Linear(16, 8))
+        model = nn.Sequential(block, nn.Linear(8, 8)).train()
+        block.to(nn.graph.GraphModule).activation_checkpointing = checkpointed
+        graph = Step(model, flow.optim.SGD(model.parameters(), lr=0.1))
+        flow.manual_seed(3)
+        x = flow.randn(4, 8)
+        losses = [graph(x).item() for _ in range(3)]
+        return losses, model, graph
+
+    plain_losses, plain, _ = train(False)
+    ckpt_losses, ckpt, graph = train(True)
+    assert ckpt_losses == plain_losses
+    assert len(set(plain_losses)) == 3  # each step draws its own mask
+    for a, b in zip(plain.parameters(), ckpt.parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert repr(graph).count("= dropout(") == 2  # the forward's and its replay

@@ -8,7 +8,8 @@ from oneflowlike import _C
 def checkpoint(function, *args, params=()):
     """function(*args), keeping only its inputs for backward. `params`: tensors the function
     reads besides its arguments (a module's parameters) that need gradients too. Random draws
-    inside are replayed from the same generator state when recomputing."""
+    inside are replayed from the same generator state when recomputing (in graph mode, the
+    recomputed random nodes take the forward's draws at every run)."""
     tensors = [a for a in args if isinstance(a, flow.Tensor)]
     params = list(params)
     if not flow.is_grad_enabled() or not any(t.requires_grad for t in tensors + params):
@@ -18,11 +19,6 @@ def checkpoint(function, *args, params=()):
     with flow.no_grad():
         output = function(*args)
     outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-    if any(t.is_traced for t in tensors) and gen.get_state() != state:
-        raise RuntimeError(
-            "[checkpoint] activation checkpointing of code that draws random numbers (dropout) "
-            "is not supported in graph mode yet"
-        )
 
     def backward(grads, needs):
         after = gen.get_state()
