@@ -38,6 +38,7 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
        [&](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},
       {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
       {"gather_params", [](const Graph& x) { return gather_params(x); }},
+      {"hoist_collectives", [](const Graph& x) { return hoist_collectives(x); }},
       {"dead_code", dead_code},  // views left unread by gather_params
   };
   for (const Pass& pass : passes) {

@@ -38,6 +38,11 @@ Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
 inline constexpr int64_t kGatherBucketBytes = 1 << 20;  // about a layer's parameters (FSDP units)
 Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 
+// Moves each conversion that communicates a value of at most max_bytes, computed by at most
+// max_nodes nodes from inputs and variables only (a loss's target count), with those nodes to the
+// graph's start: issued early, it overlaps the compute on the communication thread.
+Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
+
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
 // (a default one for their placement's size when null).
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr);

@@ -286,6 +286,28 @@ TEST(GraphPasses, ShareConversionsReducesOnceWhenCollectivesCostMostlyLatency) {
   EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing"}));
 }
 
+TEST(GraphPasses, HoistCollectivesIssuesASmallReductionBeforeTheComputeItDoesNotNeed) {
+  // loss-like: a big product first, then a count of the targets (P(sum) over a split batch)
+  // reduced to B. The count's nodes and its reduction move ahead of the product.
+  GlobalGraph gg;
+  const int x = gg.input({64, 64}, "S(0)"), w = gg.input({64, 64}, "B");
+  const int targets = gg.input({64}, "S(0)");
+  const int y = gg.value({64, 64}, "S(0)"), count = gg.value({}, "P"), whole = gg.value({}, "B");
+  const int z = gg.value({64, 64}, "S(0)");
+  gg.g.add_node(graph::op_node(op_def("matmul"), {x, w}, {y}));
+  gg.g.add_node(graph::op_node(
+      op_def("sum"), {targets}, {count},
+      {{"axes", std::vector<int64_t>{}}, {"keepdim", false}, {"dtype", DType::kFloat32}}));
+  gg.g.add_node(graph::boxing_node(count, whole));
+  gg.g.add_node(graph::op_node(op_def("div"), {y, whole}, {z}));
+  gg.g.set_outputs({z});
+  graph::Graph out = graph::hoist_collectives(gg.g);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"sum", "boxing", "matmul", "div"}));
+  // A value over the size limit stays where it is.
+  out = graph::hoist_collectives(gg.g, /*max_bytes=*/2);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"matmul", "sum", "boxing", "div"}));
+}
+
 TEST(GraphPasses, BucketGradsFusesGradientReductionsUpToTheBucketSize) {
   GlobalGraph gg;
   // Three parameters' gradients, P(sum) -> B (data parallel), 64 floats each; a fourth to S(0)
