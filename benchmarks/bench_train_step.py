@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import bench, report, run_child  # noqa: E402
-from model_loader import load_model_module, train_step  # noqa: E402
+from model_loader import graph_train_step, load_model_module, train_step  # noqa: E402
 
 
 def make_step(framework, args, x_np, y_np, graph=False):
@@ -34,22 +34,7 @@ def make_step(framework, args, x_np, y_np, graph=False):
     model = m.GPT(cfg)
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = lib.from_numpy(x_np), lib.from_numpy(y_np)
-    if not graph:
-        return train_step(model, opt, x, y)
-
-    class TrainGraph(lib.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            _, loss = self.model(x, y)
-            loss.backward()
-            return loss
-
-    step = TrainGraph()
-    return lambda: step(x, y)
+    return graph_train_step(model, opt, x, y) if graph else train_step(model, opt, x, y)
 
 
 def main():

@@ -1,6 +1,6 @@
 """The example char-GPT (examples/char_gpt/model.py) as a module of either framework: the very
 same source with `oneflowlike` replaced by `torch`, so both run one architecture and
-initialisation scheme; and its training step."""
+initialisation scheme; and its training step, eager or as a graph."""
 
 import sys
 import types
@@ -30,3 +30,14 @@ def train_step(model, opt, x, y):
         opt.step()
 
     return step
+
+
+def graph_train_step(model, opt, x, y):
+    """The same step as an nn.Graph (examples/parallel/gpt_layouts.py's TrainStep), traced on
+    its first call. The graph keeps its gradients inside the step: the eager .grad are dropped."""
+    sys.path.insert(0, str(MODEL.parents[1] / "parallel"))
+    from gpt_layouts import TrainStep
+
+    graph = TrainStep(model, opt)
+    opt.zero_grad()
+    return lambda: graph(x, y)

@@ -80,7 +80,7 @@ def run_oneflowlike(args):
     import oneflowlike as flow
     import oneflowlike.distributed as dist
     from gpt_layouts import LAYOUTS
-    from model_loader import load_model_module, train_step
+    from model_loader import graph_train_step, load_model_module, train_step
 
     m = load_model_module("oneflowlike")
     x_np, y_np = batch(args)
@@ -103,31 +103,15 @@ def run_oneflowlike(args):
         )
 
         for mode in ("eager", "graph"):
-            step = train_step(model, opt, x, y) if mode == "eager" else graph_step(model, opt, x, y)
+            step = (
+                train_step(model, opt, x, y)
+                if mode == "eager"
+                else graph_train_step(model, opt, x, y)
+            )
             row = measure(flow, step, dist, args)
             if rank == 0:
                 row.update(lib="oneflowlike", case=layout, mode=mode)
                 print(json.dumps(row), flush=True)
-
-
-def graph_step(model, opt, x, y):
-    """The same step as an nn.Graph (traced on its first call, in the warm-up)."""
-    import oneflowlike as flow
-
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            _, loss = self.model(x, y)
-            loss.backward()
-            return loss
-
-    graph = Step()
-    opt.zero_grad()  # the eager rows' gradients: a graph keeps its own, inside the step
-    return lambda: graph(x, y)
 
 
 def measure(flow, step, dist, args):

@@ -1,9 +1,9 @@
 // Parameter gathers, ZeRO-3 / FSDP style: the conversions of split parameters that only gather
 // (S -> B on some mesh axes, laid out alike elsewhere) go out fused, one all-gather per bucket of
 // up to bucket_bytes of gathered parameters, in the order the step first reads them. Each
-// bucket is issued ahead (prefetch): when the previous bucket's last parameter comes into use,
-// so that with collectives on their own thread it runs while that compute does, and at most two
-// buckets are held at once. A bucket never moves above a
+// bucket is issued ahead (prefetch) as soon as the previous bucket's memory is free, so that with
+// collectives on their own thread it runs while the compute in between does, and one bucket is
+// held at a time (FSDP's BACKWARD_POST). A bucket never moves above a
 // write in place into one of its parameters.
 //
 // A parameter read through views (linear's weight.t()) is gathered first and viewed after:
@@ -107,10 +107,6 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
   const Graph g = gather_before_views(traced, is_variable);
   is_variable.resize(g.values().size(), false);
   const std::vector<Node>& nodes = g.nodes();
-  std::vector<int> first_reader(g.values().size(), int(nodes.size()));
-  for (size_t i = nodes.size(); i-- > 0;)
-    for (int id : nodes[i].inputs)
-      if (id >= 0) first_reader[id] = int(i);
 
   struct Bucket {
     std::vector<int> members;  // node indices
@@ -136,14 +132,25 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
     b->members.push_back(int(i));
     b->bytes += bytes;
   }
-  // Issue each bucket when the previous one's last parameter comes into use, not before its own
-  // phase begins, unless one of its parameters is written in place in between.
+  // Issue each bucket as soon as the previous one's memory is free (after the last reader of its
+  // gathered parameters and their views), not before its own phase begins, unless one of its
+  // parameters is written in place in between.
+  std::vector<int> base(g.values().size());
+  for (size_t v = 0; v < base.size(); ++v) base[v] = int(v);
+  std::vector<int> last_use(g.values().size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.kind == NodeKind::kOp && n.op->view && !n.inputs.empty() && n.inputs[0] >= 0)
+      for (int id : n.outputs) base[id] = base[n.inputs[0]];
+    for (int id : n.inputs)
+      if (id >= 0) last_use[base[id]] = int(i);
+  }
   int backward_begins = int(nodes.size());
   for (size_t i = nodes.size(); i-- > 0;)
     if (nodes[i].backward) backward_begins = int(i);
   for (size_t b = 1; b < buckets.size(); ++b) {
-    int ahead = first_reader[nodes[buckets[b - 1].members.back()].outputs[0]];
-    ahead = std::max(ahead, buckets[b - 1].at + 1);
+    int ahead = buckets[b - 1].at + 1;
+    for (int m : buckets[b - 1].members) ahead = std::max(ahead, last_use[nodes[m].outputs[0]] + 1);
     if (nodes[buckets[b].members[0]].backward) ahead = std::max(ahead, backward_begins);
     if (ahead >= buckets[b].at) continue;
     bool blocked = false;

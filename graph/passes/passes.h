@@ -35,7 +35,7 @@ Graph bucket_grads(const Graph& g, int64_t bucket_bytes = kGradBucketBytes);
 // node issued when the previous bucket's last parameter comes into use (prefetch), ZeRO-3 / FSDP
 // style: once in forward and again in backward, so that gathered parameters are not held in
 // between.
-inline constexpr int64_t kGatherBucketBytes = 1 << 20;  // about a layer's parameters (FSDP units)
+inline constexpr int64_t kGatherBucketBytes = 1 << 19;  // half a MiB: FSDP-unit sized
 Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 
 // Moves each conversion that communicates a value of at most max_bytes, computed by at most

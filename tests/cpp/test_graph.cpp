@@ -346,30 +346,35 @@ TEST(GraphPasses, BucketGradsClosesABucketBeforeANodeReadsItsMember) {
 
 TEST(GraphPasses, GatherParamsFusesParameterGathersAndIssuesEachBucketAhead) {
   GlobalGraph gg;
-  // ZeRO-3-like: three split weights gathered to B for three layers' products, 256 B each.
+  // ZeRO-3-like: three split weights gathered to B for three layers (a product, then a gelu),
+  // 256 B each.
   const int x = gg.input({4, 8}, "B");
-  std::vector<int> w, full, h;
+  std::vector<int> w, full, h, a;
   for (int k = 0; k < 3; ++k) {
     w.push_back(gg.variable({8, 8}, "S(0)"));
     full.push_back(gg.value({8, 8}, "B"));
     h.push_back(gg.value({4, 8}, "B"));
+    a.push_back(gg.value({4, 8}, "B"));
   }
   for (int k = 0; k < 3; ++k) {
     gg.g.add_node(graph::boxing_node(w[k], full[k]));
-    gg.g.add_node(graph::op_node(op_def("matmul"), {k ? h[k - 1] : x, full[k]}, {h[k]}));
+    gg.g.add_node(graph::op_node(op_def("matmul"), {k ? a[k - 1] : x, full[k]}, {h[k]}));
+    gg.g.add_node(
+        graph::op_node(op_def("gelu"), {h[k]}, {a[k]}, {{"approximate", std::string("none")}}));
   }
-  gg.g.set_outputs({h[2]});
+  gg.g.set_outputs({a[2]});
   // One bucket for all: a single gather before the first product.
   graph::Graph out = graph::gather_params(gg.g);
-  ASSERT_EQ(names(out), (std::vector<std::string>{"gather", "matmul", "matmul", "matmul"}));
+  ASSERT_EQ(names(out), (std::vector<std::string>{"gather", "matmul", "gelu", "matmul", "gelu",
+                                                  "matmul", "gelu"}));
   EXPECT_EQ(out.nodes()[0].inputs, w);
   EXPECT_EQ(out.nodes()[0].outputs, full);
   EXPECT_EQ(out.nodes()[0].axes, (std::vector<int64_t>{0}));
-  // Buckets of one weight: each goes out before the previous layer's product (its prefetch).
-  // (Each bucket's last weight is its only one here.)
+  // Buckets of one weight: each goes out as soon as the previous weight's last reader is done,
+  // overlapping the gelu in between; one gathered weight is held at a time.
   out = graph::gather_params(gg.g, 8 * 8 * 4);
-  EXPECT_EQ(names(out),
-            (std::vector<std::string>{"gather", "gather", "matmul", "gather", "matmul", "matmul"}));
-  EXPECT_EQ(out.nodes()[1].inputs, (std::vector<int>{w[1]}));
-  EXPECT_EQ(out.nodes()[3].inputs, (std::vector<int>{w[2]}));
+  EXPECT_EQ(names(out), (std::vector<std::string>{"gather", "matmul", "gather", "gelu", "matmul",
+                                                  "gather", "gelu", "matmul", "gelu"}));
+  EXPECT_EQ(out.nodes()[2].inputs, (std::vector<int>{w[1]}));
+  EXPECT_EQ(out.nodes()[5].inputs, (std::vector<int>{w[2]}));
 }
