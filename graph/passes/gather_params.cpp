@@ -3,8 +3,8 @@
 // up to bucket_bytes of gathered parameters, in the order the step first reads them. Each
 // bucket is issued ahead (prefetch) as soon as the previous bucket's memory is free, so that with
 // collectives on their own thread it runs while the compute in between does, and one bucket is
-// held at a time (FSDP's BACKWARD_POST). A bucket never moves above a
-// write in place into one of its parameters.
+// held at a time (FSDP's BACKWARD_POST). A bucket never moves above a write in place into one of
+// its parameters.
 //
 // A parameter read through views (linear's weight.t()) is gathered first and viewed after:
 // boxing(view(w)) to all-B becomes view(boxing(w)), one gather per parameter and phase however
