@@ -17,15 +17,14 @@ int Graph::add_input(Value v) {
   return id;
 }
 
+Value value_like(const Tensor& t) {
+  if (!t.is_global()) return {t.shape(), t.dtype(), t.device(), std::nullopt, {}};
+  const GlobalInfo& g = *t.impl()->global;
+  return {g.shape, t.dtype(), t.device(), g.placement, g.nd_sbp};
+}
+
 int Graph::add_variable(const Tensor& t) {
-  Value v{t.shape(), t.dtype(), t.device(), std::nullopt, {}};
-  if (t.is_global()) {
-    const GlobalInfo& g = *t.impl()->global;
-    v.shape = g.shape;
-    v.placement = g.placement;
-    v.nd_sbp = g.nd_sbp;
-  }
-  const int id = add_value(std::move(v));
+  const int id = add_value(value_like(t));
   variables_.push_back({id, t});
   return id;
 }

@@ -33,6 +33,9 @@ enum class NodeKind : uint8_t {
   kGather,  // n inputs to n outputs: gathers from S to B on `axes`, fused into one collective
 };
 
+// What a tensor is as a value: its logical shape, dtype, device, and placement and SBP if global.
+Value value_like(const Tensor& t);
+
 struct Node {
   NodeKind kind = NodeKind::kOp;
   const OpDef* op = nullptr;  // kOp

@@ -77,15 +77,8 @@ Trace* Trace::current() {
 }
 
 Tensor Trace::input(const Tensor& example) {
-  Value v{example.shape(), example.dtype(), example.device(), std::nullopt, {}};
-  if (example.is_global()) {
-    const GlobalInfo& g = *example.impl()->global;
-    v.shape = g.shape;
-    v.placement = g.placement;
-    v.nd_sbp = g.nd_sbp;
-    if (!ctx_) ctx_ = g.ctx;
-  }
-  return traced(graph_.add_input(std::move(v)), false);
+  if (example.is_global() && !ctx_) ctx_ = example.impl()->global->ctx;
+  return traced(graph_.add_input(value_like(example)), false);
 }
 
 Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
