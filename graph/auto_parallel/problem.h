@@ -1,0 +1,51 @@
+// The auto-parallel planner's problem as data (DESIGN.md, "The planner"): groups of exclusive
+// choices (an op's signatures, a parameter's layouts), each choice with a cost in seconds and the
+// memory it puts on every device; edges between two groups with a cost for every pair of their
+// choices (the boxing of a value from its producer's layout to its reader's); a per-device memory
+// budget. A plan picks one choice per group, minimising the total cost within the budget.
+//
+// solve() is exact: an integer program through CBC (COIN-OR). brute_force() enumerates every plan,
+// for tests on small problems.
+#pragma once
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ofl::auto_parallel {
+
+struct Group {
+  std::string name;
+  std::vector<double> cost;    // seconds, per choice
+  std::vector<double> memory;  // bytes per device, per choice (empty: none)
+};
+
+struct Edge {
+  int from, to;              // group indices
+  std::vector<double> cost;  // seconds, row-major: [choice of from][choice of to]
+};
+
+struct Problem {
+  std::vector<Group> groups;
+  std::vector<Edge> edges;
+  double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
+};
+
+struct Solution {
+  std::vector<int> choice;  // per group
+  double cost = 0;
+  double memory = 0;
+};
+
+// The cost and memory of a plan (raises for a malformed problem or plan).
+double cost_of(const Problem& p, const std::vector<int>& choice);
+double memory_of(const Problem& p, const std::vector<int>& choice);
+// The least memory any plan needs: the sum of each group's smallest.
+double min_memory(const Problem& p);
+
+// The cheapest plan within the budget. Raises naming the budget and the least memory any plan
+// needs when none fits.
+Solution solve(const Problem& p);
+// The same by enumerating every plan (exponential: for tests).
+Solution brute_force(const Problem& p);
+
+}  // namespace ofl::auto_parallel

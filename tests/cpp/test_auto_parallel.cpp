@@ -1,0 +1,97 @@
+// The planner's solver on problems built by hand: exact (equal to enumerating every plan) on
+// chains, branches, shared choices and memory budgets; clear errors when no plan fits.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graph/auto_parallel/problem.h"
+#include "test_util.h"
+
+using namespace ofl;
+using namespace ofl::auto_parallel;
+using ofl::testing::error_of;
+
+namespace {
+
+// Random costs and memories on a given shape of groups and edges.
+Problem random_problem(std::mt19937& rng, const std::vector<int>& sizes,
+                       const std::vector<std::pair<int, int>>& edges, bool with_memory) {
+  std::uniform_real_distribution<double> cost(0.0, 10.0), bytes(1.0, 100.0);
+  Problem p;
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    Group group{"g" + std::to_string(g), {}, {}};
+    for (int i = 0; i < sizes[g]; ++i) {
+      group.cost.push_back(cost(rng));
+      if (with_memory) group.memory.push_back(bytes(rng));
+    }
+    p.groups.push_back(std::move(group));
+  }
+  for (auto [a, b] : edges) {
+    Edge e{a, b, {}};
+    for (int i = 0; i < sizes[size_t(a)] * sizes[size_t(b)]; ++i) e.cost.push_back(cost(rng));
+    p.edges.push_back(std::move(e));
+  }
+  return p;
+}
+
+void expect_exact(const Problem& p) {
+  const Solution want = brute_force(p), got = solve(p);
+  EXPECT_NEAR(got.cost, want.cost, 1e-6 * (1 + want.cost));
+  EXPECT_LE(got.memory, p.memory_budget);
+  EXPECT_DOUBLE_EQ(got.cost, cost_of(p, got.choice));
+}
+
+}  // namespace
+
+TEST(AutoParallelSolve, EqualsBruteForceOnChainsBranchesAndSharedGroups) {
+  std::mt19937 rng(7);
+  const std::vector<std::pair<int, int>> chain{{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+  // A residual block: 0 feeds 1 and 3, 1 -> 2 -> 3 (a branch that joins again).
+  const std::vector<std::pair<int, int>> branch{{0, 1}, {1, 2}, {2, 3}, {0, 3}, {3, 4}};
+  // One parameter's group read by three ops (a shared weight, e.g. tied embeddings).
+  const std::vector<std::pair<int, int>> shared{{0, 1}, {0, 2}, {0, 3}, {1, 4}, {2, 4}};
+  for (int trial = 0; trial < 20; ++trial) {
+    for (const auto* edges : {&chain, &branch, &shared}) {
+      std::vector<int> sizes;
+      for (int g = 0; g < 5; ++g) sizes.push_back(1 + int(rng() % 4));
+      expect_exact(random_problem(rng, sizes, *edges, false));
+    }
+  }
+}
+
+TEST(AutoParallelSolve, HonoursTheMemoryBudgetExactly) {
+  std::mt19937 rng(11);
+  const std::vector<std::pair<int, int>> edges{{0, 1}, {1, 2}, {0, 2}, {2, 3}};
+  for (int trial = 0; trial < 30; ++trial) {
+    Problem p = random_problem(rng, {3, 2, 4, 3}, edges, true);
+    const double lo = min_memory(p), hi = memory_of(p, brute_force(p).choice);
+    // Budgets between the least any plan needs and what the unconstrained optimum uses.
+    p.memory_budget = lo + (hi - lo) * double(trial % 5) / 5.0;
+    expect_exact(p);
+  }
+}
+
+TEST(AutoParallelSolve, ABudgetNoPlanFitsRaisesWithTheLeastMemoryAnyPlanNeeds) {
+  Problem p;
+  p.groups.push_back({"w", {1.0, 2.0}, {100.0, 25.0}});
+  p.groups.push_back({"x", {1.0, 3.0}, {50.0, 10.0}});
+  p.memory_budget = 30;
+  for (const std::string& msg : {error_of([&] { solve(p); }), error_of([&] { brute_force(p); })})
+    EXPECT_NE(msg.find("no plan fits the memory budget of 30 bytes per device; the least any "
+                       "plan needs is 35 bytes"),
+              std::string::npos)
+        << msg;
+  p.memory_budget = 35;
+  EXPECT_EQ(solve(p).choice, (std::vector<int>{1, 1}));
+}
+
+TEST(AutoParallelSolve, MalformedProblemsRaiseNamingTheGroup) {
+  Problem p;
+  p.groups.push_back({"matmul", {1.0, 2.0}, {}});
+  p.groups.push_back({"weight", {}, {}});
+  EXPECT_NE(error_of([&] { solve(p); }).find("group weight has no choice"), std::string::npos);
+  p.groups[1].cost = {1.0};
+  p.edges.push_back({0, 1, {1.0}});
+  EXPECT_NE(error_of([&] { solve(p); }).find("the edge from matmul to weight has 1 costs"),
+            std::string::npos);
+}
