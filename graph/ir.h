@@ -53,6 +53,7 @@ struct Node {
   NdSbpSignature sig;
   // kBoxing: a parameter's gradient taking the parameter's layout (what bucketing fuses).
   bool param_grad = false;
+  int grad_of = -1;           // kBoxing with param_grad: the parameter's value id (when traced)
   std::vector<int64_t> axes;  // kReduce, kGather: the mesh axes reduced or gathered over
   bool backward = false;      // traced while autograd ran backward (the step's second phase)
 

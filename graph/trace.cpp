@@ -32,8 +32,7 @@ class TraceHandler : public KindHandler {
 Tensor traced_leaf_grad(const Tensor& var, const Tensor& grad) {
   Trace* trace = Trace::current();
   if (!trace) fail("AccumulateGrad", "a traced gradient reached a leaf after tracing ended");
-  const GlobalInfo& v = *var.impl()->global;
-  return trace->box("AccumulateGrad", grad, v.placement, v.nd_sbp, /*param_grad=*/true);
+  return trace->box_grad(var, grad);
 }
 
 Tensor traced_boxing(const char* op, const Tensor& x, const Placement& placement,
@@ -79,6 +78,13 @@ Trace* Trace::current() {
 Tensor Trace::input(const Tensor& example) {
   if (example.is_global() && !ctx_) ctx_ = example.impl()->global->ctx;
   return traced(graph_.add_input(value_like(example)), false);
+}
+
+Tensor Trace::box_grad(const Tensor& param, const Tensor& grad) {
+  const GlobalInfo& v = *param.impl()->global;
+  Tensor out = box("AccumulateGrad", grad, v.placement, v.nd_sbp, /*param_grad=*/true);
+  graph_.nodes().back().grad_of = value_of("AccumulateGrad", param);
+  return out;
 }
 
 Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,

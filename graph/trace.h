@@ -38,6 +38,8 @@ class Trace {
   // constant every rank computes alike.
   Tensor box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
              bool param_grad = false);
+  // A parameter's gradient taking the parameter's layout (a param_grad boxing node naming it).
+  Tensor box_grad(const Tensor& param, const Tensor& grad);
   // The graph, returning `outputs` (traced tensors of this trace, or captured ones). Closes.
   Graph finish(const std::vector<Tensor>& outputs);
   // Ends recording on this thread (finish does it; idempotent).

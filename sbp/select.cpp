@@ -156,6 +156,12 @@ std::vector<NdSbpSignature> candidate_signatures(const SbpCall& call) {
   return combine_signatures(per_axis);
 }
 
+double compute_seconds(const SbpCall& call, const NdSbpSignature& sig, const ClusterSpec& cluster) {
+  if (!call.def->cost || call.out_shapes->empty()) return 0;
+  const OpCost cost = origin_cost(call, sig, [](const NdSbp& s) { return s; });
+  return cluster.compute(cost.flops, cost.bytes, call.out_dtype);
+}
+
 SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster,
                                  const TransitionCost& transition) {
   const std::vector<Shape>& outs = *call.out_shapes;

@@ -66,6 +66,9 @@ SbpQuery sbp_query(const SbpCall& call);
 // in-place call has none.
 std::vector<NdSbpSignature> candidate_signatures(const SbpCall& call);
 
+// The roofline time of the call's compute under `sig`, on its largest shard.
+double compute_seconds(const SbpCall& call, const NdSbpSignature& sig, const ClusterSpec& cluster);
+
 // The cheapest candidate; raises naming the op when there is none.
 SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster,
                                  const TransitionCost& transition);

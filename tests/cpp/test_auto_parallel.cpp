@@ -1,10 +1,16 @@
-// The planner's solver on problems built by hand: exact (equal to enumerating every plan) on
-// chains, branches, shared choices and memory budgets; clear errors when no plan fits.
+// The planner without ranks: its solver on problems built by hand (exact, equal to enumerating
+// every plan, on chains, branches, shared choices and memory budgets; clear errors when no plan
+// fits), and the problems graphs pose.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
+#include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/problem.h"
+#include "graph/passes/passes.h"
+#include "ops/ops.h"
+#include "sbp/global_info.h"
 #include "test_util.h"
 
 using namespace ofl;
@@ -93,5 +99,88 @@ TEST(AutoParallelSolve, MalformedProblemsRaiseNamingTheGroup) {
   p.groups[1].cost = {1.0};
   p.edges.push_back({0, 1, {1.0}});
   EXPECT_NE(error_of([&] { solve(p); }).find("the edge from matmul to weight has 1 costs"),
+            std::string::npos);
+}
+
+// --- the planner on graphs, hand-built, without ranks ---
+
+namespace {
+
+struct PlanGraph {
+  Placement placement;
+  graph::Graph g;
+  int input(Shape shape, const char* sbp) {
+    return g.add_input({std::move(shape), DType::kFloat32, Device{}, placement, NdSbp::parse(sbp)});
+  }
+  int variable(Shape shape) {
+    Tensor t = zeros(shape);
+    NdSbp b(std::vector<Sbp>(size_t(placement.ndim()), Sbp::broadcast()));
+    t.impl()->global = std::make_shared<GlobalInfo>(GlobalInfo{shape, placement, b, {}});
+    return g.add_variable(t);
+  }
+  int value(Shape shape) {
+    return g.add_value({std::move(shape), DType::kFloat32, Device{}, placement, {}});
+  }
+  int op(const char* name, std::vector<int> in, Shape out_shape, Attrs attrs = {}) {
+    const int out = value(std::move(out_shape));
+    g.add_node(graph::op_node(op_def(name), std::move(in), {out}, std::move(attrs)));
+    return out;
+  }
+};
+
+// x (rows, 64) @ w1 (64, 64) -> gelu -> @ w2 (64, 64): two parameters, three ops.
+PlanGraph mlp(Placement placement, int64_t rows, const char* x_sbp) {
+  PlanGraph pg{std::move(placement), {}};
+  const int x = pg.input({rows, 64}, x_sbp);
+  const int w1 = pg.variable({64, 64}), w2 = pg.variable({64, 64});
+  const int h = pg.op("matmul", {x, w1}, {rows, 64});
+  const int a = pg.op("gelu", {h}, {rows, 64}, {{"approximate", std::string("none")}});
+  const int y = pg.op("matmul", {a, w2}, {rows, 64});
+  pg.g.set_outputs({y});
+  return pg;
+}
+
+}  // namespace
+
+TEST(AutoParallelPlan, IsExactOnSmallGraphsOnOneAndTwoDimensionalMeshes) {
+  for (const Placement& p : {Placement(DeviceType::kCPU, {0, 1, 2, 3}, {4}),
+                             Placement(DeviceType::kCPU, {0, 1, 2, 3}, {2, 2})}) {
+    PlanCache cache(ClusterSpec::default_for(4));
+    for (const char* sbp : {"S(0)", "B"}) {
+      PlanGraph pg = mlp(p, 256, p.ndim() == 1 ? sbp : (std::string("(") + sbp + ", B)").c_str());
+      const auto gp = auto_parallel::build_problem(pg.g, cache, INFINITY);
+      const auto want = auto_parallel::brute_force(gp.problem);
+      const auto got = auto_parallel::solve(gp.problem);
+      EXPECT_NEAR(got.cost, want.cost, 1e-9 + 1e-9 * want.cost) << p.str() << " x " << sbp;
+    }
+  }
+}
+
+TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnderABudget) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanGraph pg = mlp(line, 4096, "S(0)");
+  const int w1 = pg.g.variables()[0].value, w2 = pg.g.variables()[1].value;
+  // Data parallel: the weights replicated, nothing communicated.
+  auto plan = auto_parallel::plan(pg.g, cache, INFINITY);
+  EXPECT_EQ(plan.layout.at(w1).str(), "B");
+  EXPECT_EQ(plan.layout.at(w2).str(), "B");
+  EXPECT_DOUBLE_EQ(plan.comm_seconds, 0);
+  // Room for one replicated weight and one quarter: one weight is sharded.
+  const double weight = 64 * 64 * 4;
+  plan = auto_parallel::plan(pg.g, cache, weight + weight / 4);
+  EXPECT_LE(plan.memory, weight + weight / 4);
+  EXPECT_NE(plan.layout.at(w1).str() == "B", plan.layout.at(w2).str() == "B");
+  EXPECT_GT(plan.comm_seconds, 0);
+  // The applied plan is a laid-out graph the boxing pass can take.
+  const graph::Graph laid = graph::insert_boxing(auto_parallel::apply(pg.g, plan));
+  for (const graph::Node& n : laid.nodes())
+    if (n.kind == graph::NodeKind::kOp)
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        EXPECT_EQ(laid.values()[size_t(n.inputs[i])].nd_sbp, n.sig.in[i]) << n.name();
+  // Less than a quarter of each weight: no plan fits.
+  EXPECT_NE(error_of([&] {
+              auto_parallel::plan(pg.g, cache, weight / 4);
+            }).find("the least any plan needs is 8192 bytes"),
             std::string::npos);
 }

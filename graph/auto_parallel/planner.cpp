@@ -1,0 +1,241 @@
+#include "graph/auto_parallel/planner.h"
+
+#include "core/error.h"
+#include "sbp/select.h"
+
+namespace ofl::auto_parallel {
+
+using graph::Graph;
+using graph::Node;
+using graph::NodeKind;
+using graph::Value;
+
+namespace {
+
+constexpr double kForbidden = 1e6;  // seconds: a pair of choices that cannot go together
+
+// Where a value's layout comes from: fixed, a group's choice (a variable's layout or an op's
+// output), or another value's (an in-place result is its self; a gradient is its parameter's).
+struct Origin {
+  int group = -1;  // -1: fixed
+  int output = 0;  // an op group's output index
+  NdSbp fixed;
+};
+
+}  // namespace
+
+std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placement) {
+  std::vector<std::vector<Sbp>> per_axis;
+  for (int64_t k = 0; k < placement.ndim(); ++k) {
+    std::vector<Sbp>& axis = per_axis.emplace_back(1, Sbp::broadcast());
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] >= placement.mesh()[size_t(k)]) axis.push_back(Sbp::split(int64_t(d)));
+  }
+  std::vector<NdSbp> out{NdSbp()};
+  for (const std::vector<Sbp>& axis : per_axis) {
+    std::vector<NdSbp> next;
+    for (const NdSbp& prefix : out)
+      for (const Sbp& s : axis) {
+        std::vector<Sbp> axes = prefix.axes();
+        axes.push_back(s);
+        next.emplace_back(std::move(axes));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget) {
+  GraphProblem gp;
+  gp.problem.memory_budget = memory_budget;
+  const ClusterSpec& cluster = cache.cluster();
+  const std::vector<Value>& values = g.values();
+  std::vector<Origin> origin(values.size());
+  for (size_t v = 0; v < values.size(); ++v) origin[v].fixed = values[v].nd_sbp;
+  auto bytes = [&](const Value& v, const NdSbp& sbp) {
+    return double(numel_of(local_shapes(v.shape, sbp, *v.placement)[0]) *
+                  int64_t(itemsize(v.dtype)));
+  };
+  auto boxing = [&](const Value& v, const NdSbp& from, const NdSbp& to) {
+    if (from == to) return 0.0;
+    return cache.get(v.shape, v.dtype, *v.placement, from, *v.placement, to)->seconds;
+  };
+  auto layout_of = [&](int v, int choice) -> const NdSbp& {
+    const Origin& o = origin[size_t(v)];
+    if (o.group < 0) return o.fixed;
+    if (gp.node[size_t(o.group)] < 0) return gp.layouts[size_t(o.group)][size_t(choice)];
+    return gp.sigs[size_t(o.group)][size_t(choice)].out[size_t(o.output)];
+  };
+  auto new_group = [&](std::string name, int node, int value) {
+    gp.problem.groups.push_back({std::move(name), {}, {}});
+    gp.node.push_back(node);
+    gp.value.push_back(value);
+    gp.sigs.emplace_back();
+    gp.layouts.emplace_back();
+    gp.compute.emplace_back();
+    return int(gp.problem.groups.size()) - 1;
+  };
+  // The cost of reading value v into `want` for each choice of group `to`, as an edge from v's
+  // group or, for a fixed layout, as the reader's own cost.
+  std::map<std::pair<int, int>, size_t> edge_of;
+  auto read = [&](int v, int to, const std::function<const NdSbp*(int choice)>& want,
+                  bool same_or_forbidden) {
+    const Value& val = values[size_t(v)];
+    Group& reader = gp.problem.groups[size_t(to)];
+    const Origin& o = origin[size_t(v)];
+    if (o.group < 0) {
+      for (size_t b = 0; b < reader.cost.size(); ++b)
+        if (const NdSbp* w = want(int(b)))
+          reader.cost[b] +=
+              same_or_forbidden && *w != o.fixed ? kForbidden : boxing(val, o.fixed, *w);
+      return;
+    }
+    const size_t na = gp.problem.groups[size_t(o.group)].cost.size(), nb = reader.cost.size();
+    auto [it, fresh] = edge_of.try_emplace({o.group, to}, gp.problem.edges.size());
+    if (fresh) gp.problem.edges.push_back({o.group, to, std::vector<double>(na * nb, 0.0)});
+    Edge& e = gp.problem.edges[it->second];
+    for (size_t a = 0; a < na; ++a)
+      for (size_t b = 0; b < nb; ++b)
+        if (const NdSbp* w = want(int(b))) {
+          const NdSbp& have = layout_of(v, int(a));
+          e.cost[a * nb + b] +=
+              same_or_forbidden && *w != have ? kForbidden : boxing(val, have, *w);
+        }
+  };
+
+  for (const graph::Variable& var : g.variables()) {
+    const Value& v = values[size_t(var.value)];
+    if (!v.is_global()) continue;
+    const int grp = new_group("variable %" + std::to_string(var.value), -1, var.value);
+    gp.layouts[size_t(grp)] = candidate_layouts(v.shape, *v.placement);
+    for (const NdSbp& l : gp.layouts[size_t(grp)]) {
+      gp.problem.groups[size_t(grp)].cost.push_back(0);
+      gp.compute[size_t(grp)].push_back(0);
+      gp.problem.groups[size_t(grp)].memory.push_back(bytes(v, l));
+    }
+    origin[size_t(var.value)].group = grp;
+  }
+  // A parameter's gradient doubles its memory.
+  for (const Node& n : g.nodes())
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && origin[size_t(n.grad_of)].group >= 0) {
+      Group& param = gp.problem.groups[size_t(origin[size_t(n.grad_of)].group)];
+      const Value& v = values[size_t(n.grad_of)];
+      for (size_t b = 0; b < param.memory.size(); ++b)
+        param.memory[b] += bytes(v, gp.layouts[size_t(origin[size_t(n.grad_of)].group)][b]);
+    }
+
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.kind == NodeKind::kBoxing) {
+      const int in = n.inputs[0], out = n.outputs[0];
+      if (!values[size_t(in)].is_global()) continue;  // a constant made global: nothing to pay
+      if (n.grad_of >= 0 && origin[size_t(n.grad_of)].group >= 0) {
+        // The gradient takes its parameter's layout: an edge to the parameter's group.
+        const int param = origin[size_t(n.grad_of)].group;
+        origin[size_t(out)] = origin[size_t(n.grad_of)];
+        if (origin[size_t(in)].group == param) continue;
+        read(
+            in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false);
+        continue;
+      }
+      // An annotation: the value converted to a fixed layout, paid by the value's group.
+      const NdSbp target = values[size_t(out)].nd_sbp;
+      const Origin& o = origin[size_t(in)];
+      if (o.group < 0) {
+        gp.constant_seconds += boxing(values[size_t(in)], o.fixed, target);
+      } else {
+        Group& src = gp.problem.groups[size_t(o.group)];
+        for (size_t a = 0; a < src.cost.size(); ++a)
+          src.cost[a] += boxing(values[size_t(in)], layout_of(in, int(a)), target);
+      }
+      continue;
+    }
+    if (n.kind != NodeKind::kOp) continue;
+    const Value* first = nullptr;
+    for (int id : n.inputs)
+      if (id >= 0 && values[size_t(id)].is_global() && !first) first = &values[size_t(id)];
+    if (!first) continue;
+    const Placement placement = *first->placement;
+    std::vector<Shape> out_shapes;
+    for (int id : n.outputs) out_shapes.push_back(values[size_t(id)].shape);
+    const NdSbp any(std::vector<Sbp>(size_t(placement.ndim()), Sbp::broadcast()));
+    SbpCall call{.def = n.op,
+                 .in = {},
+                 .out_shapes = &out_shapes,
+                 .out_dtype = values[size_t(n.outputs[0])].dtype,
+                 .placement = &placement,
+                 .attrs = &n.attrs};
+    for (int id : n.inputs) {
+      CallInput& in = call.in.emplace_back();
+      if (id < 0) continue;
+      in.shape = &values[size_t(id)].shape;
+      in.dtype = values[size_t(id)].dtype;
+      if (values[size_t(id)].is_global()) in.layout = &any;  // any: the planner chooses
+    }
+    const int grp = new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
+    for (NdSbpSignature& sig : candidate_signatures(call)) {
+      if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;
+      const double seconds = compute_seconds(call, sig, cluster);
+      gp.problem.groups[size_t(grp)].cost.push_back(seconds);
+      gp.compute[size_t(grp)].push_back(seconds);
+      gp.sigs[size_t(grp)].push_back(std::move(sig));
+    }
+    if (gp.sigs[size_t(grp)].empty()) fail(n.name().c_str(), "has no signature to plan with");
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int id = n.inputs[k];
+      if (id < 0 || !values[size_t(id)].is_global()) continue;
+      read(
+          id, grp, [&](int b) { return &gp.sigs[size_t(grp)][size_t(b)].in[k]; },
+          n.op->inplace && k == 0);
+    }
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      Origin& o = origin[size_t(n.outputs[j])];
+      if (n.op->inplace && j == 0) {
+        o = origin[size_t(n.inputs[0])];
+      } else {
+        o.group = grp;
+        o.output = int(j);
+      }
+    }
+  }
+  return gp;
+}
+
+Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& choice) {
+  Plan p;
+  p.sig.resize(g.nodes().size());
+  for (size_t grp = 0; grp < gp.node.size(); ++grp) {
+    const size_t c = size_t(choice[grp]);
+    if (gp.node[grp] >= 0)
+      p.sig[size_t(gp.node[grp])] = gp.sigs[grp][c];
+    else
+      p.layout[gp.value[grp]] = gp.layouts[grp][c];
+    p.compute_seconds += gp.compute[grp][c];
+  }
+  p.comm_seconds = cost_of(gp.problem, choice) + gp.constant_seconds - p.compute_seconds;
+  p.memory = memory_of(gp.problem, choice);
+  return p;
+}
+
+Plan plan(const Graph& g, PlanCache& cache, double memory_budget) {
+  const GraphProblem gp = build_problem(g, cache, memory_budget);
+  return plan_of(g, gp, solve(gp.problem).choice);
+}
+
+Graph apply(const Graph& g, const Plan& plan) {
+  Graph out = g;
+  std::vector<Value>& values = out.values();
+  for (const auto& [id, layout] : plan.layout) values[size_t(id)].nd_sbp = layout;
+  for (size_t i = 0; i < out.nodes().size(); ++i) {
+    Node& n = out.nodes()[i];
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && plan.layout.count(n.grad_of))
+      values[size_t(n.outputs[0])].nd_sbp = plan.layout.at(n.grad_of);
+    if (n.kind != NodeKind::kOp || plan.sig[i].in.empty()) continue;
+    n.sig = plan.sig[i];
+    for (size_t j = 0; j < n.outputs.size(); ++j)
+      values[size_t(n.outputs[j])].nd_sbp = n.sig.out[j];
+  }
+  return out;
+}
+
+}  // namespace ofl::auto_parallel

@@ -1,0 +1,55 @@
+// The auto-parallel planner on a traced step (DESIGN.md, "The planner"): every global op's
+// signature and every global variable's layout (parameters and optimizer states) are chosen
+// together, exactly under the cost model, within a per-device memory budget. Graph inputs keep
+// their SBPs and to_global inside build() is a constraint; a parameter's gradient takes the
+// parameter's chosen layout, so data, tensor, ZeRO-like and 2-d layouts are points of one search.
+//
+// Costs: each op's roofline compute on its largest shard (sbp/select.h) and the boxing planner's
+// price for every conversion between a value's layout and its reader's. Memory: the variables'
+// and the parameters' gradients' bytes on a device.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "boxing/search.h"
+#include "graph/auto_parallel/problem.h"
+#include "graph/ir.h"
+
+namespace ofl::auto_parallel {
+
+struct Plan {
+  std::vector<NdSbpSignature> sig;  // per node of the graph (empty: not a global op)
+  std::map<int, NdSbp> layout;      // per global variable's value id
+  double compute_seconds = 0, comm_seconds = 0;
+  double memory = 0;  // bytes per device: variables and gradients
+  double seconds() const { return compute_seconds + comm_seconds; }
+};
+
+// The problem the graph poses (for tests: brute_force on it gives the same plan's cost).
+struct GraphProblem {
+  Problem problem;
+  // Per group: the node it chooses a signature for, or -1 for a variable (then `value`).
+  std::vector<int> node;
+  std::vector<int> value;
+  std::vector<std::vector<NdSbpSignature>> sigs;  // a node group's choices
+  std::vector<std::vector<NdSbp>> layouts;        // a variable group's choices
+  std::vector<std::vector<double>> compute;       // per group and choice: the compute seconds
+  double constant_seconds = 0;                    // conversions between fixed layouts
+};
+GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget);
+
+// The cheapest plan of the traced (dead-code-free) graph within the budget.
+Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget);
+// The plan of a solution of build_problem's problem.
+Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
+
+// The graph laid out by the plan (in place of the SBP pass): signatures, output layouts,
+// variables' layouts and their gradients'.
+graph::Graph apply(const graph::Graph& g, const Plan& plan);
+
+// A variable's candidate layouts on a placement: per mesh axis B or a split of a dimension at
+// least as long as the axis.
+std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placement);
+
+}  // namespace ofl::auto_parallel
