@@ -26,13 +26,6 @@ std::string signature_str(const Graph& g) {
 
 namespace {
 
-// Bytes a value holds on the rank with the largest shard.
-int64_t bytes_per_rank(const Value& v) {
-  Shape shape = v.shape;
-  if (v.is_global() && !v.nd_sbp.empty()) shape = local_shapes(v.shape, v.nd_sbp, *v.placement)[0];
-  return numel_of(shape) * static_cast<int64_t>(itemsize(v.dtype));
-}
-
 bool is_output(const Graph& g, int id) {
   return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
 }

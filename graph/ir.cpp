@@ -47,6 +47,12 @@ std::string Node::name() const {
   return "?";
 }
 
+int64_t bytes_per_rank(const Value& v) {
+  Shape shape = v.shape;
+  if (v.is_global() && !v.nd_sbp.empty()) shape = local_shapes(v.shape, v.nd_sbp, *v.placement)[0];
+  return numel_of(shape) * static_cast<int64_t>(itemsize(v.dtype));
+}
+
 std::string value_str(const Value& v) {
   std::string s = shape_str(v.shape) + " " + dtype_name(v.dtype) + " " + v.device.str();
   if (v.is_global())

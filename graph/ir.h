@@ -129,6 +129,9 @@ class Graph {
   std::vector<int> outputs_;
 };
 
+// The bytes a value holds on the rank with the largest shard (all of it for a local value).
+int64_t bytes_per_rank(const Value& v);
+
 // "(4, 8) float32 cpu", and for a global value " [S(0)] on cpu[0, 1]" after it.
 std::string value_str(const Value& v);
 

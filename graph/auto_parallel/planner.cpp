@@ -52,9 +52,9 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   const std::vector<Value>& values = g.values();
   std::vector<Origin> origin(values.size());
   for (size_t v = 0; v < values.size(); ++v) origin[v].fixed = values[v].nd_sbp;
-  auto bytes = [&](const Value& v, const NdSbp& sbp) {
-    return double(numel_of(local_shapes(v.shape, sbp, *v.placement)[0]) *
-                  int64_t(itemsize(v.dtype)));
+  auto bytes = [&](Value v, const NdSbp& sbp) {
+    v.nd_sbp = sbp;
+    return double(graph::bytes_per_rank(v));
   };
   auto boxing = [&](const Value& v, const NdSbp& from, const NdSbp& to) {
     if (from == to) return 0.0;

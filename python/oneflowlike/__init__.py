@@ -200,6 +200,7 @@ from . import env  # noqa: E402,F401
 from . import sbp  # noqa: E402,F401
 from .sbp import placement  # noqa: E402,F401
 from ._global import boxing  # noqa: E402,F401
+from . import auto_parallel  # noqa: E402,F401
 from . import _global as _global_mod  # noqa: E402
 
 _global_mod.install(Tensor)

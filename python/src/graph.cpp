@@ -3,7 +3,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
 #include "boxing/reshard.h"
+#include "graph/auto_parallel/planner.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -12,6 +18,57 @@
 namespace py = pybind11;
 
 namespace ofl::py_bind {
+
+namespace {
+
+// A plan with the traced graph it lays out, for Python (flow.auto_parallel.Plan).
+struct PlanResult {
+  std::shared_ptr<graph::Graph> graph;
+  auto_parallel::Plan plan;
+  double budget;
+};
+
+std::string megabytes(double bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << bytes / (1 << 20) << " MB";
+  return os.str();
+}
+
+std::string microseconds(double seconds) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << seconds * 1e6 << " us";
+  return os.str();
+}
+
+// A table of the variables' layouts, then the ops' signatures counted by op, then the totals.
+std::string explain(const PlanResult& r, const std::map<int, std::string>& names) {
+  const graph::Graph& g = *r.graph;
+  std::ostringstream os;
+  os << "variable                                  shape           layout      bytes/device\n";
+  for (const auto& [id, layout] : r.plan.layout) {
+    const graph::Value& v = g.values()[size_t(id)];
+    const auto it = names.find(id);
+    const std::string name = it != names.end() ? it->second : "%" + std::to_string(id);
+    graph::Value laid = v;
+    laid.nd_sbp = layout;
+    os << std::left << std::setw(42) << name << std::setw(16) << shape_str(v.shape) << std::setw(12)
+       << layout.str() << megabytes(double(graph::bytes_per_rank(laid))) << "\n";
+  }
+  std::map<std::pair<std::string, std::string>, int> ops;
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (!r.plan.sig[i].in.empty()) ++ops[{g.nodes()[i].name(), r.plan.sig[i].str()}];
+  os << "\nop                    signature                                         count\n";
+  for (const auto& [key, count] : ops)
+    os << std::left << std::setw(22) << key.first << std::setw(50) << key.second << count << "\n";
+  os << "\npredicted step: " << microseconds(r.plan.seconds()) << " (compute "
+     << microseconds(r.plan.compute_seconds) << ", communication "
+     << microseconds(r.plan.comm_seconds) << "); memory " << megabytes(r.plan.memory)
+     << " per device for variables and gradients";
+  if (std::isfinite(r.budget)) os << " (budget " << megabytes(r.budget) << ")";
+  return os.str();
+}
+
+}  // namespace
 
 void bind_graph(py::module_& m) {
   using graph::Graph;
@@ -46,7 +103,49 @@ void bind_graph(py::module_& m) {
              return std::make_shared<Graph>(
                  graph::compile(t.finish(outputs), ctx ? ctx->cache : nullptr));
            })
+      .def("finish_traced",
+           [](Trace& t, const std::vector<Tensor>& outputs) {
+             return std::make_shared<Graph>(graph::dead_code(t.finish(outputs)));
+           })
       .def("close", &Trace::close);
+  py::class_<PlanResult>(m, "AutoParallelPlan")
+      .def_property_readonly("compute_seconds",
+                             [](const PlanResult& r) { return r.plan.compute_seconds; })
+      .def_property_readonly("comm_seconds",
+                             [](const PlanResult& r) { return r.plan.comm_seconds; })
+      .def_property_readonly("seconds", [](const PlanResult& r) { return r.plan.seconds(); })
+      .def_property_readonly("memory_bytes", [](const PlanResult& r) { return r.plan.memory; })
+      .def("layouts",
+           [](const PlanResult& r) {
+             // variable tensor -> layout, for Python to name by its module's parameters
+             py::list out;
+             for (const graph::Variable& v : r.graph->variables())
+               if (auto it = r.plan.layout.find(v.value); it != r.plan.layout.end())
+                 out.append(py::make_tuple(v.tensor, it->second, v.value));
+             return out;
+           })
+      .def("signatures",
+           [](const PlanResult& r) {
+             py::list out;
+             for (size_t i = 0; i < r.graph->nodes().size(); ++i)
+               if (!r.plan.sig[i].in.empty())
+                 out.append(py::make_tuple(r.graph->nodes()[i].name(), r.plan.sig[i].str()));
+             return out;
+           })
+      .def("explain", &explain);
+  m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
+  m.def(
+      "auto_parallel_plan",
+      [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget) {
+        PlanCache cache(cluster);
+        PlanResult r{g, {}, budget};
+        {
+          py::gil_scoped_release release;
+          r.plan = auto_parallel::plan(*g, cache, budget);
+        }
+        return r;
+      },
+      py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"));
 }
 
 }  // namespace ofl::py_bind

@@ -126,7 +126,10 @@ class Graph:
                 lr_sch.step()
         return outs[0] if single else tuple(outs)
 
-    def _trace(self, args):
+    def _trace(self, args, finish="finish"):
+        """Traces build(*args); returns (graph, single output, optimizer steps). `finish`: the
+        Trace method giving the graph ("finish": compiled; "finish_traced": as traced, for the
+        auto-parallel planner)."""
         params = [p for opt, _ in self._optimizers for g in opt.param_groups for p in g["params"]]
         grads = [p.grad for p in params]  # the graph computes its own; eager ones are kept
         for p in params:
@@ -160,7 +163,7 @@ class Graph:
                         "return tensors (or a tuple of them)"
                     )
             steps = self._trace_optimizers(trace)
-            return trace.finish(outputs), single, steps
+            return getattr(trace, finish)(outputs), single, steps
         finally:
             trace.close()
             for p, g in zip(params, grads):

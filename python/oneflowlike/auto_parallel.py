@@ -1,0 +1,88 @@
+"""flow.auto_parallel: the planner chooses every SBP of a training step (DESIGN.md, "The planner").
+
+    plan = flow.auto_parallel.plan(graph, (x, y), memory_budget=2 << 30)
+    print(plan.explain())        # the variables' layouts, the ops' signatures, predicted time
+    plan.apply(model)            # reshards the parameters to the chosen layouts
+
+`graph` is an nn.Graph (with its optimizers, so the plan covers forward, backward and update).
+The example inputs are global tensors: their placement is the plan's, their SBPs are kept
+(annotations), and meta tensors on a simulated placement plan for a cluster this machine is not
+(DESIGN.md: 1024 ranks in one process). Everything else is chosen exactly under the cost model:
+each op's signature and each parameter's and optimizer state's layout, with every parameter's
+gradient in its parameter's layout, within the per-device memory budget."""
+
+import math
+
+from oneflowlike import _C
+
+
+class Plan:
+    """The planner's choice: `layouts` maps each parameter (by its module name) and optimizer state
+    ("state:<parameter>.<key>") to its SBP; `signatures` lists each global op's signature in step
+    order; predicted `compute_seconds`, `comm_seconds` and `seconds` per step; `memory_bytes` per
+    device for variables and gradients."""
+
+    def __init__(self, result, names, placement):
+        self._result = result
+        self._names = names
+        self.placement = placement
+        self.layouts = {}
+        self._ids = {}
+        for tensor, sbp, value in result.layouts():
+            name = names.get(_C._impl_id(tensor), f"%{value}")
+            self.layouts[name] = tuple(sbp)
+            self._ids[value] = name
+        self.signatures = result.signatures()
+        self.compute_seconds = result.compute_seconds
+        self.comm_seconds = result.comm_seconds
+        self.seconds = result.seconds
+        self.memory_bytes = result.memory_bytes
+
+    def explain(self):
+        """A readable table: layouts, signatures counted by op, predicted time and memory."""
+        return self._result.explain(self._ids)
+
+    def apply(self, module):
+        """Reshards `module`'s parameters to the plan's layouts (on the plan's placement)."""
+        prefix = ""
+        module.to_global(self.placement, lambda name, p: self.layouts.get(prefix + name, p.sbp))
+        return module
+
+    def __repr__(self):
+        return (
+            f"Plan({len(self.layouts)} variables, {len(self.signatures)} ops; predicted "
+            f"{self.seconds * 1e3:.3f} ms per step, {self.memory_bytes / (1 << 20):.2f} MB per "
+            "device)"
+        )
+
+
+def plan(graph, example_inputs, cluster=None, memory_budget=None):
+    """Plans `graph`'s step for `example_inputs`. cluster: the ClusterSpec to price with (default:
+    the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per device
+    (default: the cluster's device capacity). Raises when no plan fits, naming the least memory
+    any plan needs."""
+    inputs = list(example_inputs)
+    placements = {str(t.placement) for t in inputs if t.is_global}
+    if not placements:
+        raise ValueError("[auto_parallel] the example inputs must be global tensors")
+    if len(placements) > 1:
+        raise ValueError(
+            f"[auto_parallel] the example inputs are on several placements: {placements}"
+        )
+    cluster = cluster if cluster is not None else _C.get_cluster_spec()
+    budget = memory_budget if memory_budget is not None else cluster.mem_capacity
+    traced, _, _ = graph._trace(inputs, finish="finish_traced")
+    names = {}
+    for attr, module in vars(graph).items():
+        if hasattr(module, "named_parameters"):
+            for name, p in module.named_parameters():
+                names[_C._impl_id(p)] = name
+    for opt, _ in graph._optimizers:
+        for group in opt.param_groups:
+            for p in group["params"]:
+                for key, value in opt.state.get(p, {}).items():
+                    if hasattr(value, "shape"):
+                        names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
+    result = _C.auto_parallel_plan(traced, cluster, float(budget) if budget else math.inf)
+    placement = next(t.placement for t in inputs if t.is_global)
+    return Plan(result, names, placement)

@@ -1,0 +1,65 @@
+"""flow.auto_parallel.plan on meta tensors and a simulated placement (no ranks): every parameter's
+and optimizer state's layout chosen under the cost model and the memory budget, explained, and
+applied to the module."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import oneflowlike as flow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "char_gpt"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "parallel"))
+from model import GPT, GPTConfig  # noqa: E402
+from gpt_layouts import TrainStep  # noqa: E402
+
+B, S = flow.sbp.broadcast, flow.sbp.split
+EIGHT = flow.placement("cpu", ranks=list(range(8)))
+
+
+def meta_step(n_embd=64):
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(96, 32, 2, 4, n_embd)).to("meta").to_global(EIGHT, B)
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
+    batch = [flow.zeros(16, 32, dtype=flow.int64, device="meta").to_global(EIGHT, S(0))] * 2
+    return model, opt, TrainStep(model, opt), batch
+
+
+def test_a_plan_lays_out_every_parameter_and_state_and_explains_itself():
+    model, opt, graph, batch = meta_step()
+    plan = flow.auto_parallel.plan(graph, batch)
+    names = [n for n, _ in model.named_parameters()]
+    assert all(n in plan.layouts for n in names)
+    assert f"state:{names[0]}.exp_avg" in plan.layouts
+    assert plan.seconds == pytest.approx(plan.compute_seconds + plan.comm_seconds)
+    assert plan.seconds > 0 and plan.memory_bytes > 0
+    text = plan.explain()
+    assert "blocks.0.attn.query.weight" in text and "predicted step:" in text
+    assert "matmul" in text and repr(plan).startswith("Plan(")
+    # Applied, the module's parameters take the chosen layouts.
+    plan.apply(model)
+    for name, p in model.named_parameters():
+        assert tuple(p.sbp) == plan.layouts[name], name
+
+
+def test_a_small_budget_gets_a_sharded_plan_and_an_impossible_one_raises():
+    _, _, graph, batch = meta_step()
+    # Compute free, links slow: splitting saves nothing, so with room the plan replicates the
+    # parameters (data parallel); with half that memory it must shard some.
+    cluster = flow.boxing.get_cluster_spec()
+    cluster.flops_fp32 = cluster.mem_bandwidth = 1e18
+    roomy = flow.auto_parallel.plan(graph, batch, cluster=cluster, memory_budget=math.inf)
+    assert all(sbp == (B,) for name, sbp in roomy.layouts.items() if not name.startswith("%"))
+    tight = flow.auto_parallel.plan(graph, batch, cluster, memory_budget=roomy.memory_bytes / 2)
+    assert tight.memory_bytes <= roomy.memory_bytes / 2
+    assert tight.comm_seconds > roomy.comm_seconds
+    with pytest.raises(RuntimeError, match=r"no plan fits the memory budget of 1 bytes per device"):
+        flow.auto_parallel.plan(graph, batch, memory_budget=1)
+
+
+def test_inputs_must_be_global_on_one_placement():
+    _, _, graph, batch = meta_step()
+    with pytest.raises(ValueError, match="must be global tensors"):
+        flow.auto_parallel.plan(graph, [flow.zeros(16, 32, dtype=flow.int64)] * 2)
