@@ -4,6 +4,7 @@
     python -m oneflowlike.distributed.launch --nproc_per_node 4 \\
         examples/parallel/gpt_layouts.py --layout dp                   # or tp, zero, 2d, seq
     ... gpt_layouts.py --layout tp --graph                             # the step as an nn.Graph
+    ... gpt_layouts.py --layout auto --graph                           # the planner's layouts
 
 A layout is only a choice of SBP for the parameters and the batch (LAYOUTS below); the ops pick
 their signatures and boxing inserts the collectives. Every layout prints the same losses as the
@@ -53,6 +54,9 @@ LAYOUTS = {
     "zero": ([0, 1, 2, 3], zero, S(0)),
     "2d": ([[0, 1], [2, 3]], lambda n, p: (B, megatron(n, p)), (S(0), B)),
     "seq": ([0, 1, 2, 3], B, S(1)),
+    # The planner's choice (graph mode only): parameters start replicated, the batch split; the
+    # first step plans every layout (flow.auto_parallel) and reshards the parameters to it.
+    "auto": ([0, 1, 2, 3], B, S(0)),
 }
 
 
@@ -103,7 +107,11 @@ def main(argv=None):
     else:
         opt = flow.optim.SGD(model.parameters(), lr=args.lr or 0.3, momentum=0.9)
 
+    if args.layout == "auto" and not args.graph:
+        sys.exit("--layout auto plans a graph: add --graph")
     step = TrainStep(model, opt) if args.graph else None
+    if args.layout == "auto":
+        step.config.enable_auto_parallel(True)
     losses = []
     collectives = {}  # of the last step, from comm_log
     for i in range(args.steps):

@@ -45,7 +45,8 @@ std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placem
   return out;
 }
 
-GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget) {
+GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
+                           bool variables_fixed) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -106,6 +107,10 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   for (const graph::Variable& var : g.variables()) {
     const Value& v = values[size_t(var.value)];
     if (!v.is_global()) continue;
+    if (variables_fixed) {
+      gp.constant_memory += bytes(v, v.nd_sbp);
+      continue;
+    }
     const int grp = new_group("variable %" + std::to_string(var.value), -1, var.value);
     gp.layouts[size_t(grp)] = candidate_layouts(v.shape, *v.placement);
     for (const NdSbp& l : gp.layouts[size_t(grp)]) {
@@ -117,7 +122,10 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   }
   // A parameter's gradient doubles its memory.
   for (const Node& n : g.nodes())
-    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && origin[size_t(n.grad_of)].group >= 0) {
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && variables_fixed)
+      gp.constant_memory += bytes(values[size_t(n.grad_of)], values[size_t(n.grad_of)].nd_sbp);
+    else if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 &&
+             origin[size_t(n.grad_of)].group >= 0) {
       Group& param = gp.problem.groups[size_t(origin[size_t(n.grad_of)].group)];
       const Value& v = values[size_t(n.grad_of)];
       for (size_t b = 0; b < param.memory.size(); ++b)
@@ -198,6 +206,10 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       }
     }
   }
+  gp.problem.memory_budget -= gp.constant_memory;
+  if (gp.problem.memory_budget < 0)
+    fail("auto_parallel", "the variables and gradients alone take ", gp.constant_memory,
+         " bytes per device, over the memory budget of ", memory_budget);
   return gp;
 }
 
@@ -213,12 +225,12 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
     p.compute_seconds += gp.compute[grp][c];
   }
   p.comm_seconds = cost_of(gp.problem, choice) + gp.constant_seconds - p.compute_seconds;
-  p.memory = memory_of(gp.problem, choice);
+  p.memory = memory_of(gp.problem, choice) + gp.constant_memory;
   return p;
 }
 
-Plan plan(const Graph& g, PlanCache& cache, double memory_budget) {
-  const GraphProblem gp = build_problem(g, cache, memory_budget);
+Plan plan(const Graph& g, PlanCache& cache, double memory_budget, bool variables_fixed) {
+  const GraphProblem gp = build_problem(g, cache, memory_budget, variables_fixed);
   return plan_of(g, gp, solve(gp.problem).choice);
 }
 

@@ -36,11 +36,16 @@ struct GraphProblem {
   std::vector<std::vector<NdSbp>> layouts;        // a variable group's choices
   std::vector<std::vector<double>> compute;       // per group and choice: the compute seconds
   double constant_seconds = 0;                    // conversions between fixed layouts
+  double constant_memory = 0;                     // fixed variables' bytes per device
 };
-GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget);
+// With `variables_fixed`, the variables keep their layouts (a plan already applied to the module)
+// and only the ops' signatures are chosen.
+GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
+                           bool variables_fixed = false);
 
 // The cheapest plan of the traced (dead-code-free) graph within the budget.
-Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget);
+Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
+          bool variables_fixed = false);
 // The plan of a solution of build_problem's problem.
 Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
 

@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "graph/auto_parallel/planner.h"
 #include "graph/passes/passes.h"
 
 namespace ofl::graph {
@@ -21,7 +22,7 @@ int64_t largest_placement(const Graph& g) {
 
 }  // namespace
 
-Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
+Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& options) {
   const bool print = printing();
   if (print) std::cerr << "[graph] traced:\n" << g.str() << "\n";
   if (const int64_t ranks = largest_placement(g); ranks && !cache)
@@ -32,7 +33,13 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache) {
   };
   const Pass passes[] = {
       {"dead_code", dead_code},
-      {"assign_sbp", [&](const Graph& x) { return cache ? assign_sbp(x, *cache) : x; }},
+      {options.auto_parallel ? "auto_parallel" : "assign_sbp",
+       [&](const Graph& x) {
+         if (!cache) return x;
+         if (!options.auto_parallel) return assign_sbp(x, *cache);
+         return auto_parallel::apply(
+             x, auto_parallel::plan(x, *cache, options.memory_budget, /*variables_fixed=*/true));
+       }},
       {"insert_boxing", insert_boxing},
       {"share_conversions",
        [&](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},

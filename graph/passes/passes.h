@@ -2,6 +2,7 @@
 // hand-built graphs. compile() runs them in order; OFL_GRAPH_PRINT=1 prints the IR before the
 // first pass and after each one (to stderr).
 #pragma once
+#include <limits>
 #include <memory>
 
 #include "boxing/reshard.h"
@@ -44,7 +45,14 @@ Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
 
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
-// (a default one for their placement's size when null).
-Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr);
+// (a default one for their placement's size when null): by the eager rule (assign_sbp), or with
+// auto_parallel by the planner (graph/auto_parallel/), which chooses every op's signature for the
+// variables' layouts (a plan applied to the module already chose those) within the budget.
+struct CompileOptions {
+  bool auto_parallel = false;
+  double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
+};
+Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr,
+              const CompileOptions& options = {});
 
 }  // namespace ofl::graph

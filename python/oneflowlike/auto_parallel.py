@@ -13,6 +13,7 @@ gradient in its parameter's layout, within the per-device memory budget."""
 
 import math
 
+import oneflowlike as flow
 from oneflowlike import _C
 
 
@@ -28,6 +29,7 @@ class Plan:
         self.placement = placement
         self.layouts = {}
         self._ids = {}
+        self._state_names = {i: n for i, n in names.items() if n.startswith("state:")}
         for tensor, sbp, value in result.layouts():
             name = names.get(_C._impl_id(tensor), f"%{value}")
             self.layouts[name] = tuple(sbp)
@@ -43,10 +45,27 @@ class Plan:
         return self._result.explain(self._ids)
 
     def apply(self, module):
-        """Reshards `module`'s parameters to the plan's layouts (on the plan's placement)."""
-        prefix = ""
-        module.to_global(self.placement, lambda name, p: self.layouts.get(prefix + name, p.sbp))
+        """Reshards `module`'s parameters to the plan's layouts, in place (the Parameter objects
+        an optimizer holds stay the same)."""
+        with flow.no_grad():
+            for name, p in module.named_parameters():
+                if name in self.layouts and tuple(p.sbp) != self.layouts[name]:
+                    p.data = p.detach().to_global(self.placement, self.layouts[name])
         return module
+
+    def apply_states(self, optimizer):
+        """Reshards `optimizer`'s states to the plan's layouts, in place."""
+        with flow.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    for key, value in optimizer.state.get(p, {}).items():
+                        if not isinstance(value, flow.Tensor):
+                            continue  # a step count
+                        name = self._state_names.get(_C._impl_id(value))
+                        if name in self.layouts and tuple(value.sbp) != self.layouts[name]:
+                            value.data = value.detach().to_global(
+                                self.placement, self.layouts[name]
+                            )
 
     def __repr__(self):
         return (
@@ -81,7 +100,7 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None):
         for group in opt.param_groups:
             for p in group["params"]:
                 for key, value in opt.state.get(p, {}).items():
-                    if hasattr(value, "shape"):
+                    if isinstance(value, flow.Tensor):
                         names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
     result = _C.auto_parallel_plan(traced, cluster, float(budget) if budget else math.inf)
     placement = next(t.placement for t in inputs if t.is_global)

@@ -97,12 +97,15 @@ void bind_graph(py::module_& m) {
   py::class_<Trace>(m, "Trace")
       .def(py::init<>())
       .def("input", &Trace::input)
-      .def("finish",
-           [](Trace& t, const std::vector<Tensor>& outputs) {
-             std::shared_ptr<BoxingContext> ctx = t.context();
-             return std::make_shared<Graph>(
-                 graph::compile(t.finish(outputs), ctx ? ctx->cache : nullptr));
-           })
+      .def(
+          "finish",
+          [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget) {
+            std::shared_ptr<BoxingContext> ctx = t.context();
+            return std::make_shared<Graph>(graph::compile(
+                t.finish(outputs), ctx ? ctx->cache : nullptr, {auto_parallel, budget}));
+          },
+          py::arg("outputs"), py::arg("auto_parallel") = false,
+          py::arg("memory_budget") = std::numeric_limits<double>::infinity())
       .def("finish_traced",
            [](Trace& t, const std::vector<Tensor>& outputs) {
              return std::make_shared<Graph>(graph::dead_code(t.finish(outputs)));

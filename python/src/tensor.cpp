@@ -75,13 +75,15 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("_version", &Tensor::version)
       .def_property(
           "data", [](const Tensor& t) { return detach(t); },
-          [](Tensor& t, const Tensor& other) {  // swaps in other's memory, keeps autograd state
+          [](Tensor& t, const Tensor& other) {  // swaps in other's memory and layout (a
+                                                // global tensor's too), keeps autograd state
             TensorImpl* impl = t.impl();
             impl->storage = other.storage();
             impl->shape = other.shape();
             impl->strides = other.strides();
             impl->offset = other.offset();
             impl->dtype = other.dtype();
+            impl->global = other.impl()->global;
           })
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& t, bool r) { t.set_requires_grad(r, "requires_grad"); })

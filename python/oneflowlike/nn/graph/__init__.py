@@ -48,6 +48,8 @@ class GraphConfig:
 
     def __init__(self):
         self.gradient_accumulation_steps = 1
+        self.auto_parallel = False
+        self.auto_parallel_memory_budget = None
 
     def set_gradient_accumulation_steps(self, n):
         """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
@@ -56,6 +58,14 @@ class GraphConfig:
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"[graph] gradient accumulation steps must be an int >= 1, got {n!r}")
         self.gradient_accumulation_steps = n
+
+    def enable_auto_parallel(self, on=True, memory_budget=None):
+        """Let the planner choose every layout (flow.auto_parallel): on the first call, the
+        parameters' and optimizer states' layouts (applied to them, in place), then every op's
+        signature, exactly under the cost model, within `memory_budget` bytes per device
+        (default: the cluster's device capacity). The inputs' SBPs are kept."""
+        self.auto_parallel = bool(on)
+        self.auto_parallel_memory_budget = memory_budget
 
 
 class Graph:
@@ -66,6 +76,7 @@ class Graph:
         self._compiled = {}  # input signature -> (compiled graph, single output, optimizer steps)
         self._last = None
         self._optimizers = []  # (optimizer, lr scheduler or None)
+        self._plan = None  # flow.auto_parallel's, once planned
 
     def build(self, *args):
         raise NotImplementedError("[graph] subclasses of nn.Graph define build(*inputs)")
@@ -112,6 +123,8 @@ class Graph:
         )
         key = (micro, modes) + tuple(_signature(a) for a in args)
         if key not in self._compiled:
+            if self.config.auto_parallel and self._plan is None:
+                self._plan = self._plan_layouts(args)
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
         self._last = compiled
@@ -163,11 +176,36 @@ class Graph:
                         "return tensors (or a tuple of them)"
                     )
             steps = self._trace_optimizers(trace)
+            if finish == "finish" and self.config.auto_parallel:
+                budget = self.config.auto_parallel_memory_budget
+                return (
+                    trace.finish(outputs, True, float("inf") if budget is None else budget),
+                    single,
+                    steps,
+                )
             return getattr(trace, finish)(outputs), single, steps
         finally:
             trace.close()
             for p, g in zip(params, grads):
                 p.grad = g
+
+    def _plan_layouts(self, args):
+        """Plans the step for these inputs and lays the parameters and optimizer states out as
+        the plan says, in place (graph.plan afterwards)."""
+        from oneflowlike import auto_parallel
+
+        plan = auto_parallel.plan(self, args, memory_budget=self.config.auto_parallel_memory_budget)
+        for module in self.__dict__.values():
+            if isinstance(module, flow.nn.Module):
+                plan.apply(module)
+        for opt, _ in self._optimizers:
+            plan.apply_states(opt)
+        return plan
+
+    @property
+    def plan(self):
+        """The auto-parallel plan (graph.config.enable_auto_parallel), once the graph has run."""
+        return self._plan
 
     @staticmethod
     def _stacked(results):
