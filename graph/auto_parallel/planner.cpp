@@ -1,5 +1,7 @@
 #include "graph/auto_parallel/planner.h"
 
+#include <set>
+
 #include "core/error.h"
 #include "sbp/select.h"
 
@@ -120,12 +122,14 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     }
     origin[size_t(var.value)].group = grp;
   }
-  // A parameter's gradient doubles its memory.
+  // A parameter's gradient doubles its memory (once, however many micro-batches add to it).
+  std::set<int> with_grad;
   for (const Node& n : g.nodes())
-    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && variables_fixed)
+    if (n.kind != NodeKind::kBoxing || n.grad_of < 0 || !with_grad.insert(n.grad_of).second)
+      continue;
+    else if (variables_fixed)
       gp.constant_memory += bytes(values[size_t(n.grad_of)], values[size_t(n.grad_of)].nd_sbp);
-    else if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 &&
-             origin[size_t(n.grad_of)].group >= 0) {
+    else if (origin[size_t(n.grad_of)].group >= 0) {
       Group& param = gp.problem.groups[size_t(origin[size_t(n.grad_of)].group)];
       const Value& v = values[size_t(n.grad_of)];
       for (size_t b = 0; b < param.memory.size(); ++b)
