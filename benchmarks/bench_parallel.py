@@ -81,16 +81,15 @@ def main():
     )
     print(header)
     print("-" * (len(header) + 30))
-    rows = [ours[(c, m)] for c in args.layouts.split(",") for m in ("eager", "graph")]
+    rows = [
+        ours[k] for c in args.layouts.split(",") for k in ((c, "eager"), (c, "graph")) if k in ours
+    ]
     for row in rows + ([ddp] if ddp else []):
         name = row["case"] if row["lib"] == "oneflowlike" else "torch DDP"
         mode = row.get("mode", "eager")
         ratio = f"{ddp['step_s'] / row['step_s']:8.2f}x" if ddp else "-"
-        speedup = (
-            f"{ours[(row['case'], 'eager')]['step_s'] / row['step_s']:11.2f}x"
-            if mode == "graph"
-            else ""
-        )
+        eager = ours.get((row["case"], "eager"))
+        speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
             f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {ratio:>9s} {speedup:>12s} "
             f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"

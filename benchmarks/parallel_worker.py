@@ -102,11 +102,12 @@ def run_oneflowlike(args):
             for a in (x_np, y_np)
         )
 
-        for mode in ("eager", "graph"):
+        # "auto": the planner's layouts, which only a graph has.
+        for mode in ("graph",) if layout == "auto" else ("eager", "graph"):
             step = (
                 train_step(model, opt, x, y)
                 if mode == "eager"
-                else graph_train_step(model, opt, x, y)
+                else graph_train_step(model, opt, x, y, auto_parallel=layout == "auto")
             )
             row = measure(flow, step, dist, args)
             if rank == 0:

@@ -63,6 +63,15 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     if (from == to) return 0.0;
     return cache.get(v.shape, v.dtype, *v.placement, from, *v.placement, to)->seconds;
   };
+  // A gradient's reduction goes out fused with the others (bucket_grads): it adds its bytes to a
+  // bucket, not a collective's latency. Priced as its conversion less that of a tiny tensor of
+  // the same rank (each dimension cut to the placement's size, so that every split still fits).
+  auto bucketed = [&](const Value& v, const NdSbp& from, const NdSbp& to) {
+    if (from == to) return 0.0;
+    Value tiny = v;
+    for (int64_t& d : tiny.shape) d = std::min(d, v.placement->size());
+    return std::max(boxing(v, from, to) - boxing(tiny, from, to), 0.0);
+  };
   auto layout_of = [&](int v, int choice) -> const NdSbp& {
     const Origin& o = origin[size_t(v)];
     if (o.group < 0) return o.fixed;
@@ -82,7 +91,10 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   // group or, for a fixed layout, as the reader's own cost.
   std::map<std::pair<int, int>, size_t> edge_of;
   auto read = [&](int v, int to, const std::function<const NdSbp*(int choice)>& want,
-                  bool same_or_forbidden) {
+                  bool same_or_forbidden, bool gradient = false) {
+    const auto price = [&](const Value& val, const NdSbp& from, const NdSbp& w) {
+      return gradient ? bucketed(val, from, w) : boxing(val, from, w);
+    };
     const Value& val = values[size_t(v)];
     Group& reader = gp.problem.groups[size_t(to)];
     const Origin& o = origin[size_t(v)];
@@ -90,7 +102,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       for (size_t b = 0; b < reader.cost.size(); ++b)
         if (const NdSbp* w = want(int(b)))
           reader.cost[b] +=
-              same_or_forbidden && *w != o.fixed ? kForbidden : boxing(val, o.fixed, *w);
+              same_or_forbidden && *w != o.fixed ? kForbidden : price(val, o.fixed, *w);
       return;
     }
     const size_t na = gp.problem.groups[size_t(o.group)].cost.size(), nb = reader.cost.size();
@@ -102,7 +114,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
         if (const NdSbp* w = want(int(b))) {
           const NdSbp& have = layout_of(v, int(a));
           e.cost[a * nb + b] +=
-              same_or_forbidden && *w != have ? kForbidden : boxing(val, have, *w);
+              same_or_forbidden && *w != have ? kForbidden : price(val, have, *w);
         }
   };
 
@@ -147,18 +159,22 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
         origin[size_t(out)] = origin[size_t(n.grad_of)];
         if (origin[size_t(in)].group == param) continue;
         read(
-            in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false);
+            in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false, true);
         continue;
       }
-      // An annotation: the value converted to a fixed layout, paid by the value's group.
+      // An annotation (or a gradient taking a fixed parameter's layout): the value converted to
+      // a fixed layout, paid by the value's group.
       const NdSbp target = values[size_t(out)].nd_sbp;
       const Origin& o = origin[size_t(in)];
+      const auto price = [&](const NdSbp& from) {
+        return n.param_grad ? bucketed(values[size_t(in)], from, target)
+                            : boxing(values[size_t(in)], from, target);
+      };
       if (o.group < 0) {
-        gp.constant_seconds += boxing(values[size_t(in)], o.fixed, target);
+        gp.constant_seconds += price(o.fixed);
       } else {
         Group& src = gp.problem.groups[size_t(o.group)];
-        for (size_t a = 0; a < src.cost.size(); ++a)
-          src.cost[a] += boxing(values[size_t(in)], layout_of(in, int(a)), target);
+        for (size_t a = 0; a < src.cost.size(); ++a) src.cost[a] += price(layout_of(in, int(a)));
       }
       continue;
     }

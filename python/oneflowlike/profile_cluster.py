@@ -3,12 +3,15 @@
     python -m oneflowlike.profile_cluster --out spec.json
     OFL_CLUSTER_SPEC=spec.json python train.py      # boxing prices plans with it
 
-Measured: memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
-(flow.matmul at 1024^3) and the collective link's alpha / beta, from all_reduce timed at a small
-and a large size on --nproc local ranks started through oneflowlike.distributed.launch. The fit
-uses ClusterSpec's ring formula, t = overhead + 2 (p-1) (alpha + bytes / p / beta): with local
-ranks only, the per-collective overhead cannot be told apart from alpha, so it is folded into
-alpha (collective_overhead = 0). The local link is written as both intra- and inter-node. Peaks
+Measured on --nproc local ranks started through oneflowlike.distributed.launch, all at once, so
+that the figures are a rank's share of the machine when its ranks share the cores (a "device"
+of the plans): memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
+(flow.matmul at 1024^3), and the collective link's alpha / beta, from all_reduce timed at a small
+and a large size. The fit
+uses ClusterSpec's ring formula, t = overhead + 2 (p-1) (alpha + bytes / p / beta), with the
+all_reduces timed back to back; collective_overhead is what the same small all_reduce costs more
+right after every rank computed (ranks sharing cores reach it out of step, a few ms on 4 ranks
+over 2 cores). The local link is written as both intra- and inter-node. Peaks
 not measured (fp64, fp16, int) keep the cpu_loopback preset's ratios to fp32.
 """
 
@@ -80,6 +83,22 @@ def _time_all_reduce(flow, numel, iters):
     return statistics.median(times)
 
 
+def _time_all_reduce_after_compute(flow, iters, n=256, gemms=20):
+    """A small all_reduce's median seconds right after every rank computed for a while: what a
+    collective costs inside a training step, where ranks sharing cores arrive at it out of step."""
+    dist = flow.distributed
+    a, b, x = flow.randn(n, n), flow.randn(n, n), flow.ones(1)
+    times = []
+    for i in range(iters + 3):
+        for _ in range(gemms):
+            flow.matmul(a, b)
+        t0 = time.perf_counter()
+        dist.all_reduce(x)
+        if i >= 3:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def _worker(args):
     """One rank of the collective measurement; rank 0 prints the timings as a tagged JSON line."""
     import oneflowlike as flow
@@ -88,14 +107,21 @@ def _worker(args):
     dist.init()
     small = _time_all_reduce(flow, args.small_bytes // 4, args.small_iters)
     large = _time_all_reduce(flow, args.large_bytes // 4, args.large_iters)
+    loaded = _time_all_reduce_after_compute(flow, 20)
+    dist.barrier()  # every rank computes at once: a rank's share of the cores
+    flops = measure_gemm_flops()
+    dist.barrier()
+    bandwidth = measure_mem_bandwidth()
     if dist.get_rank() == 0:
         out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
+        out.update(flops_fp32=flops, mem_bandwidth=bandwidth, t_small_after_compute=loaded)
         print(_TAG + json.dumps(out), flush=True)
     dist.barrier()
 
 
-def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=60):
-    """(world, t_small, t_large): median all_reduce seconds over nproc local ranks."""
+def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=120):
+    """The ranks' measurements: world, t_small and t_large (median all_reduce seconds over nproc
+    local ranks), and rank 0's flops_fp32 and mem_bandwidth while every rank measured them."""
     env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
     cmd = [
         sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(nproc),
@@ -106,8 +132,7 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     for line in r.stdout.splitlines():
         if line.startswith(_TAG):
-            res = json.loads(line[len(_TAG) :])
-            return res["world"], res["t_small"], res["t_large"]
+            return json.loads(line[len(_TAG) :])
     raise RuntimeError(
         f"[profile_cluster] the all_reduce workers exited {r.returncode} without a result:\n"
         f"{r.stdout}\n{r.stderr}"
@@ -121,29 +146,28 @@ def profile(nproc=2, small_bytes=4, large_bytes=16 << 20, small_iters=200, large
     spec = _C.ClusterSpec.cpu_loopback(nproc)
     base_fp32 = spec.flops_fp32
     spec.name = "measured"
-    raw = {"mem_bandwidth": measure_mem_bandwidth(), "flops_fp32": measure_gemm_flops()}
+    raw = measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters)
     scale = raw["flops_fp32"] / base_fp32
     spec.flops_fp32 = raw["flops_fp32"]
     spec.flops_fp64 *= scale
     spec.flops_fp16 *= scale
     spec.flops_int *= scale
     spec.mem_bandwidth = raw["mem_bandwidth"]
-    world, t_small, t_large = measure_collectives(
-        nproc, small_bytes, large_bytes, small_iters, large_iters
-    )
+    world, t_small, t_large = raw["world"], raw["t_small"], raw["t_large"]
     alpha, beta = fit_alpha_beta(world, small_bytes, t_small, large_bytes, t_large)
-    raw.update(world=world, small_bytes=small_bytes, t_small=t_small)
-    raw.update(large_bytes=large_bytes, t_large=t_large, alpha=alpha, beta=beta)
+    raw.update(small_bytes=small_bytes, large_bytes=large_bytes, alpha=alpha, beta=beta)
     spec.intra_alpha = spec.inter_alpha = alpha
     spec.intra_beta = spec.inter_beta = beta
-    spec.collective_overhead = 0.0
+    # What ranks out of step add to every collective (ranks sharing cores): the small all_reduce
+    # after compute beyond the same all_reduce alone.
+    spec.collective_overhead = max(raw["t_small_after_compute"] - t_small, 0.0)
     return spec, raw
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m oneflowlike.profile_cluster", description=__doc__)
     p.add_argument("--out", default="cluster_spec.json", help="where to write the spec JSON")
-    p.add_argument("--nproc", type=int, default=2, help="local ranks for the collectives")
+    p.add_argument("--nproc", type=int, default=2, help="local ranks (the devices to plan for)")
     p.add_argument("--small_bytes", type=int, default=4)
     p.add_argument("--large_bytes", type=int, default=16 << 20)
     p.add_argument("--small_iters", type=int, default=200)
@@ -167,6 +191,7 @@ def main(argv=None):
     )
     print(f"link alpha        {raw['alpha'] * 1e6:.1f} us")
     print(f"link beta         {raw['beta'] / 1e9:.2f} GB/s")
+    print(f"out of step       {spec.collective_overhead * 1e6:.1f} us more per collective")
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
 
 
