@@ -61,6 +61,22 @@ def mb(nbytes):
     return f"{nbytes / (1 << 20):.2f} MB"
 
 
+def predicted(row):
+    """The cost model's step for a graph row, and its error against the measured step."""
+    if row.get("predicted_s") is None:
+        return "-"
+    return fmt_time(row["predicted_s"])
+
+
+def prediction_errors(rows):
+    """|predicted - measured| / measured of the graph rows."""
+    return sorted(
+        abs(r["predicted_s"] - r["step_s"]) / r["step_s"]
+        for r in rows
+        if r.get("predicted_s") is not None
+    )
+
+
 def collectives(row):
     return ", ".join(f"{n} {k}" if n is not None else k for k, n in row["collectives"].items())
 
@@ -76,7 +92,7 @@ def main():
         f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
     )
     header = (
-        f"{'layout':12s} {'mode':6s} {'step':>10s} {'ddp/ours':>9s} {'eager/graph':>12s} "
+        f"{'layout':12s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'ddp/ours':>9s} {'eager/graph':>12s} "
         f"{'peak':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
@@ -91,8 +107,15 @@ def main():
         eager = ours.get((row["case"], "eager"))
         speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
-            f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {ratio:>9s} {speedup:>12s} "
+            f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {ratio:>9s} {speedup:>12s} "
             f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
+        )
+
+    errors = prediction_errors(rows)
+    if errors:
+        print(
+            f"cost model vs measured (graph steps): median error {errors[len(errors) // 2]:.0%}, "
+            f"worst {errors[-1]:.0%}"
         )
 
 

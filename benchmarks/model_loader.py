@@ -42,4 +42,9 @@ def graph_train_step(model, opt, x, y, auto_parallel=False):
     graph = TrainStep(model, opt)
     graph.config.enable_auto_parallel(auto_parallel)
     opt.zero_grad()
-    return lambda: graph(x, y)
+
+    def step():
+        return graph(x, y)
+
+    step.graph = graph  # for the cost model's prediction of the compiled step
+    return step

@@ -128,8 +128,10 @@ def measure(flow, step, dist, args):
         kind = line.split(" ")[0]
         counts[kind] = counts.get(kind, 0) + 1
     world_size = dist.get_world_size()
+    predicted = sum(step.graph.predict()) if hasattr(step, "graph") else None
     return {
         "step_s": seconds,
+        "predicted_s": predicted,
         "peak_bytes": peak,
         "collectives": counts,
         "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),

@@ -10,6 +10,7 @@
 
 #include "boxing/reshard.h"
 #include "graph/auto_parallel/planner.h"
+#include "graph/auto_parallel/predict.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -84,6 +85,14 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
       .def_property_readonly("num_variables", [](const Graph& g) { return g.variables().size(); })
       .def_property_readonly("peak_bytes", &graph::peak_bytes)
+      .def(
+          "predict",
+          [](const Graph& g, const ClusterSpec& cluster) {
+            PlanCache cache(cluster);
+            const auto p = auto_parallel::predict(g, cache);
+            return py::make_tuple(p.compute_seconds, p.comm_seconds);
+          },
+          py::arg("cluster"))
       .def("to_json", &graph::to_json)
       .def_property_readonly("variables",
                              [](const Graph& g) {

@@ -273,6 +273,13 @@ class Graph:
         """The most bytes the last-run compiled graph's computed values hold at once."""
         return None if self._last is None else self._last.peak_bytes
 
+    def predict(self, cluster=None):
+        """The cost model's (compute, communication) seconds for the last-run compiled graph's
+        step, per device (cluster: default flow.boxing.get_cluster_spec())."""
+        if self._last is None:
+            raise RuntimeError("[graph] predict: call the graph once first (it compiles then)")
+        return self._last.predict(cluster if cluster is not None else _C.get_cluster_spec())
+
     @property
     def num_compiled(self):
         """How many input signatures have been traced and compiled."""
