@@ -7,6 +7,7 @@
 #include <random>
 
 #include "graph/auto_parallel/planner.h"
+#include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/problem.h"
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
@@ -183,4 +184,29 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
               auto_parallel::plan(pg.g, cache, weight / 4);
             }).find("the least any plan needs is 8192 bytes"),
             std::string::npos);
+}
+
+TEST(AutoParallelPredict, AddsTheOpsRooflinesAndTheConversionsPlans) {
+  auto shared = std::make_shared<PlanCache>(ClusterSpec::default_for(4));
+  PlanCache& cache = *shared;
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  // Data parallel: no conversion, so no communication; the compute is the shards' roofline.
+  graph::Graph dp = graph::compile(mlp(line, 4096, "S(0)").g, shared);
+  const auto p = auto_parallel::predict(dp, cache);
+  EXPECT_GT(p.compute_seconds, 0);
+  EXPECT_DOUBLE_EQ(p.comm_seconds, 0);
+  // Replicated inputs, a split weight: the graph converts, and the prediction prices it.
+  PlanGraph pg = mlp(line, 64, "B");
+  graph::Value& w = pg.g.values()[size_t(pg.g.variables()[0].value)];
+  w.nd_sbp = NdSbp::parse("S(0)");
+  const graph::Graph split = graph::compile(pg.g, shared);
+  double boxing = 0;
+  for (const graph::Node& n : split.nodes())
+    if (n.kind == graph::NodeKind::kBoxing) {
+      const graph::Value &a = split.values()[size_t(n.inputs[0])],
+                         &b = split.values()[size_t(n.outputs[0])];
+      boxing += cache.get(a.shape, a.dtype, line, a.nd_sbp, line, b.nd_sbp)->seconds;
+    }
+  EXPECT_GT(boxing, 0);
+  EXPECT_DOUBLE_EQ(auto_parallel::predict(split, cache).comm_seconds, boxing);
 }
