@@ -3,7 +3,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "sbp/select.h"
+#include "graph/node_call.h"
 
 namespace ofl::auto_parallel {
 
@@ -113,8 +113,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       for (size_t b = 0; b < nb; ++b)
         if (const NdSbp* w = want(int(b))) {
           const NdSbp& have = layout_of(v, int(a));
-          e.cost[a * nb + b] +=
-              same_or_forbidden && *w != have ? kForbidden : price(val, have, *w);
+          e.cost[a * nb + b] += same_or_forbidden && *w != have ? kForbidden : price(val, have, *w);
         }
   };
 
@@ -179,27 +178,14 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       continue;
     }
     if (n.kind != NodeKind::kOp) continue;
-    const Value* first = nullptr;
-    for (int id : n.inputs)
-      if (id >= 0 && values[size_t(id)].is_global() && !first) first = &values[size_t(id)];
-    if (!first) continue;
-    const Placement placement = *first->placement;
-    std::vector<Shape> out_shapes;
-    for (int id : n.outputs) out_shapes.push_back(values[size_t(id)].shape);
-    const NdSbp any(std::vector<Sbp>(size_t(placement.ndim()), Sbp::broadcast()));
-    SbpCall call{.def = n.op,
-                 .in = {},
-                 .out_shapes = &out_shapes,
-                 .out_dtype = values[size_t(n.outputs[0])].dtype,
-                 .placement = &placement,
-                 .attrs = &n.attrs};
-    for (int id : n.inputs) {
-      CallInput& in = call.in.emplace_back();
-      if (id < 0) continue;
-      in.shape = &values[size_t(id)].shape;
-      in.dtype = values[size_t(id)].dtype;
-      if (values[size_t(id)].is_global()) in.layout = &any;  // any: the planner chooses
-    }
+    const std::optional<Placement> placement = graph::placement_of(g, n);
+    if (!placement) continue;
+    // Any layout for the inputs: the candidates are all the rule allows (in-place ones are
+    // filtered below), and what reading each input costs is the edges'.
+    const NdSbp any(std::vector<Sbp>(size_t(placement->ndim()), Sbp::broadcast()));
+    graph::NodeCall node_call(g, n, *placement, [&](size_t) { return &any; });
+    SbpCall& call = node_call.call();
+    call.inplace = false;
     const int grp = new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
     for (NdSbpSignature& sig : candidate_signatures(call)) {
       if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;

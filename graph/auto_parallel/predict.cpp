@@ -1,9 +1,10 @@
 #include "graph/auto_parallel/predict.h"
 
-#include "sbp/select.h"
+#include "graph/node_call.h"
 
 namespace ofl::auto_parallel {
 
+using graph::NodeCall;
 using graph::NodeKind;
 using graph::Value;
 
@@ -46,30 +47,16 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
       continue;
     }
     if (!n.op->cost) continue;
-    std::vector<Shape> in, out_shapes;
-    for (int id : n.inputs) in.push_back(id < 0 ? Shape() : g.values()[size_t(id)].shape);
-    for (int id : n.outputs) out_shapes.push_back(g.values()[size_t(id)].shape);
-    const DType dtype = g.values()[size_t(n.outputs[0])].dtype;
     if (n.sig.in.empty()) {  // a local op: its whole tensors on every rank
-      const OpCost c = n.op->cost(in, out_shapes[0], dtype);
+      std::vector<Shape> in;
+      for (int id : n.inputs) in.push_back(id < 0 ? Shape() : g.values()[size_t(id)].shape);
+      const DType dtype = g.values()[size_t(n.outputs[0])].dtype;
+      const OpCost c = n.op->cost(in, g.values()[size_t(n.outputs[0])].shape, dtype);
       p.compute_seconds += cluster.compute(c.flops, c.bytes, dtype);
       continue;
     }
-    const Placement& placement = *g.values()[size_t(n.outputs[0])].placement;
-    SbpCall call{.def = n.op,
-                 .in = {},
-                 .out_shapes = &out_shapes,
-                 .out_dtype = dtype,
-                 .placement = &placement,
-                 .attrs = &n.attrs};
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      CallInput& c = call.in.emplace_back();
-      if (n.inputs[i] < 0) continue;
-      c.shape = &g.values()[size_t(n.inputs[i])].shape;
-      c.dtype = g.values()[size_t(n.inputs[i])].dtype;
-      c.layout = &n.sig.in[i];
-    }
-    p.compute_seconds += compute_seconds(call, n.sig, cluster);
+    NodeCall call(g, n, *placement_of(g, n), [&](size_t i) { return &n.sig.in[i]; });
+    p.compute_seconds += compute_seconds(call.call(), n.sig, cluster);
   }
   return p;
 }

@@ -8,8 +8,8 @@
 // ops that pass partial sums along to such readers owes no reduction of its own.
 #include <limits>
 
+#include "graph/node_call.h"
 #include "graph/passes/passes.h"
-#include "sbp/select.h"
 
 namespace ofl::graph {
 
@@ -74,38 +74,22 @@ Graph assign_sbp(const Graph& g, PlanCache& cache) {
   std::vector<bool> owes_nothing;
   for (Node& n : out.nodes()) {
     if (n.kind != NodeKind::kOp) continue;
-    const Value* first = nullptr;
-    for (int id : n.inputs)
-      if (id >= 0 && values[id].is_global() && !first) first = &values[id];
-    if (!first) continue;
-    const Placement placement = *first->placement;
-    std::vector<Shape> out_shapes;
-    for (int id : n.outputs) out_shapes.push_back(values[id].shape);
-    SbpCall call{.def = n.op,
-                 .in = {},
-                 .out_shapes = &out_shapes,
-                 .out_dtype = values[n.outputs[0]].dtype,
-                 .placement = &placement,
-                 .inplace = n.op->inplace,
-                 .attrs = &n.attrs,
-                 .owes_nothing = &owes_nothing};
+    const std::optional<Placement> placement = placement_of(out, n);
+    if (!placement) continue;
+    NodeCall node_call(out, n, *placement, [&](size_t i) {
+      const int id = n.inputs[i];
+      if (values[size_t(id)].nd_sbp.empty())
+        fail(n.name().c_str(), "input %", id, " has no SBP yet (the graph is out of order)");
+      return &values[size_t(id)].nd_sbp;
+    });
+    SbpCall& call = node_call.call();
     owes_nothing.clear();
-    for (int id : n.outputs) owes_nothing.push_back(free[id]);
-    for (int id : n.inputs) {
-      CallInput& in = call.in.emplace_back();
-      if (id < 0) continue;
-      in.shape = &values[id].shape;
-      in.dtype = values[id].dtype;
-      if (values[id].is_global()) {
-        if (values[id].nd_sbp.empty())
-          fail(n.name().c_str(), "input %", id, " has no SBP yet (the graph is out of order)");
-        in.layout = &values[id].nd_sbp;
-      }
-    }
+    for (int id : n.outputs) owes_nothing.push_back(free[size_t(id)]);
+    call.owes_nothing = &owes_nothing;
     const SignatureChoice choice =
         select_signature(call, cache.cluster(),
                          [&](const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to) {
-                           auto plan = cache.get(shape, dtype, placement, from, placement, to);
+                           auto plan = cache.get(shape, dtype, *placement, from, *placement, to);
                            return Transition{plan->seconds, plan->num_communication_steps()};
                          });
     n.sig = choice.sig;
