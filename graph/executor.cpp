@@ -34,20 +34,10 @@ bool is_output(const Graph& g, int id) {
 
 int64_t peak_bytes(const Graph& g) {
   const size_t n = g.nodes().size(), nv = g.values().size();
-  // The value whose memory each value uses (itself, or a view's or in-place write's base).
-  std::vector<int> owner(nv);
-  for (size_t v = 0; v < nv; ++v) owner[v] = static_cast<int>(v);
-  std::vector<bool> computed(nv, false);
+  const std::vector<int> owner = memory_owner(g);
+  std::vector<bool> computed(nv, false);  // a node's output with memory of its own
   for (const Node& node : g.nodes())
-    for (size_t j = 0; j < node.outputs.size(); ++j) {
-      const int out = node.outputs[j];
-      const bool aliases = node.kind == NodeKind::kOp && !node.inputs.empty() &&
-                           node.inputs[0] >= 0 && (node.op->view || (node.op->inplace && j == 0));
-      if (aliases)
-        owner[out] = owner[node.inputs[0]];
-      else
-        computed[out] = true;
-    }
+    for (int id : node.outputs) computed[size_t(id)] = owner[size_t(id)] == id;
   // An owner's memory is freed after the last reader of any value over it.
   std::vector<size_t> end(nv, 0);
   for (size_t i = 0; i < n; ++i) {

@@ -47,6 +47,17 @@ std::string Node::name() const {
   return "?";
 }
 
+std::vector<int> memory_owner(const Graph& g) {
+  std::vector<int> owner(g.values().size());
+  for (size_t v = 0; v < owner.size(); ++v) owner[v] = int(v);
+  for (const Node& n : g.nodes())
+    for (size_t j = 0; j < n.outputs.size(); ++j)
+      if (n.kind == NodeKind::kOp && !n.inputs.empty() && n.inputs[0] >= 0 &&
+          (n.op->view || (n.op->inplace && j == 0)))
+        owner[size_t(n.outputs[j])] = owner[size_t(n.inputs[0])];
+  return owner;
+}
+
 int64_t bytes_per_rank(const Value& v) {
   Shape shape = v.shape;
   if (v.is_global() && !v.nd_sbp.empty()) shape = local_shapes(v.shape, v.nd_sbp, *v.placement)[0];

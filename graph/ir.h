@@ -129,6 +129,10 @@ class Graph {
   std::vector<int> outputs_;
 };
 
+// The value whose memory each value uses: itself, or for a view's output or an in-place write's
+// result, its input's (transitively).
+std::vector<int> memory_owner(const Graph& g);
+
 // The bytes a value holds on the rank with the largest shard (all of it for a local value).
 int64_t bytes_per_rank(const Value& v);
 

@@ -135,16 +135,11 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
   // Issue each bucket as soon as the previous one's memory is free (after the last reader of its
   // gathered parameters and their views), not before its own phase begins, unless one of its
   // parameters is written in place in between.
-  std::vector<int> base(g.values().size());
-  for (size_t v = 0; v < base.size(); ++v) base[v] = int(v);
+  const std::vector<int> base = memory_owner(g);
   std::vector<int> last_use(g.values().size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    if (n.kind == NodeKind::kOp && n.op->view && !n.inputs.empty() && n.inputs[0] >= 0)
-      for (int id : n.outputs) base[id] = base[n.inputs[0]];
-    for (int id : n.inputs)
-      if (id >= 0) last_use[base[id]] = int(i);
-  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int id : nodes[i].inputs)
+      if (id >= 0) last_use[size_t(base[size_t(id)])] = int(i);
   int backward_begins = int(nodes.size());
   for (size_t i = nodes.size(); i-- > 0;)
     if (nodes[i].backward) backward_begins = int(i);

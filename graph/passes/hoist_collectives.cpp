@@ -11,18 +11,6 @@ namespace ofl::graph {
 
 namespace {
 
-// The nodes each value's memory is touched by: a view or in-place result shares its base's.
-std::vector<int> memory_owner(const Graph& g) {
-  std::vector<int> owner(g.values().size());
-  for (size_t v = 0; v < owner.size(); ++v) owner[v] = int(v);
-  for (const Node& n : g.nodes())
-    for (size_t j = 0; j < n.outputs.size(); ++j)
-      if (n.kind == NodeKind::kOp && !n.inputs.empty() && n.inputs[0] >= 0 &&
-          (n.op->view || (n.op->inplace && j == 0)))
-        owner[n.outputs[j]] = owner[n.inputs[0]];
-  return owner;
-}
-
 bool communicates(const Graph& g, const Node& n) {
   if (n.kind != NodeKind::kBoxing) return false;
   const Value &from = g.values()[n.inputs[0]], &to = g.values()[n.outputs[0]];
