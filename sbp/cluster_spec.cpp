@@ -137,7 +137,7 @@ double ClusterSpec::local(double bytes) const {
 
 double ClusterSpec::compute(double flops, double bytes, DType t) const {
   const double peak = device.peak_flops(t);
-  return std::max(peak > 0 ? flops / peak : 0, local(bytes));
+  return device.op_overhead + std::max(peak > 0 ? flops / peak : 0, local(bytes));
 }
 
 namespace {
@@ -162,6 +162,7 @@ const NumField kFields[] = {
     {"flops_int", &DeviceSpec::flops_int, nullptr, nullptr},
     {"mem_bandwidth", &DeviceSpec::mem_bandwidth, nullptr, nullptr},
     {"mem_capacity", &DeviceSpec::mem_capacity, nullptr, nullptr},
+    {"op_overhead", &DeviceSpec::op_overhead, nullptr, nullptr},
     {"intra_alpha", nullptr, &ClusterSpec::intra_node, &LinkSpec::alpha},
     {"intra_beta", nullptr, &ClusterSpec::intra_node, &LinkSpec::beta},
     {"inter_alpha", nullptr, &ClusterSpec::inter_node, &LinkSpec::alpha},

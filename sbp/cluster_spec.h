@@ -17,6 +17,8 @@ struct DeviceSpec {
   double flops_int = 0;      // integer and bool ops
   double mem_bandwidth = 0;  // bytes/s
   double mem_capacity = 0;   // bytes
+  double op_overhead =
+      0;  // seconds to start one op (dispatch, kernel launch), on top of its roofline
   double peak_flops(DType t) const;
 };
 
@@ -64,7 +66,7 @@ struct ClusterSpec {
   double send_recv(int src, int dst, double bytes) const;
   // Local memory-bound work (slice, zero-fill, copy): bytes touched / memory bandwidth.
   double local(double bytes) const;
-  // Roofline time of a compute op.
+  // Roofline time of a compute op, plus the device's op overhead.
   double compute(double flops, double bytes, DType t) const;
 
   // Flat JSON: {"name": "...", "nodes": 1, ..., "intra_alpha": 6e-05, ...}. from_json raises

@@ -6,7 +6,8 @@
 Measured on --nproc local ranks started through oneflowlike.distributed.launch, all at once, so
 that the figures are a rank's share of the machine when its ranks share the cores (a "device"
 of the plans): memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
-(flow.matmul at 1024^3), and the collective link's alpha / beta, from all_reduce timed at a small
+(flow.matmul at 1024^3), the overhead of starting one op (a one-element add), and the
+collective link's alpha / beta, from all_reduce timed at a small
 and a large size. The fit
 uses ClusterSpec's ring formula, t = overhead + 2 (p-1) (alpha + bytes / p / beta), with the
 all_reduces timed back to back; collective_overhead is what the same small all_reduce costs more
@@ -83,6 +84,14 @@ def _time_all_reduce(flow, numel, iters):
     return statistics.median(times)
 
 
+def measure_op_overhead(iters=2000):
+    """Seconds per call of a one-element add: what starting an op costs beyond its work."""
+    import oneflowlike as flow
+
+    x = flow.ones(1)
+    return _best(lambda: [x + 1 for _ in range(iters)], 3) / iters
+
+
 def _time_all_reduce_after_compute(flow, iters, n=256, gemms=20):
     """A small all_reduce's median seconds right after every rank computed for a while: what a
     collective costs inside a training step, where ranks sharing cores arrive at it out of step."""
@@ -112,9 +121,12 @@ def _worker(args):
     flops = measure_gemm_flops()
     dist.barrier()
     bandwidth = measure_mem_bandwidth()
+    dist.barrier()
+    overhead = measure_op_overhead()
     if dist.get_rank() == 0:
         out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
         out.update(flops_fp32=flops, mem_bandwidth=bandwidth, t_small_after_compute=loaded)
+        out.update(op_overhead=overhead)
         print(_TAG + json.dumps(out), flush=True)
     dist.barrier()
 
@@ -153,6 +165,7 @@ def profile(nproc=2, small_bytes=4, large_bytes=16 << 20, small_iters=200, large
     spec.flops_fp16 *= scale
     spec.flops_int *= scale
     spec.mem_bandwidth = raw["mem_bandwidth"]
+    spec.op_overhead = raw["op_overhead"]
     world, t_small, t_large = raw["world"], raw["t_small"], raw["t_large"]
     alpha, beta = fit_alpha_beta(world, small_bytes, t_small, large_bytes, t_large)
     raw.update(small_bytes=small_bytes, large_bytes=large_bytes, alpha=alpha, beta=beta)
@@ -192,6 +205,7 @@ def main(argv=None):
     print(f"link alpha        {raw['alpha'] * 1e6:.1f} us")
     print(f"link beta         {raw['beta'] / 1e9:.2f} GB/s")
     print(f"out of step       {spec.collective_overhead * 1e6:.1f} us more per collective")
+    print(f"op overhead       {spec.op_overhead * 1e6:.2f} us per op")
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
 
 

@@ -49,6 +49,7 @@ void bind_cluster(py::module_& m) {
   field(c, "flops_int", [](ClusterSpec& s) { return &s.device.flops_int; });
   field(c, "mem_bandwidth", [](ClusterSpec& s) { return &s.device.mem_bandwidth; });
   field(c, "mem_capacity", [](ClusterSpec& s) { return &s.device.mem_capacity; });
+  field(c, "op_overhead", [](ClusterSpec& s) { return &s.device.op_overhead; });
   field(c, "intra_alpha", [](ClusterSpec& s) { return &s.intra_node.alpha; });
   field(c, "intra_beta", [](ClusterSpec& s) { return &s.intra_node.beta; });
   field(c, "inter_alpha", [](ClusterSpec& s) { return &s.inter_node.alpha; });
