@@ -128,7 +128,7 @@ def measure(flow, step, dist, args):
         kind = line.split(" ")[0]
         counts[kind] = counts.get(kind, 0) + 1
     world_size = dist.get_world_size()
-    predicted = sum(step.graph.predict()) if hasattr(step, "graph") else None
+    predicted = step.graph.predict()[0] if hasattr(step, "graph") else None
     return {
         "step_s": seconds,
         "predicted_s": predicted,

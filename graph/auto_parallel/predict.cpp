@@ -1,5 +1,7 @@
 #include "graph/auto_parallel/predict.h"
 
+#include <algorithm>
+
 #include "graph/node_call.h"
 
 namespace ofl::auto_parallel {
@@ -32,32 +34,52 @@ double bucket_seconds(const graph::Graph& g, const graph::Node& n, PlanCache& ca
 Prediction predict(const graph::Graph& g, PlanCache& cache) {
   Prediction p;
   const ClusterSpec& cluster = cache.cluster();
+  // The two threads' clocks, and when each value a collective makes is ready.
+  double compute_clock = 0, comm_clock = 0;
+  std::vector<double> ready(g.values().size(), 0.0);
+  auto communicate = [&](const graph::Node& n, double seconds) {
+    const double start = std::max(comm_clock, compute_clock);  // posted in compute order
+    comm_clock = start + seconds;
+    p.comm_seconds += seconds;
+    for (int id : n.outputs) ready[size_t(id)] = comm_clock;
+  };
+  auto compute = [&](const graph::Node& n, double seconds) {
+    for (int id : n.inputs)
+      if (id >= 0) compute_clock = std::max(compute_clock, ready[size_t(id)]);
+    compute_clock += seconds;
+    p.compute_seconds += seconds;
+  };
   for (const graph::Node& n : g.nodes()) {
     if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather) {
-      p.comm_seconds += bucket_seconds(g, n, cache);
+      communicate(n, bucket_seconds(g, n, cache));
       continue;
     }
     if (n.kind == NodeKind::kBoxing) {
       const Value &from = g.values()[size_t(n.inputs[0])], &to = g.values()[size_t(n.outputs[0])];
       if (from.is_global())
-        p.comm_seconds +=
-            cache
-                .get(from.shape, from.dtype, *from.placement, from.nd_sbp, *to.placement, to.nd_sbp)
-                ->seconds;
+        communicate(n, cache
+                           .get(from.shape, from.dtype, *from.placement, from.nd_sbp, *to.placement,
+                                to.nd_sbp)
+                           ->seconds);
       continue;
     }
-    if (!n.op->cost) continue;
+    if (!n.op->cost) {
+      compute(n, 0);
+      continue;
+    }
     if (n.sig.in.empty()) {  // a local op: its whole tensors on every rank
       std::vector<Shape> in;
       for (int id : n.inputs) in.push_back(id < 0 ? Shape() : g.values()[size_t(id)].shape);
       const DType dtype = g.values()[size_t(n.outputs[0])].dtype;
       const OpCost c = n.op->cost(in, g.values()[size_t(n.outputs[0])].shape, dtype);
-      p.compute_seconds += cluster.compute(c.flops, c.bytes, dtype);
+      compute(n, cluster.compute(c.flops, c.bytes, dtype));
       continue;
     }
     NodeCall call(g, n, *placement_of(g, n), [&](size_t i) { return &n.sig.in[i]; });
-    p.compute_seconds += compute_seconds(call.call(), n.sig, cluster);
+    compute(n, compute_seconds(call.call(), n.sig, cluster));
   }
+  // The step ends when both threads are done (its outputs are read after the last collective).
+  p.step_seconds = std::max(compute_clock, comm_clock);
   return p;
 }
 

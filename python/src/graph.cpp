@@ -90,7 +90,7 @@ void bind_graph(py::module_& m) {
           [](const Graph& g, const ClusterSpec& cluster) {
             PlanCache cache(cluster);
             const auto p = auto_parallel::predict(g, cache);
-            return py::make_tuple(p.compute_seconds, p.comm_seconds);
+            return py::make_tuple(p.step_seconds, p.compute_seconds, p.comm_seconds);
           },
           py::arg("cluster"))
       .def("to_json", &graph::to_json)

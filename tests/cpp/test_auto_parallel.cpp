@@ -208,5 +208,9 @@ TEST(AutoParallelPredict, AddsTheOpsRooflinesAndTheConversionsPlans) {
       boxing += cache.get(a.shape, a.dtype, line, a.nd_sbp, line, b.nd_sbp)->seconds;
     }
   EXPECT_GT(boxing, 0);
-  EXPECT_DOUBLE_EQ(auto_parallel::predict(split, cache).comm_seconds, boxing);
+  const auto q = auto_parallel::predict(split, cache);
+  EXPECT_DOUBLE_EQ(q.comm_seconds, boxing);
+  // The threads overlap: the step is at least each thread's busy time, at most their sum.
+  EXPECT_GE(q.step_seconds, std::max(q.compute_seconds, q.comm_seconds));
+  EXPECT_LE(q.step_seconds, q.compute_seconds + q.comm_seconds + 1e-12);
 }

@@ -274,8 +274,9 @@ class Graph:
         return None if self._last is None else self._last.peak_bytes
 
     def predict(self, cluster=None):
-        """The cost model's (compute, communication) seconds for the last-run compiled graph's
-        step, per device (cluster: default flow.boxing.get_cluster_spec())."""
+        """The cost model's (step, compute, communication) seconds for the last-run compiled
+        graph, per device: the step on a timeline of the executor's compute and communication
+        threads, and each thread's busy time (cluster: default flow.boxing.get_cluster_spec())."""
         if self._last is None:
             raise RuntimeError("[graph] predict: call the graph once first (it compiles then)")
         return self._last.predict(cluster if cluster is not None else _C.get_cluster_spec())
