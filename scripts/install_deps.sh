@@ -12,4 +12,5 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q $missing
 fi
-python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11
+python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11 \
+  matplotlib

@@ -28,11 +28,13 @@ class Plan:
         self._names = names
         self.placement = placement
         self.layouts = {}
+        self.bytes_per_device = {}
         self._ids = {}
         self._state_names = {i: n for i, n in names.items() if n.startswith("state:")}
-        for tensor, sbp, value in result.layouts():
+        for tensor, sbp, value, nbytes in result.layouts():
             name = names.get(_C._impl_id(tensor), f"%{value}")
             self.layouts[name] = tuple(sbp)
+            self.bytes_per_device[name] = nbytes
             self._ids[value] = name
         self.signatures = result.signatures()
         self.compute_seconds = result.compute_seconds
@@ -43,6 +45,66 @@ class Plan:
     def explain(self):
         """A readable table: layouts, signatures counted by op, predicted time and memory."""
         return self._result.explain(self._ids)
+
+    def plot(self, path):
+        """Writes a figure to `path` (any format matplotlib writes): each parameter's layout and
+        bytes per device, layer by layer, and the device's memory split into parameters,
+        optimizer states and constants."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        def label(sbp):
+            return ", ".join(s.to_string() for s in sbp)
+
+        params = [n for n in self.layouts if not n.startswith(("state:", "%"))]
+        kinds = sorted({label(self.layouts[n]) for n in params})
+        colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(kinds)}
+        fig, (left, right) = plt.subplots(
+            1, 2, figsize=(12, max(4, 0.22 * len(params))), width_ratios=[3, 1]
+        )
+        y = range(len(params))
+        left.barh(
+            y,
+            [self.bytes_per_device[n] / 1024 for n in params],
+            color=[colors[label(self.layouts[n])] for n in params],
+        )
+        left.set_yticks(list(y), params, fontsize=7)
+        left.invert_yaxis()
+        left.set_xlabel("KiB per device")
+        left.set_title("each parameter's layout")
+        left.legend(
+            handles=[plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in kinds],
+            labels=kinds,
+            title="SBP",
+            loc="lower right",
+        )
+        parts = {
+            "parameters": sum(self.bytes_per_device[n] for n in params),
+            "optimizer states": sum(
+                b for n, b in self.bytes_per_device.items() if n.startswith("state:")
+            ),
+            "constants": sum(b for n, b in self.bytes_per_device.items() if n.startswith("%")),
+        }
+        bottom = 0.0
+        for name, nbytes in parts.items():
+            right.bar(0, nbytes / (1 << 20), bottom=bottom, label=name)
+            bottom += nbytes / (1 << 20)
+        right.set_xticks([])
+        right.set_ylabel("MiB per device")
+        right.set_title(
+            f"memory per device\n(+ gradients: {self.memory_bytes / (1 << 20):.2f} MiB in all)"
+        )
+        right.legend(fontsize=8)
+        fig.suptitle(
+            f"plan: {self.seconds * 1e3:.2f} ms per step predicted "
+            f"({self.compute_seconds * 1e3:.2f} compute, {self.comm_seconds * 1e3:.2f} communication)"
+        )
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+        return path
 
     def apply(self, module):
         """Reshards `module`'s parameters to the plan's layouts, in place (the Parameter objects

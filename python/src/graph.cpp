@@ -129,11 +129,16 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("memory_bytes", [](const PlanResult& r) { return r.plan.memory; })
       .def("layouts",
            [](const PlanResult& r) {
-             // variable tensor -> layout, for Python to name by its module's parameters
+             // (variable tensor, layout, value id, bytes per device), for Python to name by its
+             // module's parameters
              py::list out;
              for (const graph::Variable& v : r.graph->variables())
-               if (auto it = r.plan.layout.find(v.value); it != r.plan.layout.end())
-                 out.append(py::make_tuple(v.tensor, it->second, v.value));
+               if (auto it = r.plan.layout.find(v.value); it != r.plan.layout.end()) {
+                 graph::Value laid = r.graph->values()[size_t(v.value)];
+                 laid.nd_sbp = it->second;
+                 out.append(
+                     py::make_tuple(v.tensor, it->second, v.value, graph::bytes_per_rank(laid)));
+               }
              return out;
            })
       .def("signatures",

@@ -59,6 +59,13 @@ def test_a_small_budget_gets_a_sharded_plan_and_an_impossible_one_raises():
         flow.auto_parallel.plan(graph, batch, memory_budget=1)
 
 
+def test_plot_draws_the_layouts_and_the_memory(tmp_path):
+    pytest.importorskip("matplotlib")
+    _, _, graph, batch = meta_step()
+    path = flow.auto_parallel.plan(graph, batch).plot(tmp_path / "plan.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_inputs_must_be_global_on_one_placement():
     _, _, graph, batch = meta_step()
     with pytest.raises(ValueError, match="must be global tensors"):
