@@ -162,6 +162,17 @@ class TrainStep(nn.Graph):
         return loss
 
 
+def eager_step(model, opt, idx, targets, sched=None):
+    """One eager training step; its loss as a float."""
+    _, loss = model(idx, targets)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if sched is not None:
+        sched.step()
+    return loss.numpy().item()
+
+
 def batches(n):
     flow.manual_seed(1)
     return [(flow.randint(0, 17, (4, 8)), flow.randint(0, 17, (4, 8))) for _ in range(n)]
@@ -185,15 +196,7 @@ def test_training_graph_steps_exactly_as_eager(name):
     data = batches(3)
     model = gpt()
     opt, sched = OPTIMIZERS[name](model.parameters())
-    eager = []
-    for idx, targets in data:
-        _, loss = model(idx, targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if sched is not None:
-            sched.step()
-        eager.append(loss.item())
+    eager = [eager_step(model, opt, idx, targets, sched) for idx, targets in data]
 
     twin = gpt()
     twin_opt, twin_sched = OPTIMIZERS[name](twin.parameters())
@@ -213,10 +216,7 @@ def test_graph_and_eager_steps_alternate():
     model = gpt()
     opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
     for idx, targets in data:
-        _, loss = model(idx, targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        eager_step(model, opt, idx, targets)
 
     twin = gpt()
     twin_opt = flow.optim.AdamW(twin.parameters(), lr=1e-2)
@@ -225,10 +225,7 @@ def test_graph_and_eager_steps_alternate():
         if i % 2:
             graph(idx, targets)
         else:
-            _, loss = twin(idx, targets)
-            twin_opt.zero_grad()
-            loss.backward()
-            twin_opt.step()
+            eager_step(twin, twin_opt, idx, targets)
     for a, b in zip(model.parameters(), twin.parameters()):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert all(s["step"] == 4 for s in twin_opt.state.values())
@@ -343,13 +340,7 @@ def test_a_global_training_graph_steps_as_eager_and_prints_layouts_and_boxing():
     data = [(i.to_global(ONE, S(0)), t.to_global(ONE, S(0))) for i, t in batches(3)]
     model = gpt().to_global(ONE, B)
     opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
-    eager = []
-    for idx, targets in data:
-        _, loss = model(idx, targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        eager.append(loss.numpy().item())
+    eager = [eager_step(model, opt, idx, targets) for idx, targets in data]
 
     twin = gpt().to_global(ONE, B)
     graph = TrainStep(twin, flow.optim.AdamW(twin.parameters(), lr=1e-2))
