@@ -12,17 +12,34 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// Sizes of a balanced split of n into parts, nested over `parts` in order (row-major).
-void nested_sizes(int64_t n, const std::vector<int64_t>& parts, size_t level,
-                  std::vector<int64_t>& out) {
-  if (level == parts.size()) {
-    out.push_back(n);
-    return;
+// Sizes of a balanced split of n nested over `parts` in order (row-major), as runs of (size,
+// count): a split of m into p gives m / p + 1 to the first m % p pieces and m / p to the rest
+// (split_range). Runs, not every piece: a simulated mesh splits into a thousand.
+std::vector<std::pair<int64_t, int64_t>> nested_sizes(int64_t n,
+                                                      const std::vector<int64_t>& parts) {
+  std::vector<std::pair<int64_t, int64_t>> runs = {{n, 1}};
+  for (int64_t p : parts) {
+    std::vector<std::pair<int64_t, int64_t>> next;
+    auto add = [&](int64_t size, int64_t count) {
+      if (count == 0) return;
+      if (!next.empty() && next.back().first == size)
+        next.back().second += count;
+      else
+        next.emplace_back(size, count);
+    };
+    for (auto [m, c] : runs) {
+      if (m % p == 0) {
+        add(m / p, p * c);
+        continue;
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        add(m / p + 1, m % p);
+        add(m / p, p - m % p);
+      }
+    }
+    runs = std::move(next);
   }
-  for (int64_t i = 0; i < parts[level]; ++i) {
-    auto [b, e] = split_range(n, parts[level], i);
-    nested_sizes(e - b, parts, level + 1, out);
-  }
+  return runs;
 }
 }  // namespace
 
@@ -83,20 +100,17 @@ bool transition_is_exact(const Shape& shape, const Placement& placement, const N
     std::set<int64_t> lengths = {shape[size_t(d)]};
     for (size_t j = 0; j < first; ++j) {
       if (!state[j].is_split() || state[j].axis() != d) continue;
+      // n in p pieces: n / p each, one more for the first n % p (split_range).
       std::set<int64_t> next;
-      for (int64_t n : lengths)
-        for (int64_t i = 0; i < placement.mesh()[j]; ++i) {
-          auto [b, e] = split_range(n, placement.mesh()[j], i);
-          next.insert(e - b);
-        }
+      const int64_t p = placement.mesh()[j];
+      for (int64_t n : lengths) {
+        next.insert(n / p);
+        if (n % p != 0) next.insert(n / p + 1);
+      }
       lengths = next;
     }
-    for (int64_t n : lengths) {
-      std::vector<int64_t> nested, flat_sizes;
-      nested_sizes(n, parts, 0, nested);
-      nested_sizes(n, {flat}, 0, flat_sizes);
-      if (nested != flat_sizes) return false;
-    }
+    for (int64_t n : lengths)
+      if (nested_sizes(n, parts) != nested_sizes(n, {flat})) return false;
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "boxing/layout.h"
@@ -31,18 +32,24 @@ NdSbp with_axes(const NdSbp& x, const std::vector<int64_t>& axes, const Sbp& s) 
 }
 
 // The sub-groups of each set of mesh axes, computed once per plan: the search prices many steps
-// on the same axes, and a simulated mesh has a thousand ranks to group.
+// on the same axes, and a simulated mesh has a thousand ranks to group. A ClusterSpec prices a
+// group by its size and its slowest link, so one group of each kind stands for the others.
 class GroupsMemo {
  public:
-  explicit GroupsMemo(const Placement& p) : p_(p) {}
+  GroupsMemo(const Placement& p, const ClusterSpec& cluster) : p_(p), cluster_(cluster) {}
   const std::vector<std::vector<int>>& operator()(const std::vector<int64_t>& axes) {
     auto it = memo_.find(axes);
-    if (it == memo_.end()) it = memo_.emplace(axes, mesh_groups(p_, axes)).first;
-    return it->second;
+    if (it != memo_.end()) return it->second;
+    std::vector<std::vector<int>> kinds;
+    std::set<std::pair<size_t, const LinkSpec*>> seen;
+    for (std::vector<int>& g : mesh_groups(p_, axes))
+      if (seen.insert({g.size(), &cluster_.link_for(g)}).second) kinds.push_back(std::move(g));
+    return memo_.emplace(axes, std::move(kinds)).first->second;
   }
 
  private:
   const Placement& p_;
+  const ClusterSpec& cluster_;
   std::map<std::vector<int64_t>, std::vector<std::vector<int>>> memo_;
 };
 
@@ -78,7 +85,7 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
                                               const ClusterSpec& cluster) {
   if (from == to) return BoxingPlan{};
   const std::vector<Sbp> cands = candidate_sbps(shape, from, to);
-  GroupsMemo groups(p);
+  GroupsMemo groups(p, cluster);
   std::vector<NdSbp> states = {from};
   std::unordered_map<NdSbp, int> ids = {{from, 0}};
   std::vector<Cost> best = {Cost{0.0, 0, 0}};
@@ -139,7 +146,7 @@ BoxingPlan fallback_plan(const Shape& shape, DType dtype, const Placement& from_
                          const NdSbp& from, const Placement& to_p, const NdSbp& to,
                          const ClusterSpec& cluster, const std::string& why) {
   std::vector<BoxingStep> steps;
-  GroupsMemo from_groups(from_p), to_groups(to_p);
+  GroupsMemo from_groups(from_p, cluster), to_groups(to_p, cluster);
   // Innermost mesh axis first: every gather/reduce then sees only B on the inner axes.
   NdSbp x = from;
   for (int64_t k = int64_t(from.size()); k-- > 0;) {

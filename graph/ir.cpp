@@ -60,7 +60,9 @@ std::vector<int> memory_owner(const Graph& g) {
 
 int64_t bytes_per_rank(const Value& v) {
   Shape shape = v.shape;
-  if (v.is_global() && !v.nd_sbp.empty()) shape = local_shapes(v.shape, v.nd_sbp, *v.placement)[0];
+  if (v.is_global() && !v.nd_sbp.empty())  // rank 0's shard: uneven splits give it the larger
+    shape = local_shape(v.shape, v.nd_sbp, *v.placement,
+                        std::vector<int64_t>(v.placement->mesh().size(), 0));
   return numel_of(shape) * static_cast<int64_t>(itemsize(v.dtype));
 }
 

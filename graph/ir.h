@@ -56,6 +56,9 @@ struct Node {
   int grad_of = -1;           // kBoxing with param_grad: the parameter's value id (when traced)
   std::vector<int64_t> axes;  // kReduce, kGather: the mesh axes reduced or gathered over
   bool backward = false;      // traced while autograd ran backward (the step's second phase)
+  // The repeated layer it was traced in (autograd::current_layer), -1 outside one: the planner
+  // gives isomorphic layers one plan.
+  int layer = -1;
 
   std::string name() const;  // the op's name, "boxing", "reduce" or "gather"
 };

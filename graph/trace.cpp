@@ -101,6 +101,7 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   const int out = graph_.add_value(std::move(to));
   Node node = boxing_node(in, out, param_grad);
   node.backward = autograd::executing_backward();
+  node.layer = autograd::current_layer();
   graph_.add_node(std::move(node));
   return traced(out, false);
 }
@@ -162,6 +163,7 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
          " while tracing; write into the viewed tensor, or clone() the view first");
   Node node = op_node(def, {}, {}, attrs);
   node.backward = autograd::executing_backward();
+  node.layer = autograd::current_layer();
   // Random ops carry the seed and the first counter their front end reserved; the generator has
   // moved past the reservation since.
   if (attrs.has("seed") && attrs.has("offset")) {

@@ -113,6 +113,7 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
+    const LayerScope layer(node->layer());
     Grads in = std::move(buffers[node]);
     buffers.erase(node);
     if (auto it = capture_at.find(node); it != capture_at.end()) {

@@ -20,7 +20,20 @@ void set_grad_enabled(bool enabled) {
   tls_grad_enabled = enabled;
 }
 
-Node::Node(std::string name) : name_(std::move(name)), seq_(next_sequence_nr++) {}
+namespace {
+thread_local int layer_now = -1;
+}  // namespace
+
+int current_layer() {
+  return layer_now;
+}
+
+void set_current_layer(int layer) {
+  layer_now = layer;
+}
+
+Node::Node(std::string name)
+    : name_(std::move(name)), seq_(next_sequence_nr++), layer_(layer_now) {}
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;

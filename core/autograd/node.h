@@ -21,6 +21,24 @@ using Grads = std::vector<Tensor>;
 // Which of the node's inputs need a gradient; a backward rule may skip the others.
 using Needs = std::vector<bool>;
 
+// The repeated layer ops are called from (a module of a ModuleList, numbered by nn.Graph while it
+// traces), -1 outside one. A node remembers the layer it was recorded in and the engine runs its
+// backward in that layer, so every traced op of a step knows its layer: the planner solves
+// repeated layers once.
+int current_layer();
+void set_current_layer(int layer);
+
+class LayerScope {
+ public:
+  explicit LayerScope(int layer) : prev_(current_layer()) { set_current_layer(layer); }
+  ~LayerScope() { set_current_layer(prev_); }
+  LayerScope(const LayerScope&) = delete;
+  LayerScope& operator=(const LayerScope&) = delete;
+
+ private:
+  int prev_;
+};
+
 class Node {
  public:
   explicit Node(std::string name);
@@ -32,6 +50,7 @@ class Node {
 
   const std::string& name() const { return name_; }
   uint64_t sequence_nr() const { return seq_; }
+  int layer() const { return layer_; }
   std::vector<Edge>& next_edges() { return next_; }
   // Shapes/dtypes of the forward outputs, so missing output grads can be zero-filled.
   struct OutputMeta {
@@ -47,6 +66,7 @@ class Node {
  private:
   std::string name_;
   uint64_t seq_;
+  int layer_;
   std::vector<Edge> next_;
   std::vector<OutputMeta> outputs_;
   std::vector<std::weak_ptr<TensorImpl>> retained_;

@@ -1,8 +1,13 @@
 #include "graph/auto_parallel/planner.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "graph/auto_parallel/layers.h"
 #include "graph/node_call.h"
 
 namespace ofl::auto_parallel {
@@ -14,10 +19,28 @@ using graph::Value;
 
 namespace {
 
-constexpr double kForbidden = 1e6;  // seconds: a pair of choices that cannot go together
+constexpr double kForbidden = INFINITY;  // a pair of choices that cannot go together
 
 // Where a value's layout comes from: fixed, a group's choice (a variable's layout or an op's
 // output), or another value's (an in-place result is its self; a gradient is its parameter's).
+struct PriceKey {
+  int placement;
+  DType dtype;
+  Shape shape;
+  NdSbp from, to;
+  bool operator==(const PriceKey&) const = default;
+  struct Hash {
+    size_t operator()(const PriceKey& k) const {
+      size_t h = std::hash<int>()(k.placement * 64 + int(k.dtype));
+      auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+      for (int64_t d : k.shape) mix(std::hash<int64_t>()(d));
+      mix(k.from.hash());
+      mix(k.to.hash());
+      return h;
+    }
+  };
+};
+
 struct Origin {
   int group = -1;  // -1: fixed
   int output = 0;  // an op group's output index
@@ -53,24 +76,48 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
   const std::vector<Value>& values = g.values();
+  const std::vector<Node>& nodes = g.nodes();
+  const Repeats repeats = find_repeats(g);
+  gp.layers = repeats.layers;
+  gp.copied_layers = repeats.copied_layers;
   std::vector<Origin> origin(values.size());
   for (size_t v = 0; v < values.size(); ++v) origin[v].fixed = values[v].nd_sbp;
-  auto bytes = [&](Value v, const NdSbp& sbp) {
-    v.nd_sbp = sbp;
-    return double(graph::bytes_per_rank(v));
+  auto bytes = [&](const Value& v, const NdSbp& sbp) {
+    const std::vector<int64_t> origin_rank(v.placement->mesh().size(), 0);  // the largest shard
+    return double(numel_of(local_shape(v.shape, sbp, *v.placement, origin_rank)) *
+                  int64_t(itemsize(v.dtype)));
   };
-  auto boxing = [&](const Value& v, const NdSbp& from, const NdSbp& to) {
+  // Conversions priced once per shape and pair of layouts (a deep model asks for the same ones
+  // thousands of times; the cache's key would copy and hash a thousand-rank placement each time).
+  std::vector<const Placement*> placements;
+  std::vector<int> placement_id(values.size(), -1);
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (!values[v].is_global()) continue;
+    auto it = std::find_if(placements.begin(), placements.end(),
+                           [&](const Placement* p) { return *p == *values[v].placement; });
+    placement_id[v] = int(it - placements.begin());
+    if (it == placements.end()) placements.push_back(&*values[v].placement);
+  }
+  std::unordered_map<PriceKey, double, PriceKey::Hash> prices;
+  auto convert = [&](int v, const Shape& shape, const NdSbp& from, const NdSbp& to) {
     if (from == to) return 0.0;
-    return cache.get(v.shape, v.dtype, *v.placement, from, *v.placement, to)->seconds;
+    const Value& val = values[size_t(v)];
+    auto [it, fresh] = prices.try_emplace({placement_id[size_t(v)], val.dtype, shape, from, to});
+    if (fresh)
+      it->second = cache.get(shape, val.dtype, *val.placement, from, *val.placement, to)->seconds;
+    return it->second;
+  };
+  auto boxing = [&](int v, const NdSbp& from, const NdSbp& to) {
+    return convert(v, values[size_t(v)].shape, from, to);
   };
   // A gradient's reduction goes out fused with the others (bucket_grads): it adds its bytes to a
   // bucket, not a collective's latency. Priced as its conversion less that of a tiny tensor of
   // the same rank (each dimension cut to the placement's size, so that every split still fits).
-  auto bucketed = [&](const Value& v, const NdSbp& from, const NdSbp& to) {
+  auto bucketed = [&](int v, const NdSbp& from, const NdSbp& to) {
     if (from == to) return 0.0;
-    Value tiny = v;
-    for (int64_t& d : tiny.shape) d = std::min(d, v.placement->size());
-    return std::max(boxing(v, from, to) - boxing(tiny, from, to), 0.0);
+    Shape tiny = values[size_t(v)].shape;
+    for (int64_t& d : tiny) d = std::min(d, values[size_t(v)].placement->size());
+    return std::max(boxing(v, from, to) - convert(v, tiny, from, to), 0.0);
   };
   auto layout_of = [&](int v, int choice) -> const NdSbp& {
     const Origin& o = origin[size_t(v)];
@@ -82,27 +129,26 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     gp.problem.groups.push_back({std::move(name), {}, {}});
     gp.node.push_back(node);
     gp.value.push_back(value);
+    gp.copies.emplace_back();
     gp.sigs.emplace_back();
     gp.layouts.emplace_back();
     gp.compute.emplace_back();
     return int(gp.problem.groups.size()) - 1;
   };
-  // The cost of reading value v into `want` for each choice of group `to`, as an edge from v's
-  // group or, for a fixed layout, as the reader's own cost.
+  // Adds the cost of reading value v into `want` for each choice of group `to`, `weight` times:
+  // an edge from v's group or, for a fixed layout, the reader's own cost.
   std::map<std::pair<int, int>, size_t> edge_of;
   auto read = [&](int v, int to, const std::function<const NdSbp*(int choice)>& want,
-                  bool same_or_forbidden, bool gradient = false) {
-    const auto price = [&](const Value& val, const NdSbp& from, const NdSbp& w) {
-      return gradient ? bucketed(val, from, w) : boxing(val, from, w);
+                  bool same_or_forbidden, bool gradient, double weight) {
+    const auto price = [&](const NdSbp& from, const NdSbp& w) {
+      if (same_or_forbidden) return w == from ? 0.0 : kForbidden;
+      return weight * (gradient ? bucketed(v, from, w) : boxing(v, from, w));
     };
-    const Value& val = values[size_t(v)];
     Group& reader = gp.problem.groups[size_t(to)];
     const Origin& o = origin[size_t(v)];
     if (o.group < 0) {
       for (size_t b = 0; b < reader.cost.size(); ++b)
-        if (const NdSbp* w = want(int(b)))
-          reader.cost[b] +=
-              same_or_forbidden && *w != o.fixed ? kForbidden : price(val, o.fixed, *w);
+        if (const NdSbp* w = want(int(b))) reader.cost[b] += price(o.fixed, *w);
       return;
     }
     const size_t na = gp.problem.groups[size_t(o.group)].cost.size(), nb = reader.cost.size();
@@ -111,31 +157,37 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     Edge& e = gp.problem.edges[it->second];
     for (size_t a = 0; a < na; ++a)
       for (size_t b = 0; b < nb; ++b)
-        if (const NdSbp* w = want(int(b))) {
-          const NdSbp& have = layout_of(v, int(a));
-          e.cost[a * nb + b] += same_or_forbidden && *w != have ? kForbidden : price(val, have, *w);
-        }
+        if (const NdSbp* w = want(int(b))) e.cost[a * nb + b] += price(layout_of(v, int(a)), *w);
   };
 
-  for (const graph::Variable& var : g.variables()) {
-    const Value& v = values[size_t(var.value)];
-    if (!v.is_global()) continue;
-    if (variables_fixed) {
-      gp.constant_memory += bytes(v, v.nd_sbp);
-      continue;
+  // Variables: a group each, but a copied layer's take their counterpart's (adding their memory).
+  const std::vector<graph::Variable>& variables = g.variables();
+  for (int copies : {0, 1})
+    for (const graph::Variable& var : variables) {
+      const Value& v = values[size_t(var.value)];
+      const int rep = repeats.value_rep[size_t(var.value)];
+      if (!v.is_global() || (rep != var.value) != bool(copies)) continue;
+      if (variables_fixed) {
+        gp.constant_memory += bytes(v, v.nd_sbp);
+        continue;
+      }
+      int grp = origin[size_t(rep)].group;
+      if (copies) {
+        gp.copies[size_t(grp)].push_back(var.value);
+      } else {
+        grp = new_group("variable %" + std::to_string(var.value), -1, var.value);
+        gp.layouts[size_t(grp)] = candidate_layouts(v.shape, *v.placement);
+        gp.problem.groups[size_t(grp)].cost.assign(gp.layouts[size_t(grp)].size(), 0.0);
+        gp.compute[size_t(grp)].assign(gp.layouts[size_t(grp)].size(), 0.0);
+        gp.problem.groups[size_t(grp)].memory.assign(gp.layouts[size_t(grp)].size(), 0.0);
+      }
+      for (size_t b = 0; b < gp.layouts[size_t(grp)].size(); ++b)
+        gp.problem.groups[size_t(grp)].memory[b] += bytes(v, gp.layouts[size_t(grp)][b]);
+      origin[size_t(var.value)].group = grp;
     }
-    const int grp = new_group("variable %" + std::to_string(var.value), -1, var.value);
-    gp.layouts[size_t(grp)] = candidate_layouts(v.shape, *v.placement);
-    for (const NdSbp& l : gp.layouts[size_t(grp)]) {
-      gp.problem.groups[size_t(grp)].cost.push_back(0);
-      gp.compute[size_t(grp)].push_back(0);
-      gp.problem.groups[size_t(grp)].memory.push_back(bytes(v, l));
-    }
-    origin[size_t(var.value)].group = grp;
-  }
   // A parameter's gradient doubles its memory (once, however many micro-batches add to it).
   std::set<int> with_grad;
-  for (const Node& n : g.nodes())
+  for (const Node& n : nodes)
     if (n.kind != NodeKind::kBoxing || n.grad_of < 0 || !with_grad.insert(n.grad_of).second)
       continue;
     else if (variables_fixed)
@@ -147,18 +199,82 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
         param.memory[b] += bytes(v, gp.layouts[size_t(origin[size_t(n.grad_of)].group)][b]);
     }
 
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = g.nodes()[i];
+  // Global ops: a group each with their signatures and computes, a copy adding its compute to
+  // its counterpart's group.
+  std::vector<int> group_of(nodes.size(), -1);
+  for (int copies : {0, 1})
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      const int rep = repeats.node_rep[i];
+      if (n.kind != NodeKind::kOp || (rep != int(i)) != bool(copies)) continue;
+      const std::optional<Placement> placement = graph::placement_of(g, n);
+      if (!placement) continue;
+      if (copies) {
+        group_of[i] = group_of[size_t(rep)];
+        gp.copies[size_t(group_of[i])].push_back(int(i));
+        continue;
+      }
+      // Any layout for the inputs: the candidates are all the rule allows (in-place ones are
+      // filtered below), and what reading each input costs is the edges'.
+      const NdSbp any(std::vector<Sbp>(size_t(placement->ndim()), Sbp::broadcast()));
+      graph::NodeCall node_call(g, n, *placement, [&](size_t) { return &any; });
+      SbpCall& call = node_call.call();
+      call.inplace = false;
+      const int grp = group_of[i] =
+          new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
+      for (NdSbpSignature& sig : candidate_signatures(call)) {
+        if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;
+        const double seconds = compute_seconds(call, sig, cluster);
+        gp.problem.groups[size_t(grp)].cost.push_back(seconds);
+        gp.compute[size_t(grp)].push_back(seconds);
+        gp.sigs[size_t(grp)].push_back(std::move(sig));
+      }
+      if (gp.sigs[size_t(grp)].empty()) fail(n.name().c_str(), "has no signature to plan with");
+    }
+  for (size_t grp = 0; grp < gp.node.size(); ++grp)
+    for (size_t b = 0; b < gp.compute[grp].size(); ++b) {
+      gp.compute[grp][b] *= double(1 + gp.copies[grp].size());
+      gp.problem.groups[grp].cost[b] = gp.compute[grp][b];
+    }
+
+  // Where every value's layout comes from, in step order (an in-place result is its input's).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0 && origin[size_t(n.grad_of)].group >= 0 &&
+        values[size_t(n.inputs[0])].is_global())
+      origin[size_t(n.outputs[0])] = origin[size_t(n.grad_of)];  // the parameter's layout
+    if (group_of[i] < 0) continue;
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      Origin& o = origin[size_t(n.outputs[j])];
+      if (n.op->inplace && j == 0) {
+        o = origin[size_t(n.inputs[0])];
+      } else {
+        o.group = group_of[i];
+        o.output = int(j);
+      }
+    }
+  }
+
+  // What reading each value costs. A read from within a copied layer is its counterpart's,
+  // counted once per copy there.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    const int rep = repeats.node_rep[i];
+    // How many times the read of value v by this node is to be counted (0: its counterpart's).
+    const auto weight = [&](int v) {
+      if (!repeats.internal(g, int(i), v)) return 1.0;
+      return rep == int(i) ? double(repeats.copies[i]) : 0.0;
+    };
     if (n.kind == NodeKind::kBoxing) {
       const int in = n.inputs[0], out = n.outputs[0];
-      if (!values[size_t(in)].is_global()) continue;  // a constant made global: nothing to pay
+      if (!values[size_t(in)].is_global() || weight(in) == 0) continue;
       if (n.grad_of >= 0 && origin[size_t(n.grad_of)].group >= 0) {
         // The gradient takes its parameter's layout: an edge to the parameter's group.
         const int param = origin[size_t(n.grad_of)].group;
-        origin[size_t(out)] = origin[size_t(n.grad_of)];
         if (origin[size_t(in)].group == param) continue;
         read(
-            in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false, true);
+            in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false, true,
+            weight(in));
         continue;
       }
       // An annotation (or a gradient taking a fixed parameter's layout): the value converted to
@@ -166,8 +282,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       const NdSbp target = values[size_t(out)].nd_sbp;
       const Origin& o = origin[size_t(in)];
       const auto price = [&](const NdSbp& from) {
-        return n.param_grad ? bucketed(values[size_t(in)], from, target)
-                            : boxing(values[size_t(in)], from, target);
+        return weight(in) * (n.param_grad ? bucketed(in, from, target) : boxing(in, from, target));
       };
       if (o.group < 0) {
         gp.constant_seconds += price(o.fixed);
@@ -177,39 +292,15 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       }
       continue;
     }
-    if (n.kind != NodeKind::kOp) continue;
-    const std::optional<Placement> placement = graph::placement_of(g, n);
-    if (!placement) continue;
-    // Any layout for the inputs: the candidates are all the rule allows (in-place ones are
-    // filtered below), and what reading each input costs is the edges'.
-    const NdSbp any(std::vector<Sbp>(size_t(placement->ndim()), Sbp::broadcast()));
-    graph::NodeCall node_call(g, n, *placement, [&](size_t) { return &any; });
-    SbpCall& call = node_call.call();
-    call.inplace = false;
-    const int grp = new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
-    for (NdSbpSignature& sig : candidate_signatures(call)) {
-      if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;
-      const double seconds = compute_seconds(call, sig, cluster);
-      gp.problem.groups[size_t(grp)].cost.push_back(seconds);
-      gp.compute[size_t(grp)].push_back(seconds);
-      gp.sigs[size_t(grp)].push_back(std::move(sig));
-    }
-    if (gp.sigs[size_t(grp)].empty()) fail(n.name().c_str(), "has no signature to plan with");
+    const int grp = group_of[i];
+    if (grp < 0) continue;
+    const std::vector<NdSbpSignature>& sigs = gp.sigs[size_t(grp)];
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int id = n.inputs[k];
-      if (id < 0 || !values[size_t(id)].is_global()) continue;
+      if (id < 0 || !values[size_t(id)].is_global() || weight(id) == 0) continue;
       read(
-          id, grp, [&](int b) { return &gp.sigs[size_t(grp)][size_t(b)].in[k]; },
-          n.op->inplace && k == 0);
-    }
-    for (size_t j = 0; j < n.outputs.size(); ++j) {
-      Origin& o = origin[size_t(n.outputs[j])];
-      if (n.op->inplace && j == 0) {
-        o = origin[size_t(n.inputs[0])];
-      } else {
-        o.group = grp;
-        o.output = int(j);
-      }
+          id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, n.op->inplace && k == 0, false,
+          weight(id));
     }
   }
   gp.problem.memory_budget -= gp.constant_memory;
@@ -224,14 +315,19 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
   p.sig.resize(g.nodes().size());
   for (size_t grp = 0; grp < gp.node.size(); ++grp) {
     const size_t c = size_t(choice[grp]);
-    if (gp.node[grp] >= 0)
+    if (gp.node[grp] >= 0) {
       p.sig[size_t(gp.node[grp])] = gp.sigs[grp][c];
-    else
+      for (int copy : gp.copies[grp]) p.sig[size_t(copy)] = gp.sigs[grp][c];
+    } else {
       p.layout[gp.value[grp]] = gp.layouts[grp][c];
+      for (int copy : gp.copies[grp]) p.layout[copy] = gp.layouts[grp][c];
+    }
     p.compute_seconds += gp.compute[grp][c];
   }
   p.comm_seconds = cost_of(gp.problem, choice) + gp.constant_seconds - p.compute_seconds;
   p.memory = memory_of(gp.problem, choice) + gp.constant_memory;
+  p.layers = gp.layers;
+  p.copied_layers = gp.copied_layers;
   return p;
 }
 

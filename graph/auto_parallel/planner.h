@@ -22,7 +22,8 @@ struct Plan {
   std::vector<NdSbpSignature> sig;  // per node of the graph (empty: not a global op)
   std::map<int, NdSbp> layout;      // per global variable's value id
   double compute_seconds = 0, comm_seconds = 0;
-  double memory = 0;  // bytes per device: variables and gradients
+  double memory = 0;                  // bytes per device: variables and gradients
+  int layers = 0, copied_layers = 0;  // repeated layers, and those that took another's choices
   double seconds() const { return compute_seconds + comm_seconds; }
 };
 
@@ -32,11 +33,14 @@ struct GraphProblem {
   // Per group: the node it chooses a signature for, or -1 for a variable (then `value`).
   std::vector<int> node;
   std::vector<int> value;
+  // Per group: the nodes (or variables) of copied layers that take its choice too.
+  std::vector<std::vector<int>> copies;
   std::vector<std::vector<NdSbpSignature>> sigs;  // a node group's choices
   std::vector<std::vector<NdSbp>> layouts;        // a variable group's choices
   std::vector<std::vector<double>> compute;       // per group and choice: the compute seconds
   double constant_seconds = 0;                    // conversions between fixed layouts
   double constant_memory = 0;                     // fixed variables' bytes per device
+  int layers = 0, copied_layers = 0;              // repeated layers, and those solved as copies
 };
 // With `variables_fixed`, the variables keep their layouts (a plan already applied to the module)
 // and only the ops' signatures are chosen.

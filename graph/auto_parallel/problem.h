@@ -15,13 +15,14 @@ namespace ofl::auto_parallel {
 
 struct Group {
   std::string name;
-  std::vector<double> cost;    // seconds, per choice
+  std::vector<double> cost;    // seconds, per choice (infinity: it cannot be taken)
   std::vector<double> memory;  // bytes per device, per choice (empty: none)
 };
 
 struct Edge {
-  int from, to;              // group indices
-  std::vector<double> cost;  // seconds, row-major: [choice of from][choice of to]
+  int from, to;  // group indices
+  // Seconds, row-major: [choice of from][choice of to] (infinity: the pair cannot be taken).
+  std::vector<double> cost;
 };
 
 struct Problem {

@@ -41,6 +41,8 @@ class Plan:
         self.comm_seconds = result.comm_seconds
         self.seconds = result.seconds
         self.memory_bytes = result.memory_bytes
+        # (repeated layers found, those solved as copies of an earlier one)
+        self.repeated_layers = result.repeated_layers
 
     def explain(self):
         """A readable table: layouts, signatures counted by op, predicted time and memory."""

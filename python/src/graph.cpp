@@ -2,6 +2,7 @@
 // the compiled graph it gives, run by the C++ executor.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include "core/autograd/node.h"
 
 #include <cmath>
 #include <iomanip>
@@ -126,6 +127,9 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("comm_seconds",
                              [](const PlanResult& r) { return r.plan.comm_seconds; })
       .def_property_readonly("seconds", [](const PlanResult& r) { return r.plan.seconds(); })
+      .def_property_readonly(
+          "repeated_layers",
+          [](const PlanResult& r) { return py::make_tuple(r.plan.layers, r.plan.copied_layers); })
       .def_property_readonly("memory_bytes", [](const PlanResult& r) { return r.plan.memory; })
       .def("layouts",
            [](const PlanResult& r) {
@@ -151,6 +155,14 @@ void bind_graph(py::module_& m) {
            })
       .def("explain", &explain);
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
+  m.def(
+      "_set_layer",
+      [](int layer) {
+        const int prev = autograd::current_layer();
+        autograd::set_current_layer(layer);
+        return prev;
+      },
+      "Sets the repeated layer ops are traced in (-1: none); returns the one before.");
   m.def(
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget) {

@@ -9,6 +9,7 @@
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/problem.h"
+#include "graph/auto_parallel/reduce.h"
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -39,6 +40,27 @@ Problem random_problem(std::mt19937& rng, const std::vector<int>& sizes,
     p.edges.push_back(std::move(e));
   }
   return p;
+}
+
+// A new last choice of group g: choice `like`'s costs and memory plus `extra`.
+void add_choice_like(Problem& p, int g, size_t like, double extra) {
+  Group& group = p.groups[size_t(g)];
+  const size_t n = group.cost.size();
+  group.cost.push_back(group.cost[like] + extra);
+  if (!group.memory.empty()) group.memory.push_back(group.memory[like] + extra);
+  for (Edge& e : p.edges) {
+    if (e.from != g && e.to != g) continue;
+    const size_t rows = p.groups[size_t(e.from)].cost.size() - (e.from == g);
+    const size_t cols = p.groups[size_t(e.to)].cost.size() - (e.to == g);
+    std::vector<double> c;
+    for (size_t i = 0; i < rows + (e.from == g); ++i)
+      for (size_t j = 0; j < cols + (e.to == g); ++j) {
+        const size_t a = e.from == g && i == n ? like : i, b = e.to == g && j == n ? like : j;
+        c.push_back(e.cost[a * cols + b] +
+                    ((e.from == g && i == n) || (e.to == g && j == n) ? extra : 0));
+      }
+    e.cost = std::move(c);
+  }
 }
 
 void expect_exact(const Problem& p) {
@@ -76,6 +98,36 @@ TEST(AutoParallelSolve, HonoursTheMemoryBudgetExactly) {
     p.memory_budget = lo + (hi - lo) * double(trial % 5) / 5.0;
     expect_exact(p);
   }
+}
+
+TEST(AutoParallelSolve, FoldingGroupsIntoTheirNeighboursKeepsThePlanExact) {
+  // Random graphs of 7 groups, edges in both directions and twice between a pair; memory on some
+  // groups only (those never fold when a budget binds), budgets from the least to unbounded.
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<int> sizes;
+    for (int g = 0; g < 7; ++g) sizes.push_back(1 + int(rng() % 3));
+    std::vector<std::pair<int, int>> edges;
+    for (int e = 0; e < 6 + trial % 6; ++e) {
+      const int a = int(rng() % 7), b = int(rng() % 7);
+      if (a != b) edges.emplace_back(a, b);
+    }
+    Problem p = random_problem(rng, sizes, edges, true);
+    for (size_t g = 0; g < p.groups.size(); g += 2) p.groups[g].memory.clear();
+    // Group 1 gets a copy of its choice 0 and one costing more everywhere: both are dropped.
+    for (double extra : {0.0, 1.0}) add_choice_like(p, 1, 0, extra);
+    const double lo = min_memory(p), hi = memory_of(p, brute_force(p).choice);
+    if (trial % 4 != 3) p.memory_budget = lo + (hi - lo) * double(trial % 4) / 3.0;
+    expect_exact(p);
+  }
+  // A chain of ops between two variables folds down to the variables alone.
+  Problem chain = random_problem(rng, {3, 4, 4, 4, 3}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}}, true);
+  for (size_t g = 1; g < 4; ++g) chain.groups[g].memory.clear();
+  chain.memory_budget = min_memory(chain) + 50;
+  const Reduction reduced(chain);
+  EXPECT_EQ(reduced.rest_groups(), (std::vector<int>{0, 4}));
+  ASSERT_EQ(reduced.rest().edges.size(), 1u);
+  expect_exact(chain);
 }
 
 TEST(AutoParallelSolve, ABudgetNoPlanFitsRaisesWithTheLeastMemoryAnyPlanNeeds) {
@@ -125,8 +177,10 @@ struct PlanGraph {
   int op(const char* name, std::vector<int> in, Shape out_shape, Attrs attrs = {}) {
     const int out = value(std::move(out_shape));
     g.add_node(graph::op_node(op_def(name), std::move(in), {out}, std::move(attrs)));
+    g.nodes().back().layer = layer;
     return out;
   }
+  int layer = -1;  // what the nodes added next are tagged with (nn.Graph tags a ModuleList's)
 };
 
 // x (rows, 64) @ w1 (64, 64) -> gelu -> @ w2 (64, 64): two parameters, three ops.
@@ -184,6 +238,49 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
               auto_parallel::plan(pg.g, cache, weight / 4);
             }).find("the least any plan needs is 8192 bytes"),
             std::string::npos);
+}
+
+TEST(AutoParallelPlan, RepeatedLayersAreSolvedOnceAndTakeTheSameChoices) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  // Three equal layers (matmul by their own weight, gelu), then one of another width.
+  auto build = [&](bool tagged) {
+    PlanGraph pg{line, {}};
+    int x = pg.input({512, 64}, "S(0)");
+    for (int k = 0; k < 4; ++k) {
+      const int64_t width = k < 3 ? 64 : 32;
+      const int w = pg.variable({64, width});
+      pg.layer = tagged ? k : -1;
+      x = pg.op("matmul", {x, w}, {512, width});
+      x = pg.op("gelu", {x}, {512, width}, {{"approximate", std::string("none")}});
+    }
+    pg.g.set_outputs({x});
+    return pg;
+  };
+  const PlanGraph tagged = build(true), plain = build(false);
+  const auto merged = auto_parallel::build_problem(tagged.g, cache, INFINITY);
+  const auto full = auto_parallel::build_problem(plain.g, cache, INFINITY);
+  EXPECT_EQ(merged.layers, 4);
+  EXPECT_EQ(merged.copied_layers, 2);
+  EXPECT_EQ(full.problem.groups.size(), 12u);   // per layer: the weight, matmul, gelu
+  EXPECT_EQ(merged.problem.groups.size(), 6u);  // the first layer's for three, the last's
+  // Exact on the merged problem; its plan gives the copies the first layer's choices.
+  const auto got = auto_parallel::solve(merged.problem);
+  EXPECT_NEAR(got.cost, auto_parallel::brute_force(merged.problem).cost, 1e-12);
+  const auto plan = auto_parallel::plan_of(tagged.g, merged, got.choice);
+  const auto& vars = tagged.g.variables();
+  EXPECT_EQ(plan.layout.at(vars[1].value), plan.layout.at(vars[0].value));
+  EXPECT_EQ(plan.layout.at(vars[2].value), plan.layout.at(vars[0].value));
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(plan.sig[2 + i].str(), plan.sig[i].str());
+    EXPECT_EQ(plan.sig[4 + i].str(), plan.sig[i].str());
+  }
+  // Data parallel is best for every layer here, so solving each layer apart gives the same
+  // time and memory: the copies' costs are all counted.
+  const auto apart = auto_parallel::plan(plain.g, cache, INFINITY);
+  EXPECT_NEAR(plan.seconds(), apart.seconds(), 1e-12);
+  EXPECT_NEAR(plan.compute_seconds, apart.compute_seconds, 1e-12);
+  EXPECT_DOUBLE_EQ(plan.memory, apart.memory);
 }
 
 TEST(AutoParallelPredict, AddsTheOpsRooflinesAndTheConversionsPlans) {

@@ -38,6 +38,10 @@ def test_a_plan_lays_out_every_parameter_and_state_and_explains_itself():
     text = plan.explain()
     assert "blocks.0.attn.query.weight" in text and "predicted step:" in text
     assert "matmul" in text and repr(plan).startswith("Plan(")
+    # The two blocks are one layer solved once: the second takes the first's choices.
+    assert plan.repeated_layers == (2, 1)
+    for a, b in zip(model.blocks[0].named_parameters(), model.blocks[1].named_parameters()):
+        assert plan.layouts["blocks.0." + a[0]] == plan.layouts["blocks.1." + b[0]]
     # Applied, the module's parameters take the chosen layouts.
     plan.apply(model)
     for name, p in model.named_parameters():

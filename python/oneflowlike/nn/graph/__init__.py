@@ -152,6 +152,8 @@ class Graph:
                 for p in group["params"]:
                     if p.requires_grad:
                         opt._state_of(group, p)
+        layers = self._repeated_layers()
+        hooks = [h for m in layers for h in self._tag_layer(m, layers[m])]
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
@@ -175,7 +177,8 @@ class Graph:
                         f"[graph] build() returned a {type(o).__name__} as output {i}; "
                         "return tensors (or a tuple of them)"
                     )
-            steps = self._trace_optimizers(trace)
+            param_layer = {id(p): i for m, i in layers.items() for p in m.parameters()}
+            steps = self._trace_optimizers(trace, param_layer)
             if finish == "finish" and self.config.auto_parallel:
                 budget = self.config.auto_parallel_memory_budget
                 return (
@@ -186,8 +189,51 @@ class Graph:
             return getattr(trace, finish)(outputs), single, steps
         finally:
             trace.close()
+            _C._set_layer(-1)  # whatever raised inside a layer
+            for h in hooks:
+                h.remove()
             for p, g in zip(params, grads):
                 p.grad = g
+
+    def _repeated_layers(self):
+        """The children of ModuleLists and Sequentials whose children all have one structure (type
+        and parameter shapes), numbered: the repeated layers the planner solves once. The
+        outermost only: a repeated layer's own lists are part of it."""
+        layers = {}
+
+        def shape(m):
+            return type(m), tuple((n, tuple(p.shape)) for n, p in m.named_parameters())
+
+        def visit(m):
+            children = list(m.children())
+            if (
+                isinstance(m, (flow.nn.ModuleList, flow.nn.Sequential))
+                and len(children) > 1
+                and len({shape(c) for c in children}) == 1
+            ):
+                for c in children:
+                    layers.setdefault(c, len(layers))
+                return
+            for c in children:
+                visit(c)
+
+        for module in self.__dict__.values():
+            if isinstance(module, flow.nn.Module):
+                visit(module)
+        return layers
+
+    @staticmethod
+    def _tag_layer(module, layer):
+        """Hooks tracing `module`'s forward in repeated layer `layer` (its backward follows)."""
+        outer = []
+
+        def enter(m, args):
+            outer.append(_C._set_layer(layer))
+
+        def leave(m, args, output):
+            _C._set_layer(outer.pop())
+
+        return [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
 
     def _plan_layouts(self, args):
         """Plans the step for these inputs and lays the parameters and optimizer states out as
@@ -214,13 +260,15 @@ class Graph:
             return tuple(flow.stack([r[j] for r in results]) for j in range(len(results[0])))
         return flow.stack(results)
 
-    def _trace_optimizers(self, trace):
-        """Each optimizer's update on the traced gradients, its scalars as graph inputs; returns
-        (optimizer, group, param) in the order the scalars are fed."""
+    def _trace_optimizers(self, trace, param_layer):
+        """Each optimizer's update on the traced gradients, its scalars as graph inputs, each in its
+        parameter's repeated layer (param_layer: by id); returns (optimizer, group, param) in the
+        order the scalars are fed."""
         steps = []
         with flow.no_grad():
             for opt, _ in self._optimizers:
                 for group, param in opt._graph_params():
+                    outer = _C._set_layer(param_layer.get(id(param), -1))
                     state = opt._state_of(group, param)
                     saved = dict(state)  # _host advances Python-side counters: not this time
                     example = opt._host(group, param, state)
@@ -229,6 +277,7 @@ class Graph:
                     scalars = [trace.input(flow.tensor(v, dtype=flow.float32)) for v in example]
                     grad = -param.grad if group["maximize"] else param.grad
                     opt._update(group, param, grad, state, scalars)
+                    _C._set_layer(outer)
                     steps.append((opt, group, param))
         return steps
 
