@@ -40,7 +40,7 @@ bool same_value(const Value& a, const Value& b) {
 
 }  // namespace
 
-Repeats find_repeats(const Graph& g) {
+Repeats find_repeats(const Graph& g, bool copy) {
   const std::vector<Node>& nodes = g.nodes();
   const std::vector<Value>& values = g.values();
   Repeats r;
@@ -117,7 +117,7 @@ Repeats find_repeats(const Graph& g) {
   for (const auto& [k, layer] : members) {
     ++r.layers;
     bool copied = false;
-    for (int rep : reps) {
+    for (int rep : copy ? reps : std::vector<int>{}) {
       std::map<int, int> var_map;
       if (!match(k, rep, var_map)) continue;
       for (size_t p = 0; p < layer.size(); ++p) {

@@ -30,6 +30,7 @@ struct Repeats {
   }
 };
 
-Repeats find_repeats(const graph::Graph& g);
+// With `copy` false, layers are counted but none is made a copy.
+Repeats find_repeats(const graph::Graph& g, bool copy = true);
 
 }  // namespace ofl::auto_parallel

@@ -71,13 +71,13 @@ std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placem
 }
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
-                           bool variables_fixed) {
+                           bool variables_fixed, bool merge_repeats) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
   const std::vector<Value>& values = g.values();
   const std::vector<Node>& nodes = g.nodes();
-  const Repeats repeats = find_repeats(g);
+  const Repeats repeats = find_repeats(g, merge_repeats);
   gp.layers = repeats.layers;
   gp.copied_layers = repeats.copied_layers;
   std::vector<Origin> origin(values.size());
@@ -332,7 +332,8 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, bool variables_fixed) {
-  const GraphProblem gp = build_problem(g, cache, memory_budget, variables_fixed);
+  const GraphProblem gp =
+      build_problem(g, cache, memory_budget, variables_fixed, g.nodes().size() > kWholeGraphNodes);
   return plan_of(g, gp, solve(gp.problem).choice);
 }
 

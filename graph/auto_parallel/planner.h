@@ -44,10 +44,15 @@ struct GraphProblem {
 };
 // With `variables_fixed`, the variables keep their layouts (a plan already applied to the module)
 // and only the ops' signatures are chosen.
+// With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
+// one layer's groups however deep the model, at the price of the copies' own best choices.
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
-                           bool variables_fixed = false);
+                           bool variables_fixed = false, bool merge_repeats = true);
 
-// The cheapest plan of the traced (dead-code-free) graph within the budget.
+// The cheapest plan of the traced (dead-code-free) graph within the budget. Graphs of up to
+// kWholeGraphNodes nodes are solved whole (every layer its own choices); larger ones solve
+// repeated layers once.
+constexpr size_t kWholeGraphNodes = 5000;
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           bool variables_fixed = false);
 // The plan of a solution of build_problem's problem.

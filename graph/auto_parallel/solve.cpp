@@ -202,10 +202,10 @@ std::optional<std::vector<int>> solve_ilp(const Problem& p) {
                   col_lo.data(), col_hi.data(), obj.data(), row_lo.data(), row_hi.data());
   for (int c = 0; c < first_y; ++c) Cbc_setInteger(model.get(), c);
   Cbc_setLogLevel(model.get(), 0);
-  // CBC's presolve and integer preprocessing take seconds on these problems and gain nothing:
-  // their linear relaxation is mostly integral already.
-  Cbc_setParameter(model.get(), "presolve", "off");
-  Cbc_setParameter(model.get(), "preprocess", "off");
+  // Without a budget the linear relaxation is mostly integral already: CBC's presolve and
+  // integer preprocessing take seconds and gain nothing. With one they pay for the branching.
+  if (!std::isfinite(p.memory_budget)) Cbc_setParameter(model.get(), "presolve", "off");
+  if (!std::isfinite(p.memory_budget)) Cbc_setParameter(model.get(), "preprocess", "off");
   Cbc_solve(model.get());
   if (Cbc_isProvenInfeasible(model.get())) return std::nullopt;
   if (!Cbc_isProvenOptimal(model.get()))

@@ -38,10 +38,8 @@ def test_a_plan_lays_out_every_parameter_and_state_and_explains_itself():
     text = plan.explain()
     assert "blocks.0.attn.query.weight" in text and "predicted step:" in text
     assert "matmul" in text and repr(plan).startswith("Plan(")
-    # The two blocks are one layer solved once: the second takes the first's choices.
-    assert plan.repeated_layers == (2, 1)
-    for a, b in zip(model.blocks[0].named_parameters(), model.blocks[1].named_parameters()):
-        assert plan.layouts["blocks.0." + a[0]] == plan.layouts["blocks.1." + b[0]]
+    # The two blocks are found as repeated layers; a step this small is planned whole.
+    assert plan.repeated_layers == (2, 0)
     # Applied, the module's parameters take the chosen layouts.
     plan.apply(model)
     for name, p in model.named_parameters():
@@ -74,3 +72,16 @@ def test_inputs_must_be_global_on_one_placement():
     _, _, graph, batch = meta_step()
     with pytest.raises(ValueError, match="must be global tensors"):
         flow.auto_parallel.plan(graph, [flow.zeros(16, 32, dtype=flow.int64)] * 2)
+
+
+def test_a_deep_model_on_a_simulated_cluster_solves_its_repeated_layers_once():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
+    import plan_gpt3
+
+    args = ["--layers", "16", "--width", "256", "--heads", "4", "--seq", "64", "--nodes", "2"]
+    plan, _ = plan_gpt3.main(args)
+    assert plan.repeated_layers == (16, 15)
+    assert plan.compute_seconds > 0 and plan.memory_bytes > 0
+    for name, sbp in plan.layouts.items():
+        if name.startswith("blocks.0."):
+            assert plan.layouts[name.replace("blocks.0.", "blocks.15.")] == sbp, name
