@@ -139,8 +139,20 @@ class Plan:
         )
 
 
+class _Forward(flow.nn.Graph):
+    """A module's forward alone, as a graph: what plan() traces for a bare module."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def build(self, *args):
+        return self.module(*args)
+
+
 def plan(graph, example_inputs, cluster=None, memory_budget=None):
-    """Plans `graph`'s step for `example_inputs`. cluster: the ClusterSpec to price with (default:
+    """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
+    or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with (default:
     the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per device
     (default: the cluster's device capacity). Raises when no plan fits, naming the least memory
     any plan needs."""
@@ -152,6 +164,12 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None):
         raise ValueError(
             f"[auto_parallel] the example inputs are on several placements: {placements}"
         )
+    if not isinstance(graph, flow.nn.Graph):
+        if not isinstance(graph, flow.nn.Module):
+            raise TypeError(
+                f"[auto_parallel] plans an nn.Graph or an nn.Module, got {type(graph).__name__}"
+            )
+        graph = _Forward(graph)
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     traced, _, _ = graph._trace(inputs, finish="finish_traced")

@@ -61,6 +61,16 @@ def test_a_small_budget_gets_a_sharded_plan_and_an_impossible_one_raises():
         flow.auto_parallel.plan(graph, batch, memory_budget=1)
 
 
+def test_a_bare_module_plans_its_forward():
+    model, _, _, batch = meta_step()
+    plan = flow.auto_parallel.plan(model, batch)
+    assert all(n in plan.layouts for n, _ in model.named_parameters())
+    assert not any(n.startswith("state:") for n in plan.layouts)  # no optimizer
+    assert plan.seconds > 0
+    with pytest.raises(TypeError, match=r"plans an nn.Graph or an nn.Module, got list"):
+        flow.auto_parallel.plan([model], batch)
+
+
 def test_plot_draws_the_layouts_and_the_memory(tmp_path):
     pytest.importorskip("matplotlib")
     _, _, graph, batch = meta_step()
