@@ -59,9 +59,13 @@ std::vector<int> memory_owner(const Graph& g) {
 }
 
 int64_t bytes_per_rank(const Value& v) {
+  return bytes_per_rank(v, v.nd_sbp);
+}
+
+int64_t bytes_per_rank(const Value& v, const NdSbp& nd_sbp) {
   Shape shape = v.shape;
-  if (v.is_global() && !v.nd_sbp.empty())  // rank 0's shard: uneven splits give it the larger
-    shape = local_shape(v.shape, v.nd_sbp, *v.placement,
+  if (v.is_global() && !nd_sbp.empty())  // rank 0's shard: uneven splits give it the larger
+    shape = local_shape(v.shape, nd_sbp, *v.placement,
                         std::vector<int64_t>(v.placement->mesh().size(), 0));
   return numel_of(shape) * static_cast<int64_t>(itemsize(v.dtype));
 }

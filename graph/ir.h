@@ -138,6 +138,8 @@ std::vector<int> memory_owner(const Graph& g);
 
 // The bytes a value holds on the rank with the largest shard (all of it for a local value).
 int64_t bytes_per_rank(const Value& v);
+// The same laid out by `nd_sbp` instead of its own layout.
+int64_t bytes_per_rank(const Value& v, const NdSbp& nd_sbp);
 
 // "(4, 8) float32 cpu", and for a global value " [S(0)] on cpu[0, 1]" after it.
 std::string value_str(const Value& v);

@@ -21,8 +21,7 @@ namespace {
 
 constexpr double kForbidden = INFINITY;  // a pair of choices that cannot go together
 
-// Where a value's layout comes from: fixed, a group's choice (a variable's layout or an op's
-// output), or another value's (an in-place result is its self; a gradient is its parameter's).
+// A conversion the planner prices: a shape between two layouts on one of the graph's placements.
 struct PriceKey {
   int placement;
   DType dtype;
@@ -41,6 +40,8 @@ struct PriceKey {
   };
 };
 
+// Where a value's layout comes from: fixed, a group's choice (a variable's layout or an op's
+// output), or another value's (an in-place result is its self; a gradient is its parameter's).
 struct Origin {
   int group = -1;  // -1: fixed
   int output = 0;  // an op group's output index
@@ -83,9 +84,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   std::vector<Origin> origin(values.size());
   for (size_t v = 0; v < values.size(); ++v) origin[v].fixed = values[v].nd_sbp;
   auto bytes = [&](const Value& v, const NdSbp& sbp) {
-    const std::vector<int64_t> origin_rank(v.placement->mesh().size(), 0);  // the largest shard
-    return double(numel_of(local_shape(v.shape, sbp, *v.placement, origin_rank)) *
-                  int64_t(itemsize(v.dtype)));
+    return double(graph::bytes_per_rank(v, sbp));
   };
   // Conversions priced once per shape and pair of layouts (a deep model asks for the same ones
   // thousands of times; the cache's key would copy and hash a thousand-rank placement each time).
