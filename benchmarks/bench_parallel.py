@@ -68,6 +68,13 @@ def predicted(row):
     return fmt_time(row["predicted_s"])
 
 
+def predicted_split(row):
+    """The prediction's compute and communication threads' busy times."""
+    if row.get("predicted_s") is None:
+        return ""
+    return f"{fmt_time(row['predicted_compute_s'])} + {fmt_time(row['predicted_comm_s'])}"
+
+
 def prediction_errors(rows):
     """|predicted - measured| / measured of the graph rows."""
     return sorted(
@@ -92,7 +99,7 @@ def main():
         f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
     )
     header = (
-        f"{'layout':12s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'ddp/ours':>9s} {'eager/graph':>12s} "
+        f"{'layout':12s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'eager/graph':>12s} "
         f"{'peak':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
@@ -107,7 +114,7 @@ def main():
         eager = ours.get((row["case"], "eager"))
         speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
-            f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {ratio:>9s} {speedup:>12s} "
+            f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {speedup:>12s} "
             f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
         )
 

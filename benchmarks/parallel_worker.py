@@ -128,10 +128,12 @@ def measure(flow, step, dist, args):
         kind = line.split(" ")[0]
         counts[kind] = counts.get(kind, 0) + 1
     world_size = dist.get_world_size()
-    predicted = step.graph.predict()[0] if hasattr(step, "graph") else None
+    predicted = step.graph.predict() if hasattr(step, "graph") else (None, None, None)
     return {
         "step_s": seconds,
-        "predicted_s": predicted,
+        "predicted_s": predicted[0],
+        "predicted_compute_s": predicted[1],
+        "predicted_comm_s": predicted[2],
         "peak_bytes": peak,
         "collectives": counts,
         "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),

@@ -37,12 +37,7 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
   // The two threads' clocks, and when each value a collective makes is ready.
   double compute_clock = 0, comm_clock = 0;
   std::vector<double> ready(g.values().size(), 0.0);
-  // Ranks reach a collective out of step only after computing: one that follows another with
-  // no compute between does not pay the spec's out-of-step cost again.
-  bool computed_since = true;
   auto communicate = [&](const graph::Node& n, double seconds) {
-    if (!computed_since) seconds = std::max(seconds - cluster.collective_overhead, 0.0);
-    computed_since = false;
     const double start = std::max(comm_clock, compute_clock);  // posted in compute order
     comm_clock = start + seconds;
     p.comm_seconds += seconds;
@@ -53,7 +48,6 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
       if (id >= 0) compute_clock = std::max(compute_clock, ready[size_t(id)]);
     compute_clock += seconds;
     p.compute_seconds += seconds;
-    computed_since = computed_since || seconds > 0;
   };
   for (const graph::Node& n : g.nodes()) {
     if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather) {

@@ -7,13 +7,16 @@ Measured on --nproc local ranks started through oneflowlike.distributed.launch, 
 that the figures are a rank's share of the machine when its ranks share the cores (a "device"
 of the plans): memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
 (flow.matmul at 1024^3), the overhead of starting one op (a one-element add), and the
-collective link's alpha / beta, from all_reduce timed at a small
-and a large size. The fit
-uses ClusterSpec's ring formula, t = overhead + 2 (p-1) (alpha + bytes / p / beta), with the
-all_reduces timed back to back; collective_overhead is what the same small all_reduce costs more
-right after every rank computed (ranks sharing cores reach it out of step, a few ms on 4 ranks
-over 2 cores). The local link is written as both intra- and inter-node. Peaks
-not measured (fp64, fp16, int) keep the cpu_loopback preset's ratios to fp32.
+collective link's alpha / beta, from all_reduce timed at a small size (4 KiB: a chunk for
+every rank) and a large one. The fit solves ClusterSpec's ring formula,
+t = overhead + 2 (p-1) (alpha + bytes / p / beta), at both sizes, with the all_reduces timed
+back to back and averaged (a step pays the slow ones too: on 4 ranks over 2 cores the spread is
+wide). Compute is timed with every rank busy, averaged over calls, so that a rank's compute time
+is its fair share of the cores: a rank that raced ahead waits at the next collective for the
+others, and the two add up to that share (an all_reduce timed on one rank right after compute
+looks slower by what the others still computed, which the compute already counts). The local
+link is written as both intra- and inter-node. Peaks not measured (fp64, fp16, int) keep the
+cpu_loopback preset's ratios to fp32.
 """
 
 import argparse
@@ -31,42 +34,42 @@ _JOB_VARS = (
 )  # fmt: skip
 
 
-def _best(fn, repeat):
+def _mean(fn, repeat):
+    """Mean seconds per call: with every rank busy at once, what a rank gets of the cores over
+    time (the best call would catch a moment when it had a core to itself)."""
     fn()  # warm up: allocation, thread pool, caches
-    times = []
+    t0 = time.perf_counter()
     for _ in range(repeat):
-        t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return (time.perf_counter() - t0) / repeat
 
 
-def measure_mem_bandwidth(nbytes=64 << 20, repeat=5):
+def measure_mem_bandwidth(nbytes=64 << 20, repeat=10):
     """Bytes/s of a contiguous fp32 copy, counting the bytes read and the bytes written."""
     import oneflowlike as flow
 
     n = nbytes // 4
     src = flow.ones(n)
     dst = flow.zeros(n)
-    return 2 * n * 4 / _best(lambda: dst.copy_(src), repeat)
+    return 2 * n * 4 / _mean(lambda: dst.copy_(src), repeat)
 
 
-def measure_gemm_flops(n=1024, repeat=3):
+def measure_gemm_flops(n=1024, repeat=8):
     """FLOP/s of an fp32 n x n x n matmul (2 n^3 FLOPs)."""
     import oneflowlike as flow
 
     a = flow.randn(n, n)
     b = flow.randn(n, n)
-    return 2.0 * n**3 / _best(lambda: flow.matmul(a, b), repeat)
+    return 2.0 * n**3 / _mean(lambda: flow.matmul(a, b), repeat)
 
 
 def fit_alpha_beta(p, small_bytes, t_small, large_bytes, t_large):
-    """alpha, beta from ring all_reduce times, t = 2 (p-1) (alpha + bytes / p / beta)."""
+    """alpha, beta from ring all_reduce times at two sizes, t = 2 (p-1) (alpha + bytes / p / beta)."""
     hops = 2 * (p - 1)
-    alpha = max(t_small / hops - small_bytes / p / 1e12, 1e-9)  # the small message's bytes ~ 0
     # A noisy small-size time must not eat the large one: latency is at most half of it.
-    data_time = max(t_large - hops * alpha, 0.5 * t_large)
-    beta = hops * large_bytes / p / data_time
+    t_small = min(t_small, 0.5 * t_large)
+    beta = hops * (large_bytes - small_bytes) / p / max(t_large - t_small, 1e-12)
+    alpha = max(t_small / hops - small_bytes / p / beta, 1e-9)
     return alpha, beta
 
 
@@ -81,7 +84,7 @@ def _time_all_reduce(flow, numel, iters):
         t0 = time.perf_counter()
         dist.all_reduce(x)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.mean(times)  # a step pays every collective, the slow ones too
 
 
 def measure_op_overhead(iters=2000):
@@ -89,23 +92,7 @@ def measure_op_overhead(iters=2000):
     import oneflowlike as flow
 
     x = flow.ones(1)
-    return _best(lambda: [x + 1 for _ in range(iters)], 3) / iters
-
-
-def _time_all_reduce_after_compute(flow, iters, n=256, gemms=20):
-    """A small all_reduce's median seconds right after every rank computed for a while: what a
-    collective costs inside a training step, where ranks sharing cores arrive at it out of step."""
-    dist = flow.distributed
-    a, b, x = flow.randn(n, n), flow.randn(n, n), flow.ones(1)
-    times = []
-    for i in range(iters + 3):
-        for _ in range(gemms):
-            flow.matmul(a, b)
-        t0 = time.perf_counter()
-        dist.all_reduce(x)
-        if i >= 3:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return _mean(lambda: [x + 1 for _ in range(iters)], 3) / iters
 
 
 def _worker(args):
@@ -116,7 +103,6 @@ def _worker(args):
     dist.init()
     small = _time_all_reduce(flow, args.small_bytes // 4, args.small_iters)
     large = _time_all_reduce(flow, args.large_bytes // 4, args.large_iters)
-    loaded = _time_all_reduce_after_compute(flow, 20)
     dist.barrier()  # every rank computes at once: a rank's share of the cores
     flops = measure_gemm_flops()
     dist.barrier()
@@ -125,14 +111,14 @@ def _worker(args):
     overhead = measure_op_overhead()
     if dist.get_rank() == 0:
         out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
-        out.update(flops_fp32=flops, mem_bandwidth=bandwidth, t_small_after_compute=loaded)
+        out.update(flops_fp32=flops, mem_bandwidth=bandwidth)
         out.update(op_overhead=overhead)
         print(_TAG + json.dumps(out), flush=True)
     dist.barrier()
 
 
 def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=120):
-    """The ranks' measurements: world, t_small and t_large (median all_reduce seconds over nproc
+    """The ranks' measurements: world, t_small and t_large (mean all_reduce seconds over nproc
     local ranks), and rank 0's flops_fp32 and mem_bandwidth while every rank measured them."""
     env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
     cmd = [
@@ -151,7 +137,7 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
     )
 
 
-def profile(nproc=2, small_bytes=4, large_bytes=16 << 20, small_iters=200, large_iters=10):
+def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, large_iters=10):
     """A ClusterSpec measured on this machine, and a dict of the raw measurements."""
     from . import _C
 
@@ -171,9 +157,7 @@ def profile(nproc=2, small_bytes=4, large_bytes=16 << 20, small_iters=200, large
     raw.update(small_bytes=small_bytes, large_bytes=large_bytes, alpha=alpha, beta=beta)
     spec.intra_alpha = spec.inter_alpha = alpha
     spec.intra_beta = spec.inter_beta = beta
-    # What ranks out of step add to every collective (ranks sharing cores): the small all_reduce
-    # after compute beyond the same all_reduce alone.
-    spec.collective_overhead = max(raw["t_small_after_compute"] - t_small, 0.0)
+    spec.collective_overhead = 0.0  # the measured alpha includes starting a collective
     return spec, raw
 
 
@@ -181,7 +165,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m oneflowlike.profile_cluster", description=__doc__)
     p.add_argument("--out", default="cluster_spec.json", help="where to write the spec JSON")
     p.add_argument("--nproc", type=int, default=2, help="local ranks (the devices to plan for)")
-    p.add_argument("--small_bytes", type=int, default=4)
+    # Small, but a chunk for every rank: one element takes a shortcut that real buffers do not.
+    p.add_argument("--small_bytes", type=int, default=4096)
     p.add_argument("--large_bytes", type=int, default=16 << 20)
     p.add_argument("--small_iters", type=int, default=200)
     p.add_argument("--large_iters", type=int, default=10)
@@ -204,7 +189,6 @@ def main(argv=None):
     )
     print(f"link alpha        {raw['alpha'] * 1e6:.1f} us")
     print(f"link beta         {raw['beta'] / 1e9:.2f} GB/s")
-    print(f"out of step       {spec.collective_overhead * 1e6:.1f} us more per collective")
     print(f"op overhead       {spec.op_overhead * 1e6:.2f} us per op")
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
 

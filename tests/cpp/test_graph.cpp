@@ -270,7 +270,7 @@ TEST(GraphPasses, ShareConversionsReducesOnceWhenCollectivesCostMostlyLatency) {
   gg.g.set_outputs({rows, cols});
 
   ClusterSpec slow_start = ClusterSpec::default_for(4);
-  slow_start.collective_overhead = 5e-3;  // what four ranks on two cores pay per collective
+  slow_start.collective_overhead = 5e-3;  // latency-bound collectives, milliseconds each
   PlanCache latency_bound(slow_start);
   graph::Graph out = graph::share_conversions(gg.g, latency_bound);
   ASSERT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing", "boxing"}));
