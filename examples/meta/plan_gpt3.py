@@ -65,7 +65,8 @@ def main(argv=None):
     print(f"repeated layers: {layers}, of which {copies} took the first one's choices")
     print(
         f"predicted step {plan.seconds:.2f} s (compute {plan.compute_seconds:.2f} s, "
-        f"communication {plan.comm_seconds:.2f} s)"
+        f"communication {plan.comm_seconds:.2f} s); no plan faster than "
+        f"{plan.lower_bound_seconds:.2f} s"
     )
     print(
         f"{devices * args.seq / plan.seconds / devices:,.0f} tokens/s per device, "

@@ -327,13 +327,17 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
   p.memory = memory_of(gp.problem, choice) + gp.constant_memory;
   p.layers = gp.layers;
   p.copied_layers = gp.copied_layers;
+  p.lower_bound_seconds = p.seconds();
   return p;
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, bool variables_fixed) {
   const GraphProblem gp =
       build_problem(g, cache, memory_budget, variables_fixed, g.nodes().size() > kWholeGraphNodes);
-  return plan_of(g, gp, solve(gp.problem).choice);
+  const Solution s = solve(gp.problem);
+  Plan p = plan_of(g, gp, s.choice);
+  p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());
+  return p;
 }
 
 Graph apply(const Graph& g, const Plan& plan) {

@@ -24,6 +24,8 @@ struct Plan {
   double compute_seconds = 0, comm_seconds = 0;
   double memory = 0;                  // bytes per device: variables and gradients
   int layers = 0, copied_layers = 0;  // repeated layers, and those that took another's choices
+  // No plan is faster (the solver's proof): seconds(), but for the largest problems (solve()).
+  double lower_bound_seconds = 0;
   double seconds() const { return compute_seconds + comm_seconds; }
 };
 

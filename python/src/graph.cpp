@@ -67,6 +67,11 @@ std::string explain(const PlanResult& r, const std::map<int, std::string>& names
      << microseconds(r.plan.comm_seconds) << "); memory " << megabytes(r.plan.memory)
      << " per device for variables and gradients";
   if (std::isfinite(r.budget)) os << " (budget " << megabytes(r.budget) << ")";
+  if (r.plan.lower_bound_seconds < r.plan.seconds())
+    os << "\nwithin " << std::setprecision(3)
+       << 100 * (1 - r.plan.lower_bound_seconds / r.plan.seconds())
+       << "% of the optimum: no plan is predicted faster than "
+       << microseconds(r.plan.lower_bound_seconds);
   return os.str();
 }
 
@@ -127,6 +132,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("comm_seconds",
                              [](const PlanResult& r) { return r.plan.comm_seconds; })
       .def_property_readonly("seconds", [](const PlanResult& r) { return r.plan.seconds(); })
+      .def_property_readonly("lower_bound_seconds",
+                             [](const PlanResult& r) { return r.plan.lower_bound_seconds; })
       .def_property_readonly(
           "repeated_layers",
           [](const PlanResult& r) { return py::make_tuple(r.plan.layers, r.plan.copied_layers); })

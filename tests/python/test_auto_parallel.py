@@ -34,6 +34,7 @@ def test_a_plan_lays_out_every_parameter_and_state_and_explains_itself():
     assert all(n in plan.layouts for n in names)
     assert f"state:{names[0]}.exp_avg" in plan.layouts
     assert plan.seconds == pytest.approx(plan.compute_seconds + plan.comm_seconds)
+    assert plan.lower_bound_seconds == plan.seconds  # a small step is solved exactly
     assert plan.seconds > 0 and plan.memory_bytes > 0
     text = plan.explain()
     assert "blocks.0.attn.query.weight" in text and "predicted step:" in text
