@@ -2,12 +2,14 @@
 against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), in one run.
 
     python benchmarks/bench_parallel.py [--ranks 4] [--repeats 2] [--batch-size 16] ...
+    python benchmarks/bench_parallel.py --layouts dp,zero,auto,auto@4   # auto within 4 MiB
 
 Both sides run through the launcher (python -m oneflowlike.distributed.launch, which gives each
 rank 1/N of the cores) on the same model file, global batch and AdamW step; see
 parallel_worker.py. Per layout, eagerly and as an nn.Graph, it prints the best time per step over
 repeats, ddp/ours (> 1: we are faster), eager/graph (graph mode's speedup), the peak bytes of
-tensors on rank 0 during a step, the collectives one step runs and the bytes they move per rank: `buffer` is the
+tensors on rank 0 during a step, rank 0's bytes of parameters, gradients and optimizer states
+(`state`: what an auto layout's budget covers), the collectives one step runs and the bytes they move per rank: `buffer` is the
 sum of the collectives' buffers, `wire` what a ring or pairwise algorithm sends of them
 (2(n-1)/n of an all_reduce's buffer, (n-1)/n of the others'). DDP's traffic is one all_reduce of
 every gradient.
@@ -100,7 +102,7 @@ def main():
     )
     header = (
         f"{'layout':12s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'eager/graph':>12s} "
-        f"{'peak':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
+        f"{'peak':>9s} {'state':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
     print("-" * (len(header) + 30))
@@ -115,7 +117,7 @@ def main():
         speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
             f"{name:12s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {speedup:>12s} "
-            f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
+            f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['state_bytes']) if 'state_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
         )
 
     errors = prediction_errors(rows)

@@ -32,15 +32,16 @@ def train_step(model, opt, x, y):
     return step
 
 
-def graph_train_step(model, opt, x, y, auto_parallel=False):
+def graph_train_step(model, opt, x, y, auto_parallel=False, memory_budget=None):
     """The same step as an nn.Graph (examples/parallel/gpt_layouts.py's TrainStep), traced on
-    its first call (with auto_parallel, planned then: flow.auto_parallel). The graph keeps its
-    gradients inside the step: the eager .grad are dropped."""
+    its first call (with auto_parallel, planned then, within memory_budget bytes per device:
+    flow.auto_parallel). The graph keeps its gradients inside the step: the eager .grad are
+    dropped."""
     sys.path.insert(0, str(MODEL.parents[1] / "parallel"))
     from gpt_layouts import TrainStep
 
     graph = TrainStep(model, opt)
-    graph.config.enable_auto_parallel(auto_parallel)
+    graph.config.enable_auto_parallel(auto_parallel, memory_budget=memory_budget)
     opt.zero_grad()
 
     def step():

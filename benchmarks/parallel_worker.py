@@ -79,14 +79,17 @@ def wire_bytes(line, world_size):
 def run_oneflowlike(args):
     import oneflowlike as flow
     import oneflowlike.distributed as dist
-    from gpt_layouts import LAYOUTS
+    from gpt_layouts import LAYOUTS, state_bytes
     from model_loader import graph_train_step, load_model_module, train_step
 
     m = load_model_module("oneflowlike")
     x_np, y_np = batch(args)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     for layout in args.layouts.split(","):
-        ranks, param_sbp, batch_sbp = LAYOUTS[layout]
+        # "auto@4": the planner's layouts within 4 MiB per device (variables, gradients, states)
+        auto = layout.split("@")[0] == "auto"
+        budget = float(layout.split("@")[1]) * 2**20 if auto and "@" in layout else None
+        ranks, param_sbp, batch_sbp = LAYOUTS[layout.split("@")[0]]
         if not isinstance(ranks[0], list):  # a 1-d layout runs on every rank there is
             ranks = list(range(world_size))
         place = flow.placement("cpu", ranks=ranks)
@@ -103,13 +106,14 @@ def run_oneflowlike(args):
         )
 
         # "auto": the planner's layouts, which only a graph has.
-        for mode in ("graph",) if layout == "auto" else ("eager", "graph"):
+        for mode in ("graph",) if auto else ("eager", "graph"):
             step = (
                 train_step(model, opt, x, y)
                 if mode == "eager"
-                else graph_train_step(model, opt, x, y, auto_parallel=layout == "auto")
+                else graph_train_step(model, opt, x, y, auto_parallel=auto, memory_budget=budget)
             )
             row = measure(flow, step, dist, args)
+            row["state_bytes"] = state_bytes(model, opt)
             if rank == 0:
                 row.update(lib="oneflowlike", case=layout, mode=mode)
                 print(json.dumps(row), flush=True)

@@ -5,6 +5,7 @@
         examples/parallel/gpt_layouts.py --layout dp                   # or tp, zero, 2d, seq
     ... gpt_layouts.py --layout tp --graph                             # the step as an nn.Graph
     ... gpt_layouts.py --layout auto --graph                           # the planner's layouts
+    ... gpt_layouts.py --layout auto --graph --memory-budget 200000    # within 200 kB a device
 
 A layout is only a choice of SBP for the parameters and the batch (LAYOUTS below); the ops pick
 their signatures and boxing inserts the collectives. Every layout prints the same losses as the
@@ -88,6 +89,11 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the final parameters (whole tensors) to this .npz")
     p.add_argument("--graph", action="store_true", help="train with an nn.Graph of the step")
+    p.add_argument(
+        "--memory-budget",
+        type=float,
+        help="--layout auto: bytes per device for parameters, gradients and optimizer states",
+    )
     return p.parse_args(argv)
 
 
@@ -111,7 +117,7 @@ def main(argv=None):
         sys.exit("--layout auto plans a graph: add --graph")
     step = TrainStep(model, opt) if args.graph else None
     if args.layout == "auto":
-        step.config.enable_auto_parallel(True)
+        step.config.enable_auto_parallel(True, memory_budget=args.memory_budget)
     losses = []
     collectives = {}  # of the last step, from comm_log
     for i in range(args.steps):
@@ -141,6 +147,7 @@ def main(argv=None):
             p.numpy()  # numpy() of a global tensor is collective: every rank takes part
     if rank == 0:
         report = {"layout": args.layout, "losses": losses, "collectives": collectives}
+        report["state_bytes"] = state_bytes(model, opt)
         if place is not None:  # where each parameter and optimizer state lives
             report["param_sbp"] = {n: _sbp_str(p) for n, p in model.named_parameters()}
             report["state_sbp"] = {
@@ -150,6 +157,20 @@ def main(argv=None):
                 for n, p in model.named_parameters()
             }
         print(json.dumps(report), flush=True)
+
+
+def state_bytes(model, opt):
+    """This rank's bytes of the parameters, their gradients and the optimizer's states: what the
+    planner's memory budget covers."""
+    total = 0
+    for p in model.parameters():
+        local = p.to_local() if p.is_global else p
+        total += 2 * local.numel() * local.element_size()  # the parameter and its gradient
+        for s in opt.state.get(p, {}).values():
+            if isinstance(s, flow.Tensor):
+                s = s.to_local() if s.is_global else s
+                total += s.numel() * s.element_size()
+    return total
 
 
 def _sbp_str(t):

@@ -29,12 +29,12 @@ def _single(tmp_path, optimizer):
     return json_lines(p.stdout)[0]["losses"], np.load(out)
 
 
-def _parallel(tmp_path, layout, optimizer, mode="eager"):
+def _parallel(tmp_path, layout, optimizer, mode="eager", extra=()):
     out = tmp_path / f"{layout}_{optimizer}.npz"
     graph = ["--graph"] if mode == "graph" else []
     r = launch(
         ["--nproc_per_node", "4"],
-        [EXAMPLE, "--layout", layout, "--optimizer", optimizer, "--save", str(out), *graph],
+        [EXAMPLE, "--layout", layout, "--optimizer", optimizer, "--save", str(out), *graph, *extra],
         timeout=300,
     )
     assert r.returncode == 0, r
@@ -84,6 +84,22 @@ def test_layout_trains_like_one_process(tmp_path, layout, mode):
         # the gradients' reduce-scatters.
         assert report["collectives"]["all_gather"] <= 3, report["collectives"]
         assert report["collectives"]["reduce_scatter(sum)"] <= 2, report["collectives"]
+
+
+def test_auto_under_a_budget_too_small_for_data_parallel_shards_and_trains_like_one_process(
+    tmp_path,
+):
+    """Data parallel holds 382 kB a rank (parameters, gradients, momentum); within 200 kB the
+    planner shards, and the step still trains like one process."""
+    want_losses, want_params = _single(tmp_path, "sgd")
+    budget = 200_000
+    report, params = _parallel(tmp_path, "auto", "sgd", "graph", ["--memory-budget", str(budget)])
+    _check_losses(report["losses"], want_losses)
+    for name in want_params.files:
+        a, b = want_params[name], params[name]
+        assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
+    assert report["state_bytes"] <= budget
+    assert any("S(" in sbp for sbp in report["param_sbp"].values())
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
