@@ -71,8 +71,14 @@ std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placem
   return out;
 }
 
+std::set<int> all_variables(const Graph& g) {
+  std::set<int> out;
+  for (const graph::Variable& v : g.variables()) out.insert(v.value);
+  return out;
+}
+
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
-                           bool variables_fixed, bool merge_repeats) {
+                           const std::set<int>& fixed, bool merge_repeats) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -166,14 +172,14 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       const Value& v = values[size_t(var.value)];
       const int rep = repeats.value_rep[size_t(var.value)];
       if (!v.is_global() || (rep != var.value) != bool(copies)) continue;
-      if (variables_fixed) {
+      if (fixed.count(var.value)) {
         gp.constant_memory += bytes(v, v.nd_sbp);
         continue;
       }
       int grp = origin[size_t(rep)].group;
-      if (copies) {
+      if (copies && grp >= 0) {
         gp.copies[size_t(grp)].push_back(var.value);
-      } else {
+      } else {  // a layer's first copy, or a copy whose counterpart is fixed
         grp = new_group("variable %" + std::to_string(var.value), -1, var.value);
         gp.layouts[size_t(grp)] = candidate_layouts(v.shape, *v.placement);
         gp.problem.groups[size_t(grp)].cost.assign(gp.layouts[size_t(grp)].size(), 0.0);
@@ -189,7 +195,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   for (const Node& n : nodes)
     if (n.kind != NodeKind::kBoxing || n.grad_of < 0 || !with_grad.insert(n.grad_of).second)
       continue;
-    else if (variables_fixed)
+    else if (fixed.count(n.grad_of))
       gp.constant_memory += bytes(values[size_t(n.grad_of)], values[size_t(n.grad_of)].nd_sbp);
     else if (origin[size_t(n.grad_of)].group >= 0) {
       Group& param = gp.problem.groups[size_t(origin[size_t(n.grad_of)].group)];
@@ -323,6 +329,9 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
     }
     p.compute_seconds += gp.compute[grp][c];
   }
+  for (const graph::Variable& v : g.variables())  // the fixed ones keep theirs
+    if (g.values()[size_t(v.value)].is_global())
+      p.layout.try_emplace(v.value, g.values()[size_t(v.value)].nd_sbp);
   p.comm_seconds = cost_of(gp.problem, choice) + gp.constant_seconds - p.compute_seconds;
   p.memory = memory_of(gp.problem, choice) + gp.constant_memory;
   p.layers = gp.layers;
@@ -331,9 +340,9 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
   return p;
 }
 
-Plan plan(const Graph& g, PlanCache& cache, double memory_budget, bool variables_fixed) {
+Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed) {
   const GraphProblem gp =
-      build_problem(g, cache, memory_budget, variables_fixed, g.nodes().size() > kWholeGraphNodes);
+      build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);
   p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());

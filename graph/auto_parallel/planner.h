@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "boxing/search.h"
 #include "graph/auto_parallel/problem.h"
@@ -44,19 +45,21 @@ struct GraphProblem {
   double constant_memory = 0;                     // fixed variables' bytes per device
   int layers = 0, copied_layers = 0;              // repeated layers, and those solved as copies
 };
-// With `variables_fixed`, the variables keep their layouts (a plan already applied to the module)
-// and only the ops' signatures are chosen.
+// The variables whose value ids are in `fixed` keep their layouts (user constraints, a hand layout
+// to price, or a plan already applied to the module); the ops' signatures are always chosen.
 // With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
 // one layer's groups however deep the model, at the price of the copies' own best choices.
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
-                           bool variables_fixed = false, bool merge_repeats = true);
+                           const std::set<int>& fixed = {}, bool merge_repeats = true);
+// Every variable's value id: to keep all their layouts.
+std::set<int> all_variables(const graph::Graph& g);
 
 // The cheapest plan of the traced (dead-code-free) graph within the budget. Graphs of up to
 // kWholeGraphNodes nodes are solved whole (every layer its own choices); larger ones solve
 // repeated layers once.
 constexpr size_t kWholeGraphNodes = 5000;
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
-          bool variables_fixed = false);
+          const std::set<int>& fixed = {});
 // The plan of a solution of build_problem's problem.
 Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
 

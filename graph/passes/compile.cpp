@@ -37,8 +37,8 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
        [&](const Graph& x) {
          if (!cache) return x;
          if (!options.auto_parallel) return assign_sbp(x, *cache);
-         return auto_parallel::apply(
-             x, auto_parallel::plan(x, *cache, options.memory_budget, /*variables_fixed=*/true));
+         return auto_parallel::apply(x, auto_parallel::plan(x, *cache, options.memory_budget,
+                                                            auto_parallel::all_variables(x)));
        }},
       {"insert_boxing", insert_boxing},
       {"share_conversions",

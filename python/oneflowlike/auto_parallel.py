@@ -154,12 +154,48 @@ class _Forward(flow.nn.Graph):
         return self.module(*args)
 
 
-def plan(graph, example_inputs, cluster=None, memory_budget=None):
+def _kept(graph, keep, names):
+    """The tensors whose layouts `keep` fixes (plan's argument)."""
+    if keep is None or keep is False:
+        return []
+    variables = {}  # impl id -> tensor, every parameter and optimizer state
+    for module in vars(graph).values():
+        if hasattr(module, "named_parameters"):
+            for _, p in module.named_parameters():
+                variables[_C._impl_id(p)] = p
+    for opt, _ in graph._optimizers:
+        for group in opt.param_groups:
+            for p in group["params"]:
+                for value in opt.state.get(p, {}).values():
+                    if isinstance(value, flow.Tensor):
+                        variables[_C._impl_id(value)] = value
+    if keep is True:
+        return list(variables.values())
+    by_name = {n: i for i, n in names.items()}
+    out = []
+    for k in keep:
+        if isinstance(k, str):
+            if k not in by_name:
+                raise ValueError(
+                    f"[auto_parallel] keep names {k!r}, which is no parameter or optimizer state "
+                    f"of the step (e.g. {', '.join(sorted(by_name)[:3])})"
+                )
+            out.append(variables[by_name[k]])
+        elif isinstance(k, flow.Tensor) and _C._impl_id(k) in variables:
+            out.append(k)
+        else:
+            raise ValueError(f"[auto_parallel] keep: {k!r} is no parameter of the step")
+    return out
+
+
+def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None):
     """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
-    or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with (default:
-    the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per device
-    (default: the cluster's device capacity). Raises when no plan fits, naming the least memory
-    any plan needs."""
+    or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with
+    (default: the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per
+    device (default: the cluster's device capacity); keep: parameters that keep their current
+    layouts (constraints), by name or as tensors, or True for every parameter and optimizer state
+    (the ops' signatures are still chosen: what a hand layout costs). Raises when no plan fits,
+    naming the least memory any plan needs."""
     inputs = list(example_inputs)
     placements = {str(t.placement) for t in inputs if t.is_global}
     if not placements:
@@ -188,6 +224,7 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None):
                 for key, value in opt.state.get(p, {}).items():
                     if isinstance(value, flow.Tensor):
                         names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
-    result = _C.auto_parallel_plan(traced, cluster, float(budget) if budget else math.inf)
+    kept = _kept(graph, keep, names)
+    result = _C.auto_parallel_plan(traced, cluster, float(budget) if budget else math.inf, kept)
     placement = next(t.placement for t in inputs if t.is_global)
     return Plan(result, names, placement)

@@ -172,16 +172,24 @@ void bind_graph(py::module_& m) {
       "Sets the repeated layer ops are traced in (-1: none); returns the one before.");
   m.def(
       "auto_parallel_plan",
-      [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget) {
+      [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
+         const std::vector<Tensor>& keep) {
+        // The variables capturing the tensors in `keep` keep their layouts.
+        std::set<const void*> kept;
+        for (const Tensor& t : keep) kept.insert(t.impl());
+        std::set<int> fixed;
+        for (const graph::Variable& v : g->variables())
+          if (kept.count(v.tensor.impl())) fixed.insert(v.value);
         PlanCache cache(cluster);
         PlanResult r{g, {}, budget};
         {
           py::gil_scoped_release release;
-          r.plan = auto_parallel::plan(*g, cache, budget);
+          r.plan = auto_parallel::plan(*g, cache, budget, fixed);
         }
         return r;
       },
-      py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"));
+      py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"),
+      py::arg("keep") = std::vector<Tensor>{});
 }
 
 }  // namespace ofl::py_bind

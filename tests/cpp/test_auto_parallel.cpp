@@ -276,7 +276,7 @@ TEST(AutoParallelPlan, RepeatedLayersAreSolvedOnceAndTakeTheSameChoices) {
     return pg;
   };
   const PlanGraph tagged = build(true), plain = build(false);
-  const auto merged = auto_parallel::build_problem(tagged.g, cache, INFINITY, false, true);
+  const auto merged = auto_parallel::build_problem(tagged.g, cache, INFINITY, {}, true);
   const auto full = auto_parallel::build_problem(plain.g, cache, INFINITY);
   EXPECT_EQ(merged.layers, 4);
   EXPECT_EQ(merged.copied_layers, 2);
