@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -308,10 +309,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
           weight(id));
     }
   }
-  gp.problem.memory_budget -= gp.constant_memory;
-  if (gp.problem.memory_budget < 0)
-    fail("auto_parallel", "the variables and gradients alone take ", gp.constant_memory,
-         " bytes per device, over the memory budget of ", memory_budget);
+  gp.problem.memory_budget -= gp.constant_memory;  // plan() checks that the kept ones fit
   return gp;
 }
 
@@ -340,9 +338,56 @@ Plan plan_of(const Graph& g, const GraphProblem& gp, const std::vector<int>& cho
   return p;
 }
 
-Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed) {
+namespace {
+
+std::string variable_label(int value) {
+  return "%" + std::to_string(value);
+}
+
+// Raises when the kept variables' layouts (constraints) and the memory budget contradict each
+// other: the kept ones with their gradients and the others at their smallest do not fit. Names
+// the largest kept variables, and what the least plan would need with them free.
+void check_kept_fit(const Graph& g, const GraphProblem& gp, double memory_budget,
+                    const std::set<int>& fixed, const std::function<std::string(int)>& name_of) {
+  const double others = min_memory(gp.problem);
+  if (fixed.empty() || gp.constant_memory + others <= memory_budget) return;
+  std::set<int> with_grad;
+  for (const Node& n : g.nodes())
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0) with_grad.insert(n.grad_of);
+  std::vector<std::pair<double, int>> kept;  // (bytes with the gradient, value)
+  double least_free = others;                // with the kept ones at their smallest layouts
+  for (int id : fixed) {
+    const Value& v = g.values()[size_t(id)];
+    if (!v.is_global()) continue;
+    const double copies = 1 + double(with_grad.count(id));
+    kept.emplace_back(copies * double(graph::bytes_per_rank(v)), id);
+    double smallest = INFINITY;
+    for (const NdSbp& layout : candidate_layouts(v.shape, *v.placement))
+      smallest = std::min(smallest, copies * double(graph::bytes_per_rank(v, layout)));
+    least_free += smallest;
+  }
+  if (least_free > memory_budget)  // not the constraints' fault
+    fail("auto_parallel", "no plan fits the memory budget of ", memory_budget,
+         " bytes per device; the least any plan needs is ", least_free, " bytes");
+  std::sort(kept.rbegin(), kept.rend());
+  std::ostringstream largest;
+  for (size_t i = 0; i < kept.size() && i < 3; ++i)
+    largest << (i ? ", " : "") << name_of(kept[i].second) << " at "
+            << g.values()[size_t(kept[i].second)].nd_sbp.str() << ": " << kept[i].first << " bytes";
+  fail("auto_parallel", "the kept layouts contradict the memory budget of ", memory_budget,
+       " bytes per device: the kept variables take ", gp.constant_memory,
+       " bytes with their gradients (", largest.str(), kept.size() > 3 ? ", ..." : "",
+       ") and the others at least ", others,
+       " bytes; with every layout free the least any plan needs is ", least_free, " bytes");
+}
+
+}  // namespace
+
+Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
+          const std::function<std::string(int)>& name_of) {
   const GraphProblem gp =
       build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes);
+  check_kept_fit(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);
   p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());

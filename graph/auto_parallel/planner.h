@@ -58,8 +58,12 @@ std::set<int> all_variables(const graph::Graph& g);
 // kWholeGraphNodes nodes are solved whole (every layer its own choices); larger ones solve
 // repeated layers once.
 constexpr size_t kWholeGraphNodes = 5000;
+// Raises when the budget leaves no plan, naming the least memory any plan needs, and when the
+// kept variables and the budget contradict each other, naming the largest kept variables
+// (`name_of`: a variable's name by value id; default "%<id>").
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
-          const std::set<int>& fixed = {});
+          const std::set<int>& fixed = {},
+          const std::function<std::string(int)>& name_of = nullptr);
 // The plan of a solution of build_problem's problem.
 Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
 

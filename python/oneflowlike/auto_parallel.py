@@ -225,6 +225,8 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None):
                     if isinstance(value, flow.Tensor):
                         names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
     kept = _kept(graph, keep, names)
-    result = _C.auto_parallel_plan(traced, cluster, float(budget) if budget else math.inf, kept)
+    result = _C.auto_parallel_plan(
+        traced, cluster, float(budget) if budget else math.inf, kept, names
+    )
     placement = next(t.placement for t in inputs if t.is_global)
     return Plan(result, names, placement)

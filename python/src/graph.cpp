@@ -173,23 +173,33 @@ void bind_graph(py::module_& m) {
   m.def(
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
-         const std::vector<Tensor>& keep) {
-        // The variables capturing the tensors in `keep` keep their layouts.
+         const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names) {
+        // The variables capturing the tensors in `keep` keep their layouts; `names` (by
+        // _impl_id) names them in errors.
         std::set<const void*> kept;
         for (const Tensor& t : keep) kept.insert(t.impl());
         std::set<int> fixed;
-        for (const graph::Variable& v : g->variables())
+        std::map<int, std::string> name_of_value;
+        for (const graph::Variable& v : g->variables()) {
           if (kept.count(v.tensor.impl())) fixed.insert(v.value);
+          const auto it = names.find(reinterpret_cast<uintptr_t>(v.tensor.impl()));
+          if (it != names.end()) name_of_value[v.value] = it->second;
+        }
+        const auto name_of = [&](int value) {
+          const auto it = name_of_value.find(value);
+          return it != name_of_value.end() ? it->second : "%" + std::to_string(value);
+        };
         PlanCache cache(cluster);
         PlanResult r{g, {}, budget};
         {
           py::gil_scoped_release release;
-          r.plan = auto_parallel::plan(*g, cache, budget, fixed);
+          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of);
         }
         return r;
       },
       py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"),
-      py::arg("keep") = std::vector<Tensor>{});
+      py::arg("keep") = std::vector<Tensor>{},
+      py::arg("names") = std::map<uintptr_t, std::string>{});
 }
 
 }  // namespace ofl::py_bind

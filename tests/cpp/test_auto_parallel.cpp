@@ -251,6 +251,15 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
     if (n.kind == graph::NodeKind::kOp)
       for (size_t i = 0; i < n.inputs.size(); ++i)
         EXPECT_EQ(laid.values()[size_t(n.inputs[i])].nd_sbp, n.sig.in[i]) << n.name();
+  // w1 kept replicated (a constraint) with room for one weight and an eighth: the two contradict,
+  // though a plan with both sharded would fit; the error names the kept weight.
+  const std::string kept =
+      error_of([&] { auto_parallel::plan(pg.g, cache, weight * 1.125, {w1}); });
+  EXPECT_NE(kept.find("the kept layouts contradict the memory budget of 18432 bytes per device: "
+                      "the kept variables take 16384 bytes with their gradients (%" +
+                      std::to_string(w1) + " at B: 16384 bytes)"),
+            std::string::npos)
+      << kept;
   // Less than a quarter of each weight: no plan fits.
   EXPECT_NE(error_of([&] {
               auto_parallel::plan(pg.g, cache, weight / 4);

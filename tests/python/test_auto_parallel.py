@@ -79,6 +79,18 @@ def test_kept_layouts_are_priced_not_chosen():
     assert free.seconds - 1e-12 <= one.seconds <= hand.seconds + 1e-12
     with pytest.raises(ValueError, match=r"keep names 'blocks.9.mlp.fc.weight', which is no"):
         flow.auto_parallel.plan(graph, batch, keep=["blocks.9.mlp.fc.weight"])
+    # A kept layout and the budget contradict each other: the error names both.
+    emb = model.tok_emb.weight
+    with pytest.raises(RuntimeError, match=r"the least any plan needs is") as least:
+        flow.auto_parallel.plan(graph, batch, memory_budget=1)
+    least = float(str(least.value).split("needs is ")[1].split(" ")[0])
+    budget = least + emb.numel() * 4  # room for a plan, not for the embedding replicated
+    with pytest.raises(
+        RuntimeError,
+        match=r"the kept layouts contradict the memory budget of "
+        rf"{budget:g} bytes per device: .*\(tok_emb.weight at B: {emb.numel() * 8} bytes\) and the others",
+    ):
+        flow.auto_parallel.plan(graph, batch, memory_budget=budget, keep=["tok_emb.weight"])
 
 
 def test_a_bare_module_plans_its_forward():
