@@ -14,7 +14,9 @@ Ours: the example GPT at each size in float16 on the meta device, AdamW, on simu
 nodes (ClusterSpec.a100_nvlink), the global batch split over the data-parallel ranks in one step
 (Megatron runs it as micro-batches: the same FLOPs), 80 GB per GPU for variables and gradients
 (all float16 here: 8 bytes a parameter with Adam's two states, where Megatron's mixed precision
-keeps float32 master weights and states besides).
+keeps float32 master weights and states besides). Activations are not counted: a whole batch
+share at once, nothing recomputed, would not fit, where Megatron runs micro-batches and
+recomputes the forward (pipelines and recomputation are issue 13).
 For each configuration: Megatron's layout (column-parallel q/k/v and first MLP Linear, row-parallel
 projections, over a (GPUs / tp, tp) mesh) with only the ops' signatures chosen
 (`plan(keep=True)`), and the planner's own plan on a (nodes, 8) mesh.
@@ -72,12 +74,12 @@ def price(name, heads, hidden, layers, tp, gpus, batch):
         step, inputs = step_of(
             heads, hidden, layers, place, lambda n, p: (B, megatron(n, p)), (S(0), B), batch
         )
-    theirs = flow.auto_parallel.plan(step, inputs, cluster=cluster, keep=True)
+    theirs = flow.auto_parallel.plan(step, inputs, cluster=cluster, keep=True, activations=False)
     mesh = [list(range(n * 8, n * 8 + 8)) for n in range(gpus // 8)]
     place = flow.placement("cpu", ranks=mesh)
     step, inputs = step_of(heads, hidden, layers, place, (B, B), (S(0), S(0)), batch)
     t0 = time.perf_counter()
-    ours = flow.auto_parallel.plan(step, inputs, cluster=cluster)
+    ours = flow.auto_parallel.plan(step, inputs, cluster=cluster, activations=False)
     return theirs, ours, time.perf_counter() - t0
 
 

@@ -6,7 +6,10 @@ simulated in one process on the meta device, every SBP chosen by the auto-parall
 The model is the example GPT (examples/char_gpt/model.py) at GPT-3's published size (96 layers,
 width 12288, 96 heads, 2048 positions, a 50257-token vocabulary), trained with AdamW in float32,
 one sequence per device. The placement is a (nodes, 8) mesh. The 96 blocks are one repeated
-layer: the planner solves the first and gives the other 95 its choices.
+layer: the planner solves the first and gives the other 95 its choices. The budget covers the
+variables and gradients: the activations of a whole sequence per device, nothing recomputed, fit
+no plan (--activations says what they need), which takes the pipelines and recomputation of
+issue 13.
 """
 
 import argparse
@@ -31,6 +34,12 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=128)
     p.add_argument("--budget-gb", type=float, default=None, help="default: the device's 80 GB")
     p.add_argument("--plot", help="write plan.plot() to this file")
+    p.add_argument(
+        "--activations",
+        action="store_true",
+        help="count the activations the backward reads against the budget (one sequence per "
+        "device, nothing recomputed: no plan fits 80 GB, and the error says what the least needs)",
+    )
     args = p.parse_args(argv)
 
     devices = args.nodes * 8
@@ -53,7 +62,9 @@ def main(argv=None):
 
     budget = None if args.budget_gb is None else args.budget_gb * 1e9
     t0 = time.perf_counter()
-    plan = flow.auto_parallel.plan(step, [tokens, tokens], cluster=cluster, memory_budget=budget)
+    plan = flow.auto_parallel.plan(
+        step, [tokens, tokens], cluster=cluster, memory_budget=budget, activations=args.activations
+    )
     t_plan = time.perf_counter() - t0
 
     n = sum(p.numel() for p in model.parameters())
@@ -73,7 +84,8 @@ def main(argv=None):
         f"{per_step / plan.seconds / devices / 1e12:.1f} model TFLOP/s per device "
         f"(float32 peak {cluster.flops_fp32 / 1e12:.0f})"
     )
-    print(f"memory per device: {plan.memory_bytes / 1e9:.1f} GB for variables and gradients")
+    counted = "and activations" if args.activations else "(activations not counted)"
+    print(f"memory per device: {plan.memory_bytes / 1e9:.1f} GB for variables, gradients {counted}")
     print("the first block's layouts:")
     for name, sbp in plan.layouts.items():
         if name.startswith("blocks.0.") or name.startswith("state:blocks.0.attn.query.weight"):

@@ -5,7 +5,7 @@
         examples/parallel/gpt_layouts.py --layout dp                   # or tp, zero, 2d, seq
     ... gpt_layouts.py --layout tp --graph                             # the step as an nn.Graph
     ... gpt_layouts.py --layout auto --graph                           # the planner's layouts
-    ... gpt_layouts.py --layout auto --graph --memory-budget 200000    # within 200 kB a device
+    ... gpt_layouts.py --layout auto --graph --memory-budget 300000    # within 300 kB a device
 
 A layout is only a choice of SBP for the parameters and the batch (LAYOUTS below); the ops pick
 their signatures and boxing inserts the collectives. Every layout prints the same losses as the
@@ -92,7 +92,8 @@ def parse_args(argv=None):
     p.add_argument(
         "--memory-budget",
         type=float,
-        help="--layout auto: bytes per device for parameters, gradients and optimizer states",
+        help="--layout auto: bytes per device for parameters, gradients, optimizer states and "
+        "the activations the backward reads",
     )
     return p.parse_args(argv)
 

@@ -79,7 +79,7 @@ std::set<int> all_variables(const Graph& g) {
 }
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
-                           const std::set<int>& fixed, bool merge_repeats) {
+                           const std::set<int>& fixed, bool merge_repeats, bool activations) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -243,6 +243,35 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       gp.problem.groups[grp].cost[b] = gp.compute[grp][b];
     }
 
+  // Activations: a forward output that the backward reads (directly or through a view) is held
+  // from its op to the backward, so all of them are live when the forward ends: their bytes in
+  // their op's output layouts count against the budget with the variables' (a bound on the
+  // step's peak). Each copy of a repeated layer holds its own.
+  const std::vector<int> owner = graph::memory_owner(g);
+  std::vector<bool> saved(values.size(), false);
+  for (const Node& n : nodes)
+    if (activations && n.backward)
+      for (int id : n.inputs)
+        if (id >= 0) saved[size_t(owner[size_t(id)])] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.kind != NodeKind::kOp || n.backward || repeats.node_rep[i] != int(i)) continue;
+    const int grp = group_of[i];
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const int v = n.outputs[j];
+      if (owner[size_t(v)] != v || !saved[size_t(v)]) continue;
+      if (grp < 0) {
+        gp.constant_memory += double(graph::bytes_per_rank(values[size_t(v)]));
+        continue;
+      }
+      Group& group = gp.problem.groups[size_t(grp)];
+      if (group.memory.empty()) group.memory.assign(group.cost.size(), 0.0);
+      for (size_t b = 0; b < group.memory.size(); ++b)
+        group.memory[b] += double(1 + gp.copies[size_t(grp)].size()) *
+                           bytes(values[size_t(v)], gp.sigs[size_t(grp)][b].out[j]);
+    }
+  }
+
   // Where every value's layout comes from, in step order (an in-place result is its input's).
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
@@ -344,18 +373,18 @@ std::string variable_label(int value) {
   return "%" + std::to_string(value);
 }
 
-// Raises when the kept variables' layouts (constraints) and the memory budget contradict each
-// other: the kept ones with their gradients and the others at their smallest do not fit. Names
-// the largest kept variables, and what the least plan would need with them free.
-void check_kept_fit(const Graph& g, const GraphProblem& gp, double memory_budget,
-                    const std::set<int>& fixed, const std::function<std::string(int)>& name_of) {
+// Raises when no plan fits the budget, with the least memory any plan needs; or, when the kept
+// variables' layouts (constraints) are what stands in the way, naming the largest of them, what
+// they take, and the least a plan would need with them free.
+void check_fits(const Graph& g, const GraphProblem& gp, double memory_budget,
+                const std::set<int>& fixed, const std::function<std::string(int)>& name_of) {
   const double others = min_memory(gp.problem);
-  if (fixed.empty() || gp.constant_memory + others <= memory_budget) return;
+  if (gp.constant_memory + others <= memory_budget) return;
   std::set<int> with_grad;
   for (const Node& n : g.nodes())
     if (n.kind == NodeKind::kBoxing && n.grad_of >= 0) with_grad.insert(n.grad_of);
-  std::vector<std::pair<double, int>> kept;  // (bytes with the gradient, value)
-  double least_free = others;                // with the kept ones at their smallest layouts
+  std::vector<std::pair<double, int>> kept;         // (bytes with the gradient, value)
+  double least_free = gp.constant_memory + others;  // with the kept ones at their smallest
   for (int id : fixed) {
     const Value& v = g.values()[size_t(id)];
     if (!v.is_global()) continue;
@@ -364,30 +393,35 @@ void check_kept_fit(const Graph& g, const GraphProblem& gp, double memory_budget
     double smallest = INFINITY;
     for (const NdSbp& layout : candidate_layouts(v.shape, *v.placement))
       smallest = std::min(smallest, copies * double(graph::bytes_per_rank(v, layout)));
-    least_free += smallest;
+    least_free += smallest - kept.back().first;
   }
-  if (least_free > memory_budget)  // not the constraints' fault
-    fail("auto_parallel", "no plan fits the memory budget of ", memory_budget,
-         " bytes per device; the least any plan needs is ", least_free, " bytes");
+  if (kept.empty() || least_free > memory_budget)  // not the constraints' fault
+    fail("auto_parallel", "no plan fits the memory budget of ", bytes_str(memory_budget),
+         " per device; the least any plan needs is ", bytes_str(least_free));
   std::sort(kept.rbegin(), kept.rend());
+  double kept_bytes = 0;
   std::ostringstream largest;
-  for (size_t i = 0; i < kept.size() && i < 3; ++i)
-    largest << (i ? ", " : "") << name_of(kept[i].second) << " at "
-            << g.values()[size_t(kept[i].second)].nd_sbp.str() << ": " << kept[i].first << " bytes";
-  fail("auto_parallel", "the kept layouts contradict the memory budget of ", memory_budget,
-       " bytes per device: the kept variables take ", gp.constant_memory,
-       " bytes with their gradients (", largest.str(), kept.size() > 3 ? ", ..." : "",
-       ") and the others at least ", others,
-       " bytes; with every layout free the least any plan needs is ", least_free, " bytes");
+  for (size_t i = 0; i < kept.size(); ++i) {
+    kept_bytes += kept[i].first;
+    if (i < 3)
+      largest << (i ? ", " : "") << name_of(kept[i].second) << " at "
+              << g.values()[size_t(kept[i].second)].nd_sbp.str() << ": "
+              << bytes_str(kept[i].first);
+  }
+  fail("auto_parallel", "the kept layouts contradict the memory budget of ",
+       bytes_str(memory_budget), " per device: the kept variables take ", bytes_str(kept_bytes),
+       " with their gradients (", largest.str(), kept.size() > 3 ? ", ..." : "",
+       ") and the rest at least ", bytes_str(gp.constant_memory - kept_bytes + others),
+       "; with every layout free the least any plan needs is ", bytes_str(least_free));
 }
 
 }  // namespace
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
-          const std::function<std::string(int)>& name_of) {
-  const GraphProblem gp =
-      build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes);
-  check_kept_fit(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
+          const std::function<std::string(int)>& name_of, bool activations) {
+  const GraphProblem gp = build_problem(g, cache, memory_budget, fixed,
+                                        g.nodes().size() > kWholeGraphNodes, activations);
+  check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);
   p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());

@@ -6,7 +6,7 @@
 //
 // Costs: each op's roofline compute on its largest shard (sbp/select.h) and the boxing planner's
 // price for every conversion between a value's layout and its reader's. Memory: the variables'
-// and the parameters' gradients' bytes on a device.
+// and the parameters' gradients' bytes on a device, and the activations the backward reads.
 #pragma once
 #include <functional>
 #include <map>
@@ -23,7 +23,7 @@ struct Plan {
   std::vector<NdSbpSignature> sig;  // per node of the graph (empty: not a global op)
   std::map<int, NdSbp> layout;      // per global variable's value id
   double compute_seconds = 0, comm_seconds = 0;
-  double memory = 0;                  // bytes per device: variables and gradients
+  double memory = 0;  // bytes per device: variables, gradients and (if counted) activations
   int layers = 0, copied_layers = 0;  // repeated layers, and those that took another's choices
   // No plan is faster (the solver's proof): seconds(), but for the largest problems (solve()).
   double lower_bound_seconds = 0;
@@ -49,8 +49,11 @@ struct GraphProblem {
 // to price, or a plan already applied to the module); the ops' signatures are always chosen.
 // With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
 // one layer's groups however deep the model, at the price of the copies' own best choices.
+// With `activations`, the forward outputs the backward reads count against the budget too, in
+// their ops' output layouts (all live when the forward ends).
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
-                           const std::set<int>& fixed = {}, bool merge_repeats = true);
+                           const std::set<int>& fixed = {}, bool merge_repeats = true,
+                           bool activations = true);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 
@@ -62,8 +65,8 @@ constexpr size_t kWholeGraphNodes = 5000;
 // kept variables and the budget contradict each other, naming the largest kept variables
 // (`name_of`: a variable's name by value id; default "%<id>").
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
-          const std::set<int>& fixed = {},
-          const std::function<std::string(int)>& name_of = nullptr);
+          const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
+          bool activations = true);
 // The plan of a solution of build_problem's problem.
 Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
 

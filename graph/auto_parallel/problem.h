@@ -43,10 +43,13 @@ double cost_of(const Problem& p, const std::vector<int>& choice);
 double memory_of(const Problem& p, const std::vector<int>& choice);
 // The least memory any plan needs: the sum of each group's smallest.
 double min_memory(const Problem& p);
+// "80000000000 bytes": a memory figure as errors give it (whole bytes, never 8e+10).
+std::string bytes_str(double bytes);
 
 // The cheapest plan within the budget. Raises naming the budget and the least memory any plan
-// needs when none fits. Integer programs of over 20,000 columns (2-d meshes at scale) stop once
-// the plan is proven within 0.1% of the optimum (`bound`); smaller ones are solved exactly.
+// needs when none fits. Integer programs of over 20,000 columns (2-d meshes at scale), or 2,000
+// with a budget, stop once the plan is proven within 0.1% of the optimum or after 50 branch-and-
+// bound nodes, with what they proved in `bound`; smaller ones are solved exactly.
 Solution solve(const Problem& p);
 // The same by enumerating every plan (exponential: for tests).
 Solution brute_force(const Problem& p);

@@ -21,8 +21,8 @@ class Plan:
     """The planner's choice: `layouts` maps each parameter (by its module name) and optimizer state
     ("state:<parameter>.<key>") to its SBP; `signatures` lists each global op's signature in step
     order; predicted `compute_seconds`, `comm_seconds` and `seconds` per step, and
-    `lower_bound_seconds` (no plan is faster); `memory_bytes` per device for variables and
-    gradients."""
+    `lower_bound_seconds` (no plan is faster); `memory_bytes` per device for variables, gradients
+    and the activations the backward reads (unless planned with activations=False)."""
 
     def __init__(self, result, names, placement):
         self._result = result
@@ -45,6 +45,7 @@ class Plan:
         # stops once it has proven its plan within 0.1% of the optimum.
         self.lower_bound_seconds = result.lower_bound_seconds
         self.memory_bytes = result.memory_bytes
+        self.activations = result.activations  # whether memory_bytes counts them
         # (repeated layers found, those solved as copies of an earlier one)
         self.repeated_layers = result.repeated_layers
 
@@ -93,15 +94,15 @@ class Plan:
             ),
             "constants": sum(b for n, b in self.bytes_per_device.items() if n.startswith("%")),
         }
+        held = "gradients and activations" if self.activations else "gradients"
+        parts[held] = max(self.memory_bytes - sum(parts.values()), 0)
         bottom = 0.0
         for name, nbytes in parts.items():
             right.bar(0, nbytes / (1 << 20), bottom=bottom, label=name)
             bottom += nbytes / (1 << 20)
         right.set_xticks([])
         right.set_ylabel("MiB per device")
-        right.set_title(
-            f"memory per device\n(+ gradients: {self.memory_bytes / (1 << 20):.2f} MiB in all)"
-        )
+        right.set_title(f"memory per device\n{self.memory_bytes / (1 << 20):.2f} MiB in all")
         right.legend(fontsize=8)
         fig.suptitle(
             f"plan: {self.seconds * 1e3:.2f} ms per step predicted "
@@ -188,14 +189,16 @@ def _kept(graph, keep, names):
     return out
 
 
-def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None):
+def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, activations=True):
     """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
     or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with
     (default: the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per
     device (default: the cluster's device capacity); keep: parameters that keep their current
     layouts (constraints), by name or as tensors, or True for every parameter and optimizer state
-    (the ops' signatures are still chosen: what a hand layout costs). Raises when no plan fits,
-    naming the least memory any plan needs."""
+    (the ops' signatures are still chosen: what a hand layout costs); activations: whether the
+    forward's outputs that the backward reads count against the budget, in their ops' layouts
+    (all live when the forward ends: a bound on the step's peak). Raises when no plan fits, naming
+    the least memory any plan needs."""
     inputs = list(example_inputs)
     placements = {str(t.placement) for t in inputs if t.is_global}
     if not placements:
@@ -226,7 +229,7 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None):
                         names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
     kept = _kept(graph, keep, names)
     result = _C.auto_parallel_plan(
-        traced, cluster, float(budget) if budget else math.inf, kept, names
+        traced, cluster, float(budget) if budget else math.inf, kept, names, activations
     )
     placement = next(t.placement for t in inputs if t.is_global)
     return Plan(result, names, placement)

@@ -28,6 +28,7 @@ struct PlanResult {
   std::shared_ptr<graph::Graph> graph;
   auto_parallel::Plan plan;
   double budget;
+  bool activations = true;  // counted in plan.memory
 };
 
 std::string megabytes(double bytes) {
@@ -65,7 +66,8 @@ std::string explain(const PlanResult& r, const std::map<int, std::string>& names
   os << "\npredicted step: " << microseconds(r.plan.seconds()) << " (compute "
      << microseconds(r.plan.compute_seconds) << ", communication "
      << microseconds(r.plan.comm_seconds) << "); memory " << megabytes(r.plan.memory)
-     << " per device for variables and gradients";
+     << " per device for variables, gradients and " << (r.activations ? "" : "no ")
+     << "activations";
   if (std::isfinite(r.budget)) os << " (budget " << megabytes(r.budget) << ")";
   if (r.plan.lower_bound_seconds < r.plan.seconds())
     os << "\nwithin " << std::setprecision(3)
@@ -138,6 +140,7 @@ void bind_graph(py::module_& m) {
           "repeated_layers",
           [](const PlanResult& r) { return py::make_tuple(r.plan.layers, r.plan.copied_layers); })
       .def_property_readonly("memory_bytes", [](const PlanResult& r) { return r.plan.memory; })
+      .def_property_readonly("activations", [](const PlanResult& r) { return r.activations; })
       .def("layouts",
            [](const PlanResult& r) {
              // (variable tensor, layout, value id, bytes per device), for Python to name by its
@@ -173,7 +176,8 @@ void bind_graph(py::module_& m) {
   m.def(
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
-         const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names) {
+         const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names,
+         bool activations) {
         // The variables capturing the tensors in `keep` keep their layouts; `names` (by
         // _impl_id) names them in errors.
         std::set<const void*> kept;
@@ -190,16 +194,16 @@ void bind_graph(py::module_& m) {
           return it != name_of_value.end() ? it->second : "%" + std::to_string(value);
         };
         PlanCache cache(cluster);
-        PlanResult r{g, {}, budget};
+        PlanResult r{g, {}, budget, activations};
         {
           py::gil_scoped_release release;
-          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of);
+          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of, activations);
         }
         return r;
       },
       py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"),
       py::arg("keep") = std::vector<Tensor>{},
-      py::arg("names") = std::map<uintptr_t, std::string>{});
+      py::arg("names") = std::map<uintptr_t, std::string>{}, py::arg("activations") = true);
 }
 
 }  // namespace ofl::py_bind

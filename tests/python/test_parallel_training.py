@@ -89,10 +89,11 @@ def test_layout_trains_like_one_process(tmp_path, layout, mode):
 def test_auto_under_a_budget_too_small_for_data_parallel_shards_and_trains_like_one_process(
     tmp_path,
 ):
-    """Data parallel holds 382 kB a rank (parameters, gradients, momentum); within 200 kB the
-    planner shards, and the step still trains like one process."""
+    """Data parallel holds 382 kB a rank in parameters, gradients and momentum alone; within
+    300 kB for those and the activations the backward reads, the planner shards, and the step
+    still trains like one process."""
     want_losses, want_params = _single(tmp_path, "sgd")
-    budget = 200_000
+    budget = 300_000
     report, params = _parallel(tmp_path, "auto", "sgd", "graph", ["--memory-budget", str(budget)])
     _check_losses(report["losses"], want_losses)
     for name in want_params.files:
