@@ -42,7 +42,8 @@ class Plan:
         self.comm_seconds = result.comm_seconds
         self.seconds = result.seconds
         # No plan is predicted faster: `seconds`, but on the largest problems, where the solver
-        # stops once it has proven its plan within 0.1% of the optimum.
+        # stops once it has proven its plan within 0.1% of the optimum (or after 50 nodes of its
+        # search under a budget).
         self.lower_bound_seconds = result.lower_bound_seconds
         self.memory_bytes = result.memory_bytes
         self.activations = result.activations  # whether memory_bytes counts them
@@ -155,24 +156,31 @@ class _Forward(flow.nn.Graph):
         return self.module(*args)
 
 
-def _kept(graph, keep, names):
-    """The tensors whose layouts `keep` fixes (plan's argument)."""
-    if keep is None or keep is False:
-        return []
-    variables = {}  # impl id -> tensor, every parameter and optimizer state
+def _variables(graph):
+    """{impl id: (name, tensor)} of every parameter ("blocks.0.attn.query.weight") and optimizer
+    state ("state:blocks.0.attn.query.weight.exp_avg") of the step."""
+    out = {}
     for module in vars(graph).values():
         if hasattr(module, "named_parameters"):
-            for _, p in module.named_parameters():
-                variables[_C._impl_id(p)] = p
+            for name, p in module.named_parameters():
+                out[_C._impl_id(p)] = (name, p)
     for opt, _ in graph._optimizers:
         for group in opt.param_groups:
             for p in group["params"]:
-                for value in opt.state.get(p, {}).values():
+                owner = out.get(_C._impl_id(p), ("?",))[0]
+                for key, value in opt.state.get(p, {}).items():
                     if isinstance(value, flow.Tensor):
-                        variables[_C._impl_id(value)] = value
+                        out[_C._impl_id(value)] = (f"state:{owner}.{key}", value)
+    return out
+
+
+def _kept(keep, variables):
+    """The tensors whose layouts `keep` (plan's argument) fixes."""
+    if keep is None or keep is False:
+        return []
     if keep is True:
-        return list(variables.values())
-    by_name = {n: i for i, n in names.items()}
+        return [t for _, t in variables.values()]
+    by_name = {name: t for name, t in variables.values()}
     out = []
     for k in keep:
         if isinstance(k, str):
@@ -181,7 +189,7 @@ def _kept(graph, keep, names):
                     f"[auto_parallel] keep names {k!r}, which is no parameter or optimizer state "
                     f"of the step (e.g. {', '.join(sorted(by_name)[:3])})"
                 )
-            out.append(variables[by_name[k]])
+            out.append(by_name[k])
         elif isinstance(k, flow.Tensor) and _C._impl_id(k) in variables:
             out.append(k)
         else:
@@ -216,18 +224,9 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, act
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     traced, _, _ = graph._trace(inputs, finish="finish_traced")
-    names = {}
-    for attr, module in vars(graph).items():
-        if hasattr(module, "named_parameters"):
-            for name, p in module.named_parameters():
-                names[_C._impl_id(p)] = name
-    for opt, _ in graph._optimizers:
-        for group in opt.param_groups:
-            for p in group["params"]:
-                for key, value in opt.state.get(p, {}).items():
-                    if isinstance(value, flow.Tensor):
-                        names[_C._impl_id(value)] = f"state:{names.get(_C._impl_id(p), '?')}.{key}"
-    kept = _kept(graph, keep, names)
+    variables = _variables(graph)
+    names = {i: name for i, (name, _) in variables.items()}
+    kept = _kept(keep, variables)
     result = _C.auto_parallel_plan(
         traced, cluster, float(budget) if budget else math.inf, kept, names, activations
     )
