@@ -9,7 +9,9 @@
 
 #include "core/error.h"
 #include "graph/auto_parallel/layers.h"
+#include "graph/executor.h"
 #include "graph/node_call.h"
+#include "graph/passes/passes.h"
 
 namespace ofl::auto_parallel {
 
@@ -417,6 +419,14 @@ void check_fits(const Graph& g, const GraphProblem& gp, double memory_budget,
 
 }  // namespace
 
+double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
+  const Graph laid = apply(g, p);
+  double bytes = double(graph::peak_bytes(graph::lower_layout(laid, &cache)));
+  for (const graph::Variable& v : laid.variables())
+    bytes += double(graph::bytes_per_rank(laid.values()[size_t(v.value)]));
+  return bytes;
+}
+
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
           const std::function<std::string(int)>& name_of, bool activations) {
   const GraphProblem gp = build_problem(g, cache, memory_budget, fixed,
@@ -425,6 +435,10 @@ Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);
   p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());
+  // The budget bounds the count (variables, gradients, saved activations), not the compiled
+  // step's peak, which has transients on top (a gathered bucket, a reduction's buffer, ops'
+  // outputs the backward does not read): predicted, for the user to compare.
+  if (activations && std::isfinite(memory_budget)) p.peak = compiled_peak(g, p, cache);
   return p;
 }
 

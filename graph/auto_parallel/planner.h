@@ -27,6 +27,10 @@ struct Plan {
   int layers = 0, copied_layers = 0;  // repeated layers, and those that took another's choices
   // No plan is faster (the solver's proof): seconds(), but for the largest problems (solve()).
   double lower_bound_seconds = 0;
+  // The compiled step's predicted peak bytes per device (graph::peak_bytes and the variables),
+  // which the budget does not bound (transients come on top of the count); 0 when not computed
+  // (no finite budget, or activations not counted).
+  double peak = 0;
   double seconds() const { return compute_seconds + comm_seconds; }
 };
 
@@ -67,6 +71,9 @@ constexpr size_t kWholeGraphNodes = 5000;
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
           bool activations = true);
+// The plan's predicted peak bytes per device once compiled (lower_layout): the most bytes the
+// step's values hold at once, and the variables.
+double compiled_peak(const graph::Graph& g, const Plan& p, PlanCache& cache);
 // The plan of a solution of build_problem's problem.
 Plan plan_of(const graph::Graph& g, const GraphProblem& gp, const std::vector<int>& choice);
 

@@ -1,5 +1,7 @@
 #include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <vector>
 
 #include "graph/auto_parallel/planner.h"
 #include "graph/passes/passes.h"
@@ -20,18 +22,38 @@ int64_t largest_placement(const Graph& g) {
   return n;
 }
 
+struct Pass {
+  const char* name;
+  std::function<Graph(const Graph&)> run;
+};
+
+// The passes after the layout (lower_layout).
+std::vector<Pass> lowering(PlanCache* cache) {
+  return {
+      {"insert_boxing", insert_boxing},
+      {"share_conversions",
+       [cache](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},
+      {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
+      {"gather_params", [](const Graph& x) { return gather_params(x); }},
+      {"hoist_collectives", [](const Graph& x) { return hoist_collectives(x); }},
+      {"dead_code", dead_code},  // views left unread by gather_params
+  };
+}
+
 }  // namespace
+
+Graph lower_layout(const Graph& laid, PlanCache* cache) {
+  Graph g = laid;
+  for (const Pass& pass : lowering(cache)) g = pass.run(g);
+  return g;
+}
 
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& options) {
   const bool print = printing();
   if (print) std::cerr << "[graph] traced:\n" << g.str() << "\n";
   if (const int64_t ranks = largest_placement(g); ranks && !cache)
     cache = std::make_shared<PlanCache>(ClusterSpec::default_for(int(ranks)));
-  struct Pass {
-    const char* name;
-    std::function<Graph(const Graph&)> run;
-  };
-  const Pass passes[] = {
+  std::vector<Pass> passes = {
       {"dead_code", dead_code},
       {options.auto_parallel ? "auto_parallel" : "assign_sbp",
        [&](const Graph& x) {
@@ -40,14 +62,8 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
          return auto_parallel::apply(x, auto_parallel::plan(x, *cache, options.memory_budget,
                                                             auto_parallel::all_variables(x)));
        }},
-      {"insert_boxing", insert_boxing},
-      {"share_conversions",
-       [&](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},
-      {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
-      {"gather_params", [](const Graph& x) { return gather_params(x); }},
-      {"hoist_collectives", [](const Graph& x) { return hoist_collectives(x); }},
-      {"dead_code", dead_code},  // views left unread by gather_params
   };
+  for (Pass& pass : lowering(cache.get())) passes.push_back(std::move(pass));
   for (const Pass& pass : passes) {
     g = pass.run(g);
     if (print) std::cerr << "[graph] after " << pass.name << ":\n" << g.str() << "\n";

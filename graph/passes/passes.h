@@ -44,6 +44,12 @@ Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 // graph's start: issued early, it overlaps the compute on the communication thread.
 Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
 
+// The passes after every global op has its signature (assign_sbp's or the planner's): boxing
+// made explicit, conversions shared, gradients bucketed, split parameters gathered, small
+// collectives hoisted, dead views dropped. What compile() runs after the layout; the planner
+// runs it to predict a plan's peak memory.
+Graph lower_layout(const Graph& laid, PlanCache* cache);
+
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
 // (a default one for their placement's size when null): by the eager rule (assign_sbp), or with
 // auto_parallel by the planner (graph/auto_parallel/), which chooses every op's signature for the

@@ -47,6 +47,9 @@ class Plan:
         self.lower_bound_seconds = result.lower_bound_seconds
         self.memory_bytes = result.memory_bytes
         self.activations = result.activations  # whether memory_bytes counts them
+        # The compiled step's predicted peak per device: the budget bounds memory_bytes, and the
+        # step's transients come on top (0 when not computed: no budget, or no activations).
+        self.peak_bytes = result.peak_bytes
         # (repeated layers found, those solved as copies of an earlier one)
         self.repeated_layers = result.repeated_layers
 

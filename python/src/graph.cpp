@@ -69,6 +69,7 @@ std::string explain(const PlanResult& r, const std::map<int, std::string>& names
      << " per device for variables, gradients and " << (r.activations ? "" : "no ")
      << "activations";
   if (std::isfinite(r.budget)) os << " (budget " << megabytes(r.budget) << ")";
+  if (r.plan.peak > 0) os << "; compiled, the step peaks at " << megabytes(r.plan.peak);
   if (r.plan.lower_bound_seconds < r.plan.seconds())
     os << "\nwithin " << std::setprecision(3)
        << 100 * (1 - r.plan.lower_bound_seconds / r.plan.seconds())
@@ -141,6 +142,7 @@ void bind_graph(py::module_& m) {
           [](const PlanResult& r) { return py::make_tuple(r.plan.layers, r.plan.copied_layers); })
       .def_property_readonly("memory_bytes", [](const PlanResult& r) { return r.plan.memory; })
       .def_property_readonly("activations", [](const PlanResult& r) { return r.activations; })
+      .def_property_readonly("peak_bytes", [](const PlanResult& r) { return r.plan.peak; })
       .def("layouts",
            [](const PlanResult& r) {
              // (variable tensor, layout, value id, bytes per device), for Python to name by its

@@ -35,6 +35,8 @@ def test_a_plan_lays_out_every_parameter_and_state_and_explains_itself():
     assert f"state:{names[0]}.exp_avg" in plan.layouts
     assert plan.seconds == pytest.approx(plan.compute_seconds + plan.comm_seconds)
     assert plan.lower_bound_seconds == plan.seconds  # a small step is solved exactly
+    # The compiled step's peak is predicted next to the count the budget bounds.
+    assert plan.peak_bytes > 0 and "compiled, the step peaks at" in plan.explain()
     assert plan.seconds > 0 and plan.memory_bytes > 0
     text = plan.explain()
     assert "blocks.0.attn.query.weight" in text and "predicted step:" in text
@@ -62,6 +64,7 @@ def test_a_small_budget_gets_a_sharded_plan_and_an_impossible_one_raises():
     assert tight.comm_seconds > roomy.comm_seconds
     # The activations the backward reads count by default: the same plan holds more.
     assert plan(graph, batch, cluster, memory_budget=math.inf).memory_bytes > roomy.memory_bytes
+    assert roomy.peak_bytes == 0  # not predicted without activations counted
     with pytest.raises(RuntimeError, match=r"no plan fits the memory budget of 1 bytes per device"):
         flow.auto_parallel.plan(graph, batch, memory_budget=1)
 
