@@ -84,8 +84,10 @@ def main(argv=None):
         f"{per_step / plan.seconds / devices / 1e12:.1f} model TFLOP/s per device "
         f"(float32 peak {cluster.flops_fp32 / 1e12:.0f})"
     )
-    counted = "and activations" if args.activations else "(activations not counted)"
-    print(f"memory per device: {plan.memory_bytes / 1e9:.1f} GB for variables, gradients {counted}")
+    counted = "and activations" if args.activations else "(not activations)"
+    print(
+        f"memory per device: {plan.memory_bytes / 1e9:.1f} GB for variables and gradients {counted}"
+    )
     print("the first block's layouts:")
     for name, sbp in plan.layouts.items():
         if name.startswith("blocks.0.") or name.startswith("state:blocks.0.attn.query.weight"):
