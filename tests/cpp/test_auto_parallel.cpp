@@ -10,6 +10,7 @@
 #include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/problem.h"
 #include "graph/auto_parallel/reduce.h"
+#include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -265,6 +266,28 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
               auto_parallel::plan(pg.g, cache, weight / 4);
             }).find("the least any plan needs is 8192 bytes"),
             std::string::npos);
+}
+
+TEST(AutoParallelPlan, PredictsThePeakOfTheStepAsGraphModeCompilesIt) {
+  PlanCache cache(ClusterSpec::default_for(4));
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanGraph pg = mlp(line, 4096, "S(0)");
+  const double weight = 64 * 64 * 4;
+  const auto plan = auto_parallel::plan(pg.g, cache, weight + weight / 4);
+  // Variables at their layouts, and the compiled graph's own peak.
+  double variables = 0;
+  for (const auto& [id, layout] : plan.layout) {
+    graph::Value v = pg.g.values()[size_t(id)];
+    v.nd_sbp = layout;
+    variables += double(graph::bytes_per_rank(v));
+  }
+  // Graph mode compiles the applied plan (its variables laid out) with the planner again.
+  const graph::Graph compiled =
+      graph::compile(auto_parallel::apply(pg.g, plan), std::make_shared<PlanCache>(cache.cluster()),
+                     {/*auto_parallel=*/true, weight + weight / 4});
+  EXPECT_DOUBLE_EQ(plan.peak, variables + double(graph::peak_bytes(compiled)));
+  // Its transients (the split batch's products) are on top of what the budget counts.
+  EXPECT_GT(plan.peak, plan.memory);
 }
 
 TEST(AutoParallelPlan, RepeatedLayersAreSolvedOnceAndTakeTheSameChoices) {
