@@ -51,6 +51,14 @@ struct Origin {
   NdSbp fixed;
 };
 
+// The parameters (value ids) whose gradients the step computes.
+std::set<int> with_gradients(const Graph& g) {
+  std::set<int> out;
+  for (const Node& n : g.nodes())
+    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0) out.insert(n.grad_of);
+  return out;
+}
+
 }  // namespace
 
 std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placement) {
@@ -194,17 +202,13 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       origin[size_t(var.value)].group = grp;
     }
   // A parameter's gradient doubles its memory (once, however many micro-batches add to it).
-  std::set<int> with_grad;
-  for (const Node& n : nodes)
-    if (n.kind != NodeKind::kBoxing || n.grad_of < 0 || !with_grad.insert(n.grad_of).second)
-      continue;
-    else if (fixed.count(n.grad_of))
-      gp.constant_memory += bytes(values[size_t(n.grad_of)], values[size_t(n.grad_of)].nd_sbp);
-    else if (origin[size_t(n.grad_of)].group >= 0) {
-      Group& param = gp.problem.groups[size_t(origin[size_t(n.grad_of)].group)];
-      const Value& v = values[size_t(n.grad_of)];
-      for (size_t b = 0; b < param.memory.size(); ++b)
-        param.memory[b] += bytes(v, gp.layouts[size_t(origin[size_t(n.grad_of)].group)][b]);
+  for (int param : with_gradients(g))
+    if (fixed.count(param)) {
+      gp.constant_memory += bytes(values[size_t(param)], values[size_t(param)].nd_sbp);
+    } else if (const int grp = origin[size_t(param)].group; grp >= 0) {
+      Group& group = gp.problem.groups[size_t(grp)];
+      for (size_t b = 0; b < group.memory.size(); ++b)
+        group.memory[b] += bytes(values[size_t(param)], gp.layouts[size_t(grp)][b]);
     }
 
   // Global ops: a group each with their signatures and computes, a copy adding its compute to
@@ -382,9 +386,7 @@ void check_fits(const Graph& g, const GraphProblem& gp, double memory_budget,
                 const std::set<int>& fixed, const std::function<std::string(int)>& name_of) {
   const double others = min_memory(gp.problem);
   if (gp.constant_memory + others <= memory_budget) return;
-  std::set<int> with_grad;
-  for (const Node& n : g.nodes())
-    if (n.kind == NodeKind::kBoxing && n.grad_of >= 0) with_grad.insert(n.grad_of);
+  const std::set<int> with_grad = with_gradients(g);
   std::vector<std::pair<double, int>> kept;         // (bytes with the gradient, value)
   double least_free = gp.constant_memory + others;  // with the kept ones at their smallest
   for (int id : fixed) {

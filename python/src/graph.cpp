@@ -2,7 +2,6 @@
 // the compiled graph it gives, run by the C++ executor.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include "core/autograd/node.h"
 
 #include <cmath>
 #include <iomanip>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "boxing/reshard.h"
+#include "core/autograd/node.h"
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
 #include "graph/executor.h"
@@ -52,10 +52,8 @@ std::string explain(const PlanResult& r, const std::map<int, std::string>& names
     const graph::Value& v = g.values()[size_t(id)];
     const auto it = names.find(id);
     const std::string name = it != names.end() ? it->second : "%" + std::to_string(id);
-    graph::Value laid = v;
-    laid.nd_sbp = layout;
     os << std::left << std::setw(42) << name << std::setw(16) << shape_str(v.shape) << std::setw(12)
-       << layout.str() << megabytes(double(graph::bytes_per_rank(laid))) << "\n";
+       << layout.str() << megabytes(double(graph::bytes_per_rank(v, layout))) << "\n";
   }
   std::map<std::pair<std::string, std::string>, int> ops;
   for (size_t i = 0; i < g.nodes().size(); ++i)
@@ -150,10 +148,9 @@ void bind_graph(py::module_& m) {
              py::list out;
              for (const graph::Variable& v : r.graph->variables())
                if (auto it = r.plan.layout.find(v.value); it != r.plan.layout.end()) {
-                 graph::Value laid = r.graph->values()[size_t(v.value)];
-                 laid.nd_sbp = it->second;
-                 out.append(
-                     py::make_tuple(v.tensor, it->second, v.value, graph::bytes_per_rank(laid)));
+                 out.append(py::make_tuple(
+                     v.tensor, it->second, v.value,
+                     graph::bytes_per_rank(r.graph->values()[size_t(v.value)], it->second)));
                }
              return out;
            })

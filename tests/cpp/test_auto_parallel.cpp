@@ -276,11 +276,8 @@ TEST(AutoParallelPlan, PredictsThePeakOfTheStepAsGraphModeCompilesIt) {
   const auto plan = auto_parallel::plan(pg.g, cache, weight + weight / 4);
   // Variables at their layouts, and the compiled graph's own peak.
   double variables = 0;
-  for (const auto& [id, layout] : plan.layout) {
-    graph::Value v = pg.g.values()[size_t(id)];
-    v.nd_sbp = layout;
-    variables += double(graph::bytes_per_rank(v));
-  }
+  for (const auto& [id, layout] : plan.layout)
+    variables += double(graph::bytes_per_rank(pg.g.values()[size_t(id)], layout));
   // Graph mode compiles the applied plan (its variables laid out) with the planner again.
   const graph::Graph compiled =
       graph::compile(auto_parallel::apply(pg.g, plan), std::make_shared<PlanCache>(cache.cluster()),
