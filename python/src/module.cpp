@@ -18,6 +18,7 @@ void bind_global(py::module_& m);
 void bind_cluster(py::module_& m);
 void bind_sbp(py::module_& m);
 void bind_graph(py::module_& m);
+void bind_pipeline(py::module_& m);
 
 namespace {
 
@@ -167,6 +168,7 @@ PYBIND11_MODULE(_C, m) {
   bind_cluster(m);
   bind_global(m);
   bind_graph(m);
+  bind_pipeline(m);
   m.def("empty_cache", &release_cached_cpu_memory);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);

@@ -26,6 +26,14 @@ def _signature(t):
     return sig
 
 
+def pipeline_schedule(kind, devices, micro_batches, chunks=1):
+    """The pipeline schedule `kind` ("gpipe", "1f1b" or "interleaved_1f1b") of `micro_batches`
+    over `devices` stages (`chunks` virtual stages per device, interleaved only), as data: each
+    device's order of forwards and backwards with their sends and receives, what it holds in
+    flight, its timeline and bubble. print() shows the orders and a grid of time slots."""
+    return _C.pipeline_schedule(kind, devices, micro_batches, chunks)
+
+
 class GraphModule:
     """A module's settings inside graphs, as OneFlow spells them:
     ``module.to(flow.nn.graph.GraphModule).activation_checkpointing = True``."""
