@@ -63,10 +63,6 @@ void put(Tensor& dst, const Ranges& have, const Tensor& src, const Ranges& box) 
   copy_into(view, src);
 }
 
-Tensor empty_local(DType dtype, Device device) {
-  return Tensor::empty({0}, dtype, device);
-}
-
 // Whether the boxes, packed back to back, are exactly the row-major layout of `have` (each box
 // a contiguous run of it, in order, covering it): then packing and unpacking are no-ops.
 bool packs_in_place(const Ranges& have, const std::vector<Ranges>& boxes) {
@@ -292,7 +288,8 @@ Tensor run_send_recv(const BoxingStep& step, const Tensor& in, const Shape& shap
   std::optional<Ranges> have, want;
   if (auto c = from_p.coords_of(me)) have = local_ranges(shape, step.from, from_p, *c);
   if (auto c = to_p.coords_of(me)) want = local_ranges(shape, step.to, to_p, *c);
-  Tensor out = want ? Tensor::empty(shape_of(*want), dtype, device) : empty_local(dtype, device);
+  Tensor out =
+      want ? Tensor::empty(shape_of(*want), dtype, device) : outside_shard(shape, dtype, device);
   Tensor src = have ? contiguous_local(in) : in;
   std::map<std::pair<int, int>, std::vector<Ranges>> messages;
   for (int64_t t = 0; t < to_p.size(); ++t) {
@@ -500,8 +497,14 @@ GlobalTensor meta_global(const Shape& shape, DType dtype, const Placement& place
                          const NdSbp& nd_sbp, const BoxingContext& ctx) {
   validate_sbp("to_global", shape, nd_sbp, placement);
   const auto coords = placement.coords_of(global_rank(ctx));
-  const Shape local = coords ? local_shape(shape, nd_sbp, placement, *coords) : Shape{0};
-  return {Tensor::empty(local, dtype, Device{DeviceType::kMeta}), shape, placement, nd_sbp};
+  const Device meta{DeviceType::kMeta};
+  return {coords ? Tensor::empty(local_shape(shape, nd_sbp, placement, *coords), dtype, meta)
+                 : outside_shard(shape, dtype, meta),
+          shape, placement, nd_sbp};
+}
+
+Tensor outside_shard(const Shape& shape, DType dtype, Device device) {
+  return Tensor::empty(Shape(shape.size(), 0), dtype, device);
 }
 
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
@@ -570,8 +573,9 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
            " but ", nd_sbp.str(), " on ", placement.str(), " gives it ", shape_str(want),
            " of the global shape ", shape_str(shape));
   }
-  return GlobalTensor{placement.contains(me) ? local : empty_local(local.dtype(), local.device()),
-                      shape, placement, nd_sbp};
+  return GlobalTensor{
+      placement.contains(me) ? local : outside_shard(shape, local.dtype(), local.device()), shape,
+      placement, nd_sbp};
 }
 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
@@ -612,9 +616,22 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
     }
     if (cur_p.contains(me)) cur = run_step(step, cur, x.shape, cur_p, ctx);
   }
-  return GlobalTensor{placement.contains(me) ? contiguous_local(cur) : empty_local(dtype, device),
-                      x.shape, placement, nd_sbp};
+  return GlobalTensor{
+      placement.contains(me) ? contiguous_local(cur) : outside_shard(x.shape, dtype, device),
+      x.shape, placement, nd_sbp};
 }
+
+namespace {
+
+// A fused collective on a placement this rank is outside of: nothing to send, nothing kept.
+std::vector<Tensor> outside_shards(const std::vector<GlobalTensor>& xs) {
+  std::vector<Tensor> out;
+  for (const GlobalTensor& x : xs)
+    out.push_back(outside_shard(x.shape, x.local.dtype(), x.local.device()));
+  return out;
+}
+
+}  // namespace
 
 std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
                                  const std::vector<NdSbp>& targets,
@@ -626,6 +643,7 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
   if (xs[0].local.device().is_meta())
     return reduce_fused_meta(xs, targets, axes, ctx, bucket_bytes);
   const Placement& p = xs[0].placement;
+  if (!p.contains(global_rank(ctx))) return outside_shards(xs);
   const SubGroup g = sub_group(p, axes, global_rank(ctx));
   auto comm = comm_for(ctx, g.members);
   const DType dtype = xs[0].local.dtype();
@@ -698,12 +716,13 @@ std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
   if (xs.empty()) return out;
   const Placement& p = xs[0].placement;
   const int me = global_rank(ctx);
-  const std::vector<int64_t> coords = *p.coords_of(me);
   if (xs[0].local.device().is_meta()) {
     for (size_t i = 0; i < xs.size(); ++i)
       out[i] = meta_global(xs[i].shape, xs[i].local.dtype(), p, targets[i], ctx).local;
     return out;
   }
+  if (!p.contains(me)) return outside_shards(xs);
+  const std::vector<int64_t> coords = *p.coords_of(me);
   const SubGroup g = sub_group(p, axes, me);
   const DType dtype = xs[0].local.dtype();
   // Each tensor's box on every member, and the box this rank keeps: the union of the members'.

@@ -44,8 +44,13 @@ void check_placement_in_world(const Placement& placement, const comm::Communicat
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                          BoxingContext& ctx, bool check_meta);
 
-// A meta global tensor: this rank's shard is a meta tensor of its shard shape (of shape (0) on
-// ranks outside the placement), with no memory. The placement may name ranks the world does not
+// A rank's shard of a tensor on a placement it is outside of (another pipeline stage's): empty,
+// with the logical tensor's number of dimensions (each of extent 0), so that code reading dim()
+// sees the logical rank. A 0-d tensor's is one element that nothing reads.
+Tensor outside_shard(const Shape& shape, DType dtype, Device device);
+
+// A meta global tensor: this rank's shard is a meta tensor of its shard shape (outside_shard's
+// on ranks outside the placement), with no memory. The placement may name ranks the world does not
 // have (1024 ranks in a one-process world): ops on meta global tensors choose signatures, plan
 // boxing and predict costs for every rank, and never communicate.
 GlobalTensor meta_global(const Shape& shape, DType dtype, const Placement& placement,

@@ -159,12 +159,9 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (!ctx) fail(op.name, "the global tensor ", describe(*first), " has no communicator");
   const int me = ctx->world->ranks()[static_cast<size_t>(ctx->world->rank())];
   const auto coords = placement.coords_of(me);
-  // Meta tensors run nothing, so a rank outside their placement (a simulated pipeline stage, say)
-  // still plans the call; its outputs are empty shards, as real ones are there.
-  const bool meta = first->device().is_meta();
-  if (!coords && !(meta && !op.out_dtypes.empty() && !op.inplace))
-    fail(op.name, "rank ", me, " is outside the placement ", placement.str(),
-         "; ops on ranks outside a placement are not supported yet");
+  // A rank outside the placement (another pipeline stage's) computes nothing but still plans the
+  // call as the others do: its outputs are empty shards, and an in-place call leaves its input
+  // (empty there too) as it is.
   if (op.inplace && !op.inputs[0].is_global())
     fail(op.name, "writes into a local tensor from global ones: ", describe_inputs(op));
 
@@ -202,8 +199,10 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (!coords) {
     std::vector<Tensor> result;
     for (size_t j = 0; j < op.out_shapes.size(); ++j)
-      result.push_back(wrap(Tensor::empty({0}, op.out_dtypes[j], first->device()), op.out_shapes[j],
-                            placement, sig.out[j], ctx));
+      result.push_back(op.inplace && j == 0 ? op.inputs[0]
+                                            : wrap(outside_shard(op.out_shapes[j], op.out_dtypes[j],
+                                                                 first->device()),
+                                                   op.out_shapes[j], placement, sig.out[j], ctx));
     if (!ctx->costs) return result;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const Tensor& t = op.inputs[i];

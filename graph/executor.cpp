@@ -249,9 +249,7 @@ class Run {
       if (id >= 0 && g_.values()[id].is_global()) p = &*g_.values()[id].placement;
     const int me = ctx_->world->ranks()[size_t(ctx_->world->rank())];
     const auto coords = p->coords_of(me);
-    if (!coords)
-      fail(n.name().c_str(), "rank ", me, " is outside the placement ", p->str(),
-           "; ops on ranks outside a placement are not supported yet");
+    if (!coords) return outside(n, *p);
     std::vector<Tensor> locals;
     std::vector<Shape> in_shapes;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -280,6 +278,19 @@ class Run {
       outs[j] = n.op->inplace && j == 0
                     ? in_[0]
                     : as_tensor({std::move(outs[j]), v.shape, *p, n.sig.out[j]}, ctx_);
+    }
+    return outs;
+  }
+
+  // An op on another pipeline stage's placement: empty shards here, as in eager mode.
+  std::vector<Tensor> outside(const Node& n, const Placement& p) {
+    std::vector<Tensor> outs;
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const Value& v = g_.values()[n.outputs[j]];
+      outs.push_back(n.op->inplace && j == 0 ? in_[0]
+                                             : as_tensor({outside_shard(v.shape, v.dtype, v.device),
+                                                          v.shape, p, n.sig.out[j]},
+                                                         ctx_));
     }
     return outs;
   }

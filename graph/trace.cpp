@@ -92,9 +92,9 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   const int in = value_of(op, x);
   const Value& from = graph_.values()[in];
   // A local value becomes global only as a constant every rank computes alike (broadcast_on).
-  if (!from.is_global() && !nd_sbp.all_broadcast())
+  if (!from.is_global() && (nd_sbp.empty() || !nd_sbp.all_broadcast()))
     fail(op, "expects a global tensor, got a local ", shape_str(from.shape), " one while tracing");
-  validate_sbp(op, from.shape, nd_sbp, placement);
+  if (!nd_sbp.empty()) validate_sbp(op, from.shape, nd_sbp, placement);
   Value to = from;
   to.placement = placement;
   to.nd_sbp = nd_sbp;

@@ -60,6 +60,41 @@ LAYOUTS = {
     "auto": ([0, 1, 2, 3], B, S(0)),
 }
 
+# Pipelines: layout -> (each stage's ranks, parameter sbp, batch sbp). The embeddings run in the
+# first stage, the blocks are split as evenly as they go (the first stages take one more when
+# they do not divide), the final LayerNorm and the head run in the last stage.
+PIPELINES = {
+    "pp2": ([[0], [1]], B, B),  # ranks 2 and 3 sit it out
+    "pp4": ([[0], [1], [2], [3]], B, B),
+    "pp2xdp": ([[0, 1], [2, 3]], B, S(0)),
+    "pp2xtp": ([[0, 1], [2, 3]], megatron, B),
+}
+
+
+def pipeline(model, stage_ranks, param_sbp, chunks=1):
+    """Puts `model` into len(stage_ranks) * chunks stages: virtual stage k on the ranks of
+    stage_ranks[k % len(stage_ranks)] (chunks > 1: the interleaved schedule's layout). Returns
+    the first and last stages' placements."""
+    places = [flow.placement("cpu", ranks=r) for r in stage_ranks]
+    model.to_global(places[0], param_sbp)  # the layouts; set_stage moves them to their stage
+    n = len(places) * chunks
+    blocks = list(model.blocks)
+    if len(blocks) < n:
+        sys.exit(f"{len(blocks)} blocks do not fill {n} pipeline stages")
+    per, extra = divmod(len(blocks), n)
+    GraphModule = flow.nn.graph.GraphModule
+    first = 0
+    for k in range(n):
+        count = per + (k < extra)
+        for block in blocks[first : first + count]:
+            block.to(GraphModule).set_stage(k, places[k % len(places)])
+        first += count
+    for m in (model.tok_emb, model.pos_emb, model.drop):
+        m.to(GraphModule).set_stage(0, places[0])
+    for m in (model.ln_f, model.head):
+        m.to(GraphModule).set_stage(n - 1, places[(n - 1) % len(places)])
+    return places[0], places[(n - 1) % len(places)]
+
 
 class TrainStep(flow.nn.Graph):
     """One training step (forward, backward, optimizer) as a graph."""
@@ -77,7 +112,7 @@ class TrainStep(flow.nn.Graph):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--layout", default="single", choices=["single", *LAYOUTS])
+    p.add_argument("--layout", default="single", choices=["single", *LAYOUTS, *PIPELINES])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--block-size", type=int, default=16)
@@ -89,6 +124,14 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the final parameters (whole tensors) to this .npz")
     p.add_argument("--graph", action="store_true", help="train with an nn.Graph of the step")
+    p.add_argument("--micro-batches", type=int, default=1, help="graph mode: micro-batches")
+    p.add_argument(
+        "--schedule",
+        default="1f1b",
+        choices=["gpipe", "1f1b", "interleaved_1f1b"],
+        help="pipeline layouts in graph mode: the micro-batch schedule",
+    )
+    p.add_argument("--chunks", type=int, default=1, help="interleaved_1f1b: chunks per device")
     p.add_argument(
         "--memory-budget",
         type=float,
@@ -105,9 +148,14 @@ def main(argv=None):
     cfg = GPTConfig(ds.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = GPT(cfg)
     place = batch_sbp = None
-    if args.layout != "single":
+    x_place = y_place = None  # where the batch and the targets go in
+    if args.layout in PIPELINES:
+        stage_ranks, param_sbp, batch_sbp = PIPELINES[args.layout]
+        place = flow.placement("cpu", ranks=list(range(flow.distributed.get_world_size())))
+        x_place, y_place = pipeline(model, stage_ranks, param_sbp, args.chunks)
+    elif args.layout != "single":
         ranks, param_sbp, batch_sbp = LAYOUTS[args.layout]
-        place = flow.placement("cpu", ranks=ranks)
+        place = x_place = y_place = flow.placement("cpu", ranks=ranks)
         model.to_global(place, param_sbp)
     if args.optimizer == "adamw":
         opt = flow.optim.AdamW(model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01)
@@ -119,14 +167,17 @@ def main(argv=None):
     step = TrainStep(model, opt) if args.graph else None
     if args.layout == "auto":
         step.config.enable_auto_parallel(True, memory_budget=args.memory_budget)
+    if step is not None:
+        step.config.set_gradient_accumulation_steps(args.micro_batches)
+        step.config.set_pipeline_schedule(args.schedule)
     losses = []
     collectives = {}  # of the last step, from comm_log
     for i in range(args.steps):
         x, y = ds.get_batch("train", args.batch_size)  # every rank draws the same batch
         if place is not None:
-            replicated = [B] * len(place.hierarchy)
-            x = x.to_global(place, replicated).to_global(sbp=batch_sbp)
-            y = y.to_global(place, replicated).to_global(sbp=batch_sbp)
+            replicated = [B] * len(x_place.hierarchy)
+            x = x.to_global(x_place, replicated).to_global(sbp=batch_sbp)
+            y = y.to_global(y_place, replicated).to_global(sbp=batch_sbp)
         with flow.boxing.comm_log() as log:
             if step is not None:
                 loss = step(x, y)
@@ -138,14 +189,22 @@ def main(argv=None):
         if i == args.steps - 1:
             for line in log:
                 collectives[line.split(" ")[0]] = collectives.get(line.split(" ")[0], 0) + 1
-        losses.append(float(loss.numpy()))
+        if place is not None and loss.placement != place:  # the last stage's: to every rank
+            loss = loss.to_global(place, [B] * len(place.hierarchy))
+        losses.append(float(loss.numpy().mean()))  # the micro-batches' mean
 
     rank = flow.distributed.get_rank() if place is not None else 0
+
+    def whole(p):  # numpy() of a global tensor is collective: every rank takes part
+        if p.placement != place:  # a pipeline stage's: to every rank first
+            p = p.to_global(place, [B] * len(place.hierarchy))
+        return p.numpy()
+
     if args.save and rank == 0:
-        np.savez(args.save, **{n: p.numpy() for n, p in model.named_parameters()})
+        np.savez(args.save, **{n: whole(p) for n, p in model.named_parameters()})
     elif args.save:
         for _, p in model.named_parameters():
-            p.numpy()  # numpy() of a global tensor is collective: every rank takes part
+            whole(p)
     if rank == 0:
         report = {"layout": args.layout, "losses": losses, "collectives": collectives}
         report["state_bytes"] = state_bytes(model, opt)

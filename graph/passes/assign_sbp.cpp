@@ -1,5 +1,6 @@
 // SBP assignment: every global value gets a layout. Inputs and variables keep theirs (the
-// user's annotations and the parameters' SBPs), boxing nodes' outputs are their targets, and
+// user's annotations and the parameters' SBPs), boxing nodes' outputs are their targets (a move
+// to another placement that names none keeps its input's), and
 // every other op on global values takes the eager rule's choice (sbp/select.h) given its inputs'
 // layouts, priced by the boxing planner. The auto-parallel planner replaces the default rule.
 //
@@ -65,6 +66,13 @@ std::vector<bool> free_partials(const Graph& g) {
   return free;
 }
 
+// The layout a move to `placement` with no SBP named keeps: the value's own where the meshes have
+// as many axes (a pipeline stage's input keeps its split), else replicated.
+NdSbp kept_layout(const Value& from, const Placement& placement) {
+  if (from.nd_sbp.size() == placement.mesh().size()) return from.nd_sbp;
+  return NdSbp(std::vector<Sbp>(placement.mesh().size(), Sbp::broadcast()));
+}
+
 }  // namespace
 
 Graph assign_sbp(const Graph& g, PlanCache& cache) {
@@ -73,6 +81,11 @@ Graph assign_sbp(const Graph& g, PlanCache& cache) {
   const std::vector<bool> free = free_partials(g);
   std::vector<bool> owes_nothing;
   for (Node& n : out.nodes()) {
+    if (n.kind == NodeKind::kBoxing && values[n.outputs[0]].nd_sbp.empty()) {
+      values[n.outputs[0]].nd_sbp =
+          kept_layout(values[n.inputs[0]], *values[n.outputs[0]].placement);
+      continue;
+    }
     if (n.kind != NodeKind::kOp) continue;
     const std::optional<Placement> placement = placement_of(out, n);
     if (!placement) continue;

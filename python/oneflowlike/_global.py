@@ -32,7 +32,7 @@ def to_global(self, placement=None, sbp=None, check_meta=False):
             raise ValueError("[to_global] a local tensor needs placement=")
         return _C.make_global(self, placement, _nd_sbp(sbp, placement), _world(), check_meta)
     placement = placement if placement is not None else self.placement
-    nd = _C.global_sbp(self) if sbp is None else _nd_sbp(sbp, placement)
+    nd = None if sbp is None else _nd_sbp(sbp, placement)  # None: keep the layout
     return _C.reshard(self, placement, nd, _world())
 
 

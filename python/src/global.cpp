@@ -49,9 +49,10 @@ const GlobalInfo& info_of(const Tensor& t, const char* op) {
   return *t.impl()->global;
 }
 
-// to_global(placement, sbp) of a traced tensor inside nn.Graph.build: a boxing node. Its
-// gradient converts back where the input's layout is known (an input or a parameter), else
-// takes whatever layout the SBP pass gives it: the logical gradient is the same.
+// to_global(placement, sbp) of a traced tensor inside nn.Graph.build: a boxing node (with no sbp,
+// nd_sbp is empty and the SBP pass keeps the input's layout). Its gradient converts back to the
+// input's placement and layout, or, where that layout is chosen when the graph compiles, to
+// whatever the SBP pass gives it there.
 Tensor traced_reshard(const Tensor& x, const Placement& placement, const NdSbp& nd_sbp) {
   graph::Trace* trace = graph::Trace::current();
   if (!trace) fail("to_global", "a traced tensor is used after its graph's tracing ended");
@@ -64,7 +65,6 @@ Tensor traced_reshard(const Tensor& x, const Placement& placement, const NdSbp& 
     autograd::record("to_global", {x}, {out},
                      [from_p = x.impl()->global->placement, from = x.impl()->global->nd_sbp](
                          const autograd::Grads& g, const autograd::Needs&) -> autograd::Grads {
-                       if (from.empty()) return {g[0]};
                        return {graph::Trace::current()->box("to_global", g[0], from_p, from)};
                      });
   return out;
@@ -94,11 +94,13 @@ void bind_global(py::module_& m) {
           });
     return out;
   });
-  m.def("reshard", [](const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
+  // sbp None keeps x's layout (a traced x's as the graph compiles it).
+  m.def("reshard", [](const Tensor& x, const Placement& placement, const std::optional<NdSbp>& sbp,
                       std::shared_ptr<comm::Communicator> world) {
-    if (x.is_traced()) return traced_reshard(x, placement, nd_sbp);
+    if (x.is_traced()) return traced_reshard(x, placement, sbp.value_or(NdSbp()));
     auto ctx = context(world);
     GlobalTensor g = as_global(x, "to_global");
+    const NdSbp nd_sbp = sbp.value_or(g.nd_sbp);
     Tensor out;
     {
       py::gil_scoped_release release;
@@ -149,7 +151,7 @@ void bind_global(py::module_& m) {
     check_placement_in_world(placement, *world, "to_global");
     auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
     Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
-                          : Tensor::empty({0}, full.dtype(), full.device());
+                          : outside_shard(full.shape(), full.dtype(), full.device());
     return as_tensor({local, full.shape(), placement, nd_sbp}, context(world));
   });
   // The SBP conformance checker's simulated ranks (tests/python/test_sbp_conformance.py).

@@ -222,7 +222,7 @@ TEST(SimulatedGlobal, ReshardOfAMetaTensorOnlyPlans) {
       << s.costs.back().steps[0];
   // Onto another simulated placement: a planned send_recv.
   GlobalTensor moved = reshard(b, line(512, 512), NdSbp::parse("S(0)"), *s.ctx);
-  EXPECT_EQ(moved.local.shape(), (Shape{0}));  // rank 0 is outside ranks 512..1023
+  EXPECT_EQ(moved.local.shape(), (Shape{0, 0}));  // rank 0 is outside ranks 512..1023
   s.expect_no_communication();
 }
 
@@ -231,11 +231,11 @@ TEST(SimulatedGlobal, ARankOutsideTheMetaPlacementStillPlansTheCall) {
   const Placement stage = line(512, 512);  // a pipeline stage on ranks 512..1023
   Tensor x = s.meta({1024, 64}, stage, "S(0)");
   Tensor w = s.meta({64, 64}, stage, "B");
-  EXPECT_EQ(x.shape(), (Shape{0}));
+  EXPECT_EQ(x.shape(), (Shape{0, 0}));  // empty, with the logical number of dimensions
   Tensor y = matmul(x, w);
   EXPECT_EQ(sbp_of(y), "S(0)");
   EXPECT_EQ(info(y).shape, (Shape{1024, 64}));
-  EXPECT_EQ(y.shape(), (Shape{0}));
+  EXPECT_EQ(y.shape(), (Shape{0, 0}));
   EXPECT_EQ(s.last("matmul").signature, "S(0), B -> S(0)");
   s.expect_no_communication();
 }

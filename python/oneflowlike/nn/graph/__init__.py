@@ -50,6 +50,46 @@ class GraphModule:
         """Keep only the module's inputs for backward; recompute its activations there."""
         self._module._activation_checkpointing = bool(on)
 
+    @property
+    def stage_id(self):
+        stage = self._module.__dict__.get("_pipeline_stage")
+        return None if stage is None else stage[0]
+
+    def set_stage(self, stage_id, placement):
+        """Puts the module in pipeline stage `stage_id` on `placement`: its parameters and
+        buffers move there now (in place, keeping their SBP; local ones become replicated), and
+        its global inputs move there at each call (to_global(placement), keeping their SBP)."""
+        module = self._module
+        if not isinstance(stage_id, int) or stage_id < 0:
+            raise ValueError(f"[graph] set_stage: stage_id must be an int >= 0, got {stage_id!r}")
+        if not isinstance(placement, flow.placement):
+            raise TypeError(f"[graph] set_stage: expected a flow.placement, got {placement!r}")
+        with flow.no_grad():
+            for t in list(module.parameters()) + list(module.buffers()):
+                t.data = _on_placement(t.detach(), placement)
+        old = module.__dict__.get("_pipeline_stage")
+        if old is not None:
+            old[2].remove()
+        hook = module.register_forward_pre_hook(
+            lambda m, args: tuple(
+                _on_placement(a, placement) if isinstance(a, flow.Tensor) and a.is_global else a
+                for a in args
+            )
+        )
+        object.__setattr__(module, "_pipeline_stage", (stage_id, placement, hook))
+        return self
+
+
+def _on_placement(t, placement):
+    """`t` on `placement`, keeping its SBP where the meshes have as many axes (else replicated)."""
+    if not t.is_global:
+        return t.to_global(placement, [flow.sbp.broadcast] * len(placement.hierarchy))
+    if t.placement == placement:
+        return t
+    if len(t.placement.hierarchy) == len(placement.hierarchy):
+        return t.to_global(placement)  # a traced tensor's layout is chosen as the graph compiles
+    return t.to_global(placement, [flow.sbp.broadcast] * len(placement.hierarchy))
+
 
 class GraphConfig:
     """graph.config: how a graph compiles (OneFlow's names)."""
@@ -58,6 +98,7 @@ class GraphConfig:
         self.gradient_accumulation_steps = 1
         self.auto_parallel = False
         self.auto_parallel_memory_budget = None
+        self.pipeline_schedule = "1f1b"
 
     def set_gradient_accumulation_steps(self, n):
         """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
@@ -66,6 +107,14 @@ class GraphConfig:
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"[graph] gradient accumulation steps must be an int >= 1, got {n!r}")
         self.gradient_accumulation_steps = n
+
+    def set_pipeline_schedule(self, kind):
+        """How the micro-batches go through the pipeline stages (GraphModule.set_stage): "gpipe"
+        (every forward, then every backward), "1f1b" (the default: at most as many micro-batches
+        in flight as stages) or "interleaved_1f1b" (for more stages than placements: each
+        device runs several, Megatron-LM's virtual stages)."""
+        _C.pipeline_schedule(kind, 1, 1)  # raises naming the known schedules
+        self.pipeline_schedule = kind
 
     def enable_auto_parallel(self, on=True, memory_budget=None):
         """Let the planner choose every layout (flow.auto_parallel): on the first call, the
