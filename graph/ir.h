@@ -56,9 +56,13 @@ struct Node {
   int grad_of = -1;           // kBoxing with param_grad: the parameter's value id (when traced)
   std::vector<int64_t> axes;  // kReduce, kGather: the mesh axes reduced or gathered over
   bool backward = false;      // traced while autograd ran backward (the step's second phase)
-  // The repeated layer it was traced in (autograd::current_layer), -1 outside one: the planner
+  // The repeated layer it was traced in (autograd::current_place), -1 outside one: the planner
   // gives isomorphic layers one plan.
   int layer = -1;
+  // The pipeline stage it was traced in (autograd::current_place) and the micro-batch (the
+  // trace's), -1 outside one: the pipeline pass orders the nodes by the schedule.
+  int stage = -1;
+  int micro = -1;
 
   std::string name() const;  // the op's name, "boxing", "reduce" or "gather"
 };
@@ -82,6 +86,15 @@ inline Node boxing_node(int in, int out, bool param_grad = false) {
   n.outputs = {out};
   n.param_grad = param_grad;
   return n;
+}
+
+// A node a pass makes for `origin` runs where it does: same phase, repeated layer, pipeline stage
+// and micro-batch.
+inline void place_like(Node& made, const Node& origin) {
+  made.backward = origin.backward;
+  made.layer = origin.layer;
+  made.stage = origin.stage;
+  made.micro = origin.micro;
 }
 
 // An in-place op: output 0 is input 0's memory, written.

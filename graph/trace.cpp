@@ -100,10 +100,17 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   to.nd_sbp = nd_sbp;
   const int out = graph_.add_value(std::move(to));
   Node node = boxing_node(in, out, param_grad);
-  node.backward = autograd::executing_backward();
-  node.layer = autograd::current_layer();
+  place(node);
   graph_.add_node(std::move(node));
   return traced(out, false);
+}
+
+void Trace::place(Node& node) const {
+  const autograd::Place p = autograd::current_place();
+  node.backward = autograd::executing_backward();
+  node.layer = p.layer;
+  node.stage = p.stage;
+  node.micro = micro_batch_;
 }
 
 Tensor Trace::traced(int id, bool is_view) {
@@ -162,8 +169,7 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
     fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
          " while tracing; write into the viewed tensor, or clone() the view first");
   Node node = op_node(def, {}, {}, attrs);
-  node.backward = autograd::executing_backward();
-  node.layer = autograd::current_layer();
+  place(node);
   // Random ops carry the seed and the first counter their front end reserved; the generator has
   // moved past the reservation since.
   if (attrs.has("seed") && attrs.has("offset")) {

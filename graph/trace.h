@@ -45,6 +45,10 @@ class Trace {
   // Ends recording on this thread (finish does it; idempotent).
   void close();
 
+  // The micro-batch the ops traced from now on belong to (nn.Graph's gradient accumulation), -1
+  // for none.
+  void set_micro_batch(int micro) { micro_batch_ = micro; }
+
   // The context of the global tensors the trace has seen (null for a local trace).
   const std::shared_ptr<BoxingContext>& context() const { return ctx_; }
 
@@ -60,6 +64,8 @@ class Trace {
   // The placement of a call's global inputs (one for all), or none for a local call.
   std::optional<Placement> placement_of(const char* op, const std::vector<int>& inputs) const;
   Tensor traced(int id, bool is_view);
+  // Tags a new node with where it is traced: phase, repeated layer, pipeline stage, micro-batch.
+  void place(Node& node) const;
 
   Graph graph_;
   std::shared_ptr<BoxingContext> ctx_;  // of the global tensors seen: what the traced ones carry
@@ -68,6 +74,7 @@ class Trace {
   Trace* prev_ = nullptr;
   bool open_ = false;
   uint64_t generator_offset_;  // given back on close: tracing draws nothing
+  int micro_batch_ = -1;
 };
 
 }  // namespace ofl::graph

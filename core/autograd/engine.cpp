@@ -113,7 +113,7 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
-    const LayerScope layer(node->layer());
+    const PlaceScope place(node->place());
     Grads in = std::move(buffers[node]);
     buffers.erase(node);
     if (auto it = capture_at.find(node); it != capture_at.end()) {

@@ -21,19 +21,19 @@ void set_grad_enabled(bool enabled) {
 }
 
 namespace {
-thread_local int layer_now = -1;
+thread_local Place place_now;
 }  // namespace
 
-int current_layer() {
-  return layer_now;
+Place current_place() {
+  return place_now;
 }
 
-void set_current_layer(int layer) {
-  layer_now = layer;
+void set_current_place(Place place) {
+  place_now = place;
 }
 
 Node::Node(std::string name)
-    : name_(std::move(name)), seq_(next_sequence_nr++), layer_(layer_now) {}
+    : name_(std::move(name)), seq_(next_sequence_nr++), place_(place_now) {}
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;

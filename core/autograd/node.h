@@ -21,22 +21,26 @@ using Grads = std::vector<Tensor>;
 // Which of the node's inputs need a gradient; a backward rule may skip the others.
 using Needs = std::vector<bool>;
 
-// The repeated layer ops are called from (a module of a ModuleList, numbered by nn.Graph while it
-// traces), -1 outside one. A node remembers the layer it was recorded in and the engine runs its
-// backward in that layer, so every traced op of a step knows its layer: the planner solves
-// repeated layers once.
-int current_layer();
-void set_current_layer(int layer);
+// Where ops are called from, -1 outside one: the repeated layer (a module of a ModuleList,
+// numbered by nn.Graph while it traces: the planner solves repeated layers once) and the pipeline
+// stage (GraphModule.set_stage: the schedule orders each stage's work). A node remembers where it
+// was recorded and the engine runs its backward there, so every traced op of a step knows both.
+struct Place {
+  int layer = -1;
+  int stage = -1;
+};
+Place current_place();
+void set_current_place(Place place);
 
-class LayerScope {
+class PlaceScope {
  public:
-  explicit LayerScope(int layer) : prev_(current_layer()) { set_current_layer(layer); }
-  ~LayerScope() { set_current_layer(prev_); }
-  LayerScope(const LayerScope&) = delete;
-  LayerScope& operator=(const LayerScope&) = delete;
+  explicit PlaceScope(Place place) : prev_(current_place()) { set_current_place(place); }
+  ~PlaceScope() { set_current_place(prev_); }
+  PlaceScope(const PlaceScope&) = delete;
+  PlaceScope& operator=(const PlaceScope&) = delete;
 
  private:
-  int prev_;
+  Place prev_;
 };
 
 class Node {
@@ -50,7 +54,7 @@ class Node {
 
   const std::string& name() const { return name_; }
   uint64_t sequence_nr() const { return seq_; }
-  int layer() const { return layer_; }
+  const Place& place() const { return place_; }
   std::vector<Edge>& next_edges() { return next_; }
   // Shapes/dtypes of the forward outputs, so missing output grads can be zero-filled.
   struct OutputMeta {
@@ -66,7 +70,7 @@ class Node {
  private:
   std::string name_;
   uint64_t seq_;
-  int layer_;
+  Place place_;
   std::vector<Edge> next_;
   std::vector<OutputMeta> outputs_;
   std::vector<std::weak_ptr<TensorImpl>> retained_;

@@ -102,6 +102,7 @@ Graph bucket_grads(const Graph& g, int64_t bucket_bytes) {
     Node fused;
     fused.kind = NodeKind::kReduce;
     fused.axes = red[i]->axes;
+    place_like(fused, nodes[i]);
     for (size_t m = 0; m <= i; ++m)
       if (red[m] && bucket_of[m] == bucket_of[i]) {
         fused.inputs.push_back(nodes[m].inputs[0]);

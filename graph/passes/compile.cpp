@@ -28,11 +28,15 @@ struct Pass {
 };
 
 // The passes after the layout (lower_layout).
-std::vector<Pass> lowering(PlanCache* cache) {
+std::vector<Pass> lowering(PlanCache* cache, const pipeline::PipelineOptions* pipe) {
   return {
       {"insert_boxing", insert_boxing},
       {"share_conversions",
        [cache](const Graph& x) { return cache ? share_conversions(x, *cache) : x; }},
+      {"order_by_schedule",
+       [pipe](const Graph& x) {
+         return pipe && !pipe->stages.empty() ? pipeline::order_by_schedule(x, *pipe) : x;
+       }},
       {"bucket_grads", [](const Graph& x) { return bucket_grads(x); }},
       {"gather_params", [](const Graph& x) { return gather_params(x); }},
       {"hoist_collectives", [](const Graph& x) { return hoist_collectives(x); }},
@@ -42,9 +46,9 @@ std::vector<Pass> lowering(PlanCache* cache) {
 
 }  // namespace
 
-Graph lower_layout(const Graph& laid, PlanCache* cache) {
+Graph lower_layout(const Graph& laid, PlanCache* cache, const pipeline::PipelineOptions* pipeline) {
   Graph g = laid;
-  for (const Pass& pass : lowering(cache)) g = pass.run(g);
+  for (const Pass& pass : lowering(cache, pipeline)) g = pass.run(g);
   return g;
 }
 
@@ -63,7 +67,7 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
                                                             auto_parallel::all_variables(x)));
        }},
   };
-  for (Pass& pass : lowering(cache.get())) passes.push_back(std::move(pass));
+  for (Pass& pass : lowering(cache.get(), &options.pipeline)) passes.push_back(std::move(pass));
   for (const Pass& pass : passes) {
     g = pass.run(g);
     if (print) std::cerr << "[graph] after " << pass.name << ":\n" << g.str() << "\n";

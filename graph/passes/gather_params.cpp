@@ -75,13 +75,13 @@ Graph gather_before_views(const Graph& g, const std::vector<bool>& is_variable) 
       b.nd_sbp = g.values()[n.outputs[0]].nd_sbp;
       it->second = out.add_value(std::move(b));
       Node gather = boxing_node(v, it->second);
-      gather.backward = n.backward;
+      place_like(gather, n);
       out.add_node(std::move(gather));
     }
     int in = it->second;
     for (size_t k = chain.size(); k-- > 0;) {
       Node view = g.nodes()[size_t(chain[k])];
-      view.backward = n.backward;
+      place_like(view, n);
       int result = n.outputs[0];
       if (k > 0) {
         Value b = g.values()[view.outputs[0]];
@@ -167,7 +167,7 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
       Node fused;
       fused.kind = NodeKind::kGather;
       fused.axes = b->axes;
-      fused.backward = nodes[b->members[0]].backward;
+      place_like(fused, nodes[b->members[0]]);
       for (int m : b->members) {
         fused.inputs.push_back(nodes[m].inputs[0]);
         fused.outputs.push_back(nodes[m].outputs[0]);

@@ -45,7 +45,7 @@ Graph insert_boxing(const Graph& g) {
           to.nd_sbp = n.sig.in[i];
           it->second = out.add_value(std::move(to));
           Node box = boxing_node(id, it->second);
-          box.backward = n.backward;
+          place_like(box, n);
           out.add_node(std::move(box));
         }
         n.inputs[i] = it->second;

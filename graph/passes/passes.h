@@ -7,6 +7,7 @@
 
 #include "boxing/reshard.h"
 #include "graph/ir.h"
+#include "graph/pipeline/order.h"
 
 namespace ofl::graph {
 
@@ -45,10 +46,12 @@ Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
 
 // The passes after every global op has its signature (assign_sbp's or the planner's): boxing
-// made explicit, conversions shared, gradients bucketed, split parameters gathered, small
-// collectives hoisted, dead views dropped. What compile() runs after the layout; the planner
-// runs it to predict a plan's peak memory.
-Graph lower_layout(const Graph& laid, PlanCache* cache);
+// made explicit, conversions shared, a pipeline's nodes ordered by its schedule
+// (pipeline/order.h; when `pipeline` has stages), gradients bucketed, split parameters
+// gathered, small collectives hoisted, dead views dropped. What compile() runs after the
+// layout; the planner runs it to predict a plan's peak memory.
+Graph lower_layout(const Graph& laid, PlanCache* cache,
+                   const pipeline::PipelineOptions* pipeline = nullptr);
 
 // The passes in order, on a traced graph. Global graphs are laid out with `cache`'s cost model
 // (a default one for their placement's size when null): by the eager rule (assign_sbp), or with
@@ -57,6 +60,7 @@ Graph lower_layout(const Graph& laid, PlanCache* cache);
 struct CompileOptions {
   bool auto_parallel = false;
   double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
+  pipeline::PipelineOptions pipeline;                              // no stages: no pipeline
 };
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr,
               const CompileOptions& options = {});

@@ -41,7 +41,7 @@ Graph share_conversions(const Graph& g, PlanCache& cache) {
     b.nd_sbp = all_b;
     const int whole = out.add_value(std::move(b));
     Node first = boxing_node(id, whole);
-    first.backward = g.nodes()[nodes[0]].backward;
+    place_like(first, g.nodes()[nodes[0]]);
     before[nodes[0]].push_back(std::move(first));
     for (size_t i : nodes) out.nodes()[i].inputs[0] = whole;
   }

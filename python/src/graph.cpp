@@ -113,15 +113,22 @@ void bind_graph(py::module_& m) {
   py::class_<Trace>(m, "Trace")
       .def(py::init<>())
       .def("input", &Trace::input)
+      .def("set_micro_batch", &Trace::set_micro_batch, py::arg("micro"))
       .def(
           "finish",
-          [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget) {
+          [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget,
+             const std::vector<Placement>& stages, const std::string& schedule, int micro_batches) {
             std::shared_ptr<BoxingContext> ctx = t.context();
-            return std::make_shared<Graph>(graph::compile(
-                t.finish(outputs), ctx ? ctx->cache : nullptr, {auto_parallel, budget}));
+            graph::CompileOptions options{auto_parallel, budget};
+            if (!stages.empty())
+              options.pipeline = {graph::pipeline::parse_schedule(schedule), micro_batches, stages};
+            return std::make_shared<Graph>(
+                graph::compile(t.finish(outputs), ctx ? ctx->cache : nullptr, options));
           },
           py::arg("outputs"), py::arg("auto_parallel") = false,
-          py::arg("memory_budget") = std::numeric_limits<double>::infinity())
+          py::arg("memory_budget") = std::numeric_limits<double>::infinity(),
+          py::arg("stages") = std::vector<Placement>{}, py::arg("schedule") = "1f1b",
+          py::arg("micro_batches") = 1)
       .def("finish_traced",
            [](Trace& t, const std::vector<Tensor>& outputs) {
              return std::make_shared<Graph>(graph::dead_code(t.finish(outputs)));
@@ -167,11 +174,21 @@ void bind_graph(py::module_& m) {
   m.def(
       "_set_layer",
       [](int layer) {
-        const int prev = autograd::current_layer();
-        autograd::set_current_layer(layer);
-        return prev;
+        autograd::Place p = autograd::current_place();
+        std::swap(p.layer, layer);
+        autograd::set_current_place(p);
+        return layer;
       },
       "Sets the repeated layer ops are traced in (-1: none); returns the one before.");
+  m.def(
+      "_set_stage",
+      [](int stage) {
+        autograd::Place p = autograd::current_place();
+        std::swap(p.stage, stage);
+        autograd::set_current_place(p);
+        return stage;
+      },
+      "Sets the pipeline stage ops are called in (-1: none); returns the one before.");
   m.def(
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,

@@ -1,10 +1,12 @@
 // Pipeline schedules (graph/pipeline/schedule.h) as data: orders, sends and receives, activations
-// in flight and bubbles, without ranks.
+// in flight and bubbles; and the pass ordering a traced step by one (graph/pipeline/order.h).
+// Without ranks.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <tuple>
 
+#include "graph/pipeline/order.h"
 #include "graph/pipeline/schedule.h"
 #include "test_util.h"
 
@@ -131,5 +133,107 @@ TEST(PipelineSchedule, BadCountsAndOrdersRaiseNamingTheSchedule) {
   EXPECT_NE(error_of([&] { s.timeline({1.0}, {1.0}); })
                 .find("1f1b deadlocks: every device waits on an input never sent: device 0 at B0 "
                       "device 1 at B0"),
+            std::string::npos);
+}
+
+// --- the pipeline pass (graph/pipeline/order.h) on a hand-built two-stage step ---
+
+namespace {
+
+using namespace ofl;
+using ofl::graph::Graph;
+using ofl::graph::Node;
+
+const Placement kStage0{DeviceType::kCPU, {0}, {1}};
+const Placement kStage1{DeviceType::kCPU, {1}, {1}};
+
+struct TwoStages {
+  Graph g;
+  int value(const Placement& p) {
+    return g.add_value({{4}, DType::kFloat32, Device{}, p, NdSbp::parse("B")});
+  }
+  // A node of micro-batch `micro` in `stage` (-1: traced outside one), forward or backward.
+  int op(const char* name, int in, const Placement& p, int micro, int stage, bool backward) {
+    const int out = value(p);
+    Node n = graph::op_node(op_def(name), {in}, {out});
+    n.micro = micro, n.stage = stage, n.backward = backward;
+    g.add_node(std::move(n));
+    return out;
+  }
+  int move(int in, const Placement& to, int micro, int stage, bool backward) {
+    const int out = value(to);
+    Node n = graph::boxing_node(in, out);
+    n.micro = micro, n.stage = stage, n.backward = backward;
+    g.add_node(std::move(n));
+    return out;
+  }
+  // Micro-batch i as traced: stage 0's forward, the activation moved to stage 1 (in its forward),
+  // stage 1's forward and backward, the gradient moved back (in its backward), stage 0's backward.
+  // The loss's gradient is traced outside any stage: it takes its placement's.
+  int micro_batch(int x, int i) {
+    const int a = op("exp", x, kStage0, i, 0, false);
+    const int b = move(a, kStage1, i, 1, false);
+    const int c = op("neg", b, kStage1, i, 1, false);
+    const int loss_grad = op("abs", c, kStage1, i, -1, true);
+    const int d = move(op("neg", loss_grad, kStage1, i, 1, true), kStage0, i, 1, true);
+    return op("exp", d, kStage0, i, 0, true);
+  }
+};
+
+// Each node as "F<micro>s<stage>" / "B..." (consecutive repeats once), "-" outside micro-batches.
+std::string actions(const Graph& g) {
+  std::string out, last;
+  for (const Node& n : g.nodes()) {
+    std::string a = n.micro < 0 ? "-"
+                                : (n.backward ? "B" : "F") + std::to_string(n.micro) + "s" +
+                                      std::to_string(n.stage);
+    if (a != last) out += (out.empty() ? "" : " ") + a;
+    last = a;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(PipelinePass, OrdersTheTracedMicroBatchesByTheSchedulesTimeline) {
+  TwoStages s;
+  const int x = s.g.add_input({{4}, DType::kFloat32, Device{}, kStage0, NdSbp::parse("B")});
+  const int g0 = s.micro_batch(x, 0), g1 = s.micro_batch(x, 1);
+  s.g.add_node(graph::op_node(op_def("add"), {g0, g1}, {s.value(kStage0)}));  // the update
+  s.g.set_outputs({s.g.nodes().back().outputs[0]});
+  EXPECT_EQ(actions(s.g), "F0s0 F0s1 B0s-1 B0s1 B0s0 F1s0 F1s1 B1s-1 B1s1 B1s0 -");
+  const PipelineOptions gpipe{ScheduleKind::kGPipe, 2, {kStage0, kStage1}};
+  EXPECT_EQ(actions(order_by_schedule(s.g, gpipe)), "F0s0 F1s0 F0s1 F1s1 B0s1 B0s0 B1s1 B1s0 -");
+  // 1F1B on two stages: the first stage runs F1 before B0, the second alternates.
+  const PipelineOptions one{ScheduleKind::k1F1B, 2, {kStage0, kStage1}};
+  EXPECT_EQ(actions(order_by_schedule(s.g, one)), "F0s0 F1s0 F0s1 B0s1 B0s0 F1s1 B1s1 B1s0 -");
+}
+
+TEST(PipelinePass, StagesMustGoRoundDisjointPlacements) {
+  const Placement a{DeviceType::kCPU, {0, 1}, {2}}, b{DeviceType::kCPU, {1, 2}, {2}};
+  EXPECT_NE(error_of([&] {
+              stage_schedule({ScheduleKind::k1F1B, 2, {a, b}});
+            }).find("stage 1 on cpu[1, 2] overlaps stage 0 on cpu[0, 1]"),
+            std::string::npos);
+  const Placement c{DeviceType::kCPU, {2, 3}, {2}};
+  EXPECT_NE(error_of([&] {
+              stage_schedule({ScheduleKind::kInterleaved, 2, {a, c, c, a}});
+            }).find("stage 2 is on cpu[2, 3], but 4 stages over 2 placements go round them"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              stage_schedule({ScheduleKind::k1F1B, 2, {a, c, a, c}});
+            }).find("4 stages on 2 placements need the interleaved_1f1b schedule"),
+            std::string::npos);
+  EXPECT_EQ(stage_schedule({ScheduleKind::kInterleaved, 2, {a, c, a, c}}).chunks, 2);
+}
+
+TEST(PipelinePass, AnOrderReadingAValueBeforeItIsMadeRaisesNamingTheNode) {
+  TwoStages s;
+  const int x = s.g.add_input({{4}, DType::kFloat32, Device{}, kStage0, NdSbp::parse("B")});
+  const int a = s.op("exp", x, kStage0, 0, 1, false);  // mistagged: stage 1's forward ...
+  s.op("neg", a, kStage0, 0, 0, false);                // ... read by stage 0's, which runs first
+  EXPECT_NE(error_of([&] {
+              order_by_schedule(s.g, {ScheduleKind::k1F1B, 1, {kStage0, kStage1}});
+            }).find("would run node 1 (neg, stage 0, micro-batch 0) before the node making its"),
             std::string::npos);
 }

@@ -69,14 +69,22 @@ class GraphModule:
                 t.data = _on_placement(t.detach(), placement)
         old = module.__dict__.get("_pipeline_stage")
         if old is not None:
-            old[2].remove()
-        hook = module.register_forward_pre_hook(
-            lambda m, args: tuple(
+            for h in old[2]:
+                h.remove()
+        outer = []
+
+        def enter(m, args):  # ops from here on, and their backward, run in this stage
+            outer.append(_C._set_stage(stage_id))
+            return tuple(
                 _on_placement(a, placement) if isinstance(a, flow.Tensor) and a.is_global else a
                 for a in args
             )
-        )
-        object.__setattr__(module, "_pipeline_stage", (stage_id, placement, hook))
+
+        def leave(m, args, output):
+            _C._set_stage(outer.pop())
+
+        hooks = [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
+        object.__setattr__(module, "_pipeline_stage", (stage_id, placement, hooks))
         return self
 
 
@@ -210,21 +218,26 @@ class Graph:
                     if p.requires_grad:
                         opt._state_of(group, p)
         layers = self._repeated_layers()
+        stages = self._stages()
         hooks = [h for m in layers for h in self._tag_layer(m, layers[m])]
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
             micro = self.config.gradient_accumulation_steps
             with flow.set_grad_enabled(bool(self._optimizers)):
-                if micro == 1:
+                if micro == 1 and not stages:
                     result = self.build(*inputs)
                 else:
-                    chunks = [x.chunk(micro, 0) for x in inputs]
-                    results = [self.build(*[c[i] for c in chunks]) for i in range(micro)]
-                    result = self._stacked(results)
+                    chunks = [x.chunk(micro, 0) if micro > 1 else [x] for x in inputs]
+                    results = []
+                    for i in range(micro):  # the pipeline pass orders them by the schedule
+                        trace.set_micro_batch(i)
+                        results.append(self.build(*[c[i] for c in chunks]))
+                    trace.set_micro_batch(-1)
+                    result = self._stacked(results) if micro > 1 else results[0]
                     with flow.no_grad():  # the mean of the micro-batch losses
                         for p in params:
-                            if p.grad is not None:
+                            if p.grad is not None and micro > 1:
                                 p.grad = p.grad / micro
             single = not isinstance(result, (tuple, list))
             outputs = [result] if single else list(result)
@@ -236,21 +249,71 @@ class Graph:
                     )
             param_layer = {id(p): i for m, i in layers.items() for p in m.parameters()}
             steps = self._trace_optimizers(trace, param_layer)
-            if finish == "finish" and self.config.auto_parallel:
-                budget = self.config.auto_parallel_memory_budget
-                return (
-                    trace.finish(outputs, True, float("inf") if budget is None else budget),
-                    single,
-                    steps,
-                )
-            return getattr(trace, finish)(outputs), single, steps
+            if finish == "finish_traced":
+                return trace.finish_traced(outputs), single, steps
+            budget = self.config.auto_parallel_memory_budget
+            compiled = trace.finish(
+                outputs,
+                auto_parallel=self.config.auto_parallel,
+                memory_budget=float("inf") if budget is None else budget,
+                stages=stages,
+                schedule=self.config.pipeline_schedule,
+                micro_batches=micro,
+            )
+            return compiled, single, steps
         finally:
             trace.close()
-            _C._set_layer(-1)  # whatever raised inside a layer
+            _C._set_layer(-1)  # whatever raised inside a layer or a stage
+            _C._set_stage(-1)
             for h in hooks:
                 h.remove()
             for p, g in zip(params, grads):
                 p.grad = g
+
+    def _stages(self):
+        """The pipeline stages' placements by stage id (GraphModule.set_stage), [] for none.
+        Raises naming the modules when one runs in two stages (inside a module of another stage,
+        or sharing a parameter with one) or one stage id has two placements."""
+        staged = {}  # module -> (name, stage id, placement)
+        for attr, top in self.__dict__.items():
+            if not isinstance(top, flow.nn.Module):
+                continue
+            for name, m in top.named_modules():
+                stage = m.__dict__.get("_pipeline_stage")
+                if stage is not None and m not in staged:
+                    staged[m] = (f"{attr}.{name}" if name else attr, stage[0], stage[1])
+        if not staged:
+            return []
+        owner = {}  # parameter id -> (module name, stage id)
+        for m, (name, sid, _) in staged.items():
+            for inner_name, inner in m.named_modules():
+                if inner is not m and inner in staged and staged[inner][1] != sid:
+                    raise ValueError(
+                        f"[graph] {staged[inner][0]} is in stage {staged[inner][1]} but inside "
+                        f"{name}, which is in stage {sid}: a module runs in one stage"
+                    )
+            for p in m.parameters():
+                first = owner.setdefault(id(p), (name, sid))
+                if first[1] != sid:
+                    raise ValueError(
+                        f"[graph] {name} (stage {sid}) and {first[0]} (stage {first[1]}) share "
+                        "a parameter: a module runs in one stage"
+                    )
+        by_id = {}
+        for name, sid, placement in staged.values():
+            first = by_id.setdefault(sid, (name, placement))
+            if first[1] != placement:
+                raise ValueError(
+                    f"[graph] stage {sid} is on {first[1]} for {first[0]} but on {placement} for "
+                    f"{name}"
+                )
+        missing = [s for s in range(max(by_id) + 1) if s not in by_id]
+        if missing:
+            raise ValueError(
+                f"[graph] stage ids go from 0 without gaps: no module is in stage {missing[0]} "
+                f"(stages: {sorted(by_id)})"
+            )
+        return [by_id[s][1] for s in range(len(by_id))]
 
     def _repeated_layers(self):
         """The children of ModuleLists and Sequentials whose children all have one structure (type

@@ -1,0 +1,74 @@
+"""Pipelines on 4 CPU ranks through the launcher (examples/parallel/gpt_layouts.py): the example
+GPT in 2 and 4 stages (GraphModule.set_stage), alone, with data parallel and with tensor parallel
+inside the stages, under every schedule, trains like one process: every step's loss and every
+final parameter match the single-process eager run."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from _launch import clean_env, expect_clean_ranks, json_lines, launch
+from test_parallel_training import EXAMPLE, RTOL
+
+STEPS = 6
+
+
+def _run(tmp_path, name, args, nproc=None):
+    out = tmp_path / f"{name}.npz"
+    cmd = [EXAMPLE, *args, "--optimizer", "sgd", "--steps", str(STEPS), "--save", str(out)]
+    if nproc is None:
+        p = subprocess.run(
+            [sys.executable, *cmd], env=clean_env(), capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode == 0, p.stderr
+        stdout = p.stdout
+    else:
+        r = launch(["--nproc_per_node", str(nproc)], cmd, timeout=300)
+        assert r.returncode == 0, r
+        stdout = r.stdout
+    return json_lines(stdout)[0], np.load(out)
+
+
+@pytest.mark.parametrize(
+    "layout,n_layer,schedule,micro,chunks",
+    [
+        ("pp2", 2, "1f1b", 4, 1),
+        ("pp2", 3, "gpipe", 2, 1),  # uneven: 2 blocks in the first stage, 1 in the second
+        ("pp4", 4, "1f1b", 4, 1),
+        ("pp4", 4, "gpipe", 8, 1),
+        ("pp2", 4, "interleaved_1f1b", 4, 2),  # 4 virtual stages on 2 ranks
+        ("pp2xdp", 2, "1f1b", 2, 1),
+        ("pp2xdp", 2, "gpipe", 4, 1),
+        ("pp2xtp", 2, "1f1b", 2, 1),
+        ("pp2xtp", 2, "gpipe", 1, 1),
+    ],
+)
+def test_pipeline_trains_like_one_process(tmp_path, layout, n_layer, schedule, micro, chunks):
+    model = ["--n-layer", str(n_layer)]
+    want, want_params = _run(tmp_path, "single", model)
+    args = [*model, "--layout", layout, "--graph", "--schedule", schedule]
+    args += ["--micro-batches", str(micro), "--chunks", str(chunks)]
+    got, params = _run(tmp_path, layout, args, nproc=4)
+    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
+        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
+    for name in want_params.files:
+        a, b = want_params[name], params[name]
+        err = np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-3)
+        assert err <= RTOL, f"{layout}: parameter {name} differs by {err:.2e}"
+    # Each stage's ranks send their activations on and receive the gradients back.
+    assert got["collectives"].get("send_recv", 0) >= 2 * max(micro, 1)
+
+
+@pytest.mark.parametrize("layout", ["pp2", "pp2xtp"])
+def test_eager_stages_train_like_one_process(tmp_path, layout):
+    """Without a graph the stages run one after another on their ranks: the same losses."""
+    want, _ = _run(tmp_path, "single", [])
+    got, _ = _run(tmp_path, layout, ["--layout", layout], nproc=4)
+    for g, w in zip(got["losses"], want["losses"], strict=True):
+        assert abs(g - w) <= RTOL * abs(w)
+
+
+def test_bad_pipelines_raise_naming_the_modules_and_stages():
+    expect_clean_ranks("pipeline_errors_worker.py", 4)
