@@ -1,6 +1,7 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -60,6 +61,10 @@ int64_t peak_bytes(const Graph& g) {
 }
 
 namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // The collectives of one run, on their own thread in graph order (the same order on every
 // rank, as a communicator requires), so that they overlap the compute between them. The compute
@@ -139,7 +144,8 @@ class CommThread {
 // One run of a graph on this rank.
 class Run {
  public:
-  explicit Run(const Graph& g) : g_(g), values_(g.values().size()), pending_(values_.size()) {}
+  Run(const Graph& g, std::vector<NodeSpan>* spans)
+      : g_(g), values_(g.values().size()), pending_(values_.size()), spans_(spans) {}
 
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
     bind(inputs);
@@ -153,10 +159,15 @@ class Run {
     autograd::NoGradGuard no_grad;
     for (size_t i = 0; i < n; ++i) {
       const Node& node = g_.nodes()[i];
+      ran_here_ = true;
       if (node.kind == NodeKind::kOp)
         compute(node);
       else
-        communicate(node);
+        communicate(node, i);
+      if (spans_ && ran_here_ && node.kind == NodeKind::kOp) {
+        std::lock_guard lock(spans_mu_);
+        spans_->push_back({i, false, inputs_ready_, now()});
+      }
       for (int id : node.inputs)
         if (id >= 0 && last_read[id] == i) values_[id] = Tensor();
       for (int id : node.outputs)
@@ -204,6 +215,8 @@ class Run {
            g.nd_sbp.str() + " on " + g.placement.str();
   }
 
+  int rank() const { return ctx_->world->ranks()[size_t(ctx_->world->rank())]; }
+
   // The value, waiting for the collective computing it if need be.
   const Tensor& value(int id) {
     if (pending_[id].task >= 0) {
@@ -216,6 +229,7 @@ class Run {
   void compute(const Node& n) {
     in_.clear();
     for (int id : n.inputs) in_.push_back(id < 0 ? Tensor() : value(id));
+    if (spans_) inputs_ready_ = now();  // a span is work, not the wait for a collective
     // A write in place waits for the collectives still reading that memory.
     if (writes_in_place(n)) {
       const void* written = in_[0].storage().get();
@@ -247,8 +261,7 @@ class Run {
     const Placement* p = nullptr;
     for (int id : n.inputs)
       if (id >= 0 && g_.values()[id].is_global()) p = &*g_.values()[id].placement;
-    const int me = ctx_->world->ranks()[size_t(ctx_->world->rank())];
-    const auto coords = p->coords_of(me);
+    const auto coords = p->coords_of(rank());
     if (!coords) return outside(n, *p);
     std::vector<Tensor> locals;
     std::vector<Shape> in_shapes;
@@ -284,6 +297,7 @@ class Run {
 
   // An op on another pipeline stage's placement: empty shards here, as in eager mode.
   std::vector<Tensor> outside(const Node& n, const Placement& p) {
+    ran_here_ = false;
     std::vector<Tensor> outs;
     for (size_t j = 0; j < n.outputs.size(); ++j) {
       const Value& v = g_.values()[n.outputs[j]];
@@ -296,7 +310,7 @@ class Run {
   }
 
   // A boxing node, or a fused reduction or gather: queued on the communication thread.
-  void communicate(const Node& n) {
+  void communicate(const Node& n, size_t index) {
     const Value& to = g_.values()[n.outputs[0]];
     if (!g_.values()[n.inputs[0]].is_global()) {  // a constant every rank holds: no collective
       values_[n.outputs[0]] =
@@ -323,6 +337,19 @@ class Run {
           outs[j] = as_tensor({outs[j], xs[j].shape, xs[j].placement, targets[j]}, ctx);
         return outs;
       };
+    if (spans_) {
+      bool here = false;  // this rank sends or receives
+      for (int id : n.inputs) here |= g_.values()[id].placement->contains(rank());
+      for (int id : n.outputs) here |= g_.values()[id].placement->contains(rank());
+      if (here)
+        task = [task = std::move(task), index, this] {
+          const double start = now();
+          std::vector<Tensor> out = task();
+          std::lock_guard lock(spans_mu_);
+          spans_->push_back({index, true, start, now()});
+          return out;
+        };
+    }
     const size_t k = comm_.post(std::move(task));
     for (const GlobalTensor& x : xs) comm_reads_.emplace_back(k, x.local.storage().get());
     for (size_t j = 0; j < n.outputs.size(); ++j) pending_[n.outputs[j]] = {int(k), j};
@@ -339,13 +366,18 @@ class Run {
   std::shared_ptr<BoxingContext> ctx_;
   std::vector<std::pair<size_t, const void*>> comm_reads_;  // (task, storage it reads)
   std::unordered_map<int64_t, int64_t> draws_;  // a random node's traced offset -> this run's
+  std::vector<NodeSpan>* spans_;
+  std::mutex spans_mu_;
+  bool ran_here_ = true;  // the node being run had work on this rank
+  double inputs_ready_ = 0;
   CommThread comm_;
 };
 
 }  // namespace
 
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs) {
-  return Run(g)(inputs);
+std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs,
+                        std::vector<NodeSpan>* spans) {
+  return Run(g, spans)(inputs);
 }
 
 }  // namespace ofl::graph

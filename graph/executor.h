@@ -7,8 +7,18 @@
 
 namespace ofl::graph {
 
-// Raises naming the expected signature when the inputs do not match the graph's.
-std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs);
+// When a node ran on this rank, in seconds on the steady clock (one clock for every process of
+// a machine): on the compute thread, or the communication thread (comm).
+struct NodeSpan {
+  size_t node = 0;
+  bool comm = false;
+  double start = 0, end = 0;
+};
+
+// Raises naming the expected signature when the inputs do not match the graph's. With `spans`,
+// records when each node that works on this rank ran (not ops outside its placement).
+std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs,
+                        std::vector<NodeSpan>* spans = nullptr);
 
 // "(4, 8) float32 cpu, (4,) int64 cpu": the inputs a graph expects.
 std::string signature_str(const Graph& g);

@@ -61,6 +61,19 @@ std::vector<int> stages_of(const Graph& g, const PipelineOptions& o) {
       if (near(j)) stage[i] = nodes[j].stage;
     if (stage[i] < 0) stage[i] = here.empty() ? 0 : here[0];
   }
+  // A move between stages goes out with the action making what it moves: sent as soon as it is
+  // made, not queued behind the receiver's earlier work on the sender's communication thread.
+  std::vector<int> producer(g.values().size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    for (int id : n.outputs) producer[size_t(id)] = int(i);
+    if (n.kind != NodeKind::kBoxing || n.micro < 0) continue;
+    const Value &from = g.values()[size_t(n.inputs[0])], &to = g.values()[size_t(n.outputs[0])];
+    const int p = producer[size_t(n.inputs[0])];
+    if (from.is_global() && to.is_global() && *from.placement != *to.placement && p >= 0 &&
+        nodes[size_t(p)].micro == n.micro && nodes[size_t(p)].backward == n.backward)
+      stage[i] = stage[size_t(p)];
+  }
   return stage;
 }
 

@@ -27,7 +27,8 @@ Schedule stage_schedule(const PipelineOptions& o);
 // after the micro-batches last (the optimizer's update); every other node goes to its action
 // (phase, micro-batch, stage), and the actions run in the order of the schedule's timeline. A
 // node traced outside any stage takes the stage of its placement, or where that placement holds
-// several, of the nearest node of its micro-batch and phase there. Raises naming the nodes when
+// several, of the nearest node of its micro-batch and phase there; a move between stages goes
+// with the action making what it moves (sent when made). Raises naming the nodes when
 // the order would read a value before it is made or after it is written in place.
 Graph order_by_schedule(const Graph& g, const PipelineOptions& o);
 

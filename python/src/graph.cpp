@@ -87,6 +87,25 @@ void bind_graph(py::module_& m) {
              py::gil_scoped_release release;
              return graph::run(g, in);
            })
+      .def(
+          "run_timed",
+          [](const Graph& g, const std::vector<Tensor>& in) {
+            // (outputs, [(node, "compute" or "comm", start, end, stage, micro-batch, backward)])
+            std::vector<graph::NodeSpan> spans;
+            std::vector<Tensor> out;
+            {
+              py::gil_scoped_release release;
+              out = graph::run(g, in, &spans);
+            }
+            py::list timed;
+            for (const graph::NodeSpan& s : spans) {
+              const graph::Node& n = g.nodes()[s.node];
+              timed.append(py::make_tuple(s.node, s.comm ? "comm" : "compute", s.start, s.end,
+                                          n.stage, n.micro, n.backward));
+            }
+            return py::make_tuple(out, timed);
+          },
+          "Runs the graph and says when each node with work on this rank ran.")
       .def("__str__", &Graph::str)
       .def_property_readonly("signature", &graph::signature_str)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })

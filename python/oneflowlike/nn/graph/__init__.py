@@ -107,6 +107,7 @@ class GraphConfig:
         self.auto_parallel = False
         self.auto_parallel_memory_budget = None
         self.pipeline_schedule = "1f1b"
+        self.timeline = False
 
     def set_gradient_accumulation_steps(self, n):
         """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
@@ -123,6 +124,10 @@ class GraphConfig:
         device runs several, Megatron-LM's virtual stages)."""
         _C.pipeline_schedule(kind, 1, 1)  # raises naming the known schedules
         self.pipeline_schedule = kind
+
+    def enable_timeline(self, on=True):
+        """Record when each node runs on this rank at every call (graph.timeline)."""
+        self.timeline = bool(on)
 
     def enable_auto_parallel(self, on=True, memory_budget=None):
         """Let the planner choose every layout (flow.auto_parallel): on the first call, the
@@ -142,6 +147,7 @@ class Graph:
         self._last = None
         self._optimizers = []  # (optimizer, lr scheduler or None)
         self._plan = None  # flow.auto_parallel's, once planned
+        self._timeline = None  # the last call's, with config.enable_timeline
 
     def build(self, *args):
         raise NotImplementedError("[graph] subclasses of nn.Graph define build(*inputs)")
@@ -198,7 +204,14 @@ class Graph:
             for opt, group, param in steps
             for v in opt._host(group, param, opt.state[param])
         ]
-        outs = compiled.run(list(args) + scalars)
+        if self.config.timeline:
+            outs, spans = compiled.run_timed(list(args) + scalars)
+            self._timeline = [
+                dict(zip(("node", "thread", "start", "end", "stage", "micro", "backward"), s))
+                for s in spans
+            ]
+        else:
+            outs = compiled.run(list(args) + scalars)
         for _, lr_sch in self._optimizers:
             if lr_sch is not None:
                 lr_sch.step()
@@ -436,6 +449,13 @@ class Graph:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+    @property
+    def timeline(self):
+        """When each node with work on this rank ran in the last call (config.enable_timeline):
+        dicts of node, thread ("compute" or "comm"), start and end (seconds on the machine's
+        steady clock), pipeline stage, micro-batch and backward."""
+        return self._timeline
 
     @property
     def peak_bytes(self):
