@@ -1,0 +1,151 @@
+#include "graph/auto_parallel/stages.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ofl::auto_parallel {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Segment {
+  double seconds = 0;  // forward + backward of one micro-batch, with the receives
+  double update = 0;
+  double bytes = 0;
+};
+
+// Layers [i, j) as stage s of S.
+Segment segment(const StageOption& o, int i, int j, int s, int S, bool recompute) {
+  Segment g;
+  double inputs = 0, activations = 0, largest = 0;
+  for (int l = i; l < j; ++l) {
+    const LayerCost& c = o.layers[size_t(l)];
+    g.seconds += c.forward + c.backward + (recompute ? c.forward : 0);
+    g.update += c.update;
+    g.bytes += c.state_bytes;
+    inputs += c.input_bytes;
+    activations += c.activation_bytes;
+    largest = std::max(largest, c.activation_bytes);
+  }
+  g.seconds += ((s > 0) + (s < S - 1)) * o.send_seconds;
+  const double in_flight = std::min(S - s, o.micro_batches);
+  g.bytes += recompute ? in_flight * inputs + largest : in_flight * activations;
+  return g;
+}
+
+// The split of L layers into S contiguous non-empty stages least in max_s cost(i, j, s) (inf:
+// not allowed); returns that max (inf when no split is allowed) and each stage's first layer.
+double minmax_split(int L, int S, const std::function<double(int, int, int)>& cost,
+                    std::vector<int>* first) {
+  // best[s][j]: the least max over stages 0..s-1 covering layers [0, j); from[s][j]: stage s-1's
+  // first layer there.
+  std::vector<std::vector<double>> best(size_t(S) + 1, std::vector<double>(size_t(L) + 1, kInf));
+  std::vector<std::vector<int>> from(size_t(S) + 1, std::vector<int>(size_t(L) + 1, -1));
+  best[0][0] = -kInf;
+  for (int s = 1; s <= S; ++s)
+    for (int j = s; j <= L - (S - s); ++j)
+      for (int i = s - 1; i < j; ++i) {
+        if (best[size_t(s) - 1][size_t(i)] == kInf) continue;
+        const double v = std::max(best[size_t(s) - 1][size_t(i)], cost(i, j, s - 1));
+        if (v < best[size_t(s)][size_t(j)])
+          best[size_t(s)][size_t(j)] = v, from[size_t(s)][size_t(j)] = i;
+      }
+  const double v = best[size_t(S)][size_t(L)];
+  if (v == kInf) return kInf;
+  first->assign(size_t(S), 0);
+  for (int s = S, j = L; s > 0; j = from[size_t(s)][size_t(j)], --s)
+    (*first)[size_t(s) - 1] = from[size_t(s)][size_t(j)];
+  return v;
+}
+
+int end_of(const std::vector<int>& first, int s, int L) {
+  return s + 1 < int(first.size()) ? first[size_t(s) + 1] : L;
+}
+
+}  // namespace
+
+double pipeline_seconds(const StageOption& o, const std::vector<int>& first, bool recompute,
+                        std::vector<double>* stage_seconds) {
+  const int S = int(first.size()), L = int(o.layers.size());
+  double fill = 0, last = 0;
+  if (stage_seconds) stage_seconds->clear();
+  for (int s = 0; s < S; ++s) {
+    const Segment g = segment(o, first[size_t(s)], end_of(first, s, L), s, S, recompute);
+    fill += g.seconds;
+    last = std::max(last, (o.micro_batches - 1) * g.seconds + g.update);
+    if (stage_seconds) stage_seconds->push_back(g.seconds);
+  }
+  return fill + last;
+}
+
+double stage_bytes(const StageOption& o, const std::vector<int>& first, int s, bool recompute) {
+  const int S = int(first.size());
+  return segment(o, first[size_t(s)], end_of(first, s, int(o.layers.size())), s, S, recompute)
+      .bytes;
+}
+
+std::string PipelineChoice::str() const {
+  std::ostringstream os;
+  os << stages << (stages == 1 ? " stage" : " stages") << " x " << devices_per_stage << " devices, "
+     << micro_batches << " micro-batches, "
+     << (recompute ? "recomputing activations" : "keeping activations") << "; first layers:";
+  for (int f : first_layer) os << " " << f;
+  return os.str();
+}
+
+PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
+                           double budget) {
+  PipelineChoice best;
+  best.seconds = kInf;
+  double least_bytes = kInf;
+  for (const StageOption& o : options) {
+    const int L = int(o.layers.size());
+    if (o.devices_per_stage < 1 || total_devices % o.devices_per_stage) continue;
+    const int S = total_devices / o.devices_per_stage;
+    if (S > L || o.micro_batches < 1) continue;
+    for (bool recompute : {false, true}) {
+      std::vector<int> first;
+      const double m1 = o.micro_batches - 1;
+      // The fill term is the same for every split: only the slowest stage's finish varies.
+      const double v = minmax_split(
+          L, S,
+          [&](int i, int j, int s) {
+            const Segment g = segment(o, i, j, s, S, recompute);
+            return g.bytes > budget ? kInf : m1 * g.seconds + g.update;
+          },
+          &first);
+      if (v == kInf) {
+        std::vector<int> unused;
+        least_bytes = std::min(
+            least_bytes,
+            minmax_split(
+                L, S, [&](int i, int j, int s) { return segment(o, i, j, s, S, recompute).bytes; },
+                &unused));
+        continue;
+      }
+      PipelineChoice c{.stages = S,
+                       .devices_per_stage = o.devices_per_stage,
+                       .micro_batches = o.micro_batches,
+                       .recompute = recompute,
+                       .first_layer = first};
+      c.seconds = pipeline_seconds(o, first, recompute, &c.stage_seconds);
+      for (int s = 0; s < S; ++s) c.stage_bytes.push_back(stage_bytes(o, first, s, recompute));
+      if (c.seconds < best.seconds) best = std::move(c);
+    }
+  }
+  if (best.seconds == kInf)
+    fail("auto_parallel", "no pipeline fits the memory budget of ", std::llround(budget),
+         " bytes per device: the least any choice of stages, micro-batches and recomputation "
+         "needs is ",
+         std::isfinite(least_bytes) ? std::to_string(std::llround(least_bytes)) + " bytes"
+                                    : std::string("unknown (no option has a valid stage count)"));
+  return best;
+}
+
+}  // namespace ofl::auto_parallel

@@ -1,0 +1,66 @@
+// The planner's inter-op search (DESIGN.md, "The planner"): how many pipeline stages, which
+// layers each runs, how many micro-batches and whether to recompute activations, on top of the
+// intra-op plans (every op's signature on a stage's devices) that price each layer. Alpa's
+// decomposition: the intra-op planner gives each layer's costs for a stage size and micro-batch
+// size; this search is exact over the rest, under the model below.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ofl::auto_parallel {
+
+// One layer's costs on one stage's devices at one micro-batch size (from the intra-op plan).
+// Layers are in model order; the embeddings and the head count as layers of their own.
+struct LayerCost {
+  double forward = 0, backward = 0;  // seconds per micro-batch
+  double update = 0;                 // seconds per step: gradient reductions and the optimizer
+  double state_bytes = 0;            // per device: parameters, gradients, optimizer states
+  double activation_bytes = 0;       // per device and micro-batch: what its backward reads
+  double input_bytes = 0;            // per device and micro-batch: its input (recompute keeps it)
+};
+
+// The layers' costs for stages of `devices_per_stage` devices running `micro_batches` micro-
+// batches per step, and what sending one micro-batch's activation between stages costs.
+struct StageOption {
+  int devices_per_stage = 1;
+  int micro_batches = 1;
+  double send_seconds = 0;  // one way, per micro-batch and stage boundary
+  std::vector<LayerCost> layers;
+};
+
+struct PipelineChoice {
+  int stages = 1;
+  int devices_per_stage = 1;
+  int micro_batches = 1;
+  bool recompute = false;
+  std::vector<int> first_layer;       // per stage: its first layer (stage s runs to s+1's)
+  std::vector<double> stage_seconds;  // per stage: forward + backward of one micro-batch
+  std::vector<double> stage_bytes;    // per stage: memory per device
+  double seconds = 0;                 // the predicted step
+  std::string str() const;            // "4 stages x 8 devices, 16 micro-batches, ..."
+};
+
+// Over every option (a stage size must divide total_devices; its stage count S =
+// total_devices / devices_per_stage must not exceed the layers), both recomputation settings and
+// every split of the layers into S contiguous non-empty stages, the choice with the least
+// predicted step under 1F1B:
+//   T = sum_s t_s + max_s ((m - 1) t_s + U_s)
+// t_s: stage s's forward and backward of one micro-batch (recomputation adds the forward again),
+// plus receiving from its neighbours (send_seconds each way); U_s: its layers' updates, once per
+// step. The first term fills and drains the pipeline, the second is the last stage to finish its
+// m - 1 other micro-batches and its update. Each stage fits `budget` bytes per device:
+//   state + min(S - s, m) x (activations, or with recompute the layers' inputs) (+ the largest
+//   layer's activations while it recomputes).
+// Exact: a min-max dynamic program over (stage, layers so far) per option. Raises when nothing
+// fits, with the least memory any choice needs.
+PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
+                           double budget);
+
+// The predicted step of one choice under the same model (for tests and explain()).
+double pipeline_seconds(const StageOption& option, const std::vector<int>& first_layer,
+                        bool recompute, std::vector<double>* stage_seconds = nullptr);
+// Stage s's memory per device under the same model.
+double stage_bytes(const StageOption& option, const std::vector<int>& first_layer, int s,
+                   bool recompute);
+
+}  // namespace ofl::auto_parallel

@@ -1,0 +1,114 @@
+// The planner's inter-op search (graph/auto_parallel/stages.h) on cost tables, without ranks:
+// exact against enumerating every choice, and the choices a memory budget forces.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graph/auto_parallel/stages.h"
+#include "test_util.h"
+
+using namespace ofl::auto_parallel;
+using ofl::testing::error_of;
+
+namespace {
+
+// Every choice under the same model, the least step that fits (inf when none does).
+double brute_force(const std::vector<StageOption>& options, int devices, double budget) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const StageOption& o : options) {
+    const int L = int(o.layers.size()), S = devices / o.devices_per_stage;
+    if (devices % o.devices_per_stage || S > L) continue;
+    // Every set of S - 1 cut points among the L - 1 gaps, as a bit mask.
+    for (unsigned mask = 0; mask < (1u << (L - 1)); ++mask) {
+      if (__builtin_popcount(mask) != S - 1) continue;
+      std::vector<int> first{0};
+      for (int g = 0; g < L - 1; ++g)
+        if (mask >> g & 1) first.push_back(g + 1);
+      for (bool recompute : {false, true}) {
+        bool fits = true;
+        for (int s = 0; s < S; ++s) fits &= stage_bytes(o, first, s, recompute) <= budget;
+        if (fits) best = std::min(best, pipeline_seconds(o, first, recompute));
+      }
+    }
+  }
+  return best;
+}
+
+std::vector<StageOption> random_options(std::mt19937& rng, int layers) {
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  std::vector<StageOption> out;
+  for (int d : {1, 2, 4, 8})
+    for (int m : {1, 2, 4}) {
+      StageOption o{.devices_per_stage = d, .micro_batches = m, .send_seconds = 0.1 * u(rng)};
+      for (int l = 0; l < layers; ++l) {
+        const double work = u(rng) / d / m;  // fewer devices and larger micro-batches: slower
+        o.layers.push_back({.forward = work,
+                            .backward = 2 * work * u(rng),
+                            .update = 0.3 * u(rng) / d,
+                            .state_bytes = 100 * u(rng) / d,
+                            .activation_bytes = 50 * u(rng) / d / m,
+                            .input_bytes = 5 * u(rng) / d / m});
+      }
+      out.push_back(std::move(o));
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST(StagePlanner, MatchesEnumeratingEverySplitMicroBatchCountAndRecomputation) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int layers = 3 + trial % 5;
+    const std::vector<StageOption> options = random_options(rng, layers);
+    for (double budget : {1e9, 400.0, 150.0, 60.0}) {
+      const double want = brute_force(options, 8, budget);
+      if (std::isinf(want)) {
+        EXPECT_NE(error_of([&] { plan_stages(options, 8, budget); }).find("no pipeline fits"),
+                  std::string::npos);
+        continue;
+      }
+      const PipelineChoice got = plan_stages(options, 8, budget);
+      EXPECT_NEAR(got.seconds, want, 1e-12 * want) << "trial " << trial << " budget " << budget;
+      for (double b : got.stage_bytes) EXPECT_LE(b, budget);
+      EXPECT_EQ(got.stages * got.devices_per_stage, 8);
+    }
+  }
+}
+
+TEST(StagePlanner, AMemoryBudgetForcesStagesThenRecomputation) {
+  // 8 equal layers on 4 devices: one stage of 4 is fastest (no fill, no sends) when it fits.
+  StageOption one{.devices_per_stage = 4, .micro_batches = 4, .send_seconds = 0.01};
+  StageOption four{.devices_per_stage = 1, .micro_batches = 4, .send_seconds = 0.01};
+  for (int l = 0; l < 8; ++l) {
+    one.layers.push_back({.forward = 0.25,
+                          .backward = 0.5,
+                          .state_bytes = 40,
+                          .activation_bytes = 10,
+                          .input_bytes = 1});
+    four.layers.push_back({.forward = 1,
+                           .backward = 2,
+                           .state_bytes = 160,
+                           .activation_bytes = 40,
+                           .input_bytes = 4});
+  }
+  const std::vector<StageOption> options{one, four};
+  const PipelineChoice fast = plan_stages(options, 4, 1e9);
+  EXPECT_EQ(fast.stages, 1);
+  EXPECT_FALSE(fast.recompute);
+  // 8 x 160 of state does not fit 700 on one device: four stages of two layers, the first
+  // holding 4 micro-batches' activations (2 x 160 + 4 x 80 = 640)...
+  const PipelineChoice staged = plan_stages({four}, 4, 700);
+  EXPECT_EQ(staged.stages, 4);
+  EXPECT_EQ(staged.first_layer, (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_FALSE(staged.recompute);
+  // ... and within 400 only recomputation fits (2 x 160 + 4 x 8 + 40 = 392).
+  const PipelineChoice tight = plan_stages({four}, 4, 400);
+  EXPECT_TRUE(tight.recompute);
+  EXPECT_NE(tight.str().find("4 stages x 1 devices, 4 micro-batches, recomputing activations"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { plan_stages({four}, 4, 300); })
+                .find("the least any choice of stages, micro-batches and recomputation needs is "
+                      "392 bytes"),
+            std::string::npos);
+}
