@@ -37,13 +37,16 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
   // The two threads' clocks, and when each value a collective makes is ready.
   double compute_clock = 0, comm_clock = 0;
   std::vector<double> ready(g.values().size(), 0.0);
+  p.node_seconds.reserve(g.nodes().size());
   auto communicate = [&](const graph::Node& n, double seconds) {
+    p.node_seconds.push_back(seconds);
     const double start = std::max(comm_clock, compute_clock);  // posted in compute order
     comm_clock = start + seconds;
     p.comm_seconds += seconds;
     for (int id : n.outputs) ready[size_t(id)] = comm_clock;
   };
   auto compute = [&](const graph::Node& n, double seconds) {
+    p.node_seconds.push_back(seconds);
     for (int id : n.inputs)
       if (id >= 0) compute_clock = std::max(compute_clock, ready[size_t(id)]);
     compute_clock += seconds;
@@ -61,6 +64,8 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
                            .get(from.shape, from.dtype, *from.placement, from.nd_sbp, *to.placement,
                                 to.nd_sbp)
                            ->seconds);
+      else
+        p.node_seconds.push_back(0);
       continue;
     }
     if (!n.op->cost) {

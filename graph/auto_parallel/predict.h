@@ -12,6 +12,7 @@ namespace ofl::auto_parallel {
 struct Prediction {
   double compute_seconds = 0, comm_seconds = 0;  // each thread's busy time
   double step_seconds = 0;                       // the timeline's end: with the overlap
+  std::vector<double> node_seconds;              // each node's compute or collective
 };
 
 Prediction predict(const graph::Graph& g, PlanCache& cache);

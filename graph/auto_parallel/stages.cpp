@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "graph/auto_parallel/predict.h"
 
 namespace ofl::auto_parallel {
 
@@ -90,6 +91,81 @@ double stage_bytes(const StageOption& o, const std::vector<int>& first, int s, b
       .bytes;
 }
 
+std::vector<LayerCost> layer_costs(const graph::Graph& g, PlanCache& cache) {
+  using graph::NodeKind;
+  const std::vector<graph::Node>& nodes = g.nodes();
+  const Prediction pred = predict(g, cache);
+  int layers = 0;
+  size_t first_fwd = nodes.size(), first_bwd = nodes.size(), last_bwd = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const graph::Node& n = nodes[i];
+    layers = std::max(layers, n.layer + 1);
+    if (n.backward) last_bwd = i;
+    if (n.layer < 0) continue;
+    if (!n.backward) first_fwd = std::min(first_fwd, i);
+    if (n.backward) first_bwd = std::min(first_bwd, i);
+  }
+  const int epilogue = layers + 1;
+  std::vector<LayerCost> rows(size_t(layers) + 2);
+  // Each node's row and whether it is the once-a-step update (a gradient's reduction, or a node
+  // after the backward).
+  std::vector<int> row(nodes.size()), var_row(g.values().size(), -1),
+      made_in(g.values().size(), -1);
+  std::vector<bool> update(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const graph::Node& n = nodes[i];
+    update[i] = n.kind == NodeKind::kReduce || (n.kind == NodeKind::kBoxing && n.param_grad) ||
+                (!n.backward && i > last_bwd && last_bwd > 0);
+    if (n.layer >= 0)
+      row[i] = n.layer + 1;
+    else if (!n.backward)
+      row[i] = i < first_fwd ? 0 : epilogue;
+    else
+      row[i] = i < first_bwd ? epilogue : 0;
+  }
+  for (const graph::Variable& v : g.variables()) var_row[size_t(v.value)] = -2;  // not read yet
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int id : nodes[i].inputs)
+      if (id >= 0 && var_row[size_t(id)] == -2 && !nodes[i].backward && !update[i])
+        var_row[size_t(id)] = row[i];
+  for (size_t i = 0; i < nodes.size(); ++i)  // an update goes with the variable it reads first
+    if (update[i] && nodes[i].layer < 0)
+      for (int id : nodes[i].inputs)
+        if (id >= 0 && var_row[size_t(id)] >= 0) {
+          row[i] = var_row[size_t(id)];
+          break;
+        }
+  const std::vector<int> owner = graph::memory_owner(g);
+  std::vector<bool> read_in_backward(g.values().size(), false);
+  for (const graph::Node& n : nodes)
+    for (int id : n.inputs)
+      if (id >= 0 && n.backward) read_in_backward[size_t(owner[size_t(id)])] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const graph::Node& n = nodes[i];
+    LayerCost& c = rows[size_t(row[i])];
+    const double secs = pred.node_seconds[i];
+    (update[i] ? c.update : n.backward ? c.backward : c.forward) += secs;
+    if (n.backward || update[i]) continue;
+    for (int id : n.outputs) {
+      made_in[size_t(id)] = row[i];
+      if (owner[size_t(id)] == id && read_in_backward[size_t(id)])
+        c.activation_bytes += double(graph::bytes_per_rank(g.values()[size_t(id)]));
+    }
+    for (int id : n.inputs)  // what crosses into this row from an earlier one
+      if (id >= 0 && made_in[size_t(id)] >= 0 && made_in[size_t(id)] < row[i]) {
+        c.input_bytes += double(graph::bytes_per_rank(g.values()[size_t(id)]));
+        made_in[size_t(id)] = row[i];  // counted once
+      }
+  }
+  for (const graph::Variable& v : g.variables()) {
+    const int r = var_row[size_t(v.value)];
+    if (r < 0) continue;
+    const double bytes = double(graph::bytes_per_rank(g.values()[size_t(v.value)]));
+    rows[size_t(r)].state_bytes += v.tensor.requires_grad() ? 2 * bytes : bytes;  // + gradient
+  }
+  return rows;
+}
+
 std::string PipelineChoice::str() const {
   std::ostringstream os;
   os << stages << (stages == 1 ? " stage" : " stages") << " x " << devices_per_stage << " devices, "
@@ -104,7 +180,8 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
   PipelineChoice best;
   best.seconds = kInf;
   double least_bytes = kInf;
-  for (const StageOption& o : options) {
+  for (size_t k = 0; k < options.size(); ++k) {
+    const StageOption& o = options[k];
     const int L = int(o.layers.size());
     if (o.devices_per_stage < 1 || total_devices % o.devices_per_stage) continue;
     const int S = total_devices / o.devices_per_stage;
@@ -129,7 +206,8 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
                 &unused));
         continue;
       }
-      PipelineChoice c{.stages = S,
+      PipelineChoice c{.option = int(k),
+                       .stages = S,
                        .devices_per_stage = o.devices_per_stage,
                        .micro_batches = o.micro_batches,
                        .recompute = recompute,

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "boxing/search.h"
+#include "graph/ir.h"
+
 namespace ofl::auto_parallel {
 
 // One layer's costs on one stage's devices at one micro-batch size (from the intra-op plan).
@@ -29,6 +32,7 @@ struct StageOption {
 };
 
 struct PipelineChoice {
+  int option = -1;  // the StageOption chosen, by index
   int stages = 1;
   int devices_per_stage = 1;
   int micro_batches = 1;
@@ -55,6 +59,13 @@ struct PipelineChoice {
 // fits, with the least memory any choice needs.
 PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
                            double budget);
+
+// The layers of a compiled step of one micro-batch (its repeated layers tagged, graph::Node::
+// layer): the embeddings before the first (row 0), each repeated layer, the head after the last
+// (row L + 1), each priced by the cost model (predict.h). Untagged nodes go by where they are
+// (forward before the layers: the embeddings; backward before them: the head); a parameter
+// belongs where the forward first reads it, and its gradient's reduction and update there too.
+std::vector<LayerCost> layer_costs(const graph::Graph& compiled, PlanCache& cache);
 
 // The predicted step of one choice under the same model (for tests and explain()).
 double pipeline_seconds(const StageOption& option, const std::vector<int>& first_layer,

@@ -235,3 +235,122 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, act
     )
     placement = next(t.placement for t in inputs if t.is_global)
     return Plan(result, names, placement)
+
+
+class PipelinePlan:
+    """The planner's pipeline (plan_pipeline): `stages` of `devices_per_stage` devices each,
+    `micro_batches` per step, `recompute` (activations recomputed in the backward),
+    `first_layer` per stage (row 0 is what comes before the repeated layers, rows 1..L the
+    layers, row L + 1 what comes after), the predicted step `seconds`, each stage's
+    `stage_seconds` (forward and backward of one micro-batch) and `stage_bytes` per device, and
+    `intra`: the intra-op Plan of a stage (the layouts and signatures inside it). `options`: the
+    (devices per stage, micro-batches, layouts) the search weighed."""
+
+    def __init__(self, choice, intra, layers, options):
+        self.stages = choice["stages"]
+        self.devices_per_stage = choice["devices_per_stage"]
+        self.micro_batches = choice["micro_batches"]
+        self.recompute = choice["recompute"]
+        self.first_layer = list(choice["first_layer"])
+        self.stage_seconds = list(choice["stage_seconds"])
+        self.stage_bytes = list(choice["stage_bytes"])
+        self.seconds = choice["seconds"]
+        self.description = choice["description"]
+        self.intra = intra
+        self.layers = layers
+        self.options = options
+
+    def stage_layers(self):
+        """Each stage's repeated layers, as index ranges (the first and last stages also run what
+        comes before and after them)."""
+        rows = self.first_layer + [self.layers + 2]
+        return [
+            range(max(rows[s] - 1, 0), min(rows[s + 1] - 1, self.layers))
+            for s in range(self.stages)
+        ]
+
+    def explain(self):
+        lines = [f"pipeline: {self.description}"]
+        for s, (r, t, b) in enumerate(
+            zip(self.stage_layers(), self.stage_seconds, self.stage_bytes)
+        ):
+            extra = (" + embeddings" if s == 0 else "") + (
+                " + head" if s == self.stages - 1 else ""
+            )
+            lines.append(
+                f"  stage {s}: layers {r.start}..{r.stop - 1}{extra}: {t * 1e3:.3f} ms per "
+                f"micro-batch, {b / 1e9:.3f} GB per device"
+            )
+        lines.append(f"predicted step: {self.seconds * 1e3:.3f} ms")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"PipelinePlan({self.description}; {self.seconds * 1e3:.3f} ms per step)"
+
+
+def stage_placement(devices, cluster):
+    """The placement of one stage of `devices` devices on `cluster` (ranks 0..devices-1): a
+    (nodes, devices per node) mesh once it spans nodes, else a line."""
+    per_node = cluster.devices_per_node
+    ranks = list(range(devices))
+    if per_node > 1 and devices > per_node and devices % per_node == 0:
+        ranks = [ranks[i : i + per_node] for i in range(0, devices, per_node)]
+    return flow.placement("cpu", ranks=ranks)
+
+
+def plan_pipeline(
+    step_for,
+    layers,
+    devices,
+    cluster=None,
+    memory_budget=None,
+    stage_devices=None,
+    micro_batches=(1, 2, 4, 8),
+):
+    """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
+    number of stages (each on devices / stages devices), which layers each runs, the micro-batch
+    count and whether to recompute activations, and inside a stage every SBP (plan()), the step
+    least in predicted time within `memory_budget` bytes per device.
+
+    step_for(placement, micro_batches) -> (nn.Graph, example inputs of one micro-batch): the
+    training step of the model on one stage's placement (stage_placement(d, cluster)), as the
+    micro-batches of a step of `micro_batches` cut it. Its model may hold any number (>= 1) of
+    the repeated layers: each one's costs are per layer, priced once and used `layers` times.
+
+    For each stage size (stage_devices, default every power of two dividing `devices` that leaves
+    no more stages than layers) and micro-batch count, the intra-op planner lays one stage out
+    twice: its fastest layouts, and layouts within the budget's share for the stage's layers;
+    the inter-op search (_C.plan_stages, exact under its model) then weighs every split. Raises
+    when nothing fits, naming the least memory any choice needs."""
+    cluster = cluster if cluster is not None else _C.get_cluster_spec()
+    budget = memory_budget if memory_budget is not None else cluster.mem_capacity
+    if stage_devices is None:
+        stage_devices = [
+            d
+            for d in (1 << k for k in range(devices.bit_length()))
+            if devices % d == 0 and devices // d <= layers
+        ]
+    options, intra = [], {}
+    for d in stage_devices:
+        placement = stage_placement(d, cluster)
+        stages = devices // d
+        for m in micro_batches:
+            graph, inputs = step_for(placement, m)
+            fastest = plan(graph, inputs, cluster, memory_budget=math.inf, activations=False)
+            candidates = [("fastest", fastest)]
+            proxy = fastest.repeated_layers[0] or 1
+            share = budget * proxy / math.ceil(layers / stages)  # the stage's layers in the proxy
+            if fastest.memory_bytes > share:
+                try:
+                    candidates.append(("within", plan(graph, inputs, cluster, share, None, False)))
+                except RuntimeError:
+                    pass  # nothing fits the share: the fastest layouts stay the only option
+            for kind, p in candidates:
+                rows = [list(r) for r in p._result.layer_costs(cluster)]
+                middle = rows[1:-1] or [[0.0] * 6]
+                layer = [sum(c) / len(middle) for c in zip(*middle)]
+                send = cluster.send_recv(0, d, layer[5]) if stages > 1 else 0.0
+                intra[len(options)] = p
+                options.append((d, m, send, [rows[0]] + [layer] * layers + [rows[-1]]))
+    choice = _C.plan_stages(options, devices, float(budget) if budget else math.inf)
+    return PipelinePlan(choice, intra[choice["option"]], layers, [(o[0], o[1]) for o in options])

@@ -12,6 +12,7 @@
 #include "core/autograd/node.h"
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
+#include "graph/auto_parallel/stages.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -188,7 +189,64 @@ void bind_graph(py::module_& m) {
                  out.append(py::make_tuple(r.graph->nodes()[i].name(), r.plan.sig[i].str()));
              return out;
            })
-      .def("explain", &explain);
+      .def("explain", &explain)
+      .def(
+          "layer_costs",
+          [](const PlanResult& r, const ClusterSpec& cluster) {
+            // The plan compiled as graph mode would, priced per layer (auto_parallel/stages.h):
+            // (forward, backward, update, state bytes, activation bytes, input bytes) per row.
+            PlanCache cache(cluster);
+            std::vector<auto_parallel::LayerCost> rows;
+            {
+              py::gil_scoped_release release;
+              rows = auto_parallel::layer_costs(
+                  graph::lower_layout(auto_parallel::apply(*r.graph, r.plan), &cache), cache);
+            }
+            py::list out;
+            for (const auto& c : rows)
+              out.append(py::make_tuple(c.forward, c.backward, c.update, c.state_bytes,
+                                        c.activation_bytes, c.input_bytes));
+            return out;
+          },
+          py::arg("cluster"));
+  m.def(
+      "plan_stages",
+      [](const py::list& options, int total_devices, double budget) {
+        // options: (devices per stage, micro-batches, send seconds, [layer_costs rows])
+        std::vector<auto_parallel::StageOption> opts;
+        for (py::handle h : options) {
+          auto t = h.cast<py::tuple>();
+          auto_parallel::StageOption o{.devices_per_stage = t[0].cast<int>(),
+                                       .micro_batches = t[1].cast<int>(),
+                                       .send_seconds = t[2].cast<double>()};
+          for (py::handle row : t[3].cast<py::list>()) {
+            auto c = row.cast<std::vector<double>>();
+            if (c.size() != 6) fail("auto_parallel", "a layer's costs are 6 numbers");
+            o.layers.push_back({c[0], c[1], c[2], c[3], c[4], c[5]});
+          }
+          opts.push_back(std::move(o));
+        }
+        auto_parallel::PipelineChoice c;
+        {
+          py::gil_scoped_release release;
+          c = auto_parallel::plan_stages(opts, total_devices, budget);
+        }
+        py::dict out;
+        out["option"] = c.option;
+        out["stages"] = c.stages;
+        out["devices_per_stage"] = c.devices_per_stage;
+        out["micro_batches"] = c.micro_batches;
+        out["recompute"] = c.recompute;
+        out["first_layer"] = c.first_layer;
+        out["stage_seconds"] = c.stage_seconds;
+        out["stage_bytes"] = c.stage_bytes;
+        out["seconds"] = c.seconds;
+        out["description"] = c.str();
+        return out;
+      },
+      py::arg("options"), py::arg("total_devices"), py::arg("budget"),
+      "The pipeline (stages, layer split, micro-batches, recomputation) least in predicted step "
+      "time that fits the budget, over per-layer cost tables (auto_parallel/stages.h).");
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   m.def(
       "_set_layer",

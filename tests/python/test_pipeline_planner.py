@@ -1,0 +1,72 @@
+"""The planner's pipelines (flow.auto_parallel.plan_pipeline) for the example GPT on a simulated
+4-device cluster priced as this machine's loopback: without a budget no pipeline, within a budget
+that data parallelism does not fit stages (and recomputation when that is not enough), and a
+budget nothing fits raises naming the least memory any choice needs. Meta tensors: nothing runs."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import oneflowlike as flow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "parallel"))
+from char_gpt.model import GPT, GPTConfig  # noqa: E402
+from gpt_layouts import TrainStep  # noqa: E402
+
+B, S = flow.sbp.broadcast, flow.sbp.split
+BATCH, LAYERS = 16, 8
+
+
+def step_for(placement, micro_batches):
+    """The example GPT's step on one stage's placement, two of its repeated blocks."""
+    axes = len(placement.hierarchy)
+    with flow.device("meta"):
+        model = GPT(GPTConfig(65, 32, 2, 4, 64))
+    model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = flow.zeros(BATCH // micro_batches, 32, dtype=flow.int64, device="meta",
+                   placement=placement, sbp=[S(0)] * axes)  # fmt: skip
+    return TrainStep(model, opt), [x, x]
+
+
+def plan(budget, stage_devices=None):
+    cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
+    return flow.auto_parallel.plan_pipeline(
+        step_for, LAYERS, 4, cluster=cluster, memory_budget=budget, micro_batches=(1, 4),
+        stage_devices=stage_devices,
+    )  # fmt: skip
+
+
+def least_bytes(stage_devices):
+    """The least memory any choice on stages of that size needs (the error says it)."""
+    with pytest.raises(RuntimeError) as e:
+        plan(1e4, stage_devices)
+    return float(re.search(r"needs is (\d+) bytes", str(e.value)).group(1))
+
+
+def test_without_a_budget_one_stage_is_fastest():
+    p = plan(None)
+    assert (p.stages, p.devices_per_stage, p.recompute) == (1, 4, False)
+    assert "stage 0: layers 0..7 + embeddings + head" in p.explain()
+    assert p.intra.layouts  # the layouts inside the stage
+
+
+def test_a_budget_one_stage_misses_takes_stages_and_each_fits():
+    free = plan(None)
+    budget = 0.9 * least_bytes([4])  # no single stage fits, however sharded or micro-batched
+    p = plan(budget)
+    assert p.stages > 1
+    assert all(b <= budget for b in p.stage_bytes)
+    assert p.seconds >= free.seconds  # what the memory costs
+    ranges = p.stage_layers()
+    assert [r.start for r in ranges][0] == 0 and ranges[-1].stop == LAYERS
+    assert all(a.stop == b.start for a, b in zip(ranges, ranges[1:]))
+
+
+def test_a_budget_nothing_fits_names_the_least_any_choice_needs():
+    with pytest.raises(RuntimeError, match=r"the least any choice of stages, micro-batches and "
+                       r"recomputation needs is \d+ bytes"):  # fmt: skip
+        plan(1e4)
