@@ -89,13 +89,21 @@ std::set<int> all_variables(const Graph& g) {
 }
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
-                           const std::set<int>& fixed, bool merge_repeats, bool activations) {
+                           const std::set<int>& fixed, bool merge_repeats, bool activations,
+                           double update_weight) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
   const std::vector<Value>& values = g.values();
   const std::vector<Node>& nodes = g.nodes();
   const Repeats repeats = find_repeats(g, merge_repeats);
+  // The once-a-step nodes: after the backward (the optimizer), weighed update_weight times.
+  size_t last_backward = nodes.size();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].backward) last_backward = i;
+  const auto once = [&](size_t i) {
+    return last_backward < nodes.size() && i > last_backward && !nodes[i].backward;
+  };
   gp.layers = repeats.layers;
   gp.copied_layers = repeats.copied_layers;
   std::vector<Origin> origin(values.size());
@@ -236,7 +244,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
           new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
       for (NdSbpSignature& sig : candidate_signatures(call)) {
         if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;
-        const double seconds = compute_seconds(call, sig, cluster);
+        const double seconds = compute_seconds(call, sig, cluster) * (once(i) ? update_weight : 1);
         gp.problem.groups[size_t(grp)].cost.push_back(seconds);
         gp.compute[size_t(grp)].push_back(seconds);
         gp.sigs[size_t(grp)].push_back(std::move(sig));
@@ -302,9 +310,10 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     const Node& n = nodes[i];
     const int rep = repeats.node_rep[i];
     // How many times the read of value v by this node is to be counted (0: its counterpart's).
+    const double step_part = once(i) ? update_weight : 1.0;
     const auto weight = [&](int v) {
-      if (!repeats.internal(g, int(i), v)) return 1.0;
-      return rep == int(i) ? double(repeats.copies[i]) : 0.0;
+      if (!repeats.internal(g, int(i), v)) return step_part;
+      return rep == int(i) ? step_part * double(repeats.copies[i]) : 0.0;
     };
     if (n.kind == NodeKind::kBoxing) {
       const int in = n.inputs[0], out = n.outputs[0];
@@ -315,7 +324,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
         if (origin[size_t(in)].group == param) continue;
         read(
             in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false, true,
-            weight(in));
+            weight(in) * update_weight);
         continue;
       }
       // An annotation (or a gradient taking a fixed parameter's layout): the value converted to
@@ -323,7 +332,8 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       const NdSbp target = values[size_t(out)].nd_sbp;
       const Origin& o = origin[size_t(in)];
       const auto price = [&](const NdSbp& from) {
-        return weight(in) * (n.param_grad ? bucketed(in, from, target) : boxing(in, from, target));
+        return weight(in) * (n.param_grad ? update_weight * bucketed(in, from, target)
+                                          : boxing(in, from, target));
       };
       if (o.group < 0) {
         gp.constant_seconds += price(o.fixed);
@@ -430,9 +440,10 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
-          const std::function<std::string(int)>& name_of, bool activations) {
-  const GraphProblem gp = build_problem(g, cache, memory_budget, fixed,
-                                        g.nodes().size() > kWholeGraphNodes, activations);
+          const std::function<std::string(int)>& name_of, bool activations, double update_weight) {
+  const GraphProblem gp =
+      build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes,
+                    activations, update_weight);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);

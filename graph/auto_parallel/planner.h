@@ -54,10 +54,12 @@ struct GraphProblem {
 // With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
 // one layer's groups however deep the model, at the price of the copies' own best choices.
 // With `activations`, the forward outputs the backward reads count against the budget too, in
-// their ops' output layouts (all live when the forward ends).
+// their ops' output layouts (all live when the forward ends). The step's once-a-step part (the
+// gradients' reductions and the optimizer's update, after the backward) counts `update_weight`
+// times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage).
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed = {}, bool merge_repeats = true,
-                           bool activations = true);
+                           bool activations = true, double update_weight = 1.0);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 
@@ -68,9 +70,10 @@ constexpr size_t kWholeGraphNodes = 5000;
 // Raises when the budget leaves no plan, naming the least memory any plan needs, and when the
 // kept variables and the budget contradict each other, naming the largest kept variables
 // (`name_of`: a variable's name by value id; default "%<id>").
+// With update_weight != 1 (build_problem), the plan's seconds weigh the update alike.
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
-          bool activations = true);
+          bool activations = true, double update_weight = 1.0);
 // The plan's predicted peak bytes per device once compiled (lower_layout): the most bytes the
 // step's values hold at once, and the variables.
 double compiled_peak(const graph::Graph& g, const Plan& p, PlanCache& cache);

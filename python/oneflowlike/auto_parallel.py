@@ -200,7 +200,16 @@ def _kept(keep, variables):
     return out
 
 
-def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, activations=True):
+def plan(
+    graph,
+    example_inputs,
+    cluster=None,
+    memory_budget=None,
+    keep=None,
+    activations=True,
+    update_weight=1.0,
+    _cache=None,
+):
     """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
     or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with
     (default: the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per
@@ -208,8 +217,10 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, act
     layouts (constraints), by name or as tensors, or True for every parameter and optimizer state
     (the ops' signatures are still chosen: what a hand layout costs); activations: whether the
     forward's outputs that the backward reads count against the budget, in their ops' layouts
-    (all live when the forward ends: a bound on the step's peak). Raises when no plan fits, naming
-    the least memory any plan needs."""
+    (all live when the forward ends: a bound on the step's peak); update_weight: how much the
+    step's once-a-step part (gradient reductions, optimizer) weighs against the rest, 1/m for one
+    of m micro-batches sharing an update (`seconds` is then that weighted sum). Raises when no
+    plan fits, naming the least memory any plan needs."""
     inputs = list(example_inputs)
     placements = {str(t.placement) for t in inputs if t.is_global}
     if not placements:
@@ -231,8 +242,9 @@ def plan(graph, example_inputs, cluster=None, memory_budget=None, keep=None, act
     names = {i: name for i, (name, _) in variables.items()}
     kept = _kept(keep, variables)
     result = _C.auto_parallel_plan(
-        traced, cluster, float(budget) if budget else math.inf, kept, names, activations
-    )
+        traced, cluster, float(budget) if budget else math.inf, kept, names, activations,
+        update_weight, _cache,
+    )  # fmt: skip
     placement = next(t.placement for t in inputs if t.is_global)
     return Plan(result, names, placement)
 
@@ -288,6 +300,12 @@ class PipelinePlan:
         return f"PipelinePlan({self.description}; {self.seconds * 1e3:.3f} ms per step)"
 
 
+def _layer_rows(p, cache):
+    """A plan's per-layer costs (_C layer_costs): rows of (forward, backward, update seconds,
+    state, activation and input bytes), the embeddings first and the head last."""
+    return [list(r) for r in p._result.layer_costs(cache)]
+
+
 def stage_placement(devices, cluster):
     """The placement of one stage of `devices` devices on `cluster` (ranks 0..devices-1): a
     (nodes, devices per node) mesh once it spans nodes, else a line."""
@@ -306,6 +324,7 @@ def plan_pipeline(
     memory_budget=None,
     stage_devices=None,
     micro_batches=(1, 2, 4, 8),
+    keep=None,
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -319,11 +338,15 @@ def plan_pipeline(
 
     For each stage size (stage_devices, default every power of two dividing `devices` that leaves
     no more stages than layers) and micro-batch count, the intra-op planner lays one stage out
-    twice: its fastest layouts, and layouts within the budget's share for the stage's layers;
-    the inter-op search (_C.plan_stages, exact under its model) then weighs every split. Raises
-    when nothing fits, naming the least memory any choice needs."""
+    (its update weighing 1/m, shared by the micro-batches): its fastest layouts, and where those
+    overrun the budget's share for the stage's layers, layouts within that share, without and
+    with one micro-batch's activations counted;
+    the inter-op search (_C.plan_stages, exact under its model) then weighs every split. `keep`
+    (as plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when
+    nothing fits, naming the least memory any choice needs."""
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
+    cache = _C.PlanCache(cluster)  # conversions priced once for every plan below
     if stage_devices is None:
         stage_devices = [
             d
@@ -336,17 +359,27 @@ def plan_pipeline(
         stages = devices // d
         for m in micro_batches:
             graph, inputs = step_for(placement, m)
-            fastest = plan(graph, inputs, cluster, memory_budget=math.inf, activations=False)
-            candidates = [("fastest", fastest)]
-            proxy = fastest.repeated_layers[0] or 1
-            share = budget * proxy / math.ceil(layers / stages)  # the stage's layers in the proxy
-            if fastest.memory_bytes > share:
-                try:
-                    candidates.append(("within", plan(graph, inputs, cluster, share, None, False)))
-                except RuntimeError:
-                    pass  # nothing fits the share: the fastest layouts stay the only option
-            for kind, p in candidates:
-                rows = [list(r) for r in p._result.layer_costs(cluster)]
+            # The stage's update is shared by its m micro-batches: it weighs 1/m of one.
+            fastest = plan(graph, inputs, cluster, math.inf, keep, False, 1 / m, cache)
+            rows = _layer_rows(fastest, cache)
+            proxy = max(len(rows) - 2, 1)
+            # The budget's share for the proxy's layers of a stage; layouts within it when the
+            # fastest ones overrun it, without and with one micro-batch's activations counted
+            # (the search multiplies them by the micro-batches in flight).
+            share = budget * proxy / math.ceil(layers / stages)
+            state = sum(r[3] for r in rows[1:-1])
+            held = state + sum(r[4] for r in rows[1:-1])
+            laid = [(fastest, rows)]
+            if keep is None:
+                for activations, needed in ((False, state), (True, held)):
+                    if needed <= share:
+                        continue
+                    try:
+                        p = plan(graph, inputs, cluster, share, None, activations, 1 / m, cache)
+                    except RuntimeError:
+                        continue  # nothing fits the share: other layouts stay the options
+                    laid.append((p, _layer_rows(p, cache)))
+            for p, rows in laid:
                 middle = rows[1:-1] or [[0.0] * 6]
                 layer = [sum(c) / len(middle) for c in zip(*middle)]
                 send = cluster.send_recv(0, d, layer[5]) if stages > 1 else 0.0

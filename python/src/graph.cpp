@@ -154,6 +154,11 @@ void bind_graph(py::module_& m) {
              return std::make_shared<Graph>(graph::dead_code(t.finish(outputs)));
            })
       .def("close", &Trace::close);
+  py::class_<PlanCache, std::shared_ptr<PlanCache>>(m, "PlanCache",
+                                                    "Boxing plans priced under one cluster spec")
+      .def(py::init<ClusterSpec>(), py::arg("cluster"))
+      .def_property_readonly("hits", &PlanCache::hits)
+      .def_property_readonly("misses", &PlanCache::misses);
   py::class_<PlanResult>(m, "AutoParallelPlan")
       .def_property_readonly("compute_seconds",
                              [](const PlanResult& r) { return r.plan.compute_seconds; })
@@ -192,10 +197,10 @@ void bind_graph(py::module_& m) {
       .def("explain", &explain)
       .def(
           "layer_costs",
-          [](const PlanResult& r, const ClusterSpec& cluster) {
+          [](const PlanResult& r, std::shared_ptr<PlanCache> shared) {
             // The plan compiled as graph mode would, priced per layer (auto_parallel/stages.h):
             // (forward, backward, update, state bytes, activation bytes, input bytes) per row.
-            PlanCache cache(cluster);
+            PlanCache& cache = *shared;
             std::vector<auto_parallel::LayerCost> rows;
             {
               py::gil_scoped_release release;
@@ -208,7 +213,7 @@ void bind_graph(py::module_& m) {
                                         c.activation_bytes, c.input_bytes));
             return out;
           },
-          py::arg("cluster"));
+          py::arg("cache"));
   m.def(
       "plan_stages",
       [](const py::list& options, int total_devices, double budget) {
@@ -270,7 +275,7 @@ void bind_graph(py::module_& m) {
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
          const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names,
-         bool activations) {
+         bool activations, double update_weight, std::shared_ptr<PlanCache> shared) {
         // The variables capturing the tensors in `keep` keep their layouts; `names` (by
         // _impl_id) names them in errors.
         std::set<const void*> kept;
@@ -286,17 +291,21 @@ void bind_graph(py::module_& m) {
           const auto it = name_of_value.find(value);
           return it != name_of_value.end() ? it->second : "%" + std::to_string(value);
         };
-        PlanCache cache(cluster);
+        // A shared cache (plan_pipeline's) keeps the conversions priced for the next plans.
+        std::shared_ptr<PlanCache> own = shared ? shared : std::make_shared<PlanCache>(cluster);
+        PlanCache& cache = *own;
         PlanResult r{g, {}, budget, activations};
         {
           py::gil_scoped_release release;
-          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of, activations);
+          r.plan =
+              auto_parallel::plan(*g, cache, budget, fixed, name_of, activations, update_weight);
         }
         return r;
       },
       py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"),
       py::arg("keep") = std::vector<Tensor>{},
-      py::arg("names") = std::map<uintptr_t, std::string>{}, py::arg("activations") = true);
+      py::arg("names") = std::map<uintptr_t, std::string>{}, py::arg("activations") = true,
+      py::arg("update_weight") = 1.0, py::arg("cache") = nullptr);
 }
 
 }  // namespace ofl::py_bind

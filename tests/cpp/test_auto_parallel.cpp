@@ -3,6 +3,8 @@
 // fits), and the problems graphs pose.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <random>
 
@@ -228,6 +230,30 @@ TEST(AutoParallelPlan, IsExactOnSmallGraphsOnOneAndTwoDimensionalMeshes) {
       EXPECT_NEAR(got.cost, want.cost, 1e-9 + 1e-9 * want.cost) << p.str() << " x " << sbp;
     }
   }
+}
+
+TEST(AutoParallelPlan, TheUpdateAfterTheBackwardWeighsUpdateWeightTimesAndStaysExact) {
+  // One of m micro-batches pays 1/m of the step's update: a pipeline stage's plan weighs it so.
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanCache cache(ClusterSpec::default_for(4));
+  PlanGraph pg = mlp(line, 256, "S(0)");
+  pg.g.nodes()[2].backward = true;  // as if the second matmul were the backward
+  const int y = pg.g.nodes()[2].outputs[0];
+  pg.op("gelu", {y}, {256, 64}, {{"approximate", std::string("none")}});  // the "update"
+  const auto whole = auto_parallel::build_problem(pg.g, cache, INFINITY);
+  const auto quarter = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.25);
+  const size_t last = whole.node.size() - 1;  // the update's group
+  ASSERT_EQ(whole.node[last], 3);
+  for (size_t b = 0; b < whole.problem.groups[last].cost.size(); ++b)
+    EXPECT_DOUBLE_EQ(quarter.problem.groups[last].cost[b],
+                     0.25 * whole.problem.groups[last].cost[b]);
+  const size_t first = size_t(std::find(whole.node.begin(), whole.node.end(), 0) -
+                              whole.node.begin());  // per micro-batch
+  ASSERT_LT(first, whole.node.size());
+  EXPECT_EQ(quarter.problem.groups[first].cost, whole.problem.groups[first].cost);
+  EXPECT_GT(whole.problem.groups[first].cost[0], 0);
+  EXPECT_NEAR(auto_parallel::solve(quarter.problem).cost,
+              auto_parallel::brute_force(quarter.problem).cost, 1e-12);
 }
 
 TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnderABudget) {
