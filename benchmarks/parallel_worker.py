@@ -79,13 +79,16 @@ def wire_bytes(line, world_size):
 def run_oneflowlike(args):
     import oneflowlike as flow
     import oneflowlike.distributed as dist
-    from gpt_layouts import LAYOUTS, state_bytes
+    from gpt_layouts import LAYOUTS, PIPELINES, state_bytes
     from model_loader import graph_train_step, load_model_module, train_step
 
     m = load_model_module("oneflowlike")
     x_np, y_np = batch(args)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     for layout in args.layouts.split(","):
+        if layout.split("@")[0].split(":")[0] in (*PIPELINES, "auto_pipeline"):
+            run_pipeline(flow, dist, m, args, layout, x_np, y_np)
+            continue
         # "auto@4": the planner's layouts within 4 MiB per device (variables, gradients, states)
         auto = layout.split("@")[0] == "auto"
         budget = float(layout.split("@")[1]) * 2**20 if auto and "@" in layout else None
@@ -119,6 +122,52 @@ def run_oneflowlike(args):
                 print(json.dumps(row), flush=True)
 
 
+def run_pipeline(flow, dist, m, args, layout, x_np, y_np):
+    """A pipeline layout as a graph: "pp2xdp:4" (gpt_layouts.PIPELINES, 4 micro-batches, 1F1B)
+    or "auto_pipeline@4" (the planner's stages, micro-batches and layouts within 4 MiB)."""
+    import argparse
+
+    from gpt_layouts import PIPELINES, pipeline, plan_pipeline, state_bytes
+    from model_loader import graph_train_step
+
+    B, S = flow.sbp.broadcast, flow.sbp.split
+    world = dist.get_world_size()
+    flow.manual_seed(0)
+    cfg = m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    model = m.GPT(cfg)
+
+    def make_optimizer(model):
+        return flow.optim.AdamW(model.parameters(), lr=1e-3)
+
+    description = predicted = None
+    if layout.startswith("auto_pipeline"):
+        budget = float(layout.split("@")[1]) * 2**20
+        ns = argparse.Namespace(batch_size=args.batch_size, memory_budget=budget)
+        plan = plan_pipeline(cfg, ns, world, make_optimizer)
+        first, last = plan.apply(
+            model, model.blocks, [model.tok_emb, model.pos_emb, model.drop],
+            [model.ln_f, model.head], flow.boxing.get_cluster_spec(),
+        )  # fmt: skip
+        batch_sbp, micro = [S(0)] * len(first.hierarchy), plan.micro_batches
+        description, predicted = plan.description, plan.seconds
+    else:
+        name, _, micro = layout.partition(":")
+        stage_ranks, param_sbp, batch_sbp = PIPELINES[name]
+        first, last = pipeline(model, stage_ranks, param_sbp)
+        micro = int(micro or 1)
+    opt = make_optimizer(model)
+    x = flow.tensor(x_np).to_global(first, [B] * len(first.hierarchy)).to_global(sbp=batch_sbp)
+    y = flow.tensor(y_np).to_global(last, [B] * len(last.hierarchy)).to_global(sbp=batch_sbp)
+    step = graph_train_step(model, opt, x, y, micro_batches=micro)
+    step.pipelined = True  # the executor's one-rank timeline (graph.predict) does not apply
+    row = measure(flow, step, dist, args)
+    row.update(predicted_s=predicted, predicted_compute_s=None, predicted_comm_s=None)
+    row["state_bytes"] = state_bytes(model, opt)
+    if dist.get_rank() == 0:
+        row.update(lib="oneflowlike", case=layout, mode="graph", pipeline=description)
+        print(json.dumps(row), flush=True)
+
+
 def measure(flow, step, dist, args):
     """Best seconds per step, and the collectives one step runs (from comm_log) and the most
     bytes its tensors hold at once on rank 0 (parameters and optimizer states included)."""
@@ -132,7 +181,9 @@ def measure(flow, step, dist, args):
         kind = line.split(" ")[0]
         counts[kind] = counts.get(kind, 0) + 1
     world_size = dist.get_world_size()
-    predicted = step.graph.predict() if hasattr(step, "graph") else (None, None, None)
+    graph = getattr(step, "graph", None)
+    pipelined = getattr(step, "pipelined", False)
+    predicted = graph.predict() if graph and not pipelined else (None, None, None)
     return {
         "step_s": seconds,
         "predicted_s": predicted[0],

@@ -32,7 +32,7 @@ class TraceHandler : public KindHandler {
 Tensor traced_leaf_grad(const Tensor& var, const Tensor& grad) {
   Trace* trace = Trace::current();
   if (!trace) fail("AccumulateGrad", "a traced gradient reached a leaf after tracing ended");
-  return trace->box_grad(var, grad);
+  return trace->defers_grad_reductions() ? grad : trace->box_grad(var, grad);
 }
 
 Tensor traced_boxing(const char* op, const Tensor& x, const Placement& placement,

@@ -48,6 +48,11 @@ class Trace {
   // The micro-batch the ops traced from now on belong to (nn.Graph's gradient accumulation), -1
   // for none.
   void set_micro_batch(int micro) { micro_batch_ = micro; }
+  // While set, global leaves' gradients accumulate as they come (a partial sum stays partial)
+  // and take their leaves' layouts only when box_grad is called on the sum: one reduction per
+  // step, not one per micro-batch.
+  void set_defer_grad_reductions(bool on) { defer_grad_reductions_ = on; }
+  bool defers_grad_reductions() const { return defer_grad_reductions_; }
 
   // The context of the global tensors the trace has seen (null for a local trace).
   const std::shared_ptr<BoxingContext>& context() const { return ctx_; }
@@ -75,6 +80,7 @@ class Trace {
   bool open_ = false;
   uint64_t generator_offset_;  // given back on close: tracing draws nothing
   int micro_batch_ = -1;
+  bool defer_grad_reductions_ = false;
 };
 
 }  // namespace ofl::graph

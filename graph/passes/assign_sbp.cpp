@@ -16,19 +16,26 @@ namespace ofl::graph {
 
 namespace {
 
-// Whether a single-input op passes P(sum) through (a view, a pad, a sum over axes): its rule
-// has in P(sum) -> out P(sum).
-bool passes_partial_sum(const Graph& g, const Node& n) {
-  if (n.kind != NodeKind::kOp || !n.op->sbp || n.inputs.size() != 1 || n.outputs.size() != 1 ||
-      n.inputs[0] < 0)
-    return false;
+// Whether an op passes P(sum) through from its input `v` (a view, a pad, a sum over axes; a sum
+// of partial gradients, a gradient over a constant): its rule has v P(sum) -> out P(sum), every
+// other input P(sum) too or broadcast.
+bool passes_partial_sum(const Graph& g, const Node& n, int v) {
+  if (n.kind != NodeKind::kOp || !n.op->sbp || n.outputs.size() != 1) return false;
   SbpQuery q;
-  q.in = {g.values()[n.inputs[0]].shape};
+  for (int id : n.inputs) {
+    if (id < 0) return false;
+    q.in.push_back(g.values()[size_t(id)].shape);
+  }
   q.out = {g.values()[n.outputs[0]].shape};
   q.typed = &n.attrs;
   const Sbp psum = Sbp::partial(PartialOp::kSum);
-  for (const SbpSignature& sig : n.op->sbp->signatures(q))
-    if (sig.in[0] == psum && sig.out[0] == psum) return true;
+  for (const SbpSignature& sig : n.op->sbp->signatures(q)) {
+    bool ok = sig.out[0] == psum;
+    for (size_t k = 0; k < n.inputs.size() && ok; ++k)
+      ok =
+          n.inputs[k] == v ? sig.in[k] == psum : sig.in[k] == psum || sig.in[k] == Sbp::broadcast();
+    if (ok) return true;
+  }
   return false;
 }
 
@@ -55,7 +62,7 @@ std::vector<bool> free_partials(const Graph& g) {
         if (r->kind == NodeKind::kBoxing)
           ok = r->param_grad;
         else
-          ok = passes_partial_sum(g, *r) && free[out];
+          ok = passes_partial_sum(g, *r, v) && free[out];
         if (ok)
           limit[v] =
               std::min(limit[v],

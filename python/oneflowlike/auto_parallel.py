@@ -281,6 +281,47 @@ class PipelinePlan:
             for s in range(self.stages)
         ]
 
+    def stage_of_row(self, row):
+        """The stage running row `row` (0: before the layers, 1..L: layer row - 1, L + 1: after)."""
+        return max(s for s in range(self.stages) if self.first_layer[s] <= row)
+
+    def placements(self, cluster):
+        """Each stage's placement: stage s on ranks s*d .. (s+1)*d - 1, shaped as
+        stage_placement(d, cluster)."""
+        return [
+            stage_placement(self.devices_per_stage, cluster, s * self.devices_per_stage)
+            for s in range(self.stages)
+        ]
+
+    def apply(self, model, layers, before, after, cluster):
+        """Lays `model` out as the plan says, in place: each parameter in the intra-op plan's
+        layout (a layer's as the first traced layer's: the name with `layers`' index 0), each of
+        `layers` (the repeated layers, a ModuleList of model) in its stage (GraphModule.set_stage),
+        the modules in `before` in the first stage and those in `after` in the last,
+        recomputation on every layer if chosen. Build the optimizer afterwards. Returns the first
+        and last stages' placements (where the inputs and the targets go)."""
+        GraphModule = flow.nn.graph.GraphModule
+        prefix = next(n for n, m in model.named_modules() if m is layers) + "."
+        layouts = self.intra.layouts
+
+        def layout(name, p):
+            if name.startswith(prefix):
+                index, rest = name[len(prefix) :].split(".", 1)
+                name = f"{prefix}0.{rest}"
+            return layouts.get(name, tuple([flow.sbp.broadcast] * len(places[0].hierarchy)))
+
+        places = self.placements(cluster)
+        model.to_global(places[0], layout)
+        for k, layer in enumerate(layers):
+            s = self.stage_of_row(k + 1)
+            layer.to(GraphModule).set_stage(s, places[s])
+            layer.to(GraphModule).activation_checkpointing = self.recompute
+        for m in before:
+            m.to(GraphModule).set_stage(0, places[0])
+        for m in after:
+            m.to(GraphModule).set_stage(self.stages - 1, places[-1])
+        return places[0], places[-1]
+
     def explain(self):
         lines = [f"pipeline: {self.description}"]
         for s, (r, t, b) in enumerate(
@@ -306,11 +347,11 @@ def _layer_rows(p, cache):
     return [list(r) for r in p._result.layer_costs(cache)]
 
 
-def stage_placement(devices, cluster):
-    """The placement of one stage of `devices` devices on `cluster` (ranks 0..devices-1): a
-    (nodes, devices per node) mesh once it spans nodes, else a line."""
+def stage_placement(devices, cluster, first=0):
+    """The placement of one stage of `devices` devices on `cluster` (ranks first .. first +
+    devices - 1): a (nodes, devices per node) mesh once it spans nodes, else a line."""
     per_node = cluster.devices_per_node
-    ranks = list(range(devices))
+    ranks = list(range(first, first + devices))
     if per_node > 1 and devices > per_node and devices % per_node == 0:
         ranks = [ranks[i : i + per_node] for i in range(0, devices, per_node)]
     return flow.placement("cpu", ranks=ranks)

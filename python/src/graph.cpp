@@ -134,6 +134,8 @@ void bind_graph(py::module_& m) {
       .def(py::init<>())
       .def("input", &Trace::input)
       .def("set_micro_batch", &Trace::set_micro_batch, py::arg("micro"))
+      .def("set_defer_grad_reductions", &Trace::set_defer_grad_reductions, py::arg("on"))
+      .def("box_grad", &Trace::box_grad, py::arg("param"), py::arg("grad"))
       .def(
           "finish",
           [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget,

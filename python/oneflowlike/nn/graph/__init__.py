@@ -88,6 +88,27 @@ class GraphModule:
         return self
 
 
+def _micro_batches(x, m):
+    """`x` cut into m micro-batches along dimension 0 without communication: a tensor split on
+    dimension 0 over P shards gives micro-batch i the i-th m-th of every shard (P rows of b:
+    x.view(P, m, b, ...)[:, i]), so that each rank cuts its own rows; others are cut in order.
+    Either way every row is in one micro-batch once, which is all the step's mean gradient sees."""
+    if m == 1:
+        return [x]
+    shards = 1
+    if x.is_global:
+        for axis, s in zip(x.placement.hierarchy, x.sbp):
+            if s.kind == "split" and s.axis == 0:
+                shards *= axis
+    if shards == 1 or x.shape[0] % (shards * m):
+        return list(x.chunk(m, 0))
+    rows = x.shape[0] // (shards * m)
+    grouped = x.view(shards, m, rows, *x.shape[1:])
+    # clone(): a contiguous micro-batch, as chunk's are (a traced view looks contiguous while
+    # tracing whatever its strides when the graph runs).
+    return [grouped[:, i].clone().reshape(shards * rows, *x.shape[1:]) for i in range(m)]
+
+
 def _on_placement(t, placement):
     """`t` on `placement`, keeping its SBP where the meshes have as many axes (else replicated)."""
     if not t.is_global:
@@ -241,17 +262,22 @@ class Graph:
                 if micro == 1 and not stages:
                     result = self.build(*inputs)
                 else:
-                    chunks = [x.chunk(micro, 0) if micro > 1 else [x] for x in inputs]
+                    chunks = [_micro_batches(x, micro) for x in inputs]
                     results = []
+                    # Gradients add up over the micro-batches as partial sums, reduced once.
+                    trace.set_defer_grad_reductions(True)
                     for i in range(micro):  # the pipeline pass orders them by the schedule
                         trace.set_micro_batch(i)
                         results.append(self.build(*[c[i] for c in chunks]))
                     trace.set_micro_batch(-1)
+                    trace.set_defer_grad_reductions(False)
                     result = self._stacked(results) if micro > 1 else results[0]
                     with flow.no_grad():  # the mean of the micro-batch losses
                         for p in params:
                             if p.grad is not None and micro > 1:
                                 p.grad = p.grad / micro
+                            if p.grad is not None and p.is_global:
+                                p.grad = trace.box_grad(p, p.grad)
             single = not isinstance(result, (tuple, list))
             outputs = [result] if single else list(result)
             for i, o in enumerate(outputs):
