@@ -72,3 +72,19 @@ def test_eager_stages_train_like_one_process(tmp_path, layout):
 
 def test_bad_pipelines_raise_naming_the_modules_and_stages():
     expect_clean_ranks("pipeline_errors_worker.py", 4)
+
+
+def test_the_planners_pipeline_trains_like_one_process(tmp_path):
+    """Within 600 kB a device (a 4-block model holds about 700 kB in parameters and momentum in
+    one process), the planner's choice (flow.auto_parallel.plan_pipeline) is a pipeline, laid
+    out by PipelinePlan.apply, and it trains like one process."""
+    model = ["--n-layer", "4"]
+    want, want_params = _run(tmp_path, "single", model)
+    args = [*model, "--layout", "auto_pipeline", "--graph", "--memory-budget", "600000"]
+    got, params = _run(tmp_path, "auto_pipeline", args, nproc=4)
+    assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
+    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
+        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
+    for name in want_params.files:
+        a, b = want_params[name], params[name]
+        assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
