@@ -255,24 +255,19 @@ void bind_graph(py::module_& m) {
       "The pipeline (stages, layer split, micro-batches, recomputation) least in predicted step "
       "time that fits the budget, over per-layer cost tables (auto_parallel/stages.h).");
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
-  m.def(
-      "_set_layer",
-      [](int layer) {
-        autograd::Place p = autograd::current_place();
-        std::swap(p.layer, layer);
-        autograd::set_current_place(p);
-        return layer;
-      },
-      "Sets the repeated layer ops are traced in (-1: none); returns the one before.");
-  m.def(
-      "_set_stage",
-      [](int stage) {
-        autograd::Place p = autograd::current_place();
-        std::swap(p.stage, stage);
-        autograd::set_current_place(p);
-        return stage;
-      },
-      "Sets the pipeline stage ops are called in (-1: none); returns the one before.");
+  // Sets one field of where ops are called from (autograd::Place); returns its value before.
+  const auto place_setter = [](int autograd::Place::*field) {
+    return [field](int value) {
+      autograd::Place p = autograd::current_place();
+      std::swap(p.*field, value);
+      autograd::set_current_place(p);
+      return value;
+    };
+  };
+  m.def("_set_layer", place_setter(&autograd::Place::layer),
+        "Sets the repeated layer ops are traced in (-1: none); returns the one before.");
+  m.def("_set_stage", place_setter(&autograd::Place::stage),
+        "Sets the pipeline stage ops are called in (-1: none); returns the one before.");
   m.def(
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
