@@ -227,19 +227,11 @@ class Run {
   }
 
   void compute(const Node& n) {
-    in_.clear();
-    for (int id : n.inputs) in_.push_back(id < 0 ? Tensor() : value(id));
-    if (spans_) inputs_ready_ = now();  // a span is work, not the wait for a collective
-    // A write in place waits for the collectives still reading that memory.
-    if (writes_in_place(n)) {
-      const void* written = in_[0].storage().get();
-      for (const auto& [task, storage] : comm_reads_)
-        if (storage == written) comm_.wait(task);
-    }
     Attrs seeded;
     const Attrs* attrs = &n.attrs;
     if (n.random_counters) {
-      // Fresh counters for each run, as the eager calls would draw; a replay takes its first's.
+      // Fresh counters for each run, as the eager calls would draw (on every rank alike, those
+      // outside the op's placement too); a replay takes its first's.
       Generator& gen = default_generator();
       const int64_t traced = n.attrs.get<int64_t>("offset");
       auto [it, fresh] = draws_.try_emplace(traced, 0);
@@ -248,6 +240,20 @@ class Run {
       seeded.set("seed", static_cast<int64_t>(gen.seed()));
       seeded.set("offset", it->second);
       attrs = &seeded;
+    }
+    if (const Placement* p = elsewhere(n)) {  // without waiting for its inputs
+      std::vector<Tensor> out = outside(n, *p);
+      for (size_t j = 0; j < n.outputs.size(); ++j) values_[n.outputs[j]] = std::move(out[j]);
+      return;
+    }
+    in_.clear();
+    for (int id : n.inputs) in_.push_back(id < 0 ? Tensor() : value(id));
+    if (spans_) inputs_ready_ = now();  // a span is work, not the wait for a collective
+    // A write in place waits for the collectives still reading that memory.
+    if (writes_in_place(n)) {
+      const void* written = in_[0].storage().get();
+      for (const auto& [task, storage] : comm_reads_)
+        if (storage == written) comm_.wait(task);
     }
     std::vector<Tensor> out =
         n.sig.in.empty() ? dispatch(*n.op, in_, *attrs) : on_shards(n, *attrs);
@@ -258,11 +264,9 @@ class Run {
   // An op on global values: its inputs are in its signature's layouts (insert_boxing); its
   // compute runs on this rank's shards.
   std::vector<Tensor> on_shards(const Node& n, const Attrs& attrs) {
-    const Placement* p = nullptr;
-    for (int id : n.inputs)
-      if (id >= 0 && g_.values()[id].is_global()) p = &*g_.values()[id].placement;
+    const Placement* p = placement_of(n);
     const auto coords = p->coords_of(rank());
-    if (!coords) return outside(n, *p);
+    OFL_CHECK(coords, "on_shards: rank ", rank(), " is outside ", p->str());
     std::vector<Tensor> locals;
     std::vector<Shape> in_shapes;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -295,13 +299,28 @@ class Run {
     return outs;
   }
 
+  // A global op's placement: its global inputs'.
+  const Placement* placement_of(const Node& n) const {
+    const Placement* p = nullptr;
+    for (int id : n.inputs)
+      if (id >= 0 && g_.values()[id].is_global()) p = &*g_.values()[id].placement;
+    return p;
+  }
+
+  // The placement of a global op this rank is outside of (another pipeline stage's), or null.
+  const Placement* elsewhere(const Node& n) const {
+    if (n.sig.in.empty()) return nullptr;
+    const Placement* p = placement_of(n);
+    return p && !p->contains(rank()) ? p : nullptr;
+  }
+
   // An op on another pipeline stage's placement: empty shards here, as in eager mode.
   std::vector<Tensor> outside(const Node& n, const Placement& p) {
     ran_here_ = false;
     std::vector<Tensor> outs;
     for (size_t j = 0; j < n.outputs.size(); ++j) {
       const Value& v = g_.values()[n.outputs[j]];
-      outs.push_back(n.op->inplace && j == 0 ? in_[0]
+      outs.push_back(n.op->inplace && j == 0 ? value(n.inputs[0])
                                              : as_tensor({outside_shard(v.shape, v.dtype, v.device),
                                                           v.shape, p, n.sig.out[j]},
                                                          ctx_));

@@ -311,6 +311,9 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     const int rep = repeats.node_rep[i];
     // How many times the read of value v by this node is to be counted (0: its counterpart's).
     const double step_part = once(i) ? update_weight : 1.0;
+    // A gradient's reduction is once a step too: weighed here unless its node, after the
+    // backward (a reduction deferred past the micro-batches), already is.
+    const double grad_weight = once(i) ? 1.0 : update_weight;
     const auto weight = [&](int v) {
       if (!repeats.internal(g, int(i), v)) return step_part;
       return rep == int(i) ? step_part * double(repeats.copies[i]) : 0.0;
@@ -324,7 +327,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
         if (origin[size_t(in)].group == param) continue;
         read(
             in, param, [&](int b) { return &gp.layouts[size_t(param)][size_t(b)]; }, false, true,
-            weight(in) * update_weight);
+            weight(in) * grad_weight);
         continue;
       }
       // An annotation (or a gradient taking a fixed parameter's layout): the value converted to
@@ -332,8 +335,8 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       const NdSbp target = values[size_t(out)].nd_sbp;
       const Origin& o = origin[size_t(in)];
       const auto price = [&](const NdSbp& from) {
-        return weight(in) * (n.param_grad ? update_weight * bucketed(in, from, target)
-                                          : boxing(in, from, target));
+        return weight(in) *
+               (n.param_grad ? grad_weight * bucketed(in, from, target) : boxing(in, from, target));
       };
       if (o.group < 0) {
         gp.constant_seconds += price(o.fixed);

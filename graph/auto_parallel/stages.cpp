@@ -135,6 +135,9 @@ std::vector<LayerCost> layer_costs(const graph::Graph& g, PlanCache& cache) {
           row[i] = var_row[size_t(id)];
           break;
         }
+  for (size_t i = 0; i < nodes.size(); ++i)  // optimizer states: where their update runs
+    for (int id : nodes[i].inputs)
+      if (id >= 0 && var_row[size_t(id)] == -2 && update[i]) var_row[size_t(id)] = row[i];
   const std::vector<int> owner = graph::memory_owner(g);
   std::vector<bool> read_in_backward(g.values().size(), false);
   for (const graph::Node& n : nodes)

@@ -31,10 +31,11 @@ const Placement* placement_of(const Graph& g, const Node& n) {
 // for a node on no placement), looking back first.
 std::vector<int> stages_of(const Graph& g, const PipelineOptions& o) {
   const std::vector<Node>& nodes = g.nodes();
-  std::vector<int> stage(nodes.size(), -1);
+  std::vector<int> stage(nodes.size(), -1), producer(g.values().size(), -1);
   auto on = [&](int s, const Placement* p) { return !p || o.stages[size_t(s)] == *p; };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
+    for (int id : n.outputs) producer[size_t(id)] = int(i);
     if (n.micro < 0) continue;
     if (n.stage >= 0) {
       if (n.stage >= int(o.stages.size()))
@@ -59,14 +60,19 @@ std::vector<int> stages_of(const Graph& g, const PipelineOptions& o) {
       if (near(j)) stage[i] = nodes[j].stage;
     for (size_t j = i + 1; j < nodes.size() && stage[i] < 0; ++j)
       if (near(j)) stage[i] = nodes[j].stage;
+    if (stage[i] < 0 && here.empty())  // a placement no stage has: where its input was made
+      for (int id : n.inputs)
+        if (id >= 0 && producer[size_t(id)] >= 0 && stage[size_t(producer[size_t(id)])] >= 0) {
+          stage[i] = stage[size_t(producer[size_t(id)])];
+          break;
+        }
     if (stage[i] < 0) stage[i] = here.empty() ? 0 : here[0];
   }
-  // A move between stages goes out with the action making what it moves: sent as soon as it is
-  // made, not queued behind the receiver's earlier work on the sender's communication thread.
-  std::vector<int> producer(g.values().size(), -1);
+  // A move between stages goes out with the action making what it moves (of its micro-batch and
+  // phase): sent as soon as it is made, not queued behind the receiver's earlier work on the
+  // sender's communication thread.
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
-    for (int id : n.outputs) producer[size_t(id)] = int(i);
     if (n.kind != NodeKind::kBoxing || n.micro < 0) continue;
     const Value &from = g.values()[size_t(n.inputs[0])], &to = g.values()[size_t(n.outputs[0])];
     const int p = producer[size_t(n.inputs[0])];

@@ -69,9 +69,12 @@ std::vector<Action> interleaved_order(const Schedule& s, int d) {
   return order;
 }
 
-double per_stage(const std::vector<double>& seconds, int stage, const char* what) {
-  if (seconds.empty()) fail(kOp, "timeline needs the ", what, " seconds of at least one stage");
-  return seconds.size() == 1 ? seconds[0] : seconds.at(size_t(stage));
+double per_stage(const std::vector<double>& seconds, int stage, int stages, const char* what) {
+  if (seconds.size() == 1) return seconds[0];
+  if (seconds.size() != size_t(stages))
+    fail(kOp, "timeline takes one ", what, " time for every stage or ", stages,
+         " (one per virtual stage), got ", seconds.size());
+  return seconds[size_t(stage)];
 }
 
 }  // namespace
@@ -153,8 +156,9 @@ std::vector<Timed> Schedule::timeline(const std::vector<double>& forward,
           if (std::isnan(f)) break;
           ready = std::max(ready, f);
         }
-        const double secs = a.phase == Phase::kForward ? per_stage(forward, a.stage, "forward")
-                                                       : per_stage(backward, a.stage, "backward");
+        const double secs = a.phase == Phase::kForward
+                                ? per_stage(forward, a.stage, V, "forward")
+                                : per_stage(backward, a.stage, V, "backward");
         out.push_back({d, a, ready, ready + secs});
         end_of(a.phase, a.stage, a.micro) = free_at[size_t(d)] = ready + secs;
         ++next[size_t(d)];

@@ -374,7 +374,7 @@ def plan_pipeline(
 
     step_for(placement, micro_batches) -> (nn.Graph, example inputs of one micro-batch): the
     training step of the model on one stage's placement (stage_placement(d, cluster)), as the
-    micro-batches of a step of `micro_batches` cut it. Its model may hold any number (>= 1) of
+    micro-batches of a step of `micro_batches` cut it. Its model may hold any number (>= 2) of
     the repeated layers: each one's costs are per layer, priced once and used `layers` times.
 
     For each stage size (stage_devices, default every power of two dividing `devices` that leaves
@@ -403,7 +403,13 @@ def plan_pipeline(
             # The stage's update is shared by its m micro-batches: it weighs 1/m of one.
             fastest = plan(graph, inputs, cluster, math.inf, keep, False, 1 / m, cache)
             rows = _layer_rows(fastest, cache)
-            proxy = max(len(rows) - 2, 1)
+            proxy = len(rows) - 2
+            if proxy < 1:
+                raise ValueError(
+                    "[auto_parallel] plan_pipeline: step_for's model has no repeated layers "
+                    "(nn.Graph finds them as the children of a ModuleList that share one "
+                    "structure): give it at least two of them"
+                )
             # The budget's share for the proxy's layers of a stage; layouts within it when the
             # fastest ones overrun it, without and with one micro-batch's activations counted
             # (the search multiplies them by the micro-batches in flight).

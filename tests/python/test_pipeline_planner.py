@@ -70,3 +70,18 @@ def test_a_budget_nothing_fits_names_the_least_any_choice_needs():
     with pytest.raises(RuntimeError, match=r"the least any choice of stages, micro-batches and "
                        r"recomputation needs is \d+ bytes"):  # fmt: skip
         plan(1e4)
+
+
+def test_a_stage_model_without_repeated_layers_raises():
+    def one_block(placement, micro_batches):
+        with flow.device("meta"):
+            model = GPT(GPTConfig(65, 32, 1, 4, 64))
+        model.to_global(placement, B)
+        x = flow.zeros(BATCH, 32, dtype=flow.int64, device="meta", placement=placement, sbp=S(0))
+        return TrainStep(model, flow.optim.SGD(model.parameters(), lr=0.1)), [x, x]
+
+    with pytest.raises(ValueError, match="has no repeated layers"):
+        flow.auto_parallel.plan_pipeline(
+            one_block, LAYERS, 4, cluster=flow.boxing.ClusterSpec.cpu_loopback(4),
+            stage_devices=[4], micro_batches=(1,),
+        )  # fmt: skip

@@ -1,8 +1,9 @@
 """Bad pipelines raise naming the modules and stages, on every rank, before anything runs:
 overlapping stage placements, a module inside another stage's module, a parameter shared by two
 stages, one stage id on two placements, a gap in the stage ids, more stages than placements
-without the interleaved schedule, and a micro-batch count that does not divide the batch.
-Prints one JSON line of problems."""
+without the interleaved schedule, a micro-batch count that does not divide the batch, and the
+auto-parallel planner asked to plan a graph with stages (plan_pipeline's work). Micro-batches keep
+the inputs' rows together. Prints one JSON line of problems."""
 
 import re
 
@@ -90,6 +91,20 @@ def main():
         r"input 0 of shape \(4, 4\) does not split into 3 micro-batches",
         lambda: Step(model((0, [0, 1]), (1, [2, 3])), micro=3)(x),
     )
+    planned = Step(model((0, [0, 1]), (1, [2, 3])))
+    planned.config.enable_auto_parallel(True)
+    expect("auto-parallel with stages", r"enable_auto_parallel with modules in pipeline stages",
+           lambda: planned(x))  # fmt: skip
+    # Micro-batches keep each row of one input with the same row of the others, whatever their
+    # layouts (shard by shard when every input is split alike, else in order).
+    rows = flow.arange(8).view(8, 1).float().to_global(everyone, [B])
+    first, last = flow.placement("cpu", ranks=[0, 1]), flow.placement("cpu", ranks=[2, 3])
+    S = flow.sbp.split
+    for y_sbp in (S(0), B):
+        xs, ys = rows.to_global(first, [S(0)]), rows.to_global(last, [y_sbp])
+        for a, b in zip(*flow.nn.graph._micro_batches([xs, ys], 2)):
+            if not (a.numpy() == b.numpy()).all():
+                problems.append(f"micro-batches of S(0) and {y_sbp} inputs pair other rows")
     # And a good one still trains after all that.
     good = Step(model((0, [0, 1]), (1, [2, 3])), micro=2)
     loss = good(x)

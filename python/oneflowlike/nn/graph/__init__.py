@@ -60,7 +60,7 @@ class GraphModule:
         buffers move there now (in place, keeping their SBP; local ones become replicated), and
         its global inputs move there at each call (to_global(placement), keeping their SBP)."""
         module = self._module
-        if not isinstance(stage_id, int) or stage_id < 0:
+        if not isinstance(stage_id, int) or isinstance(stage_id, bool) or stage_id < 0:
             raise ValueError(f"[graph] set_stage: stage_id must be an int >= 0, got {stage_id!r}")
         if not isinstance(placement, flow.placement):
             raise TypeError(f"[graph] set_stage: expected a flow.placement, got {placement!r}")
@@ -88,25 +88,36 @@ class GraphModule:
         return self
 
 
-def _micro_batches(x, m):
-    """`x` cut into m micro-batches along dimension 0 without communication: a tensor split on
-    dimension 0 over P shards gives micro-batch i the i-th m-th of every shard (P rows of b:
-    x.view(P, m, b, ...)[:, i]), so that each rank cuts its own rows; others are cut in order.
-    Either way every row is in one micro-batch once, which is all the step's mean gradient sees."""
-    if m == 1:
-        return [x]
+def _dim0_shards(x):
+    """How many shards a global tensor's dimension 0 is split into (1: not split, or local)."""
     shards = 1
     if x.is_global:
         for axis, s in zip(x.placement.hierarchy, x.sbp):
             if s.kind == "split" and s.axis == 0:
                 shards *= axis
-    if shards == 1 or x.shape[0] % (shards * m):
-        return list(x.chunk(m, 0))
-    rows = x.shape[0] // (shards * m)
-    grouped = x.view(shards, m, rows, *x.shape[1:])
-    # clone(): a contiguous micro-batch, as chunk's are (a traced view looks contiguous while
-    # tracing whatever its strides when the graph runs).
-    return [grouped[:, i].clone().reshape(shards * rows, *x.shape[1:]) for i in range(m)]
+    return shards
+
+
+def _micro_batches(inputs, m):
+    """Each input cut into m micro-batches along dimension 0, every input alike so that a row of
+    one stays with the same row of the others. When every input is split on dimension 0 into the
+    same P shards, micro-batch i takes the i-th m-th of every shard (x.view(P, m, b, ...)[:, i]),
+    so that each rank cuts its own rows without communication; otherwise the inputs are cut in
+    order (chunk). Either way every row is in one micro-batch once."""
+    if m == 1:
+        return [[x] for x in inputs]
+    shards = {_dim0_shards(x) for x in inputs}
+    rows = {x.shape[0] for x in inputs}
+    if len(shards) != 1 or len(rows) != 1 or 1 in shards or rows.pop() % (shards.pop() * m):
+        return [list(x.chunk(m, 0)) for x in inputs]
+    out = []
+    for x in inputs:
+        p = _dim0_shards(x)
+        grouped = x.view(p, m, x.shape[0] // (p * m), *x.shape[1:])
+        # clone(): a contiguous micro-batch, as chunk's are (a traced view looks contiguous
+        # while tracing whatever its strides when the graph runs).
+        out.append([grouped[:, i].clone().reshape(-1, *x.shape[1:]) for i in range(m)])
+    return out
 
 
 def _on_placement(t, placement):
@@ -207,13 +218,14 @@ class Graph:
                         f"{micro} micro-batches along dimension 0"
                     )
         # A module switched between train() and eval() (dropout on or off) traces again.
+        # So do a module moved to another pipeline stage and another schedule.
         modes = tuple(
-            m.training
+            (m.training, *[str(x) for x in m.__dict__.get("_pipeline_stage", ())[:2]])
             for v in self.__dict__.values()
             if isinstance(v, flow.nn.Module)
             for m in v.modules()
         )
-        key = (micro, modes) + tuple(_signature(a) for a in args)
+        key = (micro, self.config.pipeline_schedule, modes) + tuple(_signature(a) for a in args)
         if key not in self._compiled:
             if self.config.auto_parallel and self._plan is None:
                 self._plan = self._plan_layouts(args)
@@ -253,6 +265,14 @@ class Graph:
                         opt._state_of(group, p)
         layers = self._repeated_layers()
         stages = self._stages()
+        if stages and self.config.auto_parallel:
+            raise NotImplementedError(
+                "[graph] enable_auto_parallel with modules in pipeline stages (set_stage): plan "
+                "the pipeline with flow.auto_parallel.plan_pipeline and lay the model out with "
+                "PipelinePlan.apply"
+            )
+        _C._set_layer(-1)  # whatever an earlier call that raised inside a layer or stage left
+        _C._set_stage(-1)
         hooks = [h for m in layers for h in self._tag_layer(m, layers[m])]
         trace = _C.Trace()
         try:
@@ -262,7 +282,7 @@ class Graph:
                 if micro == 1 and not stages:
                     result = self.build(*inputs)
                 else:
-                    chunks = [_micro_batches(x, micro) for x in inputs]
+                    chunks = _micro_batches(inputs, micro)
                     results = []
                     # Gradients add up over the micro-batches as partial sums, reduced once.
                     trace.set_defer_grad_reductions(True)
