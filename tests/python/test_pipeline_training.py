@@ -75,7 +75,7 @@ def test_bad_pipelines_raise_naming_the_modules_and_stages():
 
 
 def test_the_planners_pipeline_trains_like_one_process(tmp_path):
-    """Within 600 kB a device (a 4-block model holds about 700 kB in parameters and momentum in
+    """Within 600 kB a device (a 4-block model holds about 700 kB in parameters, gradients and momentum in
     one process), the planner's choice (flow.auto_parallel.plan_pipeline) is a pipeline, laid
     out by PipelinePlan.apply, and it trains like one process."""
     model = ["--n-layer", "4"]
