@@ -381,8 +381,9 @@ def plan_pipeline(
     no more stages than layers) and micro-batch count, the intra-op planner lays one stage out
     (its update weighing 1/m, shared by the micro-batches): its fastest layouts, and where those
     overrun the budget's share for the stage's layers, layouts within that share, without and
-    with one micro-batch's activations counted;
-    the inter-op search (_C.plan_stages, exact under its model) then weighs every split. `keep`
+    with one micro-batch's activations counted (skipped where the fastest layouts, with no budget
+    at all, already predict no faster a step than the best pipeline found that fits); the
+    inter-op search (_C.plan_stages, exact under its model) then weighs every split. `keep`
     (as plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when
     nothing fits, naming the least memory any choice needs."""
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
@@ -394,43 +395,59 @@ def plan_pipeline(
             for d in (1 << k for k in range(devices.bit_length()))
             if devices % d == 0 and devices // d <= layers
         ]
-    options, intra = [], {}
+    budget = float(budget) if budget else math.inf
+    options, intra = [], []
+
+    def add(d, m, p, rows):
+        middle = rows[1:-1]
+        layer = [sum(c) / len(middle) for c in zip(*middle)]
+        send = cluster.send_recv(0, d, layer[5]) if d < devices else 0.0
+        intra.append(p)
+        options.append((d, m, send, [rows[0]] + [layer] * layers + [rows[-1]]))
+        return options[-1]
+
+    def best_seconds(opts, within):
+        try:
+            return _C.plan_stages(opts, devices, within)["seconds"]
+        except RuntimeError:  # nothing fits
+            return math.inf
+
+    # Each stage size and micro-batch count's fastest layouts (the stage's update weighs 1/m:
+    # its micro-batches share it) ...
+    pending = []
     for d in stage_devices:
         placement = stage_placement(d, cluster)
-        stages = devices // d
         for m in micro_batches:
             graph, inputs = step_for(placement, m)
-            # The stage's update is shared by its m micro-batches: it weighs 1/m of one.
             fastest = plan(graph, inputs, cluster, math.inf, keep, False, 1 / m, cache)
             rows = _layer_rows(fastest, cache)
-            proxy = len(rows) - 2
-            if proxy < 1:
+            if len(rows) < 3:
                 raise ValueError(
                     "[auto_parallel] plan_pipeline: step_for's model has no repeated layers "
                     "(nn.Graph finds them as the children of a ModuleList that share one "
                     "structure): give it at least two of them"
                 )
-            # The budget's share for the proxy's layers of a stage; layouts within it when the
-            # fastest ones overrun it, without and with one micro-batch's activations counted
-            # (the search multiplies them by the micro-batches in flight).
-            share = budget * proxy / math.ceil(layers / stages)
-            state = sum(r[3] for r in rows[1:-1])
-            held = state + sum(r[4] for r in rows[1:-1])
-            laid = [(fastest, rows)]
-            if keep is None:
-                for activations, needed in ((False, state), (True, held)):
-                    if needed <= share:
-                        continue
-                    try:
-                        p = plan(graph, inputs, cluster, share, None, activations, 1 / m, cache)
-                    except RuntimeError:
-                        continue  # nothing fits the share: other layouts stay the options
-                    laid.append((p, _layer_rows(p, cache)))
-            for p, rows in laid:
-                middle = rows[1:-1] or [[0.0] * 6]
-                layer = [sum(c) / len(middle) for c in zip(*middle)]
-                send = cluster.send_recv(0, d, layer[5]) if stages > 1 else 0.0
-                intra[len(options)] = p
-                options.append((d, m, send, [rows[0]] + [layer] * layers + [rows[-1]]))
-    choice = _C.plan_stages(options, devices, float(budget) if budget else math.inf)
+            option = add(d, m, fastest, rows)
+            pending.append((best_seconds([option], math.inf), d, m, graph, inputs, rows))
+    # ... then, where those overrun the budget's share for the stage's layers (in the proxy),
+    # layouts within it, without and with one micro-batch's activations counted (the search
+    # multiplies them by the micro-batches in flight); skipped where even the fastest layouts,
+    # with no budget at all, are no faster than the best pipeline found that fits.
+    found = best_seconds(options, budget)
+    for bound, d, m, graph, inputs, rows in sorted(pending, key=lambda t: t[0]):
+        if keep is not None or bound >= found:
+            continue
+        share = budget * (len(rows) - 2) / math.ceil(layers / (devices // d))
+        state = sum(r[3] for r in rows[1:-1])
+        held = state + sum(r[4] for r in rows[1:-1])
+        for activations, needed in ((False, state), (True, held)):
+            if needed <= share:
+                continue
+            try:
+                p = plan(graph, inputs, cluster, share, None, activations, 1 / m, cache)
+            except RuntimeError:
+                continue  # nothing fits the share: other layouts stay the options
+            add(d, m, p, _layer_rows(p, cache))
+        found = best_seconds(options, budget)
+    choice = _C.plan_stages(options, devices, budget)
     return PipelinePlan(choice, intra[choice["option"]], layers, [(o[0], o[1]) for o in options])
