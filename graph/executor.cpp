@@ -248,13 +248,13 @@ class Run {
     }
     in_.clear();
     for (int id : n.inputs) in_.push_back(id < 0 ? Tensor() : value(id));
-    if (spans_) inputs_ready_ = now();  // a span is work, not the wait for a collective
     // A write in place waits for the collectives still reading that memory.
     if (writes_in_place(n)) {
       const void* written = in_[0].storage().get();
       for (const auto& [task, storage] : comm_reads_)
         if (storage == written) comm_.wait(task);
     }
+    if (spans_) inputs_ready_ = now();  // a span is work, not the wait for a collective
     std::vector<Tensor> out =
         n.sig.in.empty() ? dispatch(*n.op, in_, *attrs) : on_shards(n, *attrs);
     for (size_t j = 0; j < n.outputs.size(); ++j) values_[n.outputs[j]] = std::move(out[j]);

@@ -58,7 +58,8 @@ class GraphModule:
     def set_stage(self, stage_id, placement):
         """Puts the module in pipeline stage `stage_id` on `placement`: its parameters and
         buffers move there now (in place, keeping their SBP; local ones become replicated), and
-        its global inputs move there at each call (to_global(placement), keeping their SBP)."""
+        its global positional inputs move there at each call (to_global(placement), keeping
+        their SBP; keyword arguments and tensors inside containers are left as they are)."""
         module = self._module
         if not isinstance(stage_id, int) or isinstance(stage_id, bool) or stage_id < 0:
             raise ValueError(f"[graph] set_stage: stage_id must be an int >= 0, got {stage_id!r}")
