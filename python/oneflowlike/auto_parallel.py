@@ -256,7 +256,8 @@ class PipelinePlan:
     layers, row L + 1 what comes after), the predicted step `seconds`, each stage's
     `stage_seconds` (forward and backward of one micro-batch) and `stage_bytes` per device, and
     `intra`: the intra-op Plan of a stage (the layouts and signatures inside it). `options`: the
-    (devices per stage, micro-batches, layouts) the search weighed."""
+    (devices per stage, micro-batches) of every option the search weighed, one per stage layout
+    planned."""
 
     def __init__(self, choice, intra, layers, options):
         self.stages = choice["stages"]
@@ -306,7 +307,7 @@ class PipelinePlan:
 
         def layout(name, p):
             if name.startswith(prefix):
-                index, rest = name[len(prefix) :].split(".", 1)
+                _, rest = name[len(prefix) :].split(".", 1)
                 name = f"{prefix}0.{rest}"
             return layouts.get(name, tuple([flow.sbp.broadcast] * len(places[0].hierarchy)))
 
@@ -327,8 +328,8 @@ class PipelinePlan:
         for s, (r, t, b) in enumerate(
             zip(self.stage_layers(), self.stage_seconds, self.stage_bytes)
         ):
-            extra = (" + embeddings" if s == 0 else "") + (
-                " + head" if s == self.stages - 1 else ""
+            extra = (" + what comes before them" if s == 0 else "") + (
+                " + what comes after" if s == self.stages - 1 else ""
             )
             lines.append(
                 f"  stage {s}: layers {r.start}..{r.stop - 1}{extra}: {t * 1e3:.3f} ms per "
