@@ -389,6 +389,8 @@ class Run {
   std::mutex spans_mu_;
   bool ran_here_ = true;  // the node being run had work on this rank
   double inputs_ready_ = 0;
+  // Last: destroyed first, joining its thread (whose tasks record spans under spans_mu_) before
+  // the members it uses go.
   CommThread comm_;
 };
 
