@@ -12,7 +12,8 @@ namespace ofl::graph {
 Graph insert_boxing(const Graph& g) {
   Graph out = g.without_nodes();
   // Values over a variable's memory (a parameter or its views): their conversions are made once
-  // per phase (forward, backward), so that gathered parameters are not held in between.
+  // per phase (forward, backward), so that gathered parameters are not held in between; the
+  // micro-batches of a phase share its conversion (held from the first to the last).
   std::vector<bool> param_memory(g.values().size(), false);
   for (const Variable& v : g.variables()) param_memory[v.value] = true;
   for (const Node& n : g.nodes())
