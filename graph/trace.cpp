@@ -143,6 +143,25 @@ int Trace::value_of(const char* op, const Tensor& t) {
   return it->second;
 }
 
+void Trace::meet(const char* op, const std::vector<Tensor>& in, std::vector<int>& ids) {
+  const Placement* narrow = nullptr;
+  for (int id : ids)
+    if (id >= 0 && graph_.values()[size_t(id)].is_global()) {
+      const Placement& p = *graph_.values()[size_t(id)].placement;
+      if (!narrow || p.size() < narrow->size()) narrow = &p;
+    }
+  if (!narrow) return;
+  const Placement target = *narrow;  // ids' values may move as boxes are added
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < 0 || !graph_.values()[size_t(ids[k])].is_global()) continue;
+    const Placement& p = *graph_.values()[size_t(ids[k])].placement;
+    if (p == target || autograd::needs_grad(in[k])) continue;
+    bool covers = true;
+    for (int r : target.ranks()) covers &= p.contains(r);
+    if (covers) ids[k] = value_of(op, box(op, in[k], target, NdSbp()));
+  }
+}
+
 std::optional<Placement> Trace::placement_of(const char* op, const std::vector<int>& inputs) const {
   const Value* first = nullptr;
   for (int id : inputs) {
@@ -183,6 +202,7 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   }
   node.inputs.reserve(in.size());
   for (const Tensor& t : in) node.inputs.push_back(value_of(op, t));
+  meet(op, in, node.inputs);
   const std::optional<Placement> placement = placement_of(op, node.inputs);
   std::vector<Tensor> outputs;
   for (size_t j = 0; j < out.size(); ++j) {

@@ -66,6 +66,10 @@ class Trace {
 
  private:
   int value_of(const char* op, const Tensor& t);
+  // Global inputs on nested placements meet on the narrowest: one on a placement covering it that
+  // needs no gradient (a pipeline's targets, given on every rank, read by the last stage) moves
+  // onto it, keeping its layout (a boxing node; `ids` then names the moved value).
+  void meet(const char* op, const std::vector<Tensor>& in, std::vector<int>& ids);
   // The placement of a call's global inputs (one for all), or none for a local call.
   std::optional<Placement> placement_of(const char* op, const std::vector<int>& inputs) const;
   Tensor traced(int id, bool is_view);

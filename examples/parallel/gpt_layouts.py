@@ -150,6 +150,11 @@ def parse_args(argv=None):
     p.add_argument("--graph", action="store_true", help="train with an nn.Graph of the step")
     p.add_argument("--micro-batches", type=int, default=1, help="graph mode: micro-batches")
     p.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="--layout auto: the planner chooses pipeline stages and micro-batches too",
+    )
+    p.add_argument(
         "--schedule",
         default="1f1b",
         choices=["gpipe", "1f1b", "interleaved_1f1b"],
@@ -206,7 +211,9 @@ def main(argv=None):
         sys.exit("--layout auto plans a graph: add --graph")
     step = TrainStep(model, opt) if args.graph else None
     if args.layout == "auto":
-        step.config.enable_auto_parallel(True, memory_budget=args.memory_budget)
+        step.config.enable_auto_parallel(
+            True, memory_budget=args.memory_budget, pipeline=args.pipeline
+        )
     if step is not None:
         step.config.set_gradient_accumulation_steps(args.micro_batches)
         step.config.set_pipeline_schedule(args.schedule)
@@ -249,6 +256,8 @@ def main(argv=None):
         report = {"layout": args.layout, "losses": losses, "collectives": collectives}
         if pipeline_plan is not None:
             report["pipeline"] = pipeline_plan.description
+        if step is not None and args.pipeline:
+            report["pipeline"] = step.plan.description
         report["state_bytes"] = state_bytes(model, opt)
         if place is not None:  # where each parameter and optimizer state lives
             report["param_sbp"] = {n: _sbp_str(p) for n, p in model.named_parameters()}

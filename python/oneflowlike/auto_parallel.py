@@ -14,7 +14,7 @@ gradient in its parameter's layout, within the per-device memory budget."""
 import math
 
 import oneflowlike as flow
-from oneflowlike import _C
+from oneflowlike import _C, _global
 
 
 class Plan:
@@ -299,8 +299,9 @@ class PipelinePlan:
         layout (a layer's as the first traced layer's: the name with `layers`' index 0), each of
         `layers` (the repeated layers, a ModuleList of model) in its stage (GraphModule.set_stage),
         the modules in `before` in the first stage and those in `after` in the last,
-        recomputation on every layer if chosen. Build the optimizer afterwards. Returns the first
-        and last stages' placements (where the inputs and the targets go)."""
+        recomputation on every layer if chosen. The Parameter objects stay (an optimizer holding
+        them goes on). Returns the first and last stages' placements (where the inputs and the
+        targets go)."""
         GraphModule = flow.nn.graph.GraphModule
         prefix = next(n for n, m in model.named_modules() if m is layers) + "."
         layouts = self.intra.layouts
@@ -312,7 +313,20 @@ class PipelinePlan:
             return layouts.get(name, tuple([flow.sbp.broadcast] * len(places[0].hierarchy)))
 
         places = self.placements(cluster)
-        model.to_global(places[0], layout)
+
+        def placed(name, t):
+            sbp = layout(name, t)
+            if t.is_global:
+                return t.to_global(places[0], sbp)
+            return _global.from_full(t, places[0], sbp)
+
+        with flow.no_grad():
+            for name, p in model.named_parameters():
+                p.data = placed(name, p.detach())
+            for prefix, m in model.named_modules():
+                for key, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[key] = placed(f"{prefix}.{key}" if prefix else key, b)
         for k, layer in enumerate(layers):
             s = self.stage_of_row(k + 1)
             layer.to(GraphModule).set_stage(s, places[s])

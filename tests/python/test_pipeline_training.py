@@ -88,3 +88,19 @@ def test_the_planners_pipeline_trains_like_one_process(tmp_path):
     for name in want_params.files:
         a, b = want_params[name], params[name]
         assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
+
+
+def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp_path):
+    """graph.config.enable_auto_parallel(True, memory_budget=600000, pipeline=True): the model
+    and the batch on every rank; the first call plans stages, micro-batches and layouts on meta
+    copies of the graph's modules, lays the model out, moves the targets to the last stage."""
+    model = ["--n-layer", "4"]
+    want, want_params = _run(tmp_path, "single", model)
+    args = [*model, "--layout", "auto", "--pipeline", "--graph", "--memory-budget", "600000"]
+    got, params = _run(tmp_path, "auto_stages", args, nproc=4)
+    assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
+    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
+        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
+    for name in want_params.files:
+        a, b = want_params[name], params[name]
+        assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name

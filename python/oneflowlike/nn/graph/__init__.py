@@ -89,6 +89,11 @@ class GraphModule:
         return self
 
 
+def _flat(ranks):
+    """The ranks of a placement's (nested) list."""
+    return [r for x in ranks for r in (_flat(x) if isinstance(x, list) else [x])]
+
+
 def _dim0_shards(x):
     """How many shards a global tensor's dimension 0 is split into (1: not split, or local)."""
     shards = 1
@@ -139,6 +144,7 @@ class GraphConfig:
         self.gradient_accumulation_steps = 1
         self.auto_parallel = False
         self.auto_parallel_memory_budget = None
+        self.auto_parallel_pipeline = False
         self.pipeline_schedule = "1f1b"
         self.timeline = False
 
@@ -162,13 +168,20 @@ class GraphConfig:
         """Record when each node runs on this rank at every call (graph.timeline)."""
         self.timeline = bool(on)
 
-    def enable_auto_parallel(self, on=True, memory_budget=None):
+    def enable_auto_parallel(self, on=True, memory_budget=None, pipeline=False):
         """Let the planner choose every layout (flow.auto_parallel): on the first call, the
         parameters' and optimizer states' layouts (applied to them, in place), then every op's
         signature, exactly under the cost model, within `memory_budget` bytes per device
-        (default: the cluster's device capacity). The inputs' SBPs are kept."""
+        (default: the cluster's device capacity). The inputs' SBPs are kept.
+
+        With `pipeline`, the planner also chooses pipeline stages (flow.auto_parallel.
+        plan_pipeline): the number of stages, which of the repeated layers (a ModuleList directly
+        in a module of the graph) each runs, the micro-batch count, recomputation and the
+        layouts inside a stage; the modules registered before the list run in the first stage,
+        those after it in the last. Inputs given on every rank are moved where they are read."""
         self.auto_parallel = bool(on)
         self.auto_parallel_memory_budget = memory_budget
+        self.auto_parallel_pipeline = bool(pipeline)
 
 
 class Graph:
@@ -210,6 +223,8 @@ class Graph:
                     f"[graph] input {i} of {type(self).__name__}.build{signature} is a "
                     f"{type(a).__name__}, expected a Tensor"
                 )
+        if self.config.auto_parallel and self.config.auto_parallel_pipeline and self._plan is None:
+            self._plan = self._plan_pipeline(args)  # sets the stages and micro-batches
         micro = self.config.gradient_accumulation_steps
         if micro > 1:
             for i, a in enumerate(args):
@@ -228,7 +243,7 @@ class Graph:
         )
         key = (micro, self.config.pipeline_schedule, modes) + tuple(_signature(a) for a in args)
         if key not in self._compiled:
-            if self.config.auto_parallel and self._plan is None:
+            if self.config.auto_parallel and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
@@ -266,10 +281,11 @@ class Graph:
                         opt._state_of(group, p)
         layers = self._repeated_layers()
         stages = self._stages()
-        if stages and self.config.auto_parallel:
+        if stages and self.config.auto_parallel and not self.config.auto_parallel_pipeline:
             raise NotImplementedError(
-                "[graph] enable_auto_parallel with modules in pipeline stages (set_stage): plan "
-                "the pipeline with flow.auto_parallel.plan_pipeline and lay the model out with "
+                "[graph] enable_auto_parallel with modules in pipeline stages (set_stage): let "
+                "it choose the stages too (enable_auto_parallel(True, pipeline=True)), or plan "
+                "with flow.auto_parallel.plan_pipeline and lay the model out with "
                 "PipelinePlan.apply"
             )
         _C._set_layer(-1)  # whatever an earlier call that raised inside a layer or stage left
@@ -314,7 +330,7 @@ class Graph:
             budget = self.config.auto_parallel_memory_budget
             compiled = trace.finish(
                 outputs,
-                auto_parallel=self.config.auto_parallel,
+                auto_parallel=self.config.auto_parallel and not stages,
                 memory_budget=float("inf") if budget is None else budget,
                 stages=stages,
                 schedule=self.config.pipeline_schedule,
@@ -414,6 +430,103 @@ class Graph:
             _C._set_layer(outer.pop())
 
         return [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
+
+    def _plan_pipeline(self, args):
+        """Plans the pipeline for these inputs (flow.auto_parallel.plan_pipeline on meta copies
+        of the graph's modules) and lays the modules out as it says, in place."""
+        from oneflowlike import auto_parallel
+
+        layers = self._repeated_layers()
+        lists = [
+            (attr, top, name, child)
+            for attr, top in self.__dict__.items()
+            if isinstance(top, flow.nn.Module)
+            for name, child in top.named_children()
+            if any(c in layers for c in child.children())
+        ]
+        if len(lists) != 1:
+            raise ValueError(
+                "[graph] a planned pipeline needs one list of repeated layers (a ModuleList "
+                f"directly in a module of the graph, its children of one structure); found "
+                f"{len(lists)}"
+            )
+        attr, top, list_name, container = lists[0]
+        children = [m for _, m in top.named_children()]
+        cut = children.index(container)
+        places = {str(a.placement) for a in args if a.is_global}
+        if len(places) != 1:
+            raise ValueError(
+                f"[graph] a planned pipeline takes global inputs on one placement, got {places}"
+            )
+        placement = next(a.placement for a in args if a.is_global)
+        ranks = sorted(_flat(placement.ranks))
+        if ranks != list(range(len(ranks))):
+            raise ValueError(
+                f"[graph] a planned pipeline runs on ranks 0..n-1, got inputs on {placement}"
+            )
+        shapes = [(tuple(a.shape), a.dtype) for a in args]
+        batch = shapes[0][0][0]
+        micro = [m for m in (1, 2, 4, 8) if batch % m == 0 and batch // m >= len(ranks)] or [1]
+        cluster = _C.get_cluster_spec()
+        plan = auto_parallel.plan_pipeline(
+            lambda p, m: self._meta_step(attr, list_name, p, shapes, m),
+            len(container),
+            len(ranks),
+            cluster=cluster,
+            memory_budget=self.config.auto_parallel_memory_budget,
+            micro_batches=micro,
+        )
+        plan.apply(top, container, children[:cut], children[cut + 1 :], cluster)
+        self.config.gradient_accumulation_steps = plan.micro_batches
+        return plan
+
+    def _meta_step(self, attr, list_name, placement, shapes, micro_batches):
+        """This graph on meta copies of its modules on `placement`, the list of repeated layers
+        `attr`.`list_name` cut to its first two, with fresh optimizers of the same kinds and
+        settings; and meta inputs of one of `micro_batches` micro-batches, split on dimension
+        0. What plan_pipeline prices a stage with."""
+        import copy
+
+        modules = {n: m for n, m in self.__dict__.items() if isinstance(m, flow.nn.Module)}
+        memo = {}
+        for m in modules.values():
+            for t in list(m.parameters()) + [b for b in m.buffers() if b is not None]:
+                meta = flow.empty(*t.shape, dtype=t.dtype, device="meta")
+                is_param = isinstance(t, flow.nn.Parameter)
+                memo[id(t)] = flow.nn.Parameter(meta, t.requires_grad) if is_param else meta
+        proxy = copy.copy(self)
+        proxy.__dict__ = dict(self.__dict__)
+        axes = len(placement.hierarchy)
+        clones = {}
+        for name, m in modules.items():
+            clone = copy.deepcopy(m, memo)
+            if name == attr:
+                kept = getattr(clone, list_name)
+                kept._modules = type(kept._modules)(list(kept._modules.items())[:2])
+            B = flow.sbp.broadcast
+            clones[name] = clone.to_global(placement, tuple([B] * axes) if axes > 1 else B)
+            proxy.__dict__[name] = clones[name]
+        by_name = {
+            (n, pn): p for n, c in clones.items() for pn, p in c.named_parameters()
+        }  # fmt: skip
+        names = {id(p): (n, pn) for n, m in modules.items() for pn, p in m.named_parameters()}
+        proxy._optimizers = []
+        for opt, _ in self._optimizers:
+            params = [
+                by_name[names[id(p)]]
+                for g in opt.param_groups
+                for p in g["params"]
+                if names.get(id(p)) in by_name
+            ]
+            proxy._optimizers.append((type(opt)(params, **opt.defaults), None))
+        proxy.config = GraphConfig()
+        proxy._compiled, proxy._plan, proxy._last, proxy._timeline = {}, None, None, None
+        inputs = [
+            flow.zeros(shape[0] // micro_batches, *shape[1:], dtype=dtype, device="meta",
+                       placement=placement, sbp=[flow.sbp.split(0)] * axes)
+            for shape, dtype in shapes
+        ]  # fmt: skip
+        return proxy, inputs
 
     def _plan_layouts(self, args):
         """Plans the step for these inputs and lays the parameters and optimizer states out as
