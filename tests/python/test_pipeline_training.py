@@ -31,6 +31,16 @@ def _run(tmp_path, name, args, nproc=None):
     return json_lines(stdout)[0], np.load(out)
 
 
+def _check_like_one_process(got, params, want, want_params):
+    """Every step's loss and every final parameter as the single-process run's."""
+    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
+        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
+    for name in want_params.files:
+        a, b = want_params[name], params[name]
+        err = np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-3)
+        assert err <= RTOL, f"{got['layout']}: parameter {name} differs by {err:.2e}"
+
+
 @pytest.mark.parametrize(
     "layout,n_layer,schedule,micro,chunks",
     [
@@ -51,12 +61,7 @@ def test_pipeline_trains_like_one_process(tmp_path, layout, n_layer, schedule, m
     args = [*model, "--layout", layout, "--graph", "--schedule", schedule]
     args += ["--micro-batches", str(micro), "--chunks", str(chunks)]
     got, params = _run(tmp_path, layout, args, nproc=4)
-    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
-        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
-    for name in want_params.files:
-        a, b = want_params[name], params[name]
-        err = np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-3)
-        assert err <= RTOL, f"{layout}: parameter {name} differs by {err:.2e}"
+    _check_like_one_process(got, params, want, want_params)
     # Each stage's ranks send their activations on and receive the gradients back.
     assert got["collectives"].get("send_recv", 0) >= 2 * max(micro, 1)
 
@@ -64,10 +69,9 @@ def test_pipeline_trains_like_one_process(tmp_path, layout, n_layer, schedule, m
 @pytest.mark.parametrize("layout", ["pp2", "pp2xtp"])
 def test_eager_stages_train_like_one_process(tmp_path, layout):
     """Without a graph the stages run one after another on their ranks: the same losses."""
-    want, _ = _run(tmp_path, "single", [])
-    got, _ = _run(tmp_path, layout, ["--layout", layout], nproc=4)
-    for g, w in zip(got["losses"], want["losses"], strict=True):
-        assert abs(g - w) <= RTOL * abs(w)
+    want, want_params = _run(tmp_path, "single", [])
+    got, params = _run(tmp_path, layout, ["--layout", layout], nproc=4)
+    _check_like_one_process(got, params, want, want_params)
 
 
 def test_bad_pipelines_raise_naming_the_modules_and_stages():
@@ -83,11 +87,7 @@ def test_the_planners_pipeline_trains_like_one_process(tmp_path):
     args = [*model, "--layout", "auto_pipeline", "--graph", "--memory-budget", "600000"]
     got, params = _run(tmp_path, "auto_pipeline", args, nproc=4)
     assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
-    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
-        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
-    for name in want_params.files:
-        a, b = want_params[name], params[name]
-        assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
+    _check_like_one_process(got, params, want, want_params)
 
 
 def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp_path):
@@ -99,8 +99,4 @@ def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp
     args = [*model, "--layout", "auto", "--pipeline", "--graph", "--memory-budget", "600000"]
     got, params = _run(tmp_path, "auto_stages", args, nproc=4)
     assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
-    for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
-        assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
-    for name in want_params.files:
-        a, b = want_params[name], params[name]
-        assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
+    _check_like_one_process(got, params, want, want_params)
