@@ -124,47 +124,40 @@ def run_oneflowlike(args):
 
 def run_pipeline(flow, dist, m, args, layout, x_np, y_np):
     """A pipeline layout as a graph: "pp2xdp:4" (gpt_layouts.PIPELINES, 4 micro-batches, 1F1B)
-    or "auto_pipeline@4" (the planner's stages, micro-batches and layouts within 4 MiB)."""
-    import argparse
-
-    from gpt_layouts import PIPELINES, pipeline, plan_pipeline, state_bytes
+    or "auto_pipeline@4" (enable_auto_parallel(pipeline=True): the planner's stages,
+    micro-batches and layouts within 4 MiB, the model and batch starting on every rank)."""
+    from gpt_layouts import PIPELINES, pipeline, state_bytes
     from model_loader import graph_train_step
 
     B, S = flow.sbp.broadcast, flow.sbp.split
-    world = dist.get_world_size()
     flow.manual_seed(0)
     cfg = m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = m.GPT(cfg)
-
-    def make_optimizer(model):
-        return flow.optim.AdamW(model.parameters(), lr=1e-3)
-
-    description = predicted = None
-    if layout.startswith("auto_pipeline"):
-        budget = float(layout.split("@")[1]) * 2**20
-        ns = argparse.Namespace(batch_size=args.batch_size, memory_budget=budget)
-        plan = plan_pipeline(cfg, ns, world, make_optimizer)
-        first, last = plan.apply(
-            model, model.blocks, [model.tok_emb, model.pos_emb, model.drop],
-            [model.ln_f, model.head], flow.boxing.get_cluster_spec(),
-        )  # fmt: skip
-        batch_sbp, micro = [S(0)] * len(first.hierarchy), plan.micro_batches
-        description, predicted = plan.description, plan.seconds
+    auto = layout.startswith("auto_pipeline")
+    if auto:
+        first = last = flow.placement("cpu", ranks=list(range(dist.get_world_size())))
+        model.to_global(first, B)
+        batch_sbp, micro, budget = S(0), 1, float(layout.split("@")[1]) * 2**20
     else:
         name, _, micro = layout.partition(":")
         stage_ranks, param_sbp, batch_sbp = PIPELINES[name]
         first, last = pipeline(model, stage_ranks, param_sbp)
-        micro = int(micro or 1)
-    opt = make_optimizer(model)
+        micro, budget = int(micro or 1), None
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
     x = flow.tensor(x_np).to_global(first, [B] * len(first.hierarchy)).to_global(sbp=batch_sbp)
     y = flow.tensor(y_np).to_global(last, [B] * len(last.hierarchy)).to_global(sbp=batch_sbp)
-    step = graph_train_step(model, opt, x, y, micro_batches=micro)
+    step = graph_train_step(
+        model, opt, x, y, auto_parallel=auto, memory_budget=budget, micro_batches=micro,
+        pipeline=auto,
+    )  # fmt: skip
     step.pipelined = True  # the executor's one-rank timeline (graph.predict) does not apply
     row = measure(flow, step, dist, args)
-    row.update(predicted_s=predicted, predicted_compute_s=None, predicted_comm_s=None)
+    plan = step.graph.plan
+    row.update(predicted_s=plan.seconds if auto else None, predicted_compute_s=None)
+    row.update(predicted_comm_s=None, pipeline=plan.description if auto else None)
     row["state_bytes"] = state_bytes(model, opt)
     if dist.get_rank() == 0:
-        row.update(lib="oneflowlike", case=layout, mode="graph", pipeline=description)
+        row.update(lib="oneflowlike", case=layout, mode="graph")
         print(json.dumps(row), flush=True)
 
 

@@ -96,28 +96,6 @@ def pipeline(model, stage_ranks, param_sbp, chunks=1):
     return places[0], places[(n - 1) % len(places)]
 
 
-def plan_pipeline(cfg, args, world, make_optimizer):
-    """The planner's pipeline for this model on `world` ranks within --memory-budget (stages,
-    split, micro-batches, recomputation, and the layouts inside a stage), priced on meta tensors
-    with two of the blocks (flow.auto_parallel.plan_pipeline)."""
-    proxy = GPTConfig(cfg.vocab_size, cfg.block_size, min(2, cfg.n_layer), cfg.n_head, cfg.n_embd)
-
-    def step_for(placement, micro_batches):
-        axes = len(placement.hierarchy)
-        with flow.device("meta"):
-            model = GPT(proxy)
-        model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
-        x = flow.zeros(args.batch_size // micro_batches, cfg.block_size, dtype=flow.int64,
-                       device="meta", placement=placement, sbp=[S(0)] * axes)  # fmt: skip
-        return TrainStep(model, make_optimizer(model)), [x, x]
-
-    micro = [m for m in (1, 2, 4, 8) if args.batch_size % m == 0 and args.batch_size // m >= world]
-    return flow.auto_parallel.plan_pipeline(
-        step_for, cfg.n_layer, world, cluster=flow.boxing.get_cluster_spec(),
-        memory_budget=args.memory_budget, micro_batches=micro,
-    )  # fmt: skip
-
-
 class TrainStep(flow.nn.Graph):
     """One training step (forward, backward, optimizer) as a graph."""
 
@@ -134,9 +112,7 @@ class TrainStep(flow.nn.Graph):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--layout", default="single", choices=["single", *LAYOUTS, *PIPELINES, "auto_pipeline"]
-    )
+    p.add_argument("--layout", default="single", choices=["single", *LAYOUTS, *PIPELINES])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--block-size", type=int, default=16)
@@ -164,7 +140,7 @@ def parse_args(argv=None):
     p.add_argument(
         "--memory-budget",
         type=float,
-        help="--layout auto or auto_pipeline: bytes per device for parameters, gradients, "
+        help="--layout auto: bytes per device for parameters, gradients, "
         "optimizer states and the activations the backward reads",
     )
     return p.parse_args(argv)
@@ -178,26 +154,7 @@ def main(argv=None):
     model = GPT(cfg)
     place = batch_sbp = None
     x_place = y_place = None  # where the batch and the targets go in
-
-    def make_optimizer(model):
-        if args.optimizer == "adamw":
-            return flow.optim.AdamW(model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01)
-        return flow.optim.SGD(model.parameters(), lr=args.lr or 0.3, momentum=0.9)
-
-    pipeline_plan = None
-    if args.layout == "auto_pipeline":  # the planner's stages, micro-batches and layouts
-        if not args.graph:
-            sys.exit("--layout auto_pipeline plans a graph: add --graph")
-        world = flow.distributed.get_world_size()
-        pipeline_plan = plan_pipeline(cfg, args, world, make_optimizer)
-        place = flow.placement("cpu", ranks=list(range(world)))
-        x_place, y_place = pipeline_plan.apply(
-            model, model.blocks, [model.tok_emb, model.pos_emb, model.drop],
-            [model.ln_f, model.head], flow.boxing.get_cluster_spec(),
-        )  # fmt: skip
-        batch_sbp = [S(0)] * len(x_place.hierarchy)
-        args.micro_batches = pipeline_plan.micro_batches
-    elif args.layout in PIPELINES:
+    if args.layout in PIPELINES:
         stage_ranks, param_sbp, batch_sbp = PIPELINES[args.layout]
         place = flow.placement("cpu", ranks=list(range(flow.distributed.get_world_size())))
         x_place, y_place = pipeline(model, stage_ranks, param_sbp, args.chunks)
@@ -205,7 +162,10 @@ def main(argv=None):
         ranks, param_sbp, batch_sbp = LAYOUTS[args.layout]
         place = x_place = y_place = flow.placement("cpu", ranks=ranks)
         model.to_global(place, param_sbp)
-    opt = make_optimizer(model)
+    if args.optimizer == "adamw":
+        opt = flow.optim.AdamW(model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01)
+    else:
+        opt = flow.optim.SGD(model.parameters(), lr=args.lr or 0.3, momentum=0.9)
 
     if args.layout == "auto" and not args.graph:
         sys.exit("--layout auto plans a graph: add --graph")
@@ -254,8 +214,6 @@ def main(argv=None):
             whole(p)
     if rank == 0:
         report = {"layout": args.layout, "losses": losses, "collectives": collectives}
-        if pipeline_plan is not None:
-            report["pipeline"] = pipeline_plan.description
         if step is not None and args.pipeline:
             report["pipeline"] = step.plan.description
         report["state_bytes"] = state_bytes(model, opt)
