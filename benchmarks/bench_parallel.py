@@ -4,7 +4,8 @@ against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), i
     python benchmarks/bench_parallel.py [--ranks 4] [--repeats 2] [--batch-size 16] ...
     python benchmarks/bench_parallel.py --layouts dp,zero,auto,auto@4   # auto within 4 MiB
     python benchmarks/bench_parallel.py --layouts pp2xdp:4,pp4:4,auto_pipeline@4  # pipelines:
-        # gpt_layouts.PIPELINES with 4 micro-batches (1F1B), and the planner's within 4 MiB
+        # gpt_layouts.PIPELINES with 4 micro-batches (1F1B), and the planner's within 4 MiB:
+        # its batch given on every rank, then (row auto_pipeline@4>stages) on the plan's stages
 
 Both sides run through the launcher (python -m oneflowlike.distributed.launch, which gives each
 rank 1/N of the cores) on the same model file, global batch and AdamW step; see
@@ -103,13 +104,17 @@ def main():
         f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
     )
     header = (
-        f"{'layout':16s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'eager/graph':>12s} "
+        f"{'layout':23s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'eager/graph':>12s} "
         f"{'peak':>9s} {'state':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
     print("-" * (len(header) + 30))
-    rows = [
-        ours[k] for c in args.layouts.split(",") for k in ((c, "eager"), (c, "graph")) if k in ours
+    rows = [  # a planned pipeline's row, then its row with the batch given on its stages
+        ours[k]
+        for c in args.layouts.split(",")
+        for case in (c, f"{c}>stages")
+        for k in ((case, "eager"), (case, "graph"))
+        if k in ours
     ]
     for row in rows + ([ddp] if ddp else []):
         name = row["case"] if row["lib"] == "oneflowlike" else "torch DDP"
@@ -118,12 +123,12 @@ def main():
         eager = ours.get((row["case"], "eager"))
         speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
-            f"{name:16s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {speedup:>12s} "
+            f"{name:23s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {speedup:>12s} "
             f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['state_bytes']) if 'state_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
         )
 
     for row in rows:
-        if row.get("pipeline"):
+        if row.get("pipeline") and not row["case"].endswith(">stages"):
             print(f"{row['case']}: {row['pipeline']}")
     errors = prediction_errors(rows)
     if errors:

@@ -151,14 +151,22 @@ def run_pipeline(flow, dist, m, args, layout, x_np, y_np):
         pipeline=auto,
     )  # fmt: skip
     step.pipelined = True  # the executor's one-rank timeline (graph.predict) does not apply
-    row = measure(flow, step, dist, args)
-    plan = step.graph.plan
-    row.update(predicted_s=plan.seconds if auto else None, predicted_compute_s=None)
-    row.update(predicted_comm_s=None, pipeline=plan.description if auto else None)
-    row["state_bytes"] = state_bytes(model, opt)
-    if dist.get_rank() == 0:
-        row.update(lib="oneflowlike", case=layout, mode="graph")
-        print(json.dumps(row), flush=True)
+    cases = [(layout, step)]
+    if auto:  # the same plan again, its batch given where the stages read it (as hand layouts')
+        step()
+        places = step.graph.plan.placements()
+        on_stages = [a.to_global(p) for a, p in ((x, places[0]), (y, places[-1]))]
+        cases.append((f"{layout}>stages", lambda: step.graph(*on_stages)))
+    for case, run in cases:
+        run.pipelined = True
+        row = measure(flow, run, dist, args)
+        plan = step.graph.plan
+        row.update(predicted_s=plan.seconds if auto else None, predicted_compute_s=None)
+        row.update(predicted_comm_s=None, pipeline=plan.description if auto else None)
+        row["state_bytes"] = state_bytes(model, opt)
+        if dist.get_rank() == 0:
+            row.update(lib="oneflowlike", case=case, mode="graph")
+            print(json.dumps(row), flush=True)
 
 
 def measure(flow, step, dist, args):

@@ -1,5 +1,7 @@
 #include "graph/trace.h"
 
+#include <algorithm>
+
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
@@ -103,6 +105,40 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   place(node);
   graph_.add_node(std::move(node));
   return traced(out, false);
+}
+
+std::vector<std::optional<Placement>> Trace::input_moves() const {
+  const std::vector<Value>& values = graph_.values();
+  std::vector<std::optional<Placement>> moves;
+  for (int in : graph_.inputs()) {
+    const Value& v = values[size_t(in)];
+    // The input's cone: what is computed from it alone (local scalars aside) where it is given,
+    // as targets.view(-1) and the count of ignored targets are. It moves with the input when all
+    // that leaves it goes to one other placement.
+    std::unordered_set<int> cone = {in};
+    std::optional<Placement> to;
+    bool movable = v.is_global();
+    for (const Node& n : graph_.nodes()) {
+      if (!movable) break;
+      if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](int id) { return cone.count(id); }))
+        continue;
+      for (int id : n.inputs)
+        movable &= id < 0 || cone.count(id) || !values[size_t(id)].is_global();
+      for (int id : n.outputs) {
+        const Value& out = values[size_t(id)];
+        if (out.is_global() && *out.placement == *v.placement) {
+          cone.insert(id);
+        } else {
+          movable &=
+              n.kind == NodeKind::kBoxing && out.is_global() && (!to || *to == *out.placement);
+          to = out.placement;
+        }
+      }
+    }
+    for (int id : graph_.outputs()) movable &= !cone.count(id);
+    moves.push_back(movable ? to : std::nullopt);
+  }
+  return moves;
 }
 
 void Trace::place(Node& node) const {

@@ -23,6 +23,14 @@ bool communicates(const Graph& g, const Node& n) {
   return from.placement != to.placement;
 }
 
+bool moves_input(const Graph& g, const Node& n) {
+  if (n.kind != NodeKind::kBoxing) return false;
+  const std::vector<int>& inputs = g.inputs();
+  const Value &from = g.values()[size_t(n.inputs[0])], &to = g.values()[size_t(n.outputs[0])];
+  return std::find(inputs.begin(), inputs.end(), n.inputs[0]) != inputs.end() && from.is_global() &&
+         to.is_global() && *from.placement != *to.placement;
+}
+
 }  // namespace
 
 Graph hoist_collectives(const Graph& g, int64_t max_bytes, size_t max_nodes) {
@@ -59,6 +67,11 @@ Graph hoist_collectives(const Graph& g, int64_t max_bytes, size_t max_nodes) {
 
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
+  // Moves of the graph's inputs onto other placements that start the graph stay first, in their
+  // order (a pipeline's inputs going to their stages, the first stage's first): a hoisted cone
+  // goes after them, even one that needs one of them.
+  size_t lead = 0;
+  while (lead < n && moves_input(g, nodes[lead])) ++lead;
   for (size_t t = 0; t < n; ++t) {
     if (!communicates(g, nodes[t])) continue;
     const Value& v = g.values()[nodes[t].inputs[0]];
@@ -75,12 +88,11 @@ Graph hoist_collectives(const Graph& g, int64_t max_bytes, size_t max_nodes) {
     if (cone.size() > max_nodes + 1) continue;
     // The cone has no predecessors outside itself: it moves, in its order, to the graph's start.
     std::vector<size_t> moved;
+    auto moves = [&](size_t x) { return x >= lead && cone.count(int(x)) > 0; };
     for (size_t x : order)
-      if (cone.count(int(x))) moved.push_back(x);
-    order.erase(std::remove_if(order.begin(), order.end(),
-                               [&](size_t x) { return cone.count(int(x)) > 0; }),
-                order.end());
-    order.insert(order.begin(), moved.begin(), moved.end());
+      if (moves(x)) moved.push_back(x);
+    order.erase(std::remove_if(order.begin(), order.end(), moves), order.end());
+    order.insert(order.begin() + ptrdiff_t(lead), moved.begin(), moved.end());
   }
   Graph out = g.without_nodes();
   for (size_t i : order) out.add_node(nodes[i]);

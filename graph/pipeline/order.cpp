@@ -154,10 +154,30 @@ Graph order_by_schedule(const Graph& g, const PipelineOptions& o) {
     if (nodes[i].micro >= 0) first_micro = i;
   using Key = std::tuple<int, double, int, size_t>;  // (part, start, device, traced position)
   std::vector<Key> key(nodes.size());
+  // The nodes before the micro-batches run in the order the stages first need them: a move onto
+  // a stage (an input going where it is read) when that stage's first forward starts, so that
+  // the first stage's input is not queued behind the last stage's targets.
+  std::vector<double> needed(g.values().size(), 0.0);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
+    if (n.micro < 0 && i < first_micro) {
+      double at = 0.0;
+      for (int id : n.inputs)
+        if (id >= 0) at = std::max(at, needed[size_t(id)]);
+      if (n.kind == NodeKind::kBoxing) {
+        const Value &from = g.values()[size_t(n.inputs[0])], &to = g.values()[size_t(n.outputs[0])];
+        for (int s = 0; s < int(o.stages.size()) && to.is_global(); ++s)
+          if (o.stages[size_t(s)] == *to.placement && from.placement != to.placement) {
+            at = std::max(at, start.at({false, 0, s}).first);
+            break;
+          }
+      }
+      for (int id : n.outputs) needed[size_t(id)] = at;
+      key[i] = {0, at, 0, i};
+      continue;
+    }
     if (n.micro < 0) {
-      key[i] = {i < first_micro ? 0 : 2, 0.0, 0, i};
+      key[i] = {2, 0.0, 0, i};
       continue;
     }
     if (n.micro >= o.micro_batches)

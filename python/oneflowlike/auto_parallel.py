@@ -286,9 +286,11 @@ class PipelinePlan:
         """The stage running row `row` (0: before the layers, 1..L: layer row - 1, L + 1: after)."""
         return max(s for s in range(self.stages) if self.first_layer[s] <= row)
 
-    def placements(self, cluster):
+    def placements(self, cluster=None):
         """Each stage's placement: stage s on ranks s*d .. (s+1)*d - 1, shaped as
-        stage_placement(d, cluster)."""
+        stage_placement(d, cluster) (default: flow.boxing.get_cluster_spec()). Inputs given on
+        the first stage's and targets on the last's need no moving."""
+        cluster = cluster if cluster is not None else _C.get_cluster_spec()
         return [
             stage_placement(self.devices_per_stage, cluster, s * self.devices_per_stage)
             for s in range(self.stages)

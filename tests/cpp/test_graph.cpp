@@ -308,6 +308,31 @@ TEST(GraphPasses, HoistCollectivesIssuesASmallReductionBeforeTheComputeItDoesNot
   EXPECT_EQ(names(out), (std::vector<std::string>{"matmul", "sum", "boxing", "div"}));
 }
 
+TEST(GraphPasses, HoistCollectivesKeepsTheInputsMovesToTheirStagesFirst) {
+  // A pipeline's inputs given on every rank: the batch goes to the first stage, the targets to
+  // the last, where their count is reduced. The count's cone (with the targets' move) goes
+  // ahead of the compute, but not ahead of the batch's move, which the first stage waits for.
+  GlobalGraph gg;
+  const Placement first{DeviceType::kCPU, {0, 1}, {2}}, last{DeviceType::kCPU, {2, 3}, {2}};
+  auto on = [&](const Placement& p, Shape shape, const char* sbp) {
+    return gg.g.add_value({std::move(shape), DType::kFloat32, Device{}, p, NdSbp::parse(sbp)});
+  };
+  const int x = gg.input({64, 64}, "S(0)"), targets = gg.input({64}, "S(0)");
+  const int x0 = on(first, {64, 64}, "S(0)"), t1 = on(last, {64}, "S(0)");
+  const int y = on(first, {64, 64}, "S(0)"), count = on(last, {}, "P"), whole = on(last, {}, "B");
+  gg.g.add_node(graph::boxing_node(x, x0));
+  gg.g.add_node(graph::boxing_node(targets, t1));
+  gg.g.add_node(graph::op_node(op_def("exp"), {x0}, {y}));
+  gg.g.add_node(graph::op_node(
+      op_def("sum"), {t1}, {count},
+      {{"axes", std::vector<int64_t>{}}, {"keepdim", false}, {"dtype", DType::kFloat32}}));
+  gg.g.add_node(graph::boxing_node(count, whole));
+  gg.g.set_outputs({y, whole});
+  const graph::Graph out = graph::hoist_collectives(gg.g);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"boxing", "boxing", "sum", "boxing", "exp"}));
+  EXPECT_EQ(out.nodes()[0].outputs[0], x0);
+}
+
 TEST(GraphPasses, BucketGradsFusesGradientReductionsUpToTheBucketSize) {
   GlobalGraph gg;
   // Three parameters' gradients, P(sum) -> B (data parallel), 64 floats each; a fourth to S(0)

@@ -209,6 +209,26 @@ TEST(PipelinePass, OrdersTheTracedMicroBatchesByTheSchedulesTimeline) {
   EXPECT_EQ(actions(order_by_schedule(s.g, one)), "F0s0 F1s0 F0s1 B0s1 B0s0 F1s1 B1s1 B1s0 -");
 }
 
+TEST(PipelinePass, InputsMoveToTheirStagesInTheOrderTheStagesNeedThem) {
+  // Inputs given on both stages' ranks, moved before the micro-batches, the targets first as
+  // traced: the batch's move (and what reads it) goes first, the first stage waits for it.
+  TwoStages s;
+  const Placement both{DeviceType::kCPU, {0, 1}, {2}};
+  const int x = s.g.add_input({{4}, DType::kFloat32, Device{}, both, NdSbp::parse("B")});
+  const int y = s.g.add_input({{4}, DType::kFloat32, Device{}, both, NdSbp::parse("B")});
+  const int y1 = s.move(y, kStage1, -1, -1, false);
+  const int y1_cut = s.op("neg", y1, kStage1, -1, -1, false);
+  const int x0 = s.move(x, kStage0, -1, -1, false);
+  const int g0 = s.micro_batch(x0, 0);
+  s.g.add_node(graph::op_node(op_def("add"), {g0, y1_cut}, {s.value(kStage0)}));
+  s.g.set_outputs({s.g.nodes().back().outputs[0]});
+  const Graph out = order_by_schedule(s.g, {ScheduleKind::k1F1B, 1, {kStage0, kStage1}});
+  EXPECT_EQ(out.nodes()[0].outputs[0], x0);
+  EXPECT_EQ(out.nodes()[1].outputs[0], y1);
+  EXPECT_EQ(out.nodes()[2].outputs[0], y1_cut);
+  EXPECT_EQ(actions(out), "- F0s0 F0s1 B0s1 B0s0 -");
+}
+
 TEST(PipelinePass, StagesMustGoRoundDisjointPlacements) {
   const Placement a{DeviceType::kCPU, {0, 1}, {2}}, b{DeviceType::kCPU, {1, 2}, {2}};
   EXPECT_NE(error_of([&] {

@@ -90,3 +90,8 @@ def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp
     got, params = _run(tmp_path, "auto_stages", args, nproc=4)
     assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
     _check_like_one_process(got, params, want, want_params)
+    # Rank 0, in the first stage, sends each micro-batch's activations on and receives their
+    # gradients back; the batch and the targets cross to their stages once a step, not once a
+    # micro-batch.
+    micro = int(got["pipeline"].split(", ")[1].split(" ")[0])
+    assert got["collectives"]["send_recv"] == 2 * micro + 2, (got["pipeline"], got["collectives"])

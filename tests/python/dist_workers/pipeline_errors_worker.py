@@ -100,11 +100,20 @@ def main():
     rows = flow.arange(8).view(8, 1).float().to_global(everyone, [B])
     first, last = flow.placement("cpu", ranks=[0, 1]), flow.placement("cpu", ranks=[2, 3])
     S = flow.sbp.split
+    cut = flow.nn.graph._micro_batches
+    shards = flow.nn.graph._dim0_shards
     for y_sbp in (S(0), B):
         xs, ys = rows.to_global(first, [S(0)]), rows.to_global(last, [y_sbp])
-        for a, b in zip(*flow.nn.graph._micro_batches([xs, ys], 2)):
+        for a, b in zip(*cut([xs, ys], 2, [shards(xs), shards(ys)])):
             if not (a.numpy() == b.numpy()).all():
                 problems.append(f"micro-batches of S(0) and {y_sbp} inputs pair other rows")
+    # Inputs given split on every rank, moved to their stages before the cut, pair the rows the
+    # unmoved ones would.
+    given = rows.to_global(everyone, [S(0)])
+    moved = cut([given.to_global(first), given.to_global(last)], 2, [4, 4])
+    for a, b, c in zip(*moved, cut([given], 2, [4])[0]):
+        if not (a.numpy() == c.numpy()).all() or not (b.numpy() == c.numpy()).all():
+            problems.append("inputs moved to their stages are cut into other micro-batches")
     # And a good one still trains after all that.
     good = Step(model((0, [0, 1]), (1, [2, 3])), micro=2)
     loss = good(x)

@@ -104,25 +104,27 @@ def _dim0_shards(x):
     return shards
 
 
-def _micro_batches(inputs, m):
+def _micro_batches(inputs, m, shards):
     """Each input cut into m micro-batches along dimension 0, every input alike so that a row of
-    one stays with the same row of the others. When every input is split on dimension 0 into the
-    same P shards, micro-batch i takes the i-th m-th of every shard (x.view(P, m, b, ...)[:, i]),
-    so that each rank cuts its own rows without communication; otherwise the inputs are cut in
-    order (chunk). Either way every row is in one micro-batch once."""
+    one stays with the same row of the others. When every input was given split on dimension 0
+    into the same P shards (`shards`: each input's count, _dim0_shards), micro-batch i takes the
+    i-th m-th of every shard (x.view(P, m, b, ...).select(1, i)), so that each rank cuts its
+    own rows without communication (still so for an input moved since onto fewer ranks dividing
+    P); otherwise the inputs are cut in order (chunk). Either way every row is in one micro-batch
+    once."""
     if m == 1:
         return [[x] for x in inputs]
-    shards = {_dim0_shards(x) for x in inputs}
+    shards = set(shards)
     rows = {x.shape[0] for x in inputs}
-    if len(shards) != 1 or len(rows) != 1 or 1 in shards or rows.pop() % (shards.pop() * m):
+    if len(shards) != 1 or len(rows) != 1 or 1 in shards or rows.pop() % (next(iter(shards)) * m):
         return [list(x.chunk(m, 0)) for x in inputs]
+    p = shards.pop()
     out = []
     for x in inputs:
-        p = _dim0_shards(x)
         grouped = x.view(p, m, x.shape[0] // (p * m), *x.shape[1:])
         # clone(): a contiguous micro-batch, as chunk's are (a traced view looks contiguous
         # while tracing whatever its strides when the graph runs).
-        out.append([grouped[:, i].clone().reshape(-1, *x.shape[1:]) for i in range(m)])
+        out.append([grouped.select(1, i).clone().reshape(-1, *x.shape[1:]) for i in range(m)])
     return out
 
 
@@ -290,16 +292,22 @@ class Graph:
             )
         _C._set_layer(-1)  # whatever an earlier call that raised inside a layer or stage left
         _C._set_stage(-1)
+        micro = self.config.gradient_accumulation_steps
+        moves = self._input_moves(args, params) if stages and micro > 1 else [None] * len(args)
         hooks = [h for m in layers for h in self._tag_layer(m, layers[m])]
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
-            micro = self.config.gradient_accumulation_steps
             with flow.set_grad_enabled(bool(self._optimizers)):
                 if micro == 1 and not stages:
                     result = self.build(*inputs)
                 else:
-                    chunks = _micro_batches(inputs, micro)
+                    shards = [_dim0_shards(x) for x in inputs]
+                    # Each input moves to where it is read once, then is cut.
+                    inputs = [
+                        x if to is None else _on_placement(x, to) for x, to in zip(inputs, moves)
+                    ]
+                    chunks = _micro_batches(inputs, micro, shards)
                     results = []
                     # Gradients add up over the micro-batches as partial sums, reduced once.
                     trace.set_defer_grad_reductions(True)
@@ -345,6 +353,22 @@ class Graph:
                 h.remove()
             for p, g in zip(params, grads):
                 p.grad = g
+
+    def _input_moves(self, args, params):
+        """Where a pipeline's inputs are read, when elsewhere than where they are given
+        (Trace.input_moves): a placement or None per input, from a trace of build(*args) without
+        micro-batches, thrown away. Moved while traced micro-batch by micro-batch, an input would
+        cross ranks m times a step."""
+        probe = _C.Trace()
+        try:
+            with flow.set_grad_enabled(bool(self._optimizers)):
+                self.build(*[probe.input(a) for a in args])
+            return probe.input_moves()
+        finally:
+            probe.close()
+            _C._set_stage(-1)
+            for p in params:
+                p.grad = None
 
     def _stages(self):
         """The pipeline stages' placements by stage id (GraphModule.set_stage), [] for none.
