@@ -220,6 +220,10 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
       break;
     default: {
       const SubGroup g = sub_group(p, step.mesh_axes, me);
+      if (g.members.size() == 1) {  // one shard is the whole (a one-device pipeline stage)
+        OFL_CHECK(before == after);
+        return in;
+      }
       std::vector<Ranges> from_boxes, to_boxes;
       for (int m : g.members) {
         const auto c = *p.coords_of(m);
@@ -631,6 +635,14 @@ std::vector<Tensor> outside_shards(const std::vector<GlobalTensor>& xs) {
   return out;
 }
 
+// A fused collective in a group of one member (a one-device pipeline stage): its shard is the
+// whole in every layout, copied as it is.
+std::vector<Tensor> own_shards(const std::vector<GlobalTensor>& xs) {
+  std::vector<Tensor> out;
+  for (const GlobalTensor& x : xs) out.push_back(contiguous_copy(x.local));
+  return out;
+}
+
 }  // namespace
 
 std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
@@ -645,6 +657,7 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
   const Placement& p = xs[0].placement;
   if (!p.contains(global_rank(ctx))) return outside_shards(xs);
   const SubGroup g = sub_group(p, axes, global_rank(ctx));
+  if (g.members.size() == 1) return own_shards(xs);
   auto comm = comm_for(ctx, g.members);
   const DType dtype = xs[0].local.dtype();
   const int64_t item = int64_t(itemsize(dtype));
@@ -724,6 +737,7 @@ std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
   if (!p.contains(me)) return outside_shards(xs);
   const std::vector<int64_t> coords = *p.coords_of(me);
   const SubGroup g = sub_group(p, axes, me);
+  if (g.members.size() == 1) return own_shards(xs);
   const DType dtype = xs[0].local.dtype();
   // Each tensor's box on every member, and the box this rank keeps: the union of the members'.
   std::vector<std::vector<Ranges>> have(xs.size());

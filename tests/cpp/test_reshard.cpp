@@ -121,6 +121,25 @@ void exhaustive_1d(int n) {
 TEST(ReshardSamePlacement, EveryOneDPairIsExactOnOneRank) {
   exhaustive_1d(1);
 }
+TEST(ReshardSamePlacement, OnOneDeviceNothingIsCommunicated) {
+  // A one-device pipeline stage: its one shard is the whole tensor in every layout.
+  run_ranks(1, [&](int, Communicator& c) {
+    Rank r(c);
+    std::vector<std::string> log;
+    r.ctx.log = &log;
+    const Placement p = Placement::all(DeviceType::kCPU, 1);
+    for (const NdSbp& from : one_d_sbps())
+      for (const NdSbp& to : one_d_sbps())
+        check_reshard(r, logical({4, 6}, DType::kFloat32), p, from, p, to);
+    const Tensor full = logical({4, 6}, DType::kFloat32);
+    const std::vector<GlobalTensor> xs = {{full, {4, 6}, p, NdSbp::parse("P(sum)")}};
+    const Tensor reduced = reduce_fused(xs, {NdSbp::parse("S(0)")}, {0}, r.ctx, 1 << 20)[0];
+    const Tensor gathered = gather_fused(xs, {NdSbp::parse("B")}, {0}, r.ctx)[0];
+    EXPECT_EQ(values(reduced), values(full));
+    EXPECT_EQ(values(gathered), values(full));
+    EXPECT_TRUE(log.empty()) << log.size() << " collectives, the first " << log[0];
+  });
+}
 TEST(ReshardSamePlacement, EveryOneDPairIsExactOnTwoRanks) {
   exhaustive_1d(2);
 }
