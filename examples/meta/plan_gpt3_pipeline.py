@@ -1,10 +1,12 @@
 """Plans GPT-3 175B's pipeline on a simulated cluster of DGX A100s, stages included: how many
 stages, which layers each runs, the micro-batch count, recomputation and every SBP inside a
 stage (flow.auto_parallel.plan_pipeline), next to Megatron-LM's published configuration for the
-same model, cluster and batch priced under the same cost model.
+same model, cluster and batch priced under the same cost model (on another cluster size, its
+tensor- and pipeline-parallel degrees with the data-parallel degree that fills the cluster).
 
     python examples/meta/plan_gpt3_pipeline.py [--gpus 1536] [--stages 8,16,32]
         [--micro-batches 32,128]
+    python examples/meta/plan_gpt3_pipeline.py --gpus 1024   # Megatron's tp 8 x pp 16, dp 8
 
 Published: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
 Megatron-LM" (SC'21, arXiv 2104.04473), Table 1, GPT-3 175B: 96 layers, hidden 12288, 96 heads,
@@ -91,9 +93,9 @@ def main(argv=None):
     )  # fmt: skip
     t_ours = time.perf_counter() - t0
     t0 = time.perf_counter()
-    theirs = flow.auto_parallel.plan_pipeline(
-        step_for("megatron"), LAYERS, PUBLISHED["gpus"], cluster=cluster, memory_budget=budget,
-        stage_devices=[PUBLISHED["gpus"] // PUBLISHED["pp"]],
+    theirs = flow.auto_parallel.plan_pipeline(  # on other cluster sizes: its tp and pp, less dp
+        step_for("megatron"), LAYERS, args.gpus, cluster=cluster, memory_budget=budget,
+        stage_devices=[args.gpus // PUBLISHED["pp"]],
         micro_batches=[PUBLISHED["micro_batches"]], keep=True,
     )  # fmt: skip
     t_theirs = time.perf_counter() - t0
@@ -102,7 +104,7 @@ def main(argv=None):
     print(f"GPT-3 175B, batch {BATCH} x {SEQ} tokens, {args.gpus} simulated A100s (80 GB)")
     print(f"published (Megatron-LM, tp 8, pp 16): {published:,.0f} tokens/s per GPU "
           f"({PUBLISHED['tflops']} TFLOP/s)")  # fmt: skip
-    a = report("Megatron's configuration, our model", theirs, PUBLISHED["gpus"], t_theirs)
+    a = report("Megatron's configuration, our model", theirs, args.gpus, t_theirs)
     b = report("the planner", ours, args.gpus, t_ours)
     print(f"planner / Megatron's configuration, our model: {b / a:.2f}x")
     print(ours.explain())

@@ -12,6 +12,8 @@ each op's signature and each parameter's and optimizer state's layout, with ever
 gradient in its parameter's layout, within the per-device memory budget."""
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import oneflowlike as flow
 from oneflowlike import _C, _global
@@ -237,16 +239,26 @@ def plan(
         graph = _Forward(graph)
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
-    traced, _, _ = graph._trace(inputs, finish="finish_traced")
-    variables = _variables(graph)
-    names = {i: name for i, (name, _) in variables.items()}
-    kept = _kept(keep, variables)
-    result = _C.auto_parallel_plan(
-        traced, cluster, float(budget) if budget else math.inf, kept, names, activations,
-        update_weight, _cache,
-    )  # fmt: skip
-    placement = next(t.placement for t in inputs if t.is_global)
-    return Plan(result, names, placement)
+    return _Traced(graph, inputs, keep).plan(cluster, budget, activations, update_weight, _cache)
+
+
+class _Traced:
+    """A step traced for the planner (in this thread: tracing is Python), to plan from any
+    thread as often as wanted: the C++ planner runs without the GIL."""
+
+    def __init__(self, graph, inputs, keep):
+        self.traced, _, _ = graph._trace(inputs, finish="finish_traced")
+        variables = _variables(graph)
+        self.names = {i: name for i, (name, _) in variables.items()}
+        self.kept = _kept(keep, variables)
+        self.placement = next(t.placement for t in inputs if t.is_global)
+
+    def plan(self, cluster, budget, activations, update_weight, cache):
+        result = _C.auto_parallel_plan(
+            self.traced, cluster, float(budget) if budget else math.inf, self.kept, self.names,
+            activations, update_weight, cache,
+        )  # fmt: skip
+        return Plan(result, self.names, self.placement)
 
 
 class PipelinePlan:
@@ -429,14 +441,21 @@ def plan_pipeline(
         except RuntimeError:  # nothing fits
             return math.inf
 
-    # Each stage size and micro-batch count's fastest layouts (the stage's update weighs 1/m:
-    # its micro-batches share it) ...
-    pending = []
-    for d in stage_devices:
-        placement = stage_placement(d, cluster)
-        for m in micro_batches:
-            graph, inputs = step_for(placement, m)
-            fastest = plan(graph, inputs, cluster, math.inf, keep, False, 1 / m, cache)
+    # (The C++ planner runs without the GIL: the plans of different stages run on every core.)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        # Each stage size and micro-batch count's fastest layouts (the stage's update weighs 1/m:
+        # its micro-batches share it), traced here and planned on every core ...
+        jobs = []
+        for d in stage_devices:
+            placement = stage_placement(d, cluster)
+            for m in micro_batches:
+                traced = _Traced(*step_for(placement, m), keep)
+                jobs.append(
+                    (d, m, traced, pool.submit(traced.plan, cluster, math.inf, False, 1 / m, cache))
+                )
+        pending = []
+        for d, m, traced, job in jobs:
+            fastest = job.result()
             rows = _layer_rows(fastest, cache)
             if len(rows) < 3:
                 raise ValueError(
@@ -445,26 +464,29 @@ def plan_pipeline(
                     "structure): give it at least two of them"
                 )
             option = add(d, m, fastest, rows)
-            pending.append((best_seconds([option], math.inf), d, m, graph, inputs, rows))
-    # ... then, where those overrun the budget's share for the stage's layers (in the proxy),
-    # layouts within it, without and with one micro-batch's activations counted (the search
-    # multiplies them by the micro-batches in flight); skipped where even the fastest layouts,
-    # with no budget at all, are no faster than the best pipeline found that fits.
-    found = best_seconds(options, budget)
-    for bound, d, m, graph, inputs, rows in sorted(pending, key=lambda t: t[0]):
-        if keep is not None or bound >= found:
-            continue
-        share = budget * (len(rows) - 2) / math.ceil(layers / (devices // d))
-        state = sum(r[3] for r in rows[1:-1])
-        held = state + sum(r[4] for r in rows[1:-1])
-        for activations, needed in ((False, state), (True, held)):
-            if needed <= share:
-                continue
-            try:
-                p = plan(graph, inputs, cluster, share, None, activations, 1 / m, cache)
-            except RuntimeError:
-                continue  # nothing fits the share: other layouts stay the options
-            add(d, m, p, _layer_rows(p, cache))
+            pending.append((best_seconds([option], math.inf), d, m, traced, rows))
+        # ... then, where those overrun the budget's share for the stage's layers (in the proxy),
+        # layouts within it, without and with one micro-batch's activations counted (the search
+        # multiplies them by the micro-batches in flight); skipped where even the fastest layouts,
+        # with no budget at all, are no faster than the best pipeline found that fits.
         found = best_seconds(options, budget)
+        for bound, d, m, traced, rows in sorted(pending, key=lambda t: (t[0], t[1], t[2])):
+            if keep is not None or bound >= found:
+                continue
+            share = budget * (len(rows) - 2) / math.ceil(layers / (devices // d))
+            state = sum(r[3] for r in rows[1:-1])
+            held = state + sum(r[4] for r in rows[1:-1])
+            variants = [
+                pool.submit(traced.plan, cluster, share, activations, 1 / m, cache)
+                for activations, needed in ((False, state), (True, held))
+                if needed > share
+            ]
+            for job in variants:
+                try:
+                    p = job.result()
+                except RuntimeError:
+                    continue  # nothing fits the share: other layouts stay the options
+                add(d, m, p, _layer_rows(p, cache))
+            found = best_seconds(options, budget)
     choice = _C.plan_stages(options, devices, budget)
     return PipelinePlan(choice, intra[choice["option"]], layers, [(o[0], o[1]) for o in options])

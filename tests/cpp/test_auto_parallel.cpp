@@ -134,9 +134,9 @@ TEST(AutoParallelSolve, FoldingGroupsIntoTheirNeighboursKeepsThePlanExact) {
   expect_exact(chain);
 }
 
-TEST(AutoParallelSolve, LargeProblemsStopWithinATenthOfAPercentOfTheirProvenBound) {
+TEST(AutoParallelSolve, LargeBudgetedProblemsStopWithinHalfAPercentOfTheirProvenBound) {
   // A chain of 64 groups of 20 choices, all holding memory (none folds), a budget that binds:
-  // over 20,000 pair columns, so the plan is proven within 0.1%, not to the last digit.
+  // over 20,000 pair columns, so the plan is proven within 0.5%, not to the last digit.
   std::mt19937 rng(31);
   std::vector<std::pair<int, int>> edges;
   for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
@@ -148,7 +148,7 @@ TEST(AutoParallelSolve, LargeProblemsStopWithinATenthOfAPercentOfTheirProvenBoun
   EXPECT_LE(s.memory, p.memory_budget);
   EXPECT_DOUBLE_EQ(s.cost, cost_of(p, s.choice));
   EXPECT_LE(s.bound, s.cost);
-  EXPECT_GE(s.bound, s.cost * (1 - 1e-3) - 1e-9);
+  EXPECT_GE(s.bound, s.cost * (1 - 5e-3) - 1e-9);
 }
 
 TEST(AutoParallelSolve, ABudgetNoPlanFitsRaisesWithTheLeastMemoryAnyPlanNeeds) {
