@@ -114,11 +114,10 @@ def _micro_batches(inputs, m, shards):
     once."""
     if m == 1:
         return [[x] for x in inputs]
-    shards = set(shards)
-    rows = {x.shape[0] for x in inputs}
-    if len(shards) != 1 or len(rows) != 1 or 1 in shards or rows.pop() % (next(iter(shards)) * m):
+    shards, rows = set(shards), {x.shape[0] for x in inputs}
+    p = shards.pop() if len(shards) == 1 else 1
+    if p == 1 or len(rows) != 1 or rows.pop() % (p * m):
         return [list(x.chunk(m, 0)) for x in inputs]
-    p = shards.pop()
     out = []
     for x in inputs:
         grouped = x.view(p, m, x.shape[0] // (p * m), *x.shape[1:])
