@@ -107,8 +107,11 @@ Tensor Trace::box(const char* op, const Tensor& x, const Placement& placement, c
   return traced(out, false);
 }
 
-std::vector<std::optional<Placement>> Trace::input_moves() const {
+std::vector<std::optional<Placement>> Trace::input_moves(const std::vector<Tensor>& outputs) const {
   const std::vector<Value>& values = graph_.values();
+  std::vector<int> results;
+  for (const Tensor& t : outputs)
+    if (t.is_traced() && t.impl()->traced->trace == this) results.push_back(t.impl()->traced->id);
   std::vector<std::optional<Placement>> moves;
   for (int in : graph_.inputs()) {
     const Value& v = values[size_t(in)];
@@ -135,7 +138,7 @@ std::vector<std::optional<Placement>> Trace::input_moves() const {
         }
       }
     }
-    for (int id : graph_.outputs()) movable &= !cone.count(id);
+    for (int id : results) movable &= !cone.count(id);
     moves.push_back(movable ? to : std::nullopt);
   }
   return moves;

@@ -55,10 +55,11 @@ class Trace {
   bool defers_grad_reductions() const { return defer_grad_reductions_; }
 
   // Where each input is read, when that is somewhere else: the one placement that everything
-  // computed from input i alone where it is given moves to (through boxing nodes), or none.
-  // nn.Graph traces a pipeline's step once without micro-batches to learn this, then moves each
-  // input to its stage once per step rather than once per micro-batch.
-  std::vector<std::optional<Placement>> input_moves() const;
+  // computed from input i alone where it is given moves to (through boxing nodes; none of it among
+  // `outputs`, the traced step's results), or none. nn.Graph traces a pipeline's step once
+  // without micro-batches to learn this, then moves each input to its stage once per step rather
+  // than once per micro-batch.
+  std::vector<std::optional<Placement>> input_moves(const std::vector<Tensor>& outputs) const;
 
   // The context of the global tensors the trace has seen (null for a local trace).
   const std::shared_ptr<BoxingContext>& context() const { return ctx_; }

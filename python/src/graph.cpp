@@ -136,7 +136,7 @@ void bind_graph(py::module_& m) {
       .def("set_micro_batch", &Trace::set_micro_batch, py::arg("micro"))
       .def("set_defer_grad_reductions", &Trace::set_defer_grad_reductions, py::arg("on"))
       .def("box_grad", &Trace::box_grad, py::arg("param"), py::arg("grad"))
-      .def("input_moves", &Trace::input_moves)
+      .def("input_moves", &Trace::input_moves, py::arg("outputs"))
       .def(
           "finish",
           [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget,

@@ -10,6 +10,7 @@
 #include "boxing/reshard.h"
 #include "core/autograd/engine.h"
 #include "core/comm/refusing.h"
+#include "graph/trace.h"
 #include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -266,4 +267,29 @@ TEST(SimulatedGlobal, MixingMetaAndRealGlobalTensorsRaises) {
   const std::string e = error_of([&] { add(real, meta); });
   EXPECT_NE(e.find("[add]"), std::string::npos) << e;
   EXPECT_NE(e.find("meta"), std::string::npos) << e;
+}
+
+TEST(SimulatedGlobal, ATraceFindsWhereEachInputIsReadWhenThatIsElsewhere) {
+  // A pipeline's inputs given on all 4 ranks: the batch is read on the first stage; the targets
+  // are negated where given, then read on the last stage (their cone moves with them); a third
+  // input is read on the last stage too, but a result of the step is computed from it where it is
+  // given: it stays.
+  Sim s;
+  const Placement all = Placement::all(DeviceType::kCPU, 4);
+  const Placement first{DeviceType::kCPU, {0, 1}, {2}}, last{DeviceType::kCPU, {2, 3}, {2}};
+  graph::Trace trace;
+  const Tensor x = trace.input(s.meta({8, 4}, all, "S(0)"));
+  const Tensor y = trace.input(s.meta({8, 4}, all, "S(0)"));
+  const Tensor z = trace.input(s.meta({8, 4}, all, "S(0)"));
+  exp(trace.box("to_global", x, first, NdSbp()));
+  exp(trace.box("to_global", neg(y), last, NdSbp()));
+  exp(trace.box("to_global", z, last, NdSbp()));
+  const Tensor result = exp(z);
+  const std::vector<std::optional<Placement>> moves = trace.input_moves({result});
+  trace.close();
+  ASSERT_EQ(moves.size(), 3u);
+  EXPECT_EQ(moves[0], first);
+  EXPECT_EQ(moves[1], last);
+  EXPECT_FALSE(moves[2].has_value());
+  s.expect_no_communication();
 }

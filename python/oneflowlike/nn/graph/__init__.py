@@ -361,8 +361,9 @@ class Graph:
         probe = _C.Trace()
         try:
             with flow.set_grad_enabled(bool(self._optimizers)):
-                self.build(*[probe.input(a) for a in args])
-            return probe.input_moves()
+                result = self.build(*[probe.input(a) for a in args])
+            outputs = result if isinstance(result, (tuple, list)) else [result]
+            return probe.input_moves([o for o in outputs if isinstance(o, flow.Tensor)])
         finally:
             probe.close()
             _C._set_stage(-1)
