@@ -42,7 +42,9 @@ Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 
 // Moves each conversion that communicates a value of at most max_bytes, computed by at most
 // max_nodes nodes from inputs and variables only (a loss's target count), with those nodes to the
-// graph's start: issued early, it overlaps the compute on the communication thread.
+// graph's start (after the moves of inputs onto other placements that start it: a pipeline's
+// inputs going to their stages): issued early, it overlaps the compute on the communication
+// thread.
 Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
 
 // The passes after every global op has its signature (assign_sbp's or the planner's): boxing
