@@ -1,5 +1,6 @@
 // Module-level op functions, mirroring the C++ API with torch-style keywords.
 #include "convert.h"
+#include "core/safetensors.h"
 #include "ops/ops.h"
 
 namespace ofl::py_bind {
@@ -66,6 +67,9 @@ void bind_functions(py::module_& m) {
     Tensor c = contiguous(t);
     return py::bytes(static_cast<const char*>(c.raw_data()), c.numel() * itemsize(c.dtype()));
   });
+  // The C++ reader of safetensors files (core/safetensors.h), which the C++ API loads weights
+  // with: tensors by name.
+  m.def("read_safetensors", &safetensors::read, py::arg("path"));
   m.def("tensor_from_bytes", [](py::buffer buf, DType d, const Shape& shape) {
     py::buffer_info info = buf.request();
     size_t n = static_cast<size_t>(numel_of(shape)) * itemsize(d);

@@ -235,3 +235,26 @@ def test_truncated_checkpoint_raises_value_error(tmp_path):
 
 def test_flow_save_and_load_are_the_serialization_functions():
     assert flow.save is save and flow.load is load
+
+
+def test_the_cpp_reader_reads_what_save_writes_for_every_dtype(tmp_path):
+    """core/safetensors.h, which the C++ API loads weights with, reads flow.save's files: every
+    dtype, scalars and empty tensors; a truncated file raises naming it."""
+    tensors = {}
+    for name, sample in SAMPLES.items():
+        tensors[name] = flow.tensor(sample, dtype=getattr(flow, name))
+    tensors["scalar"] = flow.tensor(2.5)
+    tensors["empty"] = flow.zeros(0, 3)
+    path = tmp_path / "all.safetensors"
+    save(tensors, path)
+    read = flow._C.read_safetensors(str(path))
+    assert sorted(read) == sorted(tensors)
+    for name, t in tensors.items():
+        assert read[name].dtype == t.dtype and read[name].shape == t.shape, name
+        np.testing.assert_array_equal(values(read[name]), values(t))
+    data = path.read_bytes()
+    (path.parent / "cut.safetensors").write_bytes(data[:-3])
+    with pytest.raises(
+        RuntimeError, match=r"cut\.safetensors: tensor '\w+' .*truncated or corrupt"
+    ):
+        flow._C.read_safetensors(str(path.parent / "cut.safetensors"))

@@ -1,0 +1,91 @@
+// Reading safetensors files (core/safetensors.h), written here byte by byte: tensors by name, and a
+// clear error naming the file and the entry for every way a file can be cut short or corrupt.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/safetensors.h"
+#include "test_util.h"
+
+using namespace ofl;
+using ofl::testing::error_of;
+
+namespace {
+
+// A file of `header` (JSON) and `data`, the header's length first as 8 little-endian bytes.
+std::string write_file(const std::string& name, const std::string& header, const std::string& data,
+                       int64_t claimed = -1) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream f(path, std::ios::binary);
+  uint64_t n = claimed >= 0 ? uint64_t(claimed) : header.size();
+  for (int i = 0; i < 8; ++i) f.put(char((n >> (8 * i)) & 0xff));
+  f << header << data;
+  return path;
+}
+
+std::string bytes_of(const void* p, size_t n) {
+  return std::string(static_cast<const char*>(p), n);
+}
+
+const char* kHeader = R"({"__metadata__": {"format": "pt"},)"
+                      R"( "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},)"
+                      R"( "ids": {"dtype": "I64", "shape": [3], "data_offsets": [16, 40]}})";
+
+std::string data() {
+  const float w[] = {1, 2, 3, 4};
+  const int64_t ids[] = {7, -1, 1LL << 40};
+  return bytes_of(w, sizeof w) + bytes_of(ids, sizeof ids);
+}
+
+}  // namespace
+
+TEST(Safetensors, ReadsEveryTensorByName) {
+  const auto tensors = safetensors::read(write_file("ofl_ok.safetensors", kHeader, data()));
+  ASSERT_EQ(tensors.size(), 2u);
+  const Tensor& w = tensors.at("w");
+  EXPECT_EQ(w.shape(), (Shape{2, 2}));
+  EXPECT_EQ(w.dtype(), DType::kFloat32);
+  EXPECT_EQ(std::vector<float>(w.data<float>(), w.data<float>() + 4),
+            (std::vector<float>{1, 2, 3, 4}));
+  const Tensor& ids = tensors.at("ids");
+  EXPECT_EQ(ids.dtype(), DType::kInt64);
+  EXPECT_EQ(ids.data<int64_t>()[2], int64_t(1) << 40);
+}
+
+TEST(Safetensors, CutOrCorruptFilesRaiseNamingTheFileAndTheEntry) {
+  const std::string d = data();
+  auto error = [](const std::string& path) { return error_of([&] { safetensors::read(path); }); };
+  EXPECT_NE(error("/nonexistent/x.safetensors").find("cannot open /nonexistent/x.safetensors"),
+            std::string::npos);
+  // Cut inside the data: the last tensor's bytes run past the end.
+  const std::string cut = write_file("ofl_cut.safetensors", kHeader, d.substr(0, 30));
+  EXPECT_NE(error(cut).find(cut + ": tensor 'ids' ((3,) int64, 24 bytes) claims bytes [16, 40) of "
+                                  "30 (truncated or corrupt)"),
+            std::string::npos)
+      << error(cut);
+  // Cut inside the header, and a header length past the end.
+  EXPECT_NE(error(write_file("ofl_h.safetensors", "{\"w\": {", "")).find("is not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(error(write_file("ofl_n.safetensors", kHeader, d, 1 << 20)).find("truncated"),
+            std::string::npos);
+  std::ofstream(std::filesystem::temp_directory_path() / "ofl_short.safetensors") << "abc";
+  EXPECT_NE(error((std::filesystem::temp_directory_path() / "ofl_short.safetensors").string())
+                .find("is 3 bytes: too short for a safetensors header"),
+            std::string::npos);
+  // An entry whose size disagrees with its shape, and a dtype this build does not read.
+  EXPECT_NE(
+      error(write_file("ofl_s.safetensors",
+                       R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", d))
+          .find("tensor 'w' ((3,) float32, 12 bytes) claims bytes [0, 16)"),
+      std::string::npos);
+  EXPECT_NE(
+      error(write_file("ofl_d.safetensors",
+                       R"({"w": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", d))
+          .find("tensor 'w' has dtype 'F8_E4M3', which this build does not read"),
+      std::string::npos);
+  EXPECT_NE(error(write_file("ofl_m.safetensors", R"({"w": {"dtype": "F32"}})", d))
+                .find("tensor 'w' needs a dtype, a shape and data_offsets"),
+            std::string::npos);
+}
