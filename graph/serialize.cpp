@@ -1,7 +1,13 @@
 #include "graph/serialize.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "core/error.h"
+#include "core/safetensors.h"
 
 namespace ofl::graph {
 
@@ -106,6 +112,175 @@ std::string to_json(const Graph& g) {
   }
   os << "\n  ],\n  \"outputs\": " << ids(g.outputs()) << "\n}\n";
   return os.str();
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+// A reader of one graph.json that raises naming the file and the entry.
+struct Reader {
+  const std::string& where;
+
+  template <class... Args>
+  [[noreturn]] void bad(const Args&... args) const {
+    fail("load", where, ": ", args...);
+  }
+  const Json& at(const Json& j, const char* key, const std::string& what) const {
+    if (!j.is_object() || !j.contains(key)) bad(what, " has no \"", key, "\"");
+    return j[key];
+  }
+  std::vector<int64_t> ints(const Json& j, const std::string& what) const {
+    if (!j.is_array()) bad(what, " is not a list of integers");
+    std::vector<int64_t> out;
+    for (const Json& v : j) {
+      if (!v.is_number_integer()) bad(what, " is not a list of integers");
+      out.push_back(v.get<int64_t>());
+    }
+    return out;
+  }
+  std::vector<int> ids(const Json& j, const std::string& what, size_t values) const {
+    std::vector<int> out;
+    for (int64_t v : ints(j, what)) {
+      if (v < -1 || v >= int64_t(values)) bad(what, " names value ", v, " of ", values);
+      out.push_back(int(v));
+    }
+    return out;
+  }
+  std::string string(const Json& j, const std::string& what) const {
+    if (!j.is_string()) bad(what, " is not a string");
+    return j.get<std::string>();
+  }
+
+  Value value(const Json& j, size_t i) const {
+    const std::string what = "value " + std::to_string(i);
+    if (j.contains("placement"))
+      bad(what, " is global: graphs over placements do not load yet, only local ones");
+    Value v;
+    v.shape = ints(at(j, "shape", what), what + "'s shape");
+    try {
+      v.dtype = dtype_from_name(string(at(j, "dtype", what), what + "'s dtype"));
+      v.device = Device::parse(string(at(j, "device", what), what + "'s device"));
+    } catch (const Error& e) {
+      bad(what, ": ", e.what());
+    }
+    return v;
+  }
+
+  AttrValue attr(const Json& j, AttrType type, const std::string& what) const {
+    const std::string tag = string(at(j, "type", what), what + "'s type");
+    if (tag != attr_type_name(type))
+      bad(what, " is a ", tag, " where the op declares a ", attr_type_name(type));
+    const Json& v = at(j, "value", what);
+    switch (type) {
+      case AttrType::kBool:
+        if (v.is_boolean()) return v.get<bool>();
+        break;
+      case AttrType::kInt:
+        if (v.is_number_integer()) return v.get<int64_t>();
+        break;
+      case AttrType::kFloat:
+        if (v.is_number()) return v.get<double>();
+        break;
+      case AttrType::kString:
+        return string(v, what);
+      case AttrType::kDType:
+        try {
+          return dtype_from_name(string(v, what));
+        } catch (const Error& e) {
+          bad(what, ": ", e.what());
+        }
+      case AttrType::kInts:
+        return ints(v, what);
+    }
+    bad(what, " does not hold a ", attr_type_name(type));
+  }
+
+  Node node(const Json& j, size_t i, size_t values) const {
+    const std::string what = "node " + std::to_string(i);
+    const std::string name = string(at(j, "op", what), what + "'s op");
+    const OpDef* op = find_op(name);
+    if (!op)
+      bad(what, " runs '", name, "', which is not an op of this build (only local op graphs load)");
+    Node n;
+    n.op = op;
+    const Json& attrs = at(j, "attrs", what);
+    if (!attrs.is_object()) bad(what, "'s attrs are not an object");
+    for (const auto& [key, value] : attrs.items()) {
+      const AttrDef* def = nullptr;
+      for (const AttrDef& d : op->attrs)
+        if (key == d.name) def = &d;
+      if (!def)
+        bad(what, " (", name, ") has attribute '", key, "', which ", name, " does not declare");
+      n.attrs.set(def->name, attr(value, def->type, what + " (" + name + ") attribute " + key));
+    }
+    n.inputs = ids(at(j, "inputs", what), what + "'s inputs", values);
+    n.outputs = ids(at(j, "outputs", what), what + "'s outputs", values);
+    const Json& counters = at(j, "random_counters", what);
+    if (!counters.is_number_unsigned()) bad(what, "'s random_counters is not a count");
+    n.random_counters = counters.get<uint64_t>();
+    n.replays_draws = j.value("replays_draws", false);
+    return n;
+  }
+};
+
+}  // namespace
+
+Graph from_json(const std::string& text, const std::map<std::string, Tensor>& variables,
+                const std::string& where) {
+  const Reader r{where};
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) r.bad("not a JSON object (corrupt or not a graph)");
+  const Json& version = r.at(j, "format_version", "the graph");
+  if (!version.is_number_integer() || version.get<int>() != kGraphFormatVersion)
+    r.bad("format version ", version.dump(), ", this build reads ", kGraphFormatVersion);
+  const Json& values = r.at(j, "values", "the graph");
+  if (!values.is_array()) r.bad("\"values\" is not a list");
+  const size_t n = values.size();
+  std::map<int64_t, std::string> variable_of;  // value id -> saved name
+  const Json& vars = r.at(j, "variables", "the graph");
+  if (!vars.is_array()) r.bad("\"variables\" is not a list");
+  for (const Json& v : vars) {
+    const Json& id = r.at(v, "value", "a variable");
+    if (!id.is_number_integer()) r.bad("a variable's value is not an id");
+    variable_of[id.get<int64_t>()] = r.string(r.at(v, "name", "a variable"), "a variable's name");
+  }
+  const std::vector<int> inputs = r.ids(r.at(j, "inputs", "the graph"), "\"inputs\"", n);
+  Graph g;
+  // Inputs and variables are added as they come (graph.h: ids in order), so the ids line up.
+  for (size_t i = 0; i < n; ++i) {
+    const Value v = r.value(values[i], i);
+    int id;
+    if (auto it = variable_of.find(int64_t(i)); it != variable_of.end()) {
+      auto t = variables.find(it->second);
+      if (t == variables.end()) r.bad("variable ", it->second, " is not in the weights");
+      if (t->second.shape() != v.shape || t->second.dtype() != v.dtype)
+        r.bad("variable ", it->second, " is ", shape_str(t->second.shape()), " ",
+              dtype_name(t->second.dtype()), " in the weights but ", shape_str(v.shape), " ",
+              dtype_name(v.dtype), " in the graph");
+      id = g.add_variable(t->second);
+    } else if (std::find(inputs.begin(), inputs.end(), int(i)) != inputs.end()) {
+      id = g.add_input(v);
+    } else {
+      id = g.add_value(v);
+    }
+    OFL_CHECK(id == int(i));
+  }
+  if (g.inputs() != inputs) r.bad("\"inputs\" are not in the order of their values");
+  const Json& nodes = r.at(j, "nodes", "the graph");
+  if (!nodes.is_array()) r.bad("\"nodes\" is not a list");
+  for (size_t i = 0; i < nodes.size(); ++i) g.add_node(r.node(nodes[i], i, n));
+  g.set_outputs(r.ids(r.at(j, "outputs", "the graph"), "\"outputs\"", n));
+  return g;
+}
+
+Graph load(const std::string& dir) {
+  const std::string path = dir + "/graph.json";
+  std::ifstream f(path);
+  if (!f) fail("load", "cannot open ", path, " (not a folder graph.save wrote?)");
+  std::stringstream text;
+  text << f.rdbuf();
+  return from_json(text.str(), safetensors::read(dir + "/weights.safetensors"), path);
 }
 
 }  // namespace ofl::graph

@@ -83,6 +83,9 @@ void bind_graph(py::module_& m) {
   using graph::Graph;
   using graph::Trace;
   py::class_<Graph, std::shared_ptr<Graph>>(m, "CompiledGraph")
+      .def_static(
+          "load", [](const std::string& dir) { return std::make_shared<Graph>(graph::load(dir)); },
+          py::arg("path"), "The graph nn.Graph.save wrote to the folder `path` (local graphs)")
       .def("run",
            [](const Graph& g, const std::vector<Tensor>& in) {
              py::gil_scoped_release release;

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
+#include "core/primitives.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
+#include "graph/serialize.h"
 #include "graph/trace.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -50,6 +53,43 @@ TEST(Graph, TraceRecordsNodesAndRunsLikeEager) {
   const Tensor want_zero = gelu(add(matmul(x, w), b));
   for (int64_t i = 0; i < got.numel(); ++i)
     EXPECT_EQ(zero_w.data<float>()[i], want_zero.data<float>()[i]);
+}
+
+TEST(Graph, AGraphSavedAsJsonLoadsBackAndRunsAlike) {
+  Tensor w = randn({8, 4}), b = randn({4}), x = randn({3, 8});
+  const graph::Graph g = trace_mlp(x, w, b);
+  const std::string text = graph::to_json(g);
+  std::map<std::string, Tensor> weights;  // as weights.safetensors would give them, copied
+  for (const graph::Variable& v : g.variables())
+    weights[graph::variable_name(v)] = contiguous_copy(v.tensor);
+  const graph::Graph loaded = graph::from_json(text, weights, "graph.json");
+  EXPECT_EQ(graph::to_json(loaded), text);
+  const Tensor want = graph::run(g, {x})[0], got = graph::run(loaded, {x})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]);
+
+  // Foreign or damaged texts raise naming the file and the entry; nothing runs.
+  auto error = [&](const std::string& t, const std::map<std::string, Tensor>& ws) {
+    return error_of([&] { graph::from_json(t, ws, "dir/graph.json"); });
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  EXPECT_NE(error("{\"values\": [", weights).find("dir/graph.json: not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(error(replaced("\"format_version\": 1", "\"format_version\": 9"), weights)
+                .find("format version 9, this build reads 1"),
+            std::string::npos);
+  EXPECT_NE(error(replaced("\"op\": \"gelu\"", "\"op\": \"system\""), weights)
+                .find("runs 'system', which is not an op of this build"),
+            std::string::npos);
+  EXPECT_NE(error(text, {}).find("variable v1 is not in the weights"), std::string::npos);
+  std::map<std::string, Tensor> wrong = weights;
+  wrong.begin()->second = randn({2});
+  EXPECT_NE(error(text, wrong).find("in the weights but (8, 4) float32 in the graph"),
+            std::string::npos);
 }
 
 TEST(Graph, InputsThatDoNotMatchTheSignatureRaiseNamingIt) {
