@@ -219,6 +219,8 @@ struct Reader {
     const Json& counters = at(j, "random_counters", what);
     if (!counters.is_number_unsigned()) bad(what, "'s random_counters is not a count");
     n.random_counters = counters.get<uint64_t>();
+    if (j.contains("replays_draws") && !j["replays_draws"].is_boolean())
+      bad(what, "'s replays_draws is not true or false");
     n.replays_draws = j.value("replays_draws", false);
     return n;
   }
@@ -269,8 +271,28 @@ Graph from_json(const std::string& text, const std::map<std::string, Tensor>& va
   if (g.inputs() != inputs) r.bad("\"inputs\" are not in the order of their values");
   const Json& nodes = r.at(j, "nodes", "the graph");
   if (!nodes.is_array()) r.bad("\"nodes\" is not a list");
-  for (size_t i = 0; i < nodes.size(); ++i) g.add_node(r.node(nodes[i], i, n));
-  g.set_outputs(r.ids(r.at(j, "outputs", "the graph"), "\"outputs\"", n));
+  // Each node reads only inputs, variables and what earlier nodes made, and makes each value
+  // once: the executor can trust the order.
+  std::vector<bool> made(n, false);
+  for (int id : g.inputs()) made[size_t(id)] = true;
+  for (const Variable& v : g.variables()) made[size_t(v.value)] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node node = r.node(nodes[i], i, n);
+    for (int id : node.inputs)
+      if (id >= 0 && !made[size_t(id)])
+        r.bad("node ", i, " (", node.name(), ") reads value ", id, " before any node makes it");
+    for (int id : node.outputs) {
+      if (id < 0 || made[size_t(id)])
+        r.bad("node ", i, " (", node.name(), ") makes value ", id, ", which is ",
+              id < 0 ? "no value" : "made already");
+      made[size_t(id)] = true;
+    }
+    g.add_node(std::move(node));
+  }
+  std::vector<int> outputs = r.ids(r.at(j, "outputs", "the graph"), "\"outputs\"", n);
+  for (int id : outputs)
+    if (id < 0 || !made[size_t(id)]) r.bad("output value ", id, " is made by no node");
+  g.set_outputs(std::move(outputs));
   return g;
 }
 

@@ -86,6 +86,10 @@ TEST(Graph, AGraphSavedAsJsonLoadsBackAndRunsAlike) {
                 .find("runs 'system', which is not an op of this build"),
             std::string::npos);
   EXPECT_NE(error(text, {}).find("variable v1 is not in the weights"), std::string::npos);
+  const std::string out = std::to_string(g.outputs()[0]);  // matmul reading the MLP's output
+  EXPECT_NE(error(replaced("\"inputs\": [0, 1]", "\"inputs\": [" + out + ", 1]"), weights)
+                .find("node 0 (matmul) reads value " + out + " before any node makes it"),
+            std::string::npos);
   std::map<std::string, Tensor> wrong = weights;
   wrong.begin()->second = randn({2});
   EXPECT_NE(error(text, wrong).find("in the weights but (8, 4) float32 in the graph"),
