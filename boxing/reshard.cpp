@@ -627,19 +627,14 @@ GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const Nd
 
 namespace {
 
-// A fused collective on a placement this rank is outside of: nothing to send, nothing kept.
-std::vector<Tensor> outside_shards(const std::vector<GlobalTensor>& xs) {
+// A fused collective with nothing to send: on a placement this rank is outside of (nothing is
+// kept), or in a group of one member, a one-device pipeline stage (its shard is the whole in
+// every layout: copied as it is).
+std::vector<Tensor> without_communicating(const std::vector<GlobalTensor>& xs, bool outside) {
   std::vector<Tensor> out;
   for (const GlobalTensor& x : xs)
-    out.push_back(outside_shard(x.shape, x.local.dtype(), x.local.device()));
-  return out;
-}
-
-// A fused collective in a group of one member (a one-device pipeline stage): its shard is the
-// whole in every layout, copied as it is.
-std::vector<Tensor> own_shards(const std::vector<GlobalTensor>& xs) {
-  std::vector<Tensor> out;
-  for (const GlobalTensor& x : xs) out.push_back(contiguous_copy(x.local));
+    out.push_back(outside ? outside_shard(x.shape, x.local.dtype(), x.local.device())
+                          : contiguous_copy(x.local));
   return out;
 }
 
@@ -655,9 +650,9 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
   if (xs[0].local.device().is_meta())
     return reduce_fused_meta(xs, targets, axes, ctx, bucket_bytes);
   const Placement& p = xs[0].placement;
-  if (!p.contains(global_rank(ctx))) return outside_shards(xs);
+  if (!p.contains(global_rank(ctx))) return without_communicating(xs, true);
   const SubGroup g = sub_group(p, axes, global_rank(ctx));
-  if (g.members.size() == 1) return own_shards(xs);
+  if (g.members.size() == 1) return without_communicating(xs, false);
   auto comm = comm_for(ctx, g.members);
   const DType dtype = xs[0].local.dtype();
   const int64_t item = int64_t(itemsize(dtype));
@@ -734,10 +729,10 @@ std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
       out[i] = meta_global(xs[i].shape, xs[i].local.dtype(), p, targets[i], ctx).local;
     return out;
   }
-  if (!p.contains(me)) return outside_shards(xs);
+  if (!p.contains(me)) return without_communicating(xs, true);
   const std::vector<int64_t> coords = *p.coords_of(me);
   const SubGroup g = sub_group(p, axes, me);
-  if (g.members.size() == 1) return own_shards(xs);
+  if (g.members.size() == 1) return without_communicating(xs, false);
   const DType dtype = xs[0].local.dtype();
   // Each tensor's box on every member, and the box this rank keeps: the union of the members'.
   std::vector<std::vector<Ranges>> have(xs.size());
