@@ -18,12 +18,12 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using ofl::ClusterSpec;
-using ofl::DType;
-using ofl::NdSbp;
-using ofl::Placement;
-using ofl::PlanCache;
-using ofl::Shape;
+using ofl::internal::ClusterSpec;
+using ofl::internal::DType;
+using ofl::internal::NdSbp;
+using ofl::internal::Placement;
+using ofl::internal::PlanCache;
+using ofl::internal::Shape;
 
 struct Case {
   std::string name;
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   const int64_t hits = arg_int(argc, argv, "--hits", 100000);
   const int64_t misses = arg_int(argc, argv, "--misses", 10000);
   const int rounds = int(arg_int(argc, argv, "--rounds", 5));
-  const Placement line4 = Placement::all(ofl::DeviceType::kCPU, 4);
-  const Placement mesh22(ofl::DeviceType::kCPU, {0, 1, 2, 3}, {2, 2});
+  const Placement line4 = Placement::all(ofl::internal::DeviceType::kCPU, 4);
+  const Placement mesh22(ofl::internal::DeviceType::kCPU, {0, 1, 2, 3}, {2, 2});
   const std::vector<Case> cases = {
       {"S(0)->B 1-d x4", line4, {4096, 1024}, NdSbp::parse("S(0)"), NdSbp::parse("B")},
       {"S(0)->S(1) 1-d x4", line4, {4096, 1024}, NdSbp::parse("S(0)"), NdSbp::parse("S(1)")},

@@ -5,10 +5,9 @@
 
 #include "boxing/search.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
-
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -96,4 +95,4 @@ std::optional<BoxingPlan> plan_cross_placement(const Shape& shape, DType dtype,
   return best;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

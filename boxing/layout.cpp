@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -115,4 +115,4 @@ bool transition_is_exact(const Shape& shape, const Placement& placement, const N
   return true;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -7,7 +7,7 @@
 #include "sbp/placement.h"
 #include "sbp/sbp.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // The largest local shard (in elements) any rank holds. Balanced splits give lower indices the
 // larger pieces, so mesh coordinate (0, ..., 0) holds the largest shard along every axis.
@@ -29,4 +29,4 @@ std::vector<std::vector<int>> mesh_groups(const Placement& placement,
 bool transition_is_exact(const Shape& shape, const Placement& placement, const NdSbp& state,
                          const std::vector<int64_t>& axes, const Sbp& from, const Sbp& to);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-namespace ofl {
+namespace ofl::internal {
 
 const char* step_kind_name(StepKind k) {
   switch (k) {
@@ -110,4 +110,4 @@ std::string PredictedCost::str() const {
   return os.str();
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -7,7 +7,7 @@
 
 #include "sbp/sbp.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class StepKind : uint8_t {
   kAllGather,      // S -> B
@@ -68,4 +68,4 @@ struct PredictedCost {
 std::string bytes_str(double bytes);      // "1.0 MB"
 std::string seconds_str(double seconds);  // "0.52 ms"
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -16,7 +16,7 @@
 #include "core/primitives.h"
 #include "sbp/global_info.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -796,4 +796,4 @@ Tensor shard_of(const Tensor& full, const Placement& placement, const NdSbp& nd_
   return t;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

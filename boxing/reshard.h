@@ -8,7 +8,7 @@
 #include "core/comm/communicator.h"
 #include "sbp/placement.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct GlobalTensor {
   Tensor local;  // this rank's shard; an empty tensor (numel 0) on ranks outside the placement
@@ -87,4 +87,4 @@ Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
 Tensor shard_of(const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
                 const std::vector<int64_t>& coords);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "sbp/cluster_spec.h"
 #include "sbp/sbp.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct BoxingRule {
   const char* name;    // the file under boxing/rules/: "s_to_b"
@@ -39,4 +39,4 @@ const std::vector<const BoxingRule*>& rule_table();
 // The first rule that applies to from -> to, or nullptr (e.g. P(sum) -> P(max): go through B).
 const BoxingRule* find_rule(const Sbp& from, const Sbp& to);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -1,6 +1,6 @@
 #include "boxing/rule.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 const std::vector<const BoxingRule*>& rule_table() {
   static const std::vector<const BoxingRule*> table = {
@@ -17,4 +17,4 @@ const BoxingRule* find_rule(const Sbp& from, const Sbp& to) {
   return nullptr;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "boxing/layout.h"
 #include "boxing/rule.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -225,4 +225,4 @@ void PlanCache::clear() {
   hits_ = misses_ = 0;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -20,7 +20,7 @@
 #include "sbp/cluster_spec.h"
 #include "sbp/placement.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 BoxingPlan plan_boxing(const Shape& shape, DType dtype, const Placement& from_p, const NdSbp& from,
                        const Placement& to_p, const NdSbp& to, const ClusterSpec& cluster);
@@ -77,4 +77,4 @@ class PlanCache {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ofl {
+namespace ofl::internal {
 
 // kMeta: tensors with shapes, dtypes and layouts but no memory (PyTorch's meta device); ops on
 // them infer their outputs and run no kernel.
@@ -43,4 +43,4 @@ struct CpuMemoryStats {
 CpuMemoryStats cpu_memory_stats();
 void reset_cpu_peak_memory();
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -6,7 +6,7 @@
 #include "core/device.h"
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 template <class Fn>
 class KernelTable {
@@ -26,14 +26,14 @@ class KernelTable {
 };
 
 // Declares the kernel table `name()` for kernels of type Fn (defined in the op's .cpp).
-#define OFL_DECLARE_KERNEL(name, Fn) ::ofl::KernelTable<Fn>& name();
-#define OFL_DEFINE_KERNEL(name, Fn)             \
-  ::ofl::KernelTable<Fn>& name() {              \
-    static ::ofl::KernelTable<Fn> table(#name); \
-    return table;                               \
+#define OFL_DECLARE_KERNEL(name, Fn) ::ofl::internal::KernelTable<Fn>& name();
+#define OFL_DEFINE_KERNEL(name, Fn)                       \
+  ::ofl::internal::KernelTable<Fn>& name() {              \
+    static ::ofl::internal::KernelTable<Fn> table(#name); \
+    return table;                                         \
   }
 // Registers `fn` for `device` when the backend's library loads.
 #define OFL_REGISTER_KERNEL(name, device, fn) \
   static const bool ofl_registered_##name##_##fn = (name().set(device, fn), true)
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "core/autograd/node.h"
 #include "core/primitives.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -284,4 +284,4 @@ Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs&
   return dispatch1(op_def(name), inputs, attrs);
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -10,7 +10,7 @@
 
 #include "core/op_def.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class TensorKind : uint8_t { kLocal = 0, kMeta = 1, kGlobal = 2, kTraced = 3 };
 inline constexpr int kNumTensorKinds = 4;
@@ -55,4 +55,4 @@ void check_writable(const char* op, const Tensor& self);
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
                               const Attrs& attrs, const std::vector<TensorMeta>& out);
 
-}  // namespace ofl
+}  // namespace ofl::internal

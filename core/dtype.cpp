@@ -1,6 +1,6 @@
 #include "core/dtype.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 size_t itemsize(DType t) {
   static constexpr size_t sizes[kNumDTypes] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
@@ -40,4 +40,4 @@ DType promote_types(DType a, DType b) {
   return a > b ? a : b;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class DType : uint8_t {
   kBool,
@@ -109,4 +109,4 @@ decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
   return dispatch_all(t, std::forward<F>(f));
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

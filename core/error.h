@@ -1,10 +1,11 @@
-// Errors: user errors throw ofl::Error with the op's name; internal invariants use OFL_CHECK.
+// Errors: user errors throw ofl::internal::Error with the op's name; internal invariants use
+// OFL_CHECK.
 #pragma once
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
-namespace ofl {
+namespace ofl::internal {
 
 // Thrown for bad user input; the message starts with "[op]".
 class Error : public std::runtime_error {
@@ -43,12 +44,13 @@ template <class E = Error, class... Args>
   throw E(str_cat("[", op, "] ", args...));
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal
 
 // Internal invariant: a failure is a bug in oneflowlike, never the user's input.
-#define OFL_CHECK(cond, ...)                                                                       \
-  do {                                                                                             \
-    if (!(cond))                                                                                   \
-      throw std::logic_error(::ofl::str_cat("internal check failed: " #cond " at ", __FILE__, ":", \
-                                            __LINE__, " " __VA_OPT__(, ) __VA_ARGS__));            \
+#define OFL_CHECK(cond, ...)                                                                  \
+  do {                                                                                        \
+    if (!(cond))                                                                              \
+      throw std::logic_error(::ofl::internal::str_cat("internal check failed: " #cond " at ", \
+                                                      __FILE__, ":", __LINE__,                \
+                                                      " " __VA_OPT__(, ) __VA_ARGS__));       \
   } while (0)

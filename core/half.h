@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace ofl {
+namespace ofl::internal {
 
 struct Half {
   uint16_t bits = 0;
@@ -47,4 +47,4 @@ struct BFloat16 {
   }
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -1,6 +1,6 @@
 #include "core/loop.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 void broadcast_byte_strides(const Tensor& t, const Shape& shape, LoopDims& out) {
   out.assign(shape.size(), 0);
@@ -11,4 +11,4 @@ void broadcast_byte_strides(const Tensor& t, const Shape& shape, LoopDims& out) 
     out[off + d] = t.shape()[d] == 1 ? 0 : t.strides()[d] * isz;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 inline constexpr size_t kMaxLoopDims = 64;
 
@@ -118,4 +118,4 @@ void run_loop(const LoopPlan<N>& plan, Row&& row) {
   });
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

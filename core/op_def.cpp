@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 // A deque: front ends keep references to their definitions while later ones register.
@@ -106,4 +106,4 @@ const OpDef& op_def(std::string_view name) {
   return *def;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

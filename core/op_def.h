@@ -15,7 +15,7 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // --- typed attributes ---
 
@@ -153,7 +153,8 @@ const OpDef& op_def(std::string_view name);
 #define OFL_CONCAT_INNER(a, b) a##b
 #define OFL_CONCAT(a, b) OFL_CONCAT_INNER(a, b)
 // OFL_REGISTER_OPS({{.name = "add", .num_inputs = 2, .cost = elementwise_cost}, ...});
-#define OFL_REGISTER_OPS(...) \
-  static const bool OFL_CONCAT(ofl_ops_registered_, __LINE__) = ::ofl::register_ops(__VA_ARGS__)
+#define OFL_REGISTER_OPS(...)                                   \
+  static const bool OFL_CONCAT(ofl_ops_registered_, __LINE__) = \
+      ::ofl::internal::register_ops(__VA_ARGS__)
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -39,4 +39,4 @@ int get_num_threads() {
       tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

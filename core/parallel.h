@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace ofl {
+namespace ofl::internal {
 
 // Caps the worker threads of every CPU kernel (n <= 0 lifts the cap); OFL_NUM_THREADS sets it
 // at load time.
@@ -27,4 +27,4 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
                     [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -3,7 +3,7 @@
 #include "core/dispatcher.h"
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 OFL_DEFINE_KERNEL(copy_kernel, CopyKernel)
 OFL_DEFINE_KERNEL(fill_kernel, FillKernel)
@@ -64,4 +64,4 @@ Tensor reshape_view(const Tensor& x, const Shape& shape) {
   return Tensor::view_of(x.storage(), shape, contiguous_strides(shape), x.offset(), x.dtype());
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -5,7 +5,7 @@
 #include "core/dispatch.h"
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // Copies src into dst, broadcasting src to dst's shape and converting dtype.
 using CopyKernel = void(const Tensor& src, const Tensor& dst);
@@ -35,4 +35,4 @@ Tensor narrow_view(const Tensor& x, int64_t axis, int64_t start, int64_t length)
 // and a contiguous x's elements in row-major order under another shape of the same size.
 Tensor reshape_view(const Tensor& x, const Shape& shape);
 
-}  // namespace ofl
+}  // namespace ofl::internal

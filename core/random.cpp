@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace ofl {
+namespace ofl::internal {
 
 std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t seed) {
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
@@ -37,4 +37,4 @@ Generator& default_generator() {
   return gen;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <mutex>
 
-namespace ofl {
+namespace ofl::internal {
 
 std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t seed);
 
@@ -45,4 +45,4 @@ class Generator {
 // The generator used when an op is given none (flow.manual_seed seeds it).
 Generator& default_generator();
 
-}  // namespace ofl
+}  // namespace ofl::internal

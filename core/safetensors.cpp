@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace ofl::safetensors {
+namespace ofl::internal::safetensors {
 
 namespace {
 
@@ -77,4 +77,4 @@ std::map<std::string, Tensor> read(const std::string& path) {
   return out;
 }
 
-}  // namespace ofl::safetensors
+}  // namespace ofl::internal::safetensors

@@ -8,9 +8,9 @@
 
 #include "core/tensor.h"
 
-namespace ofl::safetensors {
+namespace ofl::internal::safetensors {
 
 // Every tensor in the file at `path` by name, on the CPU ("__metadata__" is not a tensor).
 std::map<std::string, Tensor> read(const std::string& path);
 
-}  // namespace ofl::safetensors
+}  // namespace ofl::internal::safetensors

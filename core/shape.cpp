@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
@@ -54,4 +54,4 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace ofl {
+namespace ofl::internal {
 
 using Shape = std::vector<int64_t>;
 
@@ -16,4 +16,4 @@ int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
 // The broadcast of two shapes, or an Error naming op and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
-}  // namespace ofl
+}  // namespace ofl::internal

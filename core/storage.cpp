@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -182,4 +182,4 @@ Storage::~Storage() {
   }
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

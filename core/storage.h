@@ -5,7 +5,7 @@
 
 #include "core/device.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 class Storage {
  public:
@@ -31,4 +31,4 @@ class Storage {
   uint64_t version_ = 0;
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -3,7 +3,7 @@
 #include <array>
 #include <unordered_map>
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 // Per thread, per (device type, index): the current stream handle.
@@ -20,4 +20,4 @@ void set_current_stream(const Stream& stream) {
   tls_streams[static_cast<int>(stream.device.type)][stream.device.index] = stream.handle;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

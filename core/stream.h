@@ -3,7 +3,7 @@
 #pragma once
 #include "core/device.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct Stream {
   Device device;
@@ -29,4 +29,4 @@ class StreamGuard {
   Stream prev_;
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

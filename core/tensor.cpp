@@ -3,7 +3,7 @@
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
@@ -125,4 +125,4 @@ void require_data(const char* op, const Tensor& t) {
          " has no data (meta tensors carry shapes and dtypes only)");
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

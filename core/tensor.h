@@ -7,7 +7,7 @@
 #include "core/shape.h"
 #include "core/storage.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 class TensorImpl;
 struct GlobalInfo;  // sbp/global_info.h: logical shape, placement, NdSbp
@@ -166,4 +166,4 @@ T Tensor::item() const {
   });
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -5,7 +5,7 @@
 #include "ops/global_op.h"
 #include "sbp/global_info.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -59,4 +59,4 @@ const bool registered = [] {
 
 }  // namespace
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -8,7 +8,7 @@
 #include "core/tensor.h"
 #include "sbp/signature.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct ForcedCall {
   bool probe = false;
@@ -30,4 +30,4 @@ class ForcedScope {
 };
 [[noreturn]] void stop_forced_call();
 
-}  // namespace ofl
+}  // namespace ofl::internal

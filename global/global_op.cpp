@@ -19,7 +19,7 @@
 #include "sbp/global_info.h"
 #include "sbp/select.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -362,4 +362,4 @@ const bool grad_layout_registered = [] {
 
 }  // namespace
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -6,7 +6,7 @@
 
 #include "core/op_def.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // Runs def's compute on `locals` (this rank's shards, or local constants) giving outputs of the
 // shard shapes in `out`. An op whose compute depends on where its shards lie (a shard_attrs
@@ -17,4 +17,4 @@ std::vector<Tensor> run_shards(const OpDef& def, const std::vector<Tensor>& loca
                                const std::vector<Shape>& in_shapes,
                                const std::function<std::vector<int64_t>(size_t)>& offset_of);
 
-}  // namespace ofl
+}  // namespace ofl::internal

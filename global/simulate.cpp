@@ -4,7 +4,7 @@
 #include "core/comm/refusing.h"
 #include "global/forced.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -73,4 +73,4 @@ std::vector<Tensor> run_first_op_as_laid_out(const std::function<void()>& call, 
   throw Stop{};
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

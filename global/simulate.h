@@ -9,7 +9,7 @@
 #include "core/tensor.h"
 #include "sbp/signature.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // `piece` as rank `rank`'s shard of a logical tensor of `shape` laid out by `sbp` over ranks
 // 0..n-1 of a simulated world.
@@ -27,4 +27,4 @@ Declared declared_signatures(const std::function<void()>& call);
 // (ops such as reshape need it for their local shapes); the rest of `call` is skipped.
 std::vector<Tensor> run_first_op_as_laid_out(const std::function<void()>& call, const Sbp& out);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -16,7 +16,7 @@
 #include "global/shards.h"
 #include "sbp/global_info.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 std::string signature_str(const Graph& g) {
   std::string s;
@@ -401,4 +401,4 @@ std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& inputs,
   return Run(g, spans)(inputs);
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -5,7 +5,7 @@
 
 #include "graph/ir.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 // When a node ran on this rank, in seconds on the steady clock (one clock for every process of
 // a machine): on the compute thread, or the communication thread (comm).
@@ -28,4 +28,4 @@ std::string signature_str(const Graph& g);
 // base's memory. What memory planning reports.
 int64_t peak_bytes(const Graph& g);
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -4,7 +4,7 @@
 
 #include "sbp/global_info.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 int Graph::add_value(Value v) {
   values_.push_back(std::move(v));
@@ -108,4 +108,4 @@ std::string Graph::str() const {
   return os.str();
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -13,7 +13,7 @@
 #include "sbp/placement.h"
 #include "sbp/signature.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 struct Value {
   Shape shape;  // logical
@@ -157,4 +157,4 @@ int64_t bytes_per_rank(const Value& v, const NdSbp& nd_sbp);
 // "(4, 8) float32 cpu", and for a global value " [S(0)] on cpu[0, 1]" after it.
 std::string value_str(const Value& v);
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -1,6 +1,6 @@
 #include "graph/node_call.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 std::optional<Placement> placement_of(const Graph& g, const Node& n) {
   for (int id : n.inputs)
@@ -30,4 +30,4 @@ NodeCall::NodeCall(const Graph& g, const Node& n, const Placement& placement,
   }
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

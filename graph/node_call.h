@@ -9,7 +9,7 @@
 #include "graph/ir.h"
 #include "sbp/select.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 // The placement of the node's global inputs, or none for a local op.
 std::optional<Placement> placement_of(const Graph& g, const Node& n);
@@ -29,4 +29,4 @@ class NodeCall {
   SbpCall call_;
 };
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

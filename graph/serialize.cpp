@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -305,4 +305,4 @@ Graph load(const std::string& dir) {
   return from_json(text.str(), safetensors::read(dir + "/weights.safetensors"), path);
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

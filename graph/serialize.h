@@ -7,7 +7,7 @@
 
 #include "graph/ir.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 inline constexpr int kGraphFormatVersion = 1;
 
@@ -24,4 +24,4 @@ Graph load(const std::string& dir);
 // The name a variable's data is saved under.
 std::string variable_name(const Variable& v);
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

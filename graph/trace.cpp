@@ -9,7 +9,7 @@
 #include "ops/global_op.h"
 #include "sbp/global_info.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -276,4 +276,4 @@ Graph Trace::finish(const std::vector<Tensor>& outputs) {
   return std::move(graph_);
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

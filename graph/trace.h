@@ -10,7 +10,7 @@
 
 #include "graph/ir.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct BoxingContext;
 
@@ -20,9 +20,9 @@ struct TraceValue {
   int id;
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 class Trace {
  public:
@@ -94,4 +94,4 @@ class Trace {
   bool defer_grad_reductions_ = false;
 };
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -7,7 +7,7 @@
 #include "ops/op_def.h"
 #include "ops/sbp_rules.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using elementwise_grad::grad_for;
 using elementwise_grad::k;
@@ -286,4 +286,4 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
   return out;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

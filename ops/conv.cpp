@@ -12,7 +12,7 @@
 #include "ops/shape_ops.h"
 #include "ops/window.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using namespace window;
 
@@ -367,4 +367,4 @@ OFL_REGISTER_OPS({
     {.name = "batch_norm", .num_inputs = 5, .cost = elementwise_cost},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

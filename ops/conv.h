@@ -5,7 +5,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using Pair = std::array<int64_t, 2>;
 
@@ -22,4 +22,4 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "ops/op_def.h"
 #include "ops/sbp_rules.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -331,4 +331,4 @@ OFL_REGISTER_OPS({
          }},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -7,7 +7,7 @@
 #include "core/tensor.h"
 #include "ops/kernels.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
 Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
@@ -41,4 +41,4 @@ RandomBlock block_of(const Attrs& attrs);
 void uniform_(const Tensor& t, double low, double high, Generator* gen = nullptr);
 void normal_(const Tensor& t, double mean, double std, Generator* gen = nullptr);
 
-}  // namespace ofl
+}  // namespace ofl::internal

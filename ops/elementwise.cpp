@@ -9,7 +9,7 @@
 #include "ops/op_def.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace elementwise_grad {
 Tensor grad_for(const Tensor& g, const InputMeta& input) {
@@ -74,4 +74,4 @@ Tensor wrap_scalar(double v, DType kind) {
   return t;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

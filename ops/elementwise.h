@@ -7,7 +7,7 @@
 #include "core/primitives.h"
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class UnaryOp {
   kNeg,
@@ -131,4 +131,4 @@ Tensor& clamp_(Tensor& self, std::optional<double> min, std::optional<double> ma
 // --- shared by other op files ---
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
 
-}  // namespace ofl
+}  // namespace ofl::internal

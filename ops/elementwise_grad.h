@@ -3,7 +3,7 @@
 #include "core/op_def.h"
 #include "core/tensor.h"
 
-namespace ofl::elementwise_grad {
+namespace ofl::internal::elementwise_grad {
 
 // What a backward rule needs to know of an input it does not otherwise save.
 struct InputMeta {
@@ -20,4 +20,4 @@ Tensor scaled(const Tensor& t, double s);
 // A constant in a backward formula: a float64 wrapped number (does not drive promotion).
 Tensor k(double v);
 
-}  // namespace ofl::elementwise_grad
+}  // namespace ofl::internal::elementwise_grad

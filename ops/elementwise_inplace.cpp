@@ -11,7 +11,7 @@
 #include "ops/op_def.h"
 #include "ops/sbp_rules.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using elementwise_grad::grad_for;
 using elementwise_grad::scaled;
@@ -118,4 +118,4 @@ OFL_REGISTER_OPS({
      .inplace = true},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

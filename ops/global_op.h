@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 #include "sbp/placement.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct GlobalOp {
   const char* name;               // a registered op
@@ -52,4 +52,4 @@ void set_traced_boxing(TracedBoxing box);
 // The whole logical value of a global tensor on every rank, as a local tensor (one collective).
 Tensor full_value(const Tensor& t);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -10,7 +10,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -470,4 +470,4 @@ OFL_REGISTER_OPS({
 
 OFL_REGISTER_OPS({inplace_variant("scatter_", op_def("scatter"))});
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -4,7 +4,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);
 Tensor embedding(const Tensor& weight, const Tensor& indices,
@@ -24,4 +24,4 @@ std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& siz
                                 int64_t axis = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -1,6 +1,6 @@
 #include "ops/kernels.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 OFL_DEFINE_KERNEL(unary_kernel, UnaryKernel)
 OFL_DEFINE_KERNEL(binary_kernel, BinaryKernel)
@@ -35,4 +35,4 @@ OFL_DEFINE_KERNEL(max_pool2d_backward_kernel, MaxPool2dBackwardKernel)
 OFL_DEFINE_KERNEL(avg_pool2d_kernel, AvgPool2dKernel)
 OFL_DEFINE_KERNEL(avg_pool2d_backward_kernel, AvgPool2dBackwardKernel)
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kAll, kAny };
 
@@ -148,4 +148,4 @@ OFL_DECLARE_KERNEL(max_pool2d_backward_kernel, MaxPool2dBackwardKernel)
 OFL_DECLARE_KERNEL(avg_pool2d_kernel, AvgPool2dKernel)
 OFL_DECLARE_KERNEL(avg_pool2d_backward_kernel, AvgPool2dBackwardKernel)
 
-}  // namespace ofl
+}  // namespace ofl::internal

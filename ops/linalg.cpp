@@ -11,7 +11,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -195,4 +195,4 @@ OFL_REGISTER_OPS({
     {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -2,7 +2,7 @@
 #pragma once
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // numpy/PyTorch matmul: 1-d operands are promoted and the batch dimensions broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
@@ -12,4 +12,4 @@ Tensor matmul_sum(const Tensor& a, const Tensor& b);
 // y = x @ w^T + bias (bias may be undefined).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
 
-}  // namespace ofl
+}  // namespace ofl::internal

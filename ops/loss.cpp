@@ -11,7 +11,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using elementwise_grad::k;
 
@@ -185,4 +185,4 @@ Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) 
   return reduce_loss("mse_loss", mul(d, d), reduction, Tensor());
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -12,7 +12,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -173,4 +173,4 @@ OFL_REGISTER_OPS({
 
 OFL_REGISTER_OPS({inplace_variant("masked_scatter_", op_def("masked_scatter"))});
 
-}  // namespace ofl
+}  // namespace ofl::internal

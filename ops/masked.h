@@ -3,7 +3,7 @@
 #pragma once
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // The elements of x where mask (broadcast together) is true, as a 1-d tensor. The length
 // depends on the data: meta and global tensors raise.
@@ -18,4 +18,4 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source);
 Tensor& scatter_(Tensor& self, int64_t axis, const Tensor& index, const Tensor& src);
 Tensor& scatter_(Tensor& self, int64_t axis, const Tensor& index, double value);
 
-}  // namespace ofl
+}  // namespace ofl::internal

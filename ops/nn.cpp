@@ -19,7 +19,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using elementwise_grad::k;
 
@@ -409,4 +409,4 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return matmul(attn, v);
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

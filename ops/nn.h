@@ -5,7 +5,7 @@
 #include "core/random.h"
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
@@ -24,4 +24,4 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen = nullptr);
 
-}  // namespace ofl
+}  // namespace ofl::internal

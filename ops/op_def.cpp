@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "core/primitives.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 std::vector<TensorMeta> single_output(Shape shape, DType dtype, Device device) {
   std::vector<TensorMeta> out(1);
@@ -107,4 +107,4 @@ OpCost conv2d_cost(const std::vector<Shape>& inputs, const Shape& output, DType 
   return cost;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

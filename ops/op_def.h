@@ -5,7 +5,7 @@
 
 #include "core/op_def.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // The metas of a call with one output (moved in: `return {{shape, ...}}` would copy the shape).
 std::vector<TensorMeta> single_output(Shape shape, DType dtype, Device device);
@@ -32,4 +32,4 @@ OpCost matmul_cost(const std::vector<Shape>& inputs, const Shape& output, DType 
 // inputs: (N, C, H, W) and weight (O, C / groups, kh, kw).
 OpCost conv2d_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "ops/shape_ops.h"
 #include "ops/window.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using namespace window;
 
@@ -273,4 +273,4 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
   return avg_pool(x, attrs);
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -15,7 +15,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Axes reduction_axes(const Axes& axes, int64_t ndim, const char* op) {
   Axes out;
@@ -379,4 +379,4 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim) {
   return keepdim ? out : squeeze(out, reduced);
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -5,7 +5,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using Axes = std::vector<int64_t>;
 
@@ -30,4 +30,4 @@ Tensor any(const Tensor& x, const Axes& axes = {}, bool keepdim = false);
 Axes reduction_axes(const Axes& axes, int64_t ndim, const char* op);
 Shape reduced_shape(const Shape& shape, const Axes& axes, bool keepdim);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -8,7 +8,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -89,4 +89,4 @@ OFL_REGISTER_OPS({
      .shard_attrs = multinomial_shard},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

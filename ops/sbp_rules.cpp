@@ -4,7 +4,7 @@
 
 #include "ops/reduce.h"
 
-namespace ofl::sbp_rules {
+namespace ofl::internal::sbp_rules {
 
 namespace {
 
@@ -543,4 +543,4 @@ const SbpRule kAvgPool{"avg_pool", pool<PartialOp::kSum>};
 const SbpRule kMaxPoolIndices{"max_pool_indices", pool_splits};
 const SbpRule kPoolBackward{"pool_backward", pool_backward};
 
-}  // namespace ofl::sbp_rules
+}  // namespace ofl::internal::sbp_rules

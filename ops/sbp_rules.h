@@ -5,7 +5,7 @@
 #pragma once
 #include "sbp/signature.h"
 
-namespace ofl::sbp_rules {
+namespace ofl::internal::sbp_rules {
 
 // Shape-preserving copies (clone, contiguous, detach): every layout passes through.
 extern const SbpRule kIdentity;
@@ -107,4 +107,4 @@ extern const SbpRule kMaxPoolIndices;
 // and a P(sum) gradient (indices B) -> P(sum).
 extern const SbpRule kPoolBackward;
 
-}  // namespace ofl::sbp_rules
+}  // namespace ofl::internal::sbp_rules

@@ -9,7 +9,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -112,4 +112,4 @@ OFL_REGISTER_OPS({
     triangular_def("triu", true),
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -5,7 +5,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // Integers and bool sum in int64 unless dtype says otherwise (PyTorch's rule).
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
@@ -13,4 +13,4 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nu
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 
-}  // namespace ofl
+}  // namespace ofl::internal

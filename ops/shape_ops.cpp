@@ -11,7 +11,7 @@
 #include "ops/reduce.h"
 #include "ops/sbp_rules.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -515,4 +515,4 @@ OFL_REGISTER_OPS({
     {.name = "detach", .differentiable = false, .sbp = &sbp_rules::kIdentity},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

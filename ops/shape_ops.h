@@ -4,7 +4,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 Tensor view(const Tensor& x, Shape shape);     // must be expressible without a copy
 Tensor reshape(const Tensor& x, Shape shape);  // copies when a view is impossible
@@ -32,4 +32,4 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 // Resolves one -1 in `shape` against numel; errors name op.
 Shape infer_shape(Shape shape, int64_t numel, const char* op);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -10,7 +10,7 @@
 #include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -137,4 +137,4 @@ OFL_REGISTER_OPS({
      .saves = kSaveOutputs},
 });
 
-}  // namespace ofl
+}  // namespace ofl::internal

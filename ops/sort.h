@@ -4,7 +4,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // Ties keep index order whatever `stable` says (a stable order is a valid unstable one).
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false,
@@ -14,4 +14,4 @@ Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, bool 
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                bool sorted = true);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "ops/op_def.h"
 #include "ops/sbp_rules.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 using elementwise_grad::k;
 
@@ -262,4 +262,4 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   return unary("clamp", x, {{"min", lo.value_or(-INFINITY)}, {"max", hi.value_or(INFINITY)}});
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

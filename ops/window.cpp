@@ -4,7 +4,7 @@
 #include "ops/elementwise.h"
 #include "ops/shape_ops.h"
 
-namespace ofl::window {
+namespace ofl::internal::window {
 
 std::string pair_str(Pair p) {
   return str_cat("(", p[0], ", ", p[1], ")");
@@ -73,4 +73,4 @@ Tensor planes(const Tensor& t, DType dt) {
   return Tensor::view_of(c.storage(), s, contiguous_strides(s), c.offset(), c.dtype());
 }
 
-}  // namespace ofl::window
+}  // namespace ofl::internal::window

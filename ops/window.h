@@ -11,7 +11,7 @@
 #include "ops/conv.h"
 #include "ops/kernels.h"
 
-namespace ofl::window {
+namespace ofl::internal::window {
 
 using Ints = std::vector<int64_t>;
 
@@ -55,4 +55,4 @@ void into(const Tensor& out, DType dt, F&& kernel) {
   if (!y.same(out)) copy_kernel().get(out.device().type)(y, out);
 }
 
-}  // namespace ofl::window
+}  // namespace ofl::internal::window

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 double DeviceSpec::peak_flops(DType t) const {
   switch (t) {
@@ -265,4 +265,4 @@ bool ClusterSpec::operator==(const ClusterSpec& o) const {
   return to_json() == o.to_json();
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -8,7 +8,7 @@
 
 #include "core/dtype.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct DeviceSpec {
   double flops_fp64 = 0;  // peak FLOP/s per dtype class
@@ -70,7 +70,7 @@ struct ClusterSpec {
   double compute(double flops, double bytes, DType t) const;
 
   // Flat JSON: {"name": "...", "nodes": 1, ..., "intra_alpha": 6e-05, ...}. from_json raises
-  // ofl::Error naming the bad key; missing keys keep their defaults.
+  // ofl::internal::Error naming the bad key; missing keys keep their defaults.
   std::string to_json() const;
   static ClusterSpec from_json(const std::string& json);
   void save(const std::string& path) const;
@@ -79,4 +79,4 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const;
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -4,7 +4,7 @@
 
 #include "sbp/placement.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct BoxingContext;  // boxing/reshard.h: the communicator and plan cache ops on it use
 
@@ -15,4 +15,4 @@ struct GlobalInfo {
   std::shared_ptr<BoxingContext> ctx;  // null only for tensors no op runs on (tests of plans)
 };
 
-}  // namespace ofl
+}  // namespace ofl::internal

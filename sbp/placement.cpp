@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -188,4 +188,4 @@ std::vector<int64_t> unravel_index(const Shape& mesh, int64_t flat) {
   return c;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,12 +9,12 @@
 #include "core/shape.h"
 #include "sbp/sbp.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 class Placement {
  public:
-  // ranks in row-major order over `mesh`; raises ofl::Error on repeated or negative ranks or
-  // a mesh whose size differs from ranks.size().
+  // ranks in row-major order over `mesh`; raises ofl::internal::Error on repeated or negative ranks
+  // or a mesh whose size differs from ranks.size().
   Placement(DeviceType type, std::vector<int> ranks, Shape mesh);
   static Placement all(DeviceType type, int world_size);  // 1-d mesh 0..world_size-1
 
@@ -44,8 +44,8 @@ class Placement {
 // The mesh coordinates of the flat (row-major) position `flat` in `mesh`.
 std::vector<int64_t> unravel_index(const Shape& mesh, int64_t flat);
 
-// Raises ofl::Error (naming op, shape, sbp and placement) unless nd_sbp fits: one Sbp per mesh
-// axis and every split axis within the tensor's rank.
+// Raises ofl::internal::Error (naming op, shape, sbp and placement) unless nd_sbp fits: one Sbp per
+// mesh axis and every split axis within the tensor's rank.
 void validate_sbp(const char* op, const Shape& shape, const NdSbp& nd_sbp,
                   const Placement& placement);
 
@@ -60,9 +60,9 @@ Shape local_shape(const Shape& shape, const NdSbp& nd_sbp, const Placement& plac
 std::vector<Shape> local_shapes(const Shape& shape, const NdSbp& nd_sbp,
                                 const Placement& placement);
 
-}  // namespace ofl
+}  // namespace ofl::internal
 
 template <>
-struct std::hash<ofl::Placement> {
-  size_t operator()(const ofl::Placement& p) const { return p.hash(); }
+struct std::hash<ofl::internal::Placement> {
+  size_t operator()(const ofl::internal::Placement& p) const { return p.hash(); }
 };

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -199,4 +199,4 @@ std::pair<int64_t, int64_t> split_range(int64_t n, int64_t parts, int64_t index)
   return {begin, begin + q + (index < r ? 1 : 0)};
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

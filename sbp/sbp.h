@@ -8,7 +8,7 @@
 
 #include "core/shape.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 enum class PartialOp : uint8_t { kSum, kMax, kMin };
 const char* partial_op_name(PartialOp op);  // "sum", "max", "min"
@@ -20,7 +20,7 @@ class Sbp {
   static Sbp split(int64_t axis);
   static Sbp broadcast();
   static Sbp partial(PartialOp op = PartialOp::kSum);
-  // Parses "S(0)", "B", "P", "P(sum)", "P(max)", "P(min)"; raises ofl::Error otherwise.
+  // Parses "S(0)", "B", "P", "P(sum)", "P(max)", "P(min)"; raises ofl::internal::Error otherwise.
   static Sbp parse(const std::string& s);
 
   Kind kind() const { return kind_; }
@@ -66,13 +66,13 @@ class NdSbp {
 // The [begin, end) range rank `index` of `parts` holds of a length-n axis (balanced split).
 std::pair<int64_t, int64_t> split_range(int64_t n, int64_t parts, int64_t index);
 
-}  // namespace ofl
+}  // namespace ofl::internal
 
 template <>
-struct std::hash<ofl::Sbp> {
-  size_t operator()(const ofl::Sbp& s) const { return s.hash(); }
+struct std::hash<ofl::internal::Sbp> {
+  size_t operator()(const ofl::internal::Sbp& s) const { return s.hash(); }
 };
 template <>
-struct std::hash<ofl::NdSbp> {
-  size_t operator()(const ofl::NdSbp& s) const { return s.hash(); }
+struct std::hash<ofl::internal::NdSbp> {
+  size_t operator()(const ofl::internal::NdSbp& s) const { return s.hash(); }
 };

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 
@@ -191,4 +191,4 @@ SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster
   return std::move(best.choice);
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

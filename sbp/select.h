@@ -15,7 +15,7 @@
 #include "sbp/placement.h"
 #include "sbp/signature.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 // One input of the call as selection sees it. `layout` null: an absent input or a local 0-d
 // constant (which acts as B).
@@ -73,4 +73,4 @@ double compute_seconds(const SbpCall& call, const NdSbpSignature& sig, const Clu
 SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster,
                                  const TransitionCost& transition);
 
-}  // namespace ofl
+}  // namespace ofl::internal

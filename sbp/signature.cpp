@@ -1,6 +1,6 @@
 #include "sbp/signature.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 namespace {
 template <class T>
@@ -56,4 +56,4 @@ std::vector<NdSbpSignature> combine_signatures(
   return out;
 }
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -9,7 +9,7 @@
 #include "core/shape.h"
 #include "sbp/sbp.h"
 
-namespace ofl {
+namespace ofl::internal {
 
 struct SbpSignature {
   std::vector<Sbp> in;      // one per input (an absent optional input's entry is ignored)
@@ -47,4 +47,4 @@ struct NdSbpSignature {
 std::vector<NdSbpSignature> combine_signatures(
     const std::vector<std::vector<SbpSignature>>& per_axis);
 
-}  // namespace ofl
+}  // namespace ofl::internal

@@ -2,7 +2,7 @@
 // B -> P(max|min): every rank keeps its copy (x op x == x), so nothing moves.
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_broadcast() && t.is_partial();
@@ -17,4 +17,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>&, const BoxingStep& 
 }
 }  // namespace
 extern const BoxingRule kBroadcastToPartial{"b_to_p", "B -> P(op)", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

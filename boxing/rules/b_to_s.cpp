@@ -1,7 +1,7 @@
 // B -> S(i): every rank already holds everything; keep (copy out) this rank's slice.
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_broadcast() && t.is_split();
@@ -15,4 +15,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>&, const BoxingStep& 
 }
 }  // namespace
 extern const BoxingRule kBroadcastToSplit{"b_to_s", "B -> S(i)", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

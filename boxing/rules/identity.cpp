@@ -1,7 +1,7 @@
 // X -> X: nothing to do. The search never emits it; it documents that the table is total here.
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f == t;
@@ -14,4 +14,4 @@ double seconds(const ClusterSpec&, const std::vector<int>&, const BoxingStep&) {
 }
 }  // namespace
 extern const BoxingRule kIdentity{"identity", "X -> X", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

@@ -1,7 +1,7 @@
 // P(op) -> B: all-reduce with the partial's op (sum, max or min).
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_partial() && t.is_broadcast();
@@ -16,4 +16,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>& g, const BoxingStep
 }
 }  // namespace
 extern const BoxingRule kPartialToBroadcast{"p_to_b", "P(op) -> B", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

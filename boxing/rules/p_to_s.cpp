@@ -1,7 +1,7 @@
 // P(op) -> S(i): reduce-scatter with the partial's op (sum, max or min).
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_partial() && t.is_split();
@@ -16,4 +16,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>& g, const BoxingStep
 }
 }  // namespace
 extern const BoxingRule kPartialToSplit{"p_to_s", "P(op) -> S(i)", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

@@ -1,7 +1,7 @@
 // S(i) -> B: all-gather the shards; each rank ends with the whole (sub-)tensor.
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_split() && t.is_broadcast();
@@ -15,4 +15,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>& g, const BoxingStep
 }
 }  // namespace
 extern const BoxingRule kSplitToBroadcast{"s_to_b", "S(i) -> B", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

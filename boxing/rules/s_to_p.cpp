@@ -3,7 +3,7 @@
 // the logical tensor.
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_split() && t.is_partial();
@@ -18,4 +18,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>&, const BoxingStep& 
 }
 }  // namespace
 extern const BoxingRule kSplitToPartial{"s_to_p", "S(i) -> P(op)", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

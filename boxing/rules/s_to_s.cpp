@@ -3,7 +3,7 @@
 
 #include "boxing/rule.h"
 
-namespace ofl::rules {
+namespace ofl::internal::rules {
 namespace {
 bool applies(const Sbp& f, const Sbp& t) {
   return f.is_split() && t.is_split() && f.axis() != t.axis();
@@ -17,4 +17,4 @@ double seconds(const ClusterSpec& c, const std::vector<int>& g, const BoxingStep
 }
 }  // namespace
 extern const BoxingRule kSplitToSplit{"s_to_s", "S(i) -> S(j)", applies, emit, seconds};
-}  // namespace ofl::rules
+}  // namespace ofl::internal::rules

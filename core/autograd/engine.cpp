@@ -9,7 +9,7 @@
 #include "core/dispatcher.h"
 #include "core/primitives.h"
 
-namespace ofl::autograd {
+namespace ofl::internal::autograd {
 
 namespace {
 thread_local int backward_depth = 0;
@@ -182,4 +182,4 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
   return result;
 }
 
-}  // namespace ofl::autograd
+}  // namespace ofl::internal::autograd

@@ -4,7 +4,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl::autograd {
+namespace ofl::internal::autograd {
 
 // Accumulates d(roots)/d(leaves) into every leaf's .grad. grads may hold undefined entries
 // for scalar roots (an implicit 1).
@@ -19,4 +19,4 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
                          const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& inputs,
                          bool retain_graph, bool create_graph, bool allow_unused);
 
-}  // namespace ofl::autograd
+}  // namespace ofl::internal::autograd

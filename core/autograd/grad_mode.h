@@ -1,7 +1,7 @@
 // Whether ops record autograd history on this thread (no_grad turns it off).
 #pragma once
 
-namespace ofl::autograd {
+namespace ofl::internal::autograd {
 
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
@@ -21,4 +21,4 @@ struct NoGradGuard : GradModeGuard {
   NoGradGuard() : GradModeGuard(false) {}
 };
 
-}  // namespace ofl::autograd
+}  // namespace ofl::internal::autograd

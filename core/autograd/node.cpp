@@ -6,7 +6,7 @@
 #include "core/dispatcher.h"
 #include "core/primitives.h"
 
-namespace ofl::autograd {
+namespace ofl::internal::autograd {
 
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
@@ -162,4 +162,4 @@ void record(const std::string& name, const std::vector<Tensor>& inputs,
   }
 }
 
-}  // namespace ofl::autograd
+}  // namespace ofl::internal::autograd

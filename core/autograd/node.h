@@ -7,7 +7,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/tensor.h"
 
-namespace ofl::autograd {
+namespace ofl::internal::autograd {
 
 class Node;
 
@@ -149,4 +149,4 @@ bool any_requires_grad(const std::vector<Tensor>& ts);
 void record(const std::string& name, const std::vector<Tensor>& inputs,
             const std::vector<Tensor>& outputs, BackwardFn fn);
 
-}  // namespace ofl::autograd
+}  // namespace ofl::internal::autograd

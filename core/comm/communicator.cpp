@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
@@ -154,4 +154,4 @@ std::shared_ptr<Communicator> make_local_communicator() {
   return std::make_shared<LocalCommunicator>();
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

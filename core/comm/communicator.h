@@ -4,8 +4,8 @@
 // Conventions: ranks passed to a communicator are ranks *within its group*; tensors are
 // contiguous (non-contiguous inputs raise); every rank passes the same dtype; "v" variants
 // take per-rank element counts, so uneven splits need no padding. Every call finishes within
-// the timeout or raises ofl::Error naming the group, the collective and the ranks that did not
-// arrive.
+// the timeout or raises ofl::internal::Error naming the group, the collective and the ranks that
+// did not arrive.
 #pragma once
 #include <map>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "core/comm/store.h"
 #include "core/tensor.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 enum class ReduceOp { kSum, kProduct, kMax, kMin, kAvg };
 const char* reduce_op_name(ReduceOp op);
@@ -83,10 +83,10 @@ class Communicator {
 // A group of one rank: every collective is a local copy (or nothing); no backend needed.
 std::shared_ptr<Communicator> make_local_communicator();
 
-// Argument checks shared by backends; each raises ofl::Error naming the collective.
+// Argument checks shared by backends; each raises ofl::internal::Error naming the collective.
 void check_tensor(const char* op, const Communicator& c, const Tensor& t);
 void check_counts(const char* op, const Communicator& c, const std::vector<int64_t>& counts,
                   int64_t expected_total, const Tensor& t);
 void check_peer(const char* op, const Communicator& c, int peer, const char* what);
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

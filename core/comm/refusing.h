@@ -6,7 +6,7 @@
 
 #include "core/comm/communicator.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 class RefusingCommunicator : public Communicator {
  public:
@@ -52,4 +52,4 @@ class RefusingCommunicator : public Communicator {
   std::string who_, message_;
 };
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 Millis default_timeout() {
   static const Millis t = [] {
@@ -48,4 +48,4 @@ bool PrefixStore::check(const std::vector<std::string>& keys) {
   return base_->check(k(keys));
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

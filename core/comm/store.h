@@ -1,5 +1,5 @@
 // The rendezvous key-value store ranks meet through (TcpStore hosts it on rank 0). Every
-// blocking call takes a timeout and raises ofl::Error naming the keys it waited for.
+// blocking call takes a timeout and raises ofl::internal::Error naming the keys it waited for.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 using Bytes = std::vector<uint8_t>;
 using Millis = std::chrono::milliseconds;
@@ -68,4 +68,4 @@ inline std::string to_string(const Bytes& b) {
   return std::string(b.begin(), b.end());
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

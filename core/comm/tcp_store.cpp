@@ -15,7 +15,7 @@
 #include "core/comm/tcp_store_wire.h"
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -390,4 +390,4 @@ std::shared_ptr<Store> make_tcp_store(const std::string& host, int port, bool is
   return std::make_shared<TcpStore>(connect_to, port, std::move(options), std::move(server));
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

@@ -10,7 +10,7 @@
 
 #include "core/comm/store.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 struct TcpStoreServerOptions {
   // When non-empty, a client must present this token before anything else (OFL_STORE_TOKEN).
@@ -102,4 +102,4 @@ std::shared_ptr<Store> make_tcp_store(const std::string& host, int port, bool is
                                       const std::string& token = "",
                                       Millis timeout = default_timeout());
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

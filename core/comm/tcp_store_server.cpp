@@ -20,7 +20,7 @@
 #include "core/comm/tcp_store_wire.h"
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -605,4 +605,4 @@ void TcpStoreServer::stop() {
   impl_->listen_fd.reset();
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

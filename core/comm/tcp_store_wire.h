@@ -29,7 +29,7 @@
 #include "core/comm/store.h"
 #include "core/error.h"
 
-namespace ofl::comm::wire {
+namespace ofl::internal::comm::wire {
 
 constexpr int64_t kProtocolVersion = 1;
 constexpr size_t kHeaderBytes = 5;
@@ -160,4 +160,4 @@ inline std::string sockaddr_to_string(const sockaddr* sa, socklen_t len) {
   return join_host_port(host, std::atoi(serv));
 }
 
-}  // namespace ofl::comm::wire
+}  // namespace ofl::internal::comm::wire

@@ -6,7 +6,7 @@
 #include "core/autograd/grad_mode.h"
 #include "ops/ops.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 
 int main() {
   default_generator().manual_seed(0);

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <string_view>
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 using graph::Graph;
 using graph::Node;
@@ -135,4 +135,4 @@ Repeats find_repeats(const Graph& g, bool copy) {
   return r;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

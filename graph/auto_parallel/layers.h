@@ -10,7 +10,7 @@
 
 #include "graph/ir.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 struct Repeats {
   // Per node: the node whose choice it takes (itself unless in a copied layer).
@@ -33,4 +33,4 @@ struct Repeats {
 // With `copy` false, layers are counted but none is made a copy.
 Repeats find_repeats(const graph::Graph& g, bool copy = true);
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

@@ -13,7 +13,7 @@
 #include "graph/node_call.h"
 #include "graph/passes/passes.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 using graph::Graph;
 using graph::Node;
@@ -474,4 +474,4 @@ Graph apply(const Graph& g, const Plan& plan) {
   return out;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

@@ -17,7 +17,7 @@
 #include "graph/auto_parallel/problem.h"
 #include "graph/ir.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 struct Plan {
   std::vector<NdSbpSignature> sig;  // per node of the graph (empty: not a global op)
@@ -88,4 +88,4 @@ graph::Graph apply(const graph::Graph& g, const Plan& plan);
 // least as long as the axis.
 std::vector<NdSbp> candidate_layouts(const Shape& shape, const Placement& placement);
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

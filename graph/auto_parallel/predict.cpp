@@ -4,7 +4,7 @@
 
 #include "graph/node_call.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 using graph::NodeCall;
 using graph::NodeKind;
@@ -88,4 +88,4 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
   return p;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

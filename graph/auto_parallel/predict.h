@@ -7,7 +7,7 @@
 #include "boxing/search.h"
 #include "graph/ir.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 struct Prediction {
   double compute_seconds = 0, comm_seconds = 0;  // each thread's busy time
@@ -17,4 +17,4 @@ struct Prediction {
 
 Prediction predict(const graph::Graph& g, PlanCache& cache);
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

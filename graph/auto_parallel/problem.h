@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 struct Group {
   std::string name;
@@ -55,4 +55,4 @@ Solution solve(const Problem& p);
 // The same by enumerating every plan (exponential: for tests).
 Solution brute_force(const Problem& p);
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

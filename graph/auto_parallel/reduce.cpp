@@ -6,7 +6,7 @@
 #include <numeric>
 #include <set>
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 namespace {
 
@@ -181,4 +181,4 @@ std::vector<int> Reduction::expand(const std::vector<int>& rest_choice) const {
   return choice;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

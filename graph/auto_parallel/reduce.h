@@ -10,7 +10,7 @@
 
 #include "graph/auto_parallel/problem.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 class Reduction {
  public:
@@ -38,4 +38,4 @@ class Reduction {
   size_t groups_ = 0;
 };
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

@@ -18,7 +18,7 @@
 #include "graph/auto_parallel/problem.h"
 #include "graph/auto_parallel/reduce.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 namespace {
 
@@ -378,4 +378,4 @@ Solution solve(const Problem& p) {
   return s;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

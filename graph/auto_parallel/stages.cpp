@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "graph/auto_parallel/predict.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 namespace {
 
@@ -229,4 +229,4 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
   return best;
 }
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

@@ -10,7 +10,7 @@
 #include "boxing/search.h"
 #include "graph/ir.h"
 
-namespace ofl::auto_parallel {
+namespace ofl::internal::auto_parallel {
 
 // One layer's costs on one stage's devices at one micro-batch size (from the intra-op plan).
 // Layers are in model order; the embeddings and the head count as layers of their own.
@@ -74,4 +74,4 @@ double pipeline_seconds(const StageOption& option, const std::vector<int>& first
 double stage_bytes(const StageOption& option, const std::vector<int>& first_layer, int s,
                    bool recompute);
 
-}  // namespace ofl::auto_parallel
+}  // namespace ofl::internal::auto_parallel

@@ -12,7 +12,7 @@
 #include "graph/node_call.h"
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -118,4 +118,4 @@ Graph assign_sbp(const Graph& g, PlanCache& cache) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

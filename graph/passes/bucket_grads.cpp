@@ -8,7 +8,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -113,4 +113,4 @@ Graph bucket_grads(const Graph& g, int64_t bucket_bytes) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -6,7 +6,7 @@
 #include "graph/auto_parallel/planner.h"
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -75,4 +75,4 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
   return g;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -3,7 +3,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -43,4 +43,4 @@ Graph dead_code(const Graph& g) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

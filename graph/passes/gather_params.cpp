@@ -15,7 +15,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -179,4 +179,4 @@ Graph gather_params(const Graph& traced, int64_t bucket_bytes) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -7,7 +7,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 namespace {
 
@@ -99,4 +99,4 @@ Graph hoist_collectives(const Graph& g, int64_t max_bytes, size_t max_nodes) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -7,7 +7,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 Graph insert_boxing(const Graph& g) {
   Graph out = g.without_nodes();
@@ -62,4 +62,4 @@ Graph insert_boxing(const Graph& g) {
   return out;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -9,7 +9,7 @@
 #include "graph/ir.h"
 #include "graph/pipeline/order.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 // Drops nodes whose outputs nothing uses (transitively). Kept: nodes that write in place into
 // a value the graph does not own (an input or variable: a parameter's update) and random ops,
@@ -67,4 +67,4 @@ struct CompileOptions {
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr,
               const CompileOptions& options = {});
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -6,7 +6,7 @@
 
 #include "graph/passes/passes.h"
 
-namespace ofl::graph {
+namespace ofl::internal::graph {
 
 Graph share_conversions(const Graph& g, PlanCache& cache) {
   // The conversions of each value, by node index.
@@ -53,4 +53,4 @@ Graph share_conversions(const Graph& g, PlanCache& cache) {
   return result;
 }
 
-}  // namespace ofl::graph
+}  // namespace ofl::internal::graph

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace ofl::graph::pipeline {
+namespace ofl::internal::graph::pipeline {
 
 namespace {
 
@@ -199,4 +199,4 @@ Graph order_by_schedule(const Graph& g, const PipelineOptions& o) {
   return out;
 }
 
-}  // namespace ofl::graph::pipeline
+}  // namespace ofl::internal::graph::pipeline

@@ -9,7 +9,7 @@
 #include "graph/ir.h"
 #include "graph/pipeline/schedule.h"
 
-namespace ofl::graph::pipeline {
+namespace ofl::internal::graph::pipeline {
 
 struct PipelineOptions {
   ScheduleKind kind = ScheduleKind::k1F1B;
@@ -32,4 +32,4 @@ Schedule stage_schedule(const PipelineOptions& o);
 // the order would read a value before it is made or after it is written in place.
 Graph order_by_schedule(const Graph& g, const PipelineOptions& o);
 
-}  // namespace ofl::graph::pipeline
+}  // namespace ofl::internal::graph::pipeline

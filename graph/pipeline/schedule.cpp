@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace ofl::graph::pipeline {
+namespace ofl::internal::graph::pipeline {
 
 namespace {
 
@@ -220,4 +220,4 @@ std::string Schedule::str() const {
   return s;
 }
 
-}  // namespace ofl::graph::pipeline
+}  // namespace ofl::internal::graph::pipeline

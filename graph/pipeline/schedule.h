@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ofl::graph::pipeline {
+namespace ofl::internal::graph::pipeline {
 
 enum class ScheduleKind {
   kGPipe,        // every forward, then every backward: m micro-batches in flight
@@ -82,4 +82,4 @@ struct Schedule {
 // device (gradients accumulate in that order, as one process adds them).
 Schedule make_schedule(ScheduleKind kind, int devices, int micro_batches, int chunks = 1);
 
-}  // namespace ofl::graph::pipeline
+}  // namespace ofl::internal::graph::pipeline

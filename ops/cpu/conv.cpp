@@ -12,7 +12,7 @@
 #include "ops/cpu/gemm.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 // A GEMM this small runs as one task, so images can run in parallel.
@@ -222,4 +222,4 @@ OFL_REGISTER_KERNEL(conv2d_kernel, DeviceType::kCPU, conv2d);
 OFL_REGISTER_KERNEL(conv2d_input_grad_kernel, DeviceType::kCPU, conv2d_input_grad);
 OFL_REGISTER_KERNEL(conv2d_weight_grad_kernel, DeviceType::kCPU, conv2d_weight_grad);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -6,7 +6,7 @@
 #include "ops/cpu/vector_math.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 constexpr double kSqrt2 = 1.4142135623730951;
@@ -285,4 +285,4 @@ OFL_REGISTER_KERNEL(copy_kernel, DeviceType::kCPU, copy);
 OFL_REGISTER_KERNEL(fill_kernel, DeviceType::kCPU, fill);
 OFL_REGISTER_KERNEL(where_kernel, DeviceType::kCPU, where);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -9,7 +9,7 @@
 
 extern "C" void openblas_set_num_threads(int);
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 const bool blas_single_threaded = [] {
@@ -41,7 +41,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   }
   const double work = static_cast<double>(m) * n * k;
   const int64_t threads = tbb::this_task_arena::max_concurrency();
-  if (work <= kGemmTaskWork || threads == 1) return blas<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  if (work <= kGemmTaskWork || threads == 1)
+    return blas<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
   // Panels of at least 32 rows (or columns), a few per thread for load balance.
   const bool by_rows = m >= n;
   const int64_t extent = by_rows ? m : n;
@@ -67,4 +68,4 @@ template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, i
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 
 // C (m x n) = op(A) @ op(B) + beta * C, row-major; op transposes when ta / tb.
 template <class T>
@@ -14,4 +14,4 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // Products at most this large (m * n * k) run as one task; larger ones are split into panels.
 inline constexpr int64_t kGemmTaskWork = int64_t{1} << 18;
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -5,7 +5,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 void index_check(const char* op, const Tensor& index, int64_t size, int64_t axis) {
@@ -125,4 +125,4 @@ OFL_REGISTER_KERNEL(gather_kernel, DeviceType::kCPU, gather);
 OFL_REGISTER_KERNEL(scatter_add_kernel, DeviceType::kCPU, scatter_add);
 OFL_REGISTER_KERNEL(scatter_kernel, DeviceType::kCPU, scatter);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -2,7 +2,7 @@
 #pragma once
 #include "core/loop.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 
 // out = f(x) elementwise; Out/In are storage types, f works on opmath values.
 template <class Out, class In, class F>
@@ -55,4 +55,4 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   });
 }
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

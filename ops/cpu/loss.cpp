@@ -5,7 +5,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 // Raises naming the first target outside [0, classes) that is not ignore_index.
@@ -60,4 +60,4 @@ void nll_loss_backward(const Tensor& grad, const Tensor& target, int64_t outer, 
 OFL_REGISTER_KERNEL(nll_loss_kernel, DeviceType::kCPU, nll_loss);
 OFL_REGISTER_KERNEL(nll_loss_backward_kernel, DeviceType::kCPU, nll_loss_backward);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

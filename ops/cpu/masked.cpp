@@ -3,7 +3,7 @@
 
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 int64_t count_true(const Tensor& mask) {
@@ -49,4 +49,4 @@ void masked_scatter(const Tensor& mask, const Tensor& source, const Tensor& out)
 OFL_REGISTER_KERNEL(masked_select_kernel, DeviceType::kCPU, masked_select);
 OFL_REGISTER_KERNEL(masked_scatter_kernel, DeviceType::kCPU, masked_scatter);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -8,7 +8,7 @@
 #include "ops/cpu/gemm.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 // How one matrix operand is handed to the BLAS.
@@ -117,8 +117,10 @@ void loop_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (a.dtype()) {
-    case DType::kFloat32: return blas_bmm<float>(a, b, out);
-    case DType::kFloat64: return blas_bmm<double>(a, b, out);
+    case DType::kFloat32:
+      return blas_bmm<float>(a, b, out);
+    case DType::kFloat64:
+      return blas_bmm<double>(a, b, out);
     case DType::kFloat16:
     case DType::kBFloat16: {  // through float32 GEMM, rounded once at the end
       auto copy = copy_kernel().get(DeviceType::kCPU);
@@ -132,8 +134,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
       return;
     }
     default:
-      dispatch_all(a.dtype(),
-                   [&](auto tag) { loop_bmm<typename decltype(tag)::type>(a, b, out); });
+      dispatch_all(a.dtype(), [&](auto tag) { loop_bmm<typename decltype(tag)::type>(a, b, out); });
   }
 }
 
@@ -141,4 +142,4 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 OFL_REGISTER_KERNEL(matmul_kernel, DeviceType::kCPU, matmul);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -9,7 +9,7 @@
 #include "core/random.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 template <class T>
@@ -78,4 +78,4 @@ void multinomial(const Tensor& probs, int64_t num_samples, bool replacement, uin
 
 OFL_REGISTER_KERNEL(multinomial_kernel, DeviceType::kCPU, multinomial);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -5,7 +5,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 template <class T, class S>
@@ -130,4 +130,4 @@ void norm_bw(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& me
 OFL_REGISTER_KERNEL(norm_kernel, DeviceType::kCPU, norm);
 OFL_REGISTER_KERNEL(norm_backward_kernel, DeviceType::kCPU, norm_bw);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -8,7 +8,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 struct Planes {
@@ -181,4 +181,4 @@ OFL_REGISTER_KERNEL(max_pool2d_backward_kernel, DeviceType::kCPU, max_pool2d_bw)
 OFL_REGISTER_KERNEL(avg_pool2d_kernel, DeviceType::kCPU, avg_pool2d);
 OFL_REGISTER_KERNEL(avg_pool2d_backward_kernel, DeviceType::kCPU, avg_pool2d_bw);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

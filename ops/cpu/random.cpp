@@ -8,7 +8,7 @@
 #include "core/random.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 // Mantissa bits of T: a uniform draw is cut to this many bits, as PyTorch does, so it stays
@@ -84,4 +84,4 @@ void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed,
 
 OFL_REGISTER_KERNEL(random_kernel, DeviceType::kCPU, random_fill);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -7,7 +7,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 template <class T>
@@ -184,4 +184,4 @@ void arg_reduce(bool is_max, const Tensor& in, int64_t outer, int64_t red, int64
 OFL_REGISTER_KERNEL(reduce_kernel, DeviceType::kCPU, reduce);
 OFL_REGISTER_KERNEL(arg_reduce_kernel, DeviceType::kCPU, arg_reduce);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

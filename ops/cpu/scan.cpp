@@ -2,7 +2,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 void cumsum(const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool reverse,
@@ -52,4 +52,4 @@ void triangular(const Tensor& x, bool upper, int64_t diagonal, const Tensor& out
 OFL_REGISTER_KERNEL(cumsum_kernel, DeviceType::kCPU, cumsum);
 OFL_REGISTER_KERNEL(triangular_kernel, DeviceType::kCPU, triangular);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

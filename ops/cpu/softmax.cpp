@@ -6,7 +6,7 @@
 #include "ops/cpu/vector_math.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 template <class T>
@@ -91,4 +91,4 @@ void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, bool l
 OFL_REGISTER_KERNEL(softmax_kernel, DeviceType::kCPU, softmax);
 OFL_REGISTER_KERNEL(softmax_backward_kernel, DeviceType::kCPU, softmax_backward);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -8,7 +8,7 @@
 #include "core/parallel.h"
 #include "ops/kernels.h"
 
-namespace ofl::cpu {
+namespace ofl::internal::cpu {
 namespace {
 
 template <class M>
@@ -65,4 +65,4 @@ void sort_lanes(const Tensor& x, int64_t outer, int64_t n, int64_t inner, int64_
 
 OFL_REGISTER_KERNEL(sort_kernel, DeviceType::kCPU, sort_lanes);
 
-}  // namespace ofl::cpu
+}  // namespace ofl::internal::cpu

@@ -6,7 +6,7 @@
 #include "core/storage.h"
 #include "ops/kernels.h"
 
-namespace ofl::cuda {
+namespace ofl::internal::cuda {
 namespace {
 
 void check(cudaError_t err, const char* what) {
@@ -54,4 +54,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace ofl::cuda
+}  // namespace ofl::internal::cuda

@@ -3,7 +3,7 @@
 #include "convert.h"
 #include "sbp/cluster_spec.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -56,4 +56,4 @@ void bind_cluster(py::module_& m) {
   field(c, "inter_beta", [](ClusterSpec& s) { return &s.inter_node.beta; });
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

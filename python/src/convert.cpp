@@ -2,7 +2,7 @@
 
 #include "ops/ops.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 DType dtype_of_array(const py::array& arr) {
   py::dtype dt = arr.dtype();
@@ -199,4 +199,4 @@ const std::vector<std::pair<const char*, UnaryFn>>& unary_functions() {
   return table;
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -8,7 +8,7 @@
 
 #include "core/tensor.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace py = pybind11;
 
@@ -35,4 +35,4 @@ Tensor pow_arg(const Tensor& a, py::handle b);
 // clamp(x, lo, hi): a Python float bound promotes an integer x to float32, as in PyTorch.
 Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi);
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -5,7 +5,7 @@
 #include "core/comm/tcp_store.h"
 #include "ops/ops.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -301,4 +301,4 @@ void bind_distributed(py::module_& parent) {
   m.def("local_communicator", &comm::make_local_communicator);
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -3,7 +3,7 @@
 #include "core/safetensors.h"
 #include "ops/ops.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 Tensor T(py::handle h, const char* op) {
@@ -315,4 +315,4 @@ void bind_functions(py::module_& m) {
       arg("bias") = py::none(), arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5);
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -12,7 +12,7 @@
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -235,4 +235,4 @@ void bind_global(py::module_& m) {
         []() { return py::make_tuple(boxing().cache->hits(), boxing().cache->misses()); });
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -20,7 +20,7 @@
 
 namespace py = pybind11;
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -309,4 +309,4 @@ void bind_graph(py::module_& m) {
       py::arg("update_weight") = 1.0, py::arg("cache") = nullptr);
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

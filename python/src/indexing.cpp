@@ -6,7 +6,7 @@
 #include "ops/global_op.h"
 #include "ops/ops.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -184,4 +184,4 @@ void set_index(Tensor& x, py::handle key, py::handle value) {
   // (The in-place op bumped the version, which views share with x.)
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -3,9 +3,9 @@
 #pragma once
 #include "convert.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 Tensor index(const Tensor& x, py::handle key);
 void set_index(Tensor& x, py::handle key, py::handle value);
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

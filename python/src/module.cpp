@@ -9,7 +9,7 @@
 #include "ops/ops.h"
 #include "sbp/signature.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 void bind_tensor(py::module_& m);
 void bind_functions(py::module_& m);
@@ -235,4 +235,4 @@ PYBIND11_MODULE(_C, m) {
   });
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -6,7 +6,7 @@
 
 namespace py = pybind11;
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 void bind_pipeline(py::module_& m) {
   using namespace graph::pipeline;
@@ -55,4 +55,4 @@ void bind_pipeline(py::module_& m) {
       py::arg("kind"), py::arg("devices"), py::arg("micro_batches"), py::arg("chunks") = 1);
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -6,7 +6,7 @@
 #include "sbp/placement.h"
 #include "sbp/sbp.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -259,4 +259,4 @@ void bind_sbp(py::module_& m) {
   m.def("split_range", &split_range, py::arg("n"), py::arg("parts"), py::arg("index"));
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

@@ -11,7 +11,7 @@
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
-namespace ofl::py_bind {
+namespace ofl::internal::py_bind {
 
 namespace {
 
@@ -621,4 +621,4 @@ void bind_tensor(py::module_& m) {
   for (auto [name, f] : unary_functions()) cls.def(name, [f](const Tensor& t) { return f(t); });
 }
 
-}  // namespace ofl::py_bind
+}  // namespace ofl::internal::py_bind

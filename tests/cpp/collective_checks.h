@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "gloo_test_util.h"  // testing::make / values / kAllDTypes: CPU tensors
 
-namespace ofl::comm::checks {
+namespace ofl::internal::comm::checks {
 
 // Where a backend's ranks keep their tensors, and how a check moves values there and back.
 struct Backend {
@@ -294,4 +294,4 @@ inline void check_scatter(const Backend& b, Communicator& c, int root,
   }
 }
 
-}  // namespace ofl::comm::checks
+}  // namespace ofl::internal::comm::checks

@@ -14,7 +14,7 @@
 #include "memory_store.h"
 #include "test_util.h"
 
-namespace ofl::comm::testing {
+namespace ofl::internal::comm::testing {
 
 inline const std::vector<DType> kAllDTypes = {DType::kBool,     DType::kUInt8,   DType::kInt8,
                                               DType::kInt32,    DType::kInt64,   DType::kFloat16,
@@ -80,6 +80,6 @@ inline std::vector<double> values(const Tensor& t) {
   return out;
 }
 
-using ofl::testing::error_of;
+using ofl::internal::testing::error_of;
 
-}  // namespace ofl::comm::testing
+}  // namespace ofl::internal::comm::testing

@@ -11,7 +11,7 @@
 #include "core/comm/store.h"
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 class MemoryStore : public Store {
  public:
@@ -77,4 +77,4 @@ class MemoryStore : public Store {
   std::map<std::string, Bytes> map_;
 };
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

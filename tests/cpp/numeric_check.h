@@ -10,7 +10,7 @@
 #include "core/autograd/grad_mode.h"
 #include "ops/ops.h"
 
-namespace ofl::numeric_check {
+namespace ofl::internal::numeric_check {
 
 inline Tensor random(const Shape& shape, DType dt, uint64_t seed, bool grad = false) {
   Generator gen(seed);
@@ -58,4 +58,4 @@ inline void run_backward(const Tensor& loss) {
   autograd::backward({loss}, {Tensor()}, false, false);
 }
 
-}  // namespace ofl::numeric_check
+}  // namespace ofl::internal::numeric_check

@@ -18,9 +18,9 @@
 #include "sbp/global_info.h"
 #include "test_util.h"
 
-using namespace ofl;
-using namespace ofl::auto_parallel;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using namespace ofl::internal::auto_parallel;
+using ofl::internal::testing::error_of;
 
 namespace {
 

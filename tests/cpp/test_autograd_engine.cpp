@@ -9,9 +9,9 @@
 #include "tests/cpp/numeric_check.h"
 #include "tests/cpp/test_util.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 using numeric_check::values;
-using ofl::testing::error_of;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include "boxing/search.h"
 #include "sbp/cluster_spec.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 
 namespace {
 

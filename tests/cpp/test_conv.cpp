@@ -8,8 +8,8 @@
 #include "tests/cpp/numeric_check.h"
 #include "tests/cpp/test_util.h"
 
-using namespace ofl;
-using namespace ofl::numeric_check;
+using namespace ofl::internal;
+using namespace ofl::internal::numeric_check;
 
 namespace {
 
@@ -201,7 +201,7 @@ Shape infer1(const char* op, const std::vector<TensorMeta>& in, const Attrs& att
   return infer_metas(op_def(op), in, attrs).at(0).shape;
 }
 std::string infer_error(const char* op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return ofl::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
+  return ofl::internal::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
 }
 
 }  // namespace
@@ -248,14 +248,14 @@ TEST(Conv2dInfer, WrongRanksDtypesAndAttributesNameTheOp) {
   EXPECT_EQ(infer_error("conv2d", {m({1, 1, 4, 4}), m({1, 1, 3, 3}), m({1, 1})}, conv_attrs()),
             "[conv2d] bias of shape (1, 1) does not match the weight (1, 1, 3, 3) with 1 output "
             "channels");
-  EXPECT_EQ(ofl::testing::error_of<TypeError>([&] {
+  EXPECT_EQ(ofl::internal::testing::error_of<TypeError>([&] {
               infer_metas(op_def("conv2d"),
                           {m({1, 1, 4, 4}), m({1, 1, 3, 3}, DType::kFloat64), kNoBias},
                           conv_attrs());
             }),
             "[conv2d] input (1, 1, 4, 4) float32, weight (1, 1, 3, 3) float64: dtypes must be the "
             "same");
-  EXPECT_EQ(ofl::testing::error_of<TypeError>([&] {
+  EXPECT_EQ(ofl::internal::testing::error_of<TypeError>([&] {
               infer_metas(op_def("conv2d"),
                           {m({1, 1, 4, 4}, DType::kInt64), m({1, 1, 3, 3}), kNoBias}, conv_attrs());
             }),
@@ -316,7 +316,7 @@ TEST(Conv2dInfer, GradientOpsCheckTheirOperandsAgainstEachOther) {
 
 TEST(Conv2dInfer, MetaTensorsRaiseTheSameErrorsAsCpu) {
   auto on = [](Device d) {
-    return ofl::testing::error_of([&] {
+    return ofl::internal::testing::error_of([&] {
       conv2d(Tensor::empty({2, 3, 8, 8}, DType::kFloat32, d),
              Tensor::empty({4, 5, 3, 3}, DType::kFloat32, d), Tensor());
     });

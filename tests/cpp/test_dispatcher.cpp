@@ -9,8 +9,8 @@
 #include "ops/ops.h"
 #include "test_util.h"
 
-using namespace ofl;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 

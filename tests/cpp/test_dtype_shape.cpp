@@ -10,8 +10,8 @@
 #include "core/shape.h"
 #include "test_util.h"
 
-using namespace ofl;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 

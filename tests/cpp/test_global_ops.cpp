@@ -15,10 +15,10 @@
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 using comm::Communicator;
 using comm::testing::run_ranks;
-using ofl::testing::error_of;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include "collective_checks.h"
 #include "gloo_test_util.h"
 
-using namespace ofl;
-using namespace ofl::comm;
-using namespace ofl::comm::checks;
-using namespace ofl::comm::testing;
+using namespace ofl::internal;
+using namespace ofl::internal::comm;
+using namespace ofl::internal::comm::checks;
+using namespace ofl::internal::comm::testing;
 
 namespace {
 

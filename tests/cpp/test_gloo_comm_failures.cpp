@@ -9,9 +9,9 @@
 #include "core/comm/tcp_store.h"
 #include "gloo_test_util.h"
 
-using namespace ofl;
-using namespace ofl::comm;
-using namespace ofl::comm::testing;
+using namespace ofl::internal;
+using namespace ofl::internal::comm;
+using namespace ofl::internal::comm::testing;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 

@@ -12,7 +12,7 @@
 #include "core/random.h"
 #include "ops/ops.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 
 namespace {
 
@@ -151,7 +151,7 @@ TEST(Random, RandnTensorHasMeanZeroAndUnitStd) {
   Generator gen(5);
   Tensor z = randn({100000}, DType::kFloat32, &gen);
   EXPECT_NEAR(mean(z).item<double>(), 0.0, 0.015);
-  EXPECT_NEAR(ofl::std(z).item<double>(), 1.0, 0.015);
+  EXPECT_NEAR(ofl::internal::std(z).item<double>(), 1.0, 0.015);
 }
 
 TEST(Random, DrawIsASliceOfALargerDrawAtTheSameOffset) {
@@ -216,7 +216,7 @@ TEST(Random, RandintStaysInHalfOpenRangeAndHitsBothEnds) {
 
 TEST(Loop, MoreDimensionsThanALoopHoldsRaiseClearly) {
   // Even filling such a tensor runs a loop.
-  EXPECT_NE(ofl::testing::error_of([] {
+  EXPECT_NE(ofl::internal::testing::error_of([] {
               zeros(Shape(kMaxLoopDims + 1, 1));
             }).find("[elementwise] tensors of more than 64 dimensions are not supported, got 65"),
             std::string::npos);

@@ -14,11 +14,11 @@
 #include "core/stream.h"
 #include "test_util.h"
 
-using namespace ofl;
-using namespace ofl::comm;
-using namespace ofl::comm::checks;
-using ofl::comm::testing::kAllDTypes;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using namespace ofl::internal::comm;
+using namespace ofl::internal::comm::checks;
+using ofl::internal::comm::testing::kAllDTypes;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include "ops/sbp_rules.h"
 #include "test_util.h"
 
-using namespace ofl;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include "graph/pipeline/schedule.h"
 #include "test_util.h"
 
-using namespace ofl::graph::pipeline;
-using ofl::testing::error_of;
+using namespace ofl::internal::graph::pipeline;
+using ofl::internal::testing::error_of;
 
 namespace {
 
@@ -140,9 +140,9 @@ TEST(PipelineSchedule, BadCountsAndOrdersRaiseNamingTheSchedule) {
 
 namespace {
 
-using namespace ofl;
-using ofl::graph::Graph;
-using ofl::graph::Node;
+using namespace ofl::internal;
+using ofl::internal::graph::Graph;
+using ofl::internal::graph::Node;
 
 const Placement kStage0{DeviceType::kCPU, {0}, {1}};
 const Placement kStage1{DeviceType::kCPU, {1}, {1}};

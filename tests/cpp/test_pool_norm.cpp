@@ -7,8 +7,8 @@
 #include "tests/cpp/numeric_check.h"
 #include "tests/cpp/test_util.h"
 
-using namespace ofl;
-using namespace ofl::numeric_check;
+using namespace ofl::internal;
+using namespace ofl::internal::numeric_check;
 
 namespace {
 
@@ -263,7 +263,7 @@ Attrs input_size(Attrs a, Pair hw) {
 }
 
 std::string infer_error(const char* op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return ofl::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
+  return ofl::internal::testing::error_of([&] { infer_metas(op_def(op), in, attrs); });
 }
 
 }  // namespace
@@ -304,7 +304,7 @@ TEST(PoolInfer, WrongRanksKernelsAndPaddingNameTheOpAndShapes) {
             "[max_pool2d] kernel size must be positive, got (0, 3)");
   EXPECT_EQ(infer_error("avg_pool2d", {m({3, 5, 5})}, avg_attrs({2, 2}, {1, 0})),
             "[avg_pool2d] stride must be positive, got (1, 0)");
-  EXPECT_EQ(ofl::testing::error_of<TypeError>([] {
+  EXPECT_EQ(ofl::internal::testing::error_of<TypeError>([] {
               infer_metas(op_def("max_pool2d"), {m({3, 5, 5}, DType::kInt32)},
                           pool_attrs({2, 2}, {2, 2}));
             }),
@@ -316,7 +316,7 @@ TEST(PoolInfer, BackwardOpsCheckGradAgainstIndicesAndInputSize) {
                         input_size({}, {7, 6})),
             "[max_pool2d_backward] grad (2, 3, 4, 7) float32 and indices (2, 3, 4, 6) int64 must "
             "have the same shape");
-  EXPECT_EQ(ofl::testing::error_of<TypeError>([] {
+  EXPECT_EQ(ofl::internal::testing::error_of<TypeError>([] {
               infer_metas(op_def("max_pool2d_backward"), {m({3, 4, 7}), m({3, 4, 7})},
                           input_size({}, {7, 6}));
             }),
@@ -333,7 +333,7 @@ TEST(PoolInfer, BackwardOpsCheckGradAgainstIndicesAndInputSize) {
 TEST(MaxPool2d, BackwardRefusesIndicesOutsideThePlane) {
   Tensor g = ones({1, 1, 2, 2}), idx = Tensor::empty({1, 1, 2, 2}, DType::kInt64);
   for (int64_t i = 0; i < 4; ++i) idx.data<int64_t>()[i] = i == 2 ? 16 : i;
-  std::string e = ofl::testing::error_of([&] {
+  std::string e = ofl::internal::testing::error_of([&] {
     dispatch(op_def("max_pool2d_backward"), {g, idx}, {{"input_size", std::vector<int64_t>{4, 4}}});
   });
   EXPECT_EQ(e, "[max_pool2d_backward] indices must lie in [0, 16) for an input of (1, 1, 4, 4)");
@@ -342,7 +342,7 @@ TEST(MaxPool2d, BackwardRefusesIndicesOutsideThePlane) {
 TEST(PoolInfer, MetaTensorsGiveShapesAndTheSameErrorsAsCpu) {
   const Device meta{DeviceType::kMeta};
   auto on = [](Device d) {
-    return ofl::testing::error_of([&] {
+    return ofl::internal::testing::error_of([&] {
       max_pool2d(Tensor::empty({1, 1, 2, 2}, DType::kFloat32, d), {3, 3}, {1, 1});
     });
   };

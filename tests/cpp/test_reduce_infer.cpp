@@ -10,8 +10,8 @@
 #include "ops/sbp_rules.h"
 #include "test_util.h"
 
-using namespace ofl;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 
@@ -139,11 +139,12 @@ TEST(ReduceInfer, MetaRaisesTheSameErrorsAsCpu) {
   EXPECT_NE(e.find("[mean] expects a floating-point tensor"), std::string::npos) << e;
   same_error<TypeError>({2}, DType::kInt64, [](Tensor x) { var(x); });
   same_error<TypeError>({2}, DType::kInt64, [](Tensor x) { logsumexp(x, {0}); });
-  e = same_error<TypeError>({2}, DType::kInt64, [](Tensor x) { ofl::std(x); });
+  e = same_error<TypeError>({2}, DType::kInt64, [](Tensor x) { ofl::internal::std(x); });
   EXPECT_NE(e.find("[std]"), std::string::npos) << e;
   e = same_error<IndexError>({2, 3}, DType::kFloat32, [](Tensor x) { logsumexp(x, {2}); });
   EXPECT_NE(e.find("[logsumexp]"), std::string::npos) << e;
-  e = same_error<IndexError>({2, 3}, DType::kFloat32, [](Tensor x) { ofl::std(x, {-3}); });
+  e = same_error<IndexError>({2, 3}, DType::kFloat32,
+                             [](Tensor x) { ofl::internal::std(x, {-3}); });
   EXPECT_NE(e.find("[std]"), std::string::npos) << e;
 }
 

@@ -10,11 +10,11 @@
 #include "gloo_test_util.h"
 #include "sbp/cluster_spec.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 using comm::Communicator;
 using comm::testing::run_ranks;
 using comm::testing::values;
-using ofl::testing::error_of;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include "sbp/global_info.h"
 #include "test_util.h"
 
-using namespace ofl;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include "graph/auto_parallel/stages.h"
 #include "test_util.h"
 
-using namespace ofl::auto_parallel;
-using ofl::testing::error_of;
+using namespace ofl::internal::auto_parallel;
+using ofl::internal::testing::error_of;
 
 namespace {
 

@@ -22,9 +22,9 @@
 #include "core/error.h"
 #include "test_util.h"
 
-using namespace ofl;
-using namespace ofl::comm;
-using ofl::testing::error_of;
+using namespace ofl::internal;
+using namespace ofl::internal::comm;
+using ofl::internal::testing::error_of;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 

@@ -4,7 +4,7 @@
 #include "core/stream.h"
 #include "ops/ops.h"
 
-using namespace ofl;
+using namespace ofl::internal;
 
 TEST(Tensor, ViewSharesStorageAndTransposeIsNotContiguous) {
   Tensor x = arange(0, 6, 1, DType::kFloat32);

@@ -6,10 +6,10 @@
 
 #include "core/error.h"
 
-namespace ofl::testing {
+namespace ofl::internal::testing {
 
-// The message of the E (by default any ofl::Error) that f raises, or "" and a test failure when
-// it returns: error_of([&] { ... }), error_of<TypeError>([&] { ... }).
+// The message of the E (by default any ofl::internal::Error) that f raises, or "" and a test
+// failure when it returns: error_of([&] { ... }), error_of<TypeError>([&] { ... }).
 template <class E = Error, class F>
 std::string error_of(F&& f) {
   try {
@@ -21,4 +21,4 @@ std::string error_of(F&& f) {
   return "";
 }
 
-}  // namespace ofl::testing
+}  // namespace ofl::internal::testing

@@ -9,7 +9,7 @@
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/error.h"
 
-namespace ofl::comm::gloo_detail {
+namespace ofl::internal::comm::gloo_detail {
 namespace {
 
 const char* const kCollectives[] = {"all_reduce",     "all_gather",       "all_gather_v",
@@ -94,4 +94,4 @@ void GlooCommunicator::check_same_call(const CallSignature& call) {
   }
 }
 
-}  // namespace ofl::comm::gloo_detail
+}  // namespace ofl::internal::comm::gloo_detail

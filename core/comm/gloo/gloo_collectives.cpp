@@ -17,7 +17,7 @@
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/error.h"
 
-namespace ofl::comm::gloo_detail {
+namespace ofl::internal::comm::gloo_detail {
 namespace {
 
 // Gloo's typed setters only use sizeof(T), so one type per element size is enough.
@@ -303,4 +303,4 @@ void GlooCommunicator::barrier() {
   });
 }
 
-}  // namespace ofl::comm::gloo_detail
+}  // namespace ofl::internal::comm::gloo_detail

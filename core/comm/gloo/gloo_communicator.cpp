@@ -15,7 +15,7 @@
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 namespace gloo_detail {
 namespace {
 
@@ -259,4 +259,4 @@ std::shared_ptr<Communicator> make_gloo_communicator(std::shared_ptr<Store> stor
                                                          std::move(ranks), "world", timeout);
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

@@ -1,6 +1,7 @@
 // The Gloo backend: CPU tensors over TCP, ranks meeting through a Store.
 //
-// - A collective or send/recv that fails (timeout, lost peer) raises ofl::Error naming the
+// - A collective or send/recv that fails (timeout, lost peer) raises ofl::internal::Error naming
+// the
 //   group, the collective and the ranks that did not arrive; the communicator is unusable
 //   afterwards (Gloo closes its connections), so create a new one.
 // - send() returns once the receiver has posted the matching recv and the data is on the wire:
@@ -14,7 +15,7 @@
 
 #include "core/comm/communicator.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 // The world communicator of `size` ranks; `host` is the address this rank's sockets listen on
 // (e.g. "127.0.0.1"). Every rank calls it with the same store, size and timeout; it returns
@@ -23,4 +24,4 @@ std::shared_ptr<Communicator> make_gloo_communicator(std::shared_ptr<Store> stor
                                                      int size, const std::string& host,
                                                      Millis timeout = default_timeout());
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

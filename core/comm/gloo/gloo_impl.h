@@ -12,13 +12,14 @@
 
 #include "core/comm/communicator.h"
 
-namespace ofl::comm::gloo_detail {
+namespace ofl::internal::comm::gloo_detail {
 
 // c[i] = a[i] op b[i]; c may alias a or b element for element (Gloo's reduce signature).
 using ReduceFn = void (*)(void* c, const void* a, const void* b, size_t n);
 // The typed reduction for dtype; kAvg reduces as kSum (the caller divides afterwards).
 ReduceFn reduce_fn(DType dtype, ReduceOp op);
-// Raises ofl::TypeError naming `op` when `reduce` cannot apply to dtype (avg of integers).
+// Raises ofl::internal::TypeError naming `op` when `reduce` cannot apply to dtype (avg of
+// integers).
 void check_reduce_op(const char* op, DType dtype, ReduceOp reduce);
 // data[i] /= divisor for a floating dtype (the second half of avg).
 void divide_in_place(void* data, int64_t n, DType dtype, int divisor);
@@ -110,4 +111,4 @@ class GlooCommunicator final : public Communicator {
   std::string broken_;  // why the Gloo context is unusable, after a failure
 };
 
-}  // namespace ofl::comm::gloo_detail
+}  // namespace ofl::internal::comm::gloo_detail

@@ -10,7 +10,7 @@
 #include "core/comm/gloo/ring_plan.h"
 #include "core/error.h"
 
-namespace ofl::comm::gloo_detail {
+namespace ofl::internal::comm::gloo_detail {
 namespace {
 
 // Gloo's own collectives use slot prefixes 0x01-0x08; user tags live below 2^31 (prefix 0).
@@ -241,4 +241,4 @@ void GlooCommunicator::scatter_blocks(const Tensor& in, Tensor& out, int root,
       });
 }
 
-}  // namespace ofl::comm::gloo_detail
+}  // namespace ofl::internal::comm::gloo_detail

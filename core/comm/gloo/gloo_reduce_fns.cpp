@@ -6,7 +6,7 @@
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/error.h"
 
-namespace ofl::comm::gloo_detail {
+namespace ofl::internal::comm::gloo_detail {
 namespace {
 
 template <class T>
@@ -107,4 +107,4 @@ void divide_in_place(void* data, int64_t n, DType dtype, int divisor) {
   });
 }
 
-}  // namespace ofl::comm::gloo_detail
+}  // namespace ofl::internal::comm::gloo_detail

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 // One step of a ring: send block `send_block` to rank + 1, receive block `recv_block` from
 // rank - 1 and reduce it with the local contribution.
@@ -23,4 +23,4 @@ inline std::vector<RingStep> ring_reduce_scatter_plan(int rank, int size) {
   return steps;
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

@@ -6,7 +6,7 @@
 #include "core/comm/nccl/nccl_impl.h"
 #include "core/error.h"
 
-namespace ofl::comm::nccl_detail {
+namespace ofl::internal::comm::nccl_detail {
 
 void NcclCommunicator::all_reduce(Tensor& t, ReduceOp op) {
   const char* name = "all_reduce";
@@ -281,4 +281,4 @@ void NcclCommunicator::barrier() {
   finish(name, s);
 }
 
-}  // namespace ofl::comm::nccl_detail
+}  // namespace ofl::internal::comm::nccl_detail

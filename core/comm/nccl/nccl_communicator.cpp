@@ -21,7 +21,7 @@
 #error "the NCCL backend needs NCCL >= 2.14 (non-blocking communicators, ncclAvg, bfloat16)"
 #endif
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 namespace nccl_detail {
 namespace {
 
@@ -276,4 +276,4 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> stor
                                                          device_index, timeout);
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

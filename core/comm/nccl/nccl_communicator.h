@@ -17,7 +17,7 @@
 
 #include "core/comm/communicator.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 // Rank `rank` of `size` on CUDA device `device_index`. Rank 0 creates the NCCL unique id and
 // publishes it through `store`; every rank waits at most `timeout` for the others to join.
@@ -25,4 +25,4 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> stor
                                                      int size, int device_index,
                                                      Millis timeout = default_timeout());
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm

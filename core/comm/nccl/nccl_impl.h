@@ -14,7 +14,7 @@
 #include "core/comm/store.h"
 #include "core/error.h"
 
-namespace ofl::comm::nccl_detail {
+namespace ofl::internal::comm::nccl_detail {
 
 // Makes `device` current on this thread for the guard's lifetime (ranks may be threads).
 class DeviceGuard {
@@ -171,4 +171,4 @@ class NcclCommunicator : public Communicator {
   Clock::time_point deadline_;
 };
 
-}  // namespace ofl::comm::nccl_detail
+}  // namespace ofl::internal::comm::nccl_detail

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 
-namespace ofl::comm {
+namespace ofl::internal::comm {
 
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store>, int, int, int,
                                                      Millis) {
@@ -12,4 +12,4 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store>, int
        "ONEFLOWLIKE_BUILD_CUDA=ON or use Gloo");
 }
 
-}  // namespace ofl::comm
+}  // namespace ofl::internal::comm
