@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "ops/creation.h"
 
 namespace ofl::internal::graph {
 
@@ -121,6 +123,29 @@ using Json = nlohmann::json;
 // A reader of one graph.json that raises naming the file and the entry.
 struct Reader {
   const std::string& where;
+  int64_t batch = 0;               // the batch to build the graph for; 0: the one it was saved at
+  const Device* device = nullptr;  // where its values live; null: where they were saved
+
+  // "batch": [[index, k], ...]: the entries of a shape or an integer attribute that are k times
+  // the batch (what graph.save found by tracing at two batch sizes).
+  std::vector<std::pair<size_t, int64_t>> batch_marks(const Json& j, size_t size,
+                                                      const std::string& what) const {
+    std::vector<std::pair<size_t, int64_t>> out;
+    if (!j.contains("batch")) return out;
+    const Json& marks = j["batch"];
+    if (!marks.is_array()) bad(what, "'s batch is not a list of [index, factor]");
+    for (const Json& m : marks) {
+      const std::vector<int64_t> pair = ints(m, what + "'s batch entry");
+      if (pair.size() != 2 || pair[0] < 0 || pair[0] >= int64_t(size) || pair[1] < 1)
+        bad(what, "'s batch entry ", m.dump(), " is not [index < ", size, ", factor >= 1]");
+      out.emplace_back(size_t(pair[0]), pair[1]);
+    }
+    return out;
+  }
+  void rebatch(std::vector<int64_t>& v, const Json& j, const std::string& what) const {
+    for (auto [i, k] : batch_marks(j, v.size(), what))
+      if (batch) v[i] = k * batch;
+  }
 
   template <class... Args>
   [[noreturn]] void bad(const Args&... args) const {
@@ -158,12 +183,14 @@ struct Reader {
       bad(what, " is global: graphs over placements do not load yet, only local ones");
     Value v;
     v.shape = ints(at(j, "shape", what), what + "'s shape");
+    rebatch(v.shape, j, what);
     try {
       v.dtype = dtype_from_name(string(at(j, "dtype", what), what + "'s dtype"));
       v.device = Device::parse(string(at(j, "device", what), what + "'s device"));
     } catch (const Error& e) {
       bad(what, ": ", e.what());
     }
+    if (device) v.device = *device;
     return v;
   }
 
@@ -177,7 +204,11 @@ struct Reader {
         if (v.is_boolean()) return v.get<bool>();
         break;
       case AttrType::kInt:
-        if (v.is_number_integer()) return v.get<int64_t>();
+        if (v.is_number_integer()) {
+          std::vector<int64_t> one{v.get<int64_t>()};
+          rebatch(one, j, what);
+          return one[0];
+        }
         break;
       case AttrType::kFloat:
         if (v.is_number()) return v.get<double>();
@@ -190,8 +221,11 @@ struct Reader {
         } catch (const Error& e) {
           bad(what, ": ", e.what());
         }
-      case AttrType::kInts:
-        return ints(v, what);
+      case AttrType::kInts: {
+        std::vector<int64_t> out = ints(v, what);
+        rebatch(out, j, what);
+        return out;
+      }
     }
     bad(what, " does not hold a ", attr_type_name(type));
   }
@@ -228,14 +262,32 @@ struct Reader {
 
 }  // namespace
 
-Graph from_json(const std::string& text, const std::map<std::string, Tensor>& variables,
-                const std::string& where) {
-  const Reader r{where};
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+namespace {
+
+Json parse(const Reader& r, const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) r.bad("not a JSON object (corrupt or not a graph)");
   const Json& version = r.at(j, "format_version", "the graph");
   if (!version.is_number_integer() || version.get<int>() != kGraphFormatVersion)
     r.bad("format version ", version.dump(), ", this build reads ", kGraphFormatVersion);
+  const Json& batch = j.contains("batch") ? j["batch"] : Json(0);
+  if (!batch.is_number_integer() || batch.get<int64_t>() < 0)
+    r.bad("\"batch\" is not a batch size");
+  return j;
+}
+
+}  // namespace
+
+Graph from_json(const std::string& text, const std::map<std::string, Tensor>& variables,
+                const std::string& where, const LoadOptions& options) {
+  Reader r{where, options.batch, options.device ? &*options.device : nullptr};
+  const Json j = parse(r, text);
+  if (options.batch < 0) r.bad("batch ", options.batch, " is not a batch size");
+  if (options.batch && !j.value("batch", int64_t(0)))
+    r.bad(
+        "was saved for one batch size only (graph.save(path, dynamic_batch=False)); it cannot "
+        "run a batch of ",
+        options.batch);
   const Json& values = r.at(j, "values", "the graph");
   if (!values.is_array()) r.bad("\"values\" is not a list");
   const size_t n = values.size();
@@ -256,11 +308,12 @@ Graph from_json(const std::string& text, const std::map<std::string, Tensor>& va
     if (auto it = variable_of.find(int64_t(i)); it != variable_of.end()) {
       auto t = variables.find(it->second);
       if (t == variables.end()) r.bad("variable ", it->second, " is not in the weights");
+      if (values[i].contains("batch")) r.bad("variable ", it->second, " follows the batch");
       if (t->second.shape() != v.shape || t->second.dtype() != v.dtype)
         r.bad("variable ", it->second, " is ", shape_str(t->second.shape()), " ",
               dtype_name(t->second.dtype()), " in the weights but ", shape_str(v.shape), " ",
               dtype_name(v.dtype), " in the graph");
-      id = g.add_variable(t->second);
+      id = g.add_variable(r.device ? to_device(t->second, *r.device) : t->second);
     } else if (std::find(inputs.begin(), inputs.end(), int(i)) != inputs.end()) {
       id = g.add_input(v);
     } else {
@@ -296,13 +349,49 @@ Graph from_json(const std::string& text, const std::map<std::string, Tensor>& va
   return g;
 }
 
-Graph load(const std::string& dir) {
-  const std::string path = dir + "/graph.json";
+Signature signature_from_json(const std::string& text, const std::string& where) {
+  const Reader r{where};
+  const Json j = parse(r, text);
+  const Json& values = r.at(j, "values", "the graph");
+  if (!values.is_array()) r.bad("\"values\" is not a list");
+  Signature sig;
+  sig.batch = j.value("batch", int64_t(0));
+  sig.single_output = j.value("single_output", false);
+  auto infos = [&](const char* key, const char* names_key, const char* prefix) {
+    std::vector<ValueInfo> out;
+    const std::vector<int> ids = r.ids(r.at(j, key, "the graph"), key, values.size());
+    const Json names = j.value(names_key, Json::array());
+    if (!names.is_array() || (!names.empty() && names.size() != ids.size()))
+      r.bad("\"", names_key, "\" does not name each of the ", ids.size(), " ", key);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string what = std::string(key, std::strlen(key) - 1) + " " + std::to_string(i);
+      if (ids[i] < 0) r.bad(what, " is no value");
+      Value v = r.value(values[size_t(ids[i])], size_t(ids[i]));
+      for (auto [d, k] : r.batch_marks(values[size_t(ids[i])], v.shape.size(), what))
+        v.shape[d] = -1;
+      out.push_back(
+          {names.empty() ? prefix + std::to_string(i) : r.string(names[i], what + "'s name"),
+           v.shape, v.dtype, v.device});
+    }
+    return out;
+  };
+  sig.inputs = infos("inputs", "input_names", "input");
+  sig.outputs = infos("outputs", "output_names", "output");
+  return sig;
+}
+
+std::string read_text(const std::string& path) {
   std::ifstream f(path);
   if (!f) fail("load", "cannot open ", path, " (not a folder graph.save wrote?)");
   std::stringstream text;
   text << f.rdbuf();
-  return from_json(text.str(), safetensors::read(dir + "/weights.safetensors"), path);
+  return text.str();
+}
+
+Graph load(const std::string& dir, const LoadOptions& options) {
+  const std::string path = dir + "/graph.json";
+  const std::string text = read_text(path);  // first: a folder without it is not a graph
+  return from_json(text, safetensors::read(dir + "/weights.safetensors"), path, options);
 }
 
 }  // namespace ofl::internal::graph

@@ -3,6 +3,7 @@
 // attributes, outputs. What graph.save writes and the C++ API loads.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 
 #include "graph/ir.h"
@@ -16,11 +17,33 @@ std::string to_json(const Graph& g);
 // value's shape and dtype). Only registered ops are created: nothing in the text is executed.
 // Raises naming `where` (the file) and the offending entry for a malformed or foreign text, an
 // unknown op or attribute, or a missing variable. Global graphs are not loaded yet.
+struct LoadOptions {
+  // The batch to build the graph for (a graph saved with a dynamic batch: graph.save traced it
+  // at two batch sizes and marked the dimensions and attributes that follow it); 0: as saved.
+  int64_t batch = 0;
+  std::optional<Device> device;  // where to put its values and variables; none: as saved
+};
 Graph from_json(const std::string& text, const std::map<std::string, Tensor>& variables,
-                const std::string& where);
+                const std::string& where, const LoadOptions& options = {});
+
+// What a saved graph takes and gives, by name; a dimension that follows the batch is -1.
+struct ValueInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  Device device;
+};
+struct Signature {
+  std::vector<ValueInfo> inputs, outputs;
+  bool single_output = false;  // build() returned one tensor, not a tuple
+  int64_t batch = 0;           // the batch it was traced at; 0: every shape fixed
+};
+Signature signature_from_json(const std::string& text, const std::string& where);
+// The whole file at `path`; raises naming it when it cannot be read.
+std::string read_text(const std::string& path);
 // The graph graph.save wrote to the folder `dir`: graph.json with the variables of
 // weights.safetensors.
-Graph load(const std::string& dir);
+Graph load(const std::string& dir, const LoadOptions& options = {});
 // The name a variable's data is saved under.
 std::string variable_name(const Variable& v);
 

@@ -86,6 +86,15 @@ void bind_graph(py::module_& m) {
       .def_static(
           "load", [](const std::string& dir) { return std::make_shared<Graph>(graph::load(dir)); },
           py::arg("path"), "The graph nn.Graph.save wrote to the folder `path` (local graphs)")
+      .def_static(
+          "load_at",
+          [](const std::string& dir, int64_t batch) {
+            graph::LoadOptions options;
+            options.batch = batch;
+            return std::make_shared<Graph>(graph::load(dir, options));
+          },
+          py::arg("path"), py::arg("batch"),
+          "The saved graph rebuilt for another batch size (saved with a dynamic batch)")
       .def("run",
            [](const Graph& g, const std::vector<Tensor>& in) {
              py::gil_scoped_release release;

@@ -434,3 +434,45 @@ def test_a_saved_graph_loads_in_cpp_and_runs_alike(tmp_path):
         flow._C.CompiledGraph.load(str(tmp_path / "g"))
     with pytest.raises(RuntimeError, match=r"cannot open .*nowhere/graph\.json"):
         flow._C.CompiledGraph.load(str(tmp_path / "nowhere"))
+
+
+def test_save_marks_what_follows_the_batch_and_the_cpp_loader_runs_any_batch(tmp_path):
+    """graph.save traces again at another batch size: the shapes and attributes that follow the
+    batch are marked, and the C++ loader rebuilds the graph for a new batch from the marks."""
+    import json
+
+    model = gpt().eval()
+    graph = Forward(model)
+    graph(flow.randint(0, 17, (2, 8)))
+    graph.save(tmp_path / "g")
+    ir = json.loads((tmp_path / "g" / "graph.json").read_text())
+    assert ir["batch"] == 2 and ir["input_names"] == ["idx"] and ir["single_output"]
+    assert ir["values"][ir["inputs"][0]]["batch"] == [[0, 1]]
+    views = [n["attrs"]["shape"] for n in ir["nodes"] if n["op"] == "view"]
+    assert views and all(v["value"][0] == 2 and v["batch"] == [[0, 1]] for v in views)
+    for batch in (1, 5):
+        idx = flow.randint(0, 17, (batch, 8))
+        got = flow._C.CompiledGraph.load_at(str(tmp_path / "g"), batch).run([idx])[0]
+        with flow.no_grad():
+            np.testing.assert_allclose(got.numpy(), model(idx)[0].numpy(), atol=1e-5)
+
+
+class _Cut(nn.Graph):
+    def build(self, x):
+        return x.flatten()[: x.shape[0] + 1]
+
+
+def test_save_raises_when_the_graph_does_not_follow_the_batch(tmp_path):
+    graph = _Cut()
+    graph(flow.ones(2, 3))
+    with pytest.raises(
+        ValueError, match=r"differs at dimension 0 of node \d+'s \(slice\) output \(3 and 4\).* of 2 only"
+    ):
+        graph.save(tmp_path / "g")
+    graph.save(tmp_path / "g", dynamic_batch=False)
+    assert "batch" not in (tmp_path / "g" / "graph.json").read_text()
+    model = gpt()
+    step = TrainStep(model, flow.optim.SGD(model.parameters(), lr=0.1))
+    step(flow.randint(0, 17, (2, 8)), flow.randint(0, 17, (2, 8)))
+    with pytest.raises(ValueError, match="a training graph .* its batch size only"):
+        step.save(tmp_path / "t", dynamic_batch=True)

@@ -9,10 +9,7 @@ which the graph writes at every call, as eager steps do. The optimizers' per-ste
 learning-rate schedule and step counts stay live. Parameters' .grad are left as they were."""
 
 import inspect
-import json
 import os
-import shutil
-import tempfile
 
 import oneflowlike as flow
 from oneflowlike import _C
@@ -249,6 +246,8 @@ class Graph:
             self._compiled[key] = self._trace(args)
         compiled, single, steps = self._compiled[key]
         self._last = compiled
+        self._last_single = single
+        self._last_inputs = [(tuple(a.shape), a.dtype, a.is_global) for a in args]
         scalars = [
             flow.tensor(v, dtype=flow.float32)
             for opt, group, param in steps
@@ -598,41 +597,20 @@ class Graph:
                     steps.append((opt, group, param))
         return steps
 
-    def save(self, path):
+    def save(self, path, dynamic_batch=None):
         """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with
-        typed attributes), weights.safetensors (the variables: parameters, buffers, constants,
-        by reference name) and manifest.json (format and version). Written aside and renamed, so
-        an interrupted save leaves any earlier one at `path` intact."""
-        if self._last is None:
-            raise RuntimeError("[graph] save: call the graph once first (it compiles then)")
-        path = os.path.abspath(path)
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".graph-", dir=parent)
-        try:
-            with open(os.path.join(tmp, "graph.json"), "w") as f:
-                f.write(self._last.to_json())
-            flow.save(dict(self._last.variables), os.path.join(tmp, "weights.safetensors"))
-            manifest = {
-                "format": "oneflowlike-graph",
-                "format_version": _C.CompiledGraph.format_version,
-                "graph": type(self).__name__,
-                "inputs": self._last.signature,
-                "training": bool(self._optimizers),
-                "files": {"graph": "graph.json", "weights": "weights.safetensors"},
-            }
-            with open(os.path.join(tmp, "manifest.json"), "w") as f:
-                json.dump(manifest, f, indent=2)
-            old = None
-            if os.path.exists(path):
-                old = tempfile.mkdtemp(prefix=".graph-old-", dir=parent)
-                os.rename(path, os.path.join(old, "previous"))
-            os.rename(tmp, path)
-            if old:
-                shutil.rmtree(old)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        typed attributes, input and output names), weights.safetensors (the variables:
+        parameters, buffers, constants, by reference name) and manifest.json (format and
+        version). Written aside and renamed, so an interrupted save leaves any earlier one at
+        `path` intact.
+
+        dynamic_batch: the C++ API then runs the graph for any size of dimension 0 (the batch);
+        the graph is traced once more at another batch size to find what follows it. None (the
+        default): when the graph allows it (inference, local inputs); True raises saying why
+        not; False saves it for the last call's batch only."""
+        from oneflowlike.nn.graph._save import save
+
+        save(self, path, dynamic_batch)
 
     @property
     def timeline(self):

@@ -1,0 +1,52 @@
+// A graph saved from Python (nn.Graph.save), loaded and run from C++ with no Python: on one
+// device, from many threads at once, for any batch size when it was saved with a dynamic batch.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "oneflowlike/tensor.h"
+
+namespace ofl {
+
+// An input or output of a graph: its name in build(), dtype, shape (-1 for a dimension that
+// follows the batch) and device.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  Device device;
+};
+
+class Graph {
+ public:
+  // Reads dir/graph.json and dir/weights.safetensors and builds the graph for the batch it was
+  // saved at; the weights go to `device`. Loading creates only the framework's own ops: nothing
+  // in the files is executed. Throws naming the file and the entry for a missing, corrupt or
+  // foreign folder.
+  static Graph load(const std::string& dir, const Device& device = Device());
+
+  // Runs the graph. Safe to call from many threads at once on one Graph. Dimension 0 of the
+  // inputs may differ from call to call in a graph saved with a dynamic batch (the graph for a
+  // new batch size is built once, on its first call). Throws naming the input for a wrong count,
+  // dtype, device or shape.
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) const;
+
+  const std::vector<TensorInfo>& input_infos() const;
+  const std::vector<TensorInfo>& output_infos() const;
+  // The batch the graph was traced at; 0 when every shape is fixed.
+  int64_t saved_batch() const;
+  bool dynamic_batch() const { return saved_batch() > 0; }
+  // Builds the graph for `batch` (0: the saved one) and runs it once on zeros, so that the
+  // first real call at that size pays for nothing.
+  void warmup(int64_t batch = 0) const;
+  std::string str() const;  // "Graph(idx: (-1, 8) int64 -> output: (-1, 8, 17) float32, 70 nodes)"
+
+ private:
+  struct Impl;
+  explicit Graph(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ofl
