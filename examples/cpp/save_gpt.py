@@ -1,0 +1,52 @@
+"""Saves the example GPT (examples/char_gpt) as a graph the C++ API and inference_server load.
+
+    python3 examples/cpp/save_gpt.py OUT_DIR [--state-dict trained.safetensors] [--vocab-size 65]
+
+Without --state-dict the weights are a seeded initialisation; with one (train.py --out), the
+sizes must be the ones it was trained with. The graph is traced at a batch of 1 and saved with a
+dynamic batch: the C++ side runs any number of rows."""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+import oneflowlike as flow  # noqa: E402
+from oneflowlike import nn  # noqa: E402
+from examples.char_gpt.model import GPT, GPTConfig  # noqa: E402
+
+
+class Logits(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, idx):
+        return self.model(idx)[0]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out")
+    p.add_argument("--state-dict", default=None)
+    p.add_argument("--vocab-size", type=int, default=65)
+    p.add_argument("--block-size", type=int, default=64)
+    p.add_argument("--n-layer", type=int, default=2)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=128)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    flow.manual_seed(args.seed)
+    cfg = GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    model = GPT(cfg).eval()
+    if args.state_dict:
+        model.load_state_dict(flow.load(args.state_dict))
+    graph = Logits(model)
+    graph(flow.zeros(1, cfg.block_size, dtype=flow.int64))
+    graph.save(args.out)
+    print(f"saved {graph!r}".splitlines()[0], "to", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The C++ API as its users meet it: examples/cpp built on its own against the installed package
+(find_package(oneflowlike CONFIG) with `python -m oneflowlike --cmake-prefix-path`), run_graph,
+and the inference server answering concurrent HTTP requests like Python eager."""
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+from oneflowlike import nn
+from examples.char_gpt.model import GPT, GPTConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"
+)
+
+
+class Logits(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, idx):
+        return self.model(idx)[0]
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    """examples/cpp configured and built as a separate project, as a user's would be."""
+    build = tmp_path_factory.mktemp("examples")
+    prefix = subprocess.run(
+        [sys.executable, "-m", "oneflowlike", "--cmake-prefix-path"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert os.path.isfile(os.path.join(prefix, "oneflowlike", "oneflowlikeConfig.cmake"))
+    for cmd in (
+        ["cmake", "-S", os.path.join(ROOT, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
+        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
+        ["cmake", "--build", str(build)],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return build
+
+
+@pytest.fixture(scope="module")
+def gpt(tmp_path_factory):
+    """The example GPT, eval mode, and its graph saved with a dynamic batch."""
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
+    graph = Logits(model)
+    graph(flow.zeros(2, 12, dtype=flow.int64))
+    path = tmp_path_factory.mktemp("saved") / "gpt"
+    graph.save(path)
+    return model, str(path)
+
+
+def next_logits(model, tokens):
+    """Python eager's logits after the last token (the last block_size tokens)."""
+    idx = flow.tensor([tokens[-model.cfg.block_size :]], dtype=flow.int64)
+    with flow.no_grad():
+        return model(idx)[0][0, -1].numpy()
+
+
+def test_run_graph_built_against_the_installed_package(examples, gpt):
+    model, path = gpt
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
+    out = subprocess.run(
+        [str(examples / "run_graph"), path] + [str(i) for i in ids],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Graph(idx: (-1, 12) int64 -> output: (-1, 12, 23) float32" in out.stdout
+    with flow.no_grad():
+        want = model(flow.tensor([ids], dtype=flow.int64))[0][0].numpy().argmax(-1)
+    assert out.stdout.splitlines()[-1] == "next tokens: " + " ".join(map(str, want))
+    bad = subprocess.run(
+        [str(examples / "run_graph"), path, "1", "2"], capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 1
+    assert "input 0 is (1, 2) int64 where the graph takes idx: (-1, 12) int64" in bad.stderr
+
+
+class Server:
+    def __init__(self, binary, path, *flags):
+        self.proc = subprocess.Popen(
+            [str(binary), path, "--port", "0", *flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on http://127.0.0.1:"), line + self.proc.stderr.read()
+        self.url = line.split()[-1]
+
+    def post(self, route, body):
+        req = urllib.request.Request(
+            self.url + route, data=json.dumps(body).encode(), method="POST"
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            assert self.proc.wait(timeout=30) == 0
+        finally:
+            self.proc.kill()
+
+
+def greedy(model, tokens, n):
+    tokens, made = list(tokens), []
+    for _ in range(n):
+        made.append(int(next_logits(model, tokens).argmax()))
+        tokens.append(made[-1])
+    return made
+
+
+@pytest.mark.parametrize("max_batch", ["1", "8"])
+def test_the_inference_server_answers_concurrent_requests_like_python_eager(
+    examples, gpt, max_batch
+):
+    model, path = gpt
+    rng = np.random.default_rng(int(max_batch))
+    prompts = [rng.integers(0, 23, size=int(rng.integers(1, 20))).tolist() for _ in range(24)]
+    server = Server(examples / "inference_server", path, "--max-batch", max_batch)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda p: server.post("/v1/logits", {"tokens": p}), prompts))
+            gens = list(
+                pool.map(
+                    lambda p: server.post("/v1/generate", {"tokens": p, "max_new_tokens": 4}),
+                    prompts[:8],
+                )
+            )
+        for prompt, (status, body) in zip(prompts, answers):
+            assert status == 200, body
+            np.testing.assert_allclose(body["logits"], next_logits(model, prompt), atol=1e-4)
+        for prompt, (status, body) in zip(prompts, gens):
+            assert status == 200 and body["tokens"] == greedy(model, prompt, 4)
+        assert server.post("/v1/logits", {"tokens": [1, 99]}) == (
+            400,
+            {"error": "token 99 is not in [0, 23)"},
+        )
+        assert server.post("/v1/logits", {"tokens": "abc"})[0] == 400
+        assert server.post("/v1/generate", {"tokens": [1], "max_new_tokens": -1})[0] == 400
+    finally:
+        server.stop()
