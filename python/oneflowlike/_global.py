@@ -36,6 +36,14 @@ def to_global(self, placement=None, sbp=None, check_meta=False):
     return _C.reshard(self, placement, nd, _world())
 
 
+def like_global(value, param):
+    """`value`, a whole logical tensor (as loaded from a file), laid out as the global `param`:
+    each rank keeps its shard. Anything else is returned as it is."""
+    if param.is_global and not value.is_global and tuple(value.shape) == tuple(param.shape):
+        return _C.global_from_full(value, param.placement, _C.NdSbp(list(param.sbp)), _world())
+    return value
+
+
 def to_local(self):
     return _C.to_local(self) if self.is_global else self
 

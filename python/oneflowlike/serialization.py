@@ -11,6 +11,7 @@ import struct
 import tempfile
 
 import oneflowlike as flow
+from oneflowlike import _checkpoint
 
 __all__ = ["save", "load"]
 
@@ -146,7 +147,16 @@ def _umask():
 
 
 def save(obj, path, metadata=None):
-    """Writes obj to path (or a binary file object); a failed save leaves the old file intact."""
+    """Writes obj to path (or a binary file object); a failed save leaves the old file intact.
+
+    With global tensors in obj, path is a folder of per-rank shards and an index, written by
+    every rank together (a distributed checkpoint: oneflowlike/_checkpoint.py)."""
+    if _checkpoint.has_global(obj):
+        if metadata or hasattr(path, "write"):
+            raise ValueError(
+                "flow.save: global tensors save to a folder of shards, without metadata"
+            )
+        return _checkpoint.save(obj, os.fspath(path))
     chunks = _serialize(obj, metadata)
     if hasattr(path, "write"):
         for chunk in chunks:
@@ -259,8 +269,15 @@ def _read_tensors(header, data, start, where):
     return tensors
 
 
-def load(path, map_location=None, weights_only=None):
-    """Reads what save() wrote (or any safetensors file, returned as a flat dict)."""
+def load(path, map_location=None, weights_only=None, like=None):
+    """Reads what save() wrote (or any safetensors file, returned as a flat dict).
+
+    A distributed checkpoint (a folder) loads resharded: each tensor that `like` (a structure
+    as saved, e.g. model.state_dict()) holds as a global tensor at the same place comes back
+    with its placement and SBP, this rank reading only the pieces its shard needs; the others
+    come back whole, as local tensors."""
+    if _checkpoint.is_checkpoint(path):
+        return _checkpoint.load(os.fspath(path), like)
     if hasattr(path, "read"):
         data, where = path.read(), "flow.load(<file object>)"
     else:

@@ -185,6 +185,15 @@ void bind_global(py::module_& m) {
   m.def("shard_of",
         [](const Tensor& full, const Placement& p, const NdSbp& s,
            const std::vector<int64_t>& coords) { return shard_of(full, p, s, coords); });
+  // The [begin, end) per axis of the logical tensor that `rank` holds; None outside the
+  // placement (distributed checkpoints write and read pieces by these).
+  m.def("local_ranges",
+        [](const Shape& shape, const Placement& p, const NdSbp& s,
+           int64_t rank) -> std::optional<std::vector<std::pair<int64_t, int64_t>>> {
+          auto coords = p.coords_of(rank);
+          if (!coords) return std::nullopt;
+          return local_ranges(shape, s, p, *coords);
+        });
   m.def("boxing_plan", [](const Shape& shape, DType dtype, const Placement& from_p,
                           const NdSbp& from, const Placement& to_p, const NdSbp& to) {
     auto plan = boxing().cache->get(shape, dtype, from_p, from, to_p, to);

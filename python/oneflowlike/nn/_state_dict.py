@@ -74,7 +74,7 @@ class StateDictMixin:
             else:
                 try:
                     with flow.no_grad():
-                        param.copy_(value)
+                        param.copy_(flow._global.like_global(value, param))
                 except Exception as ex:  # report every failing key, not only the first
                     errors.append(f'While copying the parameter named "{key}": {ex}')
         for key in state_dict:

@@ -184,7 +184,7 @@ class Optimizer:
     def _cast_state(param, name, value):
         if not isinstance(value, flow.Tensor):
             return copy.deepcopy(value)
-        value = value.detach().clone()
+        value = flow._global.like_global(value.detach(), param).clone()
         if name != "step" and value.dtype.is_floating_point and value.dtype != param.dtype:
             value = value.to(param.dtype)
         return value
