@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
     httplib::Server server;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     server.set_payload_max_length(1 << 20);
+    server.set_tcp_nodelay(true);  // the headers and the body are two writes: no Nagle wait
     server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(Json{{"status", "ok"},
                            {"block_size", model.block_size()},
