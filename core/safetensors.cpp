@@ -26,7 +26,7 @@ DType dtype_of_code(const std::string& path, const std::string& name, const std:
 
 }  // namespace
 
-std::map<std::string, Tensor> read(const std::string& path) {
+std::map<std::string, Tensor> read(const std::string& path, const std::set<std::string>* only) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) fail(kOp, "cannot open ", path);
   const uint64_t size = uint64_t(f.tellg());
@@ -68,6 +68,7 @@ std::map<std::string, Tensor> read(const std::string& path) {
       fail(kOp, path, ": tensor '", name, "' (", shape_str(shape), " ", dtype_name(dtype), ", ",
            want, " bytes) claims bytes [", begin, ", ", end, ") of ", data_bytes,
            " (truncated or corrupt)");
+    if (only && !only->count(name)) continue;
     Tensor t = Tensor::empty(shape, dtype);
     f.seekg(std::streamoff(8 + n + begin));
     if (want && !f.read(static_cast<char*>(t.raw_data()), std::streamsize(want)))

@@ -4,13 +4,16 @@
 // truncated or corrupt file never yields a tensor); nothing in the file is executed.
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/tensor.h"
 
 namespace ofl::internal::safetensors {
 
-// Every tensor in the file at `path` by name, on the CPU ("__metadata__" is not a tensor).
-std::map<std::string, Tensor> read(const std::string& path);
+// Every tensor in the file at `path` by name, on the CPU ("__metadata__" is not a tensor); with
+// `only`, just those (every entry is still checked; the others' bytes are not read).
+std::map<std::string, Tensor> read(const std::string& path,
+                                   const std::set<std::string>* only = nullptr);
 
 }  // namespace ofl::internal::safetensors

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "boxing/reshard.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "global/checkpoint.h"
 #include "ops/creation.h"
 
 namespace ofl::internal::graph {
@@ -108,8 +110,17 @@ std::string to_json(const Graph& g) {
     os << "}, \"inputs\": " << ids(n.inputs) << ", \"outputs\": " << ids(n.outputs)
        << ", \"random_counters\": " << n.random_counters;
     if (n.replays_draws) os << ", \"replays_draws\": true";
+    if (n.kind != NodeKind::kOp) os << ", \"kind\": " << quoted(n.name());
     if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather)
       os << ", \"axes\": " << ints(n.axes);
+    if (!n.sig.in.empty() || !n.sig.out.empty()) {
+      auto sbps = [&](const std::vector<NdSbp>& v) {
+        std::string out = "[";
+        for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + quoted(v[k].str());
+        return out + "]";
+      };
+      os << ", \"sig\": {\"in\": " << sbps(n.sig.in) << ", \"out\": " << sbps(n.sig.out) << "}";
+    }
     os << "}";
   }
   os << "\n  ],\n  \"outputs\": " << ids(g.outputs()) << "\n}\n";
@@ -179,8 +190,6 @@ struct Reader {
 
   Value value(const Json& j, size_t i) const {
     const std::string what = "value " + std::to_string(i);
-    if (j.contains("placement"))
-      bad(what, " is global: graphs over placements do not load yet, only local ones");
     Value v;
     v.shape = ints(at(j, "shape", what), what + "'s shape");
     rebatch(v.shape, j, what);
@@ -191,7 +200,27 @@ struct Reader {
       bad(what, ": ", e.what());
     }
     if (device) v.device = *device;
+    if (j.contains("placement")) {
+      const Json& p = j["placement"];
+      std::vector<int> ranks;
+      for (int64_t r : ints(at(p, "ranks", what + "'s placement"), what + "'s ranks"))
+        ranks.push_back(int(r));
+      try {
+        v.placement = Placement(v.device.type, ranks, ints(at(p, "mesh", what), what + "'s mesh"));
+        v.nd_sbp = sbp(at(j, "sbp", what), what + "'s sbp");
+      } catch (const Error& e) {
+        bad(what, ": ", e.what());
+      }
+    }
     return v;
+  }
+
+  NdSbp sbp(const Json& j, const std::string& what) const {
+    try {
+      return NdSbp::parse(string(j, what));
+    } catch (const Error& e) {
+      bad(what, ": ", e.what());
+    }
   }
 
   AttrValue attr(const Json& j, AttrType type, const std::string& what) const {
@@ -233,10 +262,20 @@ struct Reader {
   Node node(const Json& j, size_t i, size_t values) const {
     const std::string what = "node " + std::to_string(i);
     const std::string name = string(at(j, "op", what), what + "'s op");
+    Node n;
+    if (j.contains("sig")) {
+      const Json& sig = j["sig"];
+      for (const char* side : {"in", "out"}) {
+        const Json& list = at(sig, side, what + "'s sig");
+        if (!list.is_array()) bad(what, "'s sig.", side, " is not a list");
+        for (const Json& x : list)
+          (side[0] == 'i' ? n.sig.in : n.sig.out).push_back(sbp(x, what + "'s sig"));
+      }
+    }
+    if (j.contains("kind")) return collective(j, n, name, what, values);
     const OpDef* op = find_op(name);
     if (!op)
       bad(what, " runs '", name, "', which is not an op of this build (only local op graphs load)");
-    Node n;
     n.op = op;
     const Json& attrs = at(j, "attrs", what);
     if (!attrs.is_object()) bad(what, "'s attrs are not an object");
@@ -256,6 +295,29 @@ struct Reader {
     if (j.contains("replays_draws") && !j["replays_draws"].is_boolean())
       bad(what, "'s replays_draws is not true or false");
     n.replays_draws = j.value("replays_draws", false);
+    return n;
+  }
+
+  // A boxing node, or a fused reduction or gather over mesh `axes`: n inputs to n outputs.
+  Node collective(const Json& j, Node& n, const std::string& name, const std::string& what,
+                  size_t values) const {
+    const std::string kind = string(j["kind"], what + "'s kind");
+    if (kind != name) bad(what, " is a ", kind, " named '", name, "'");
+    if (kind == "boxing")
+      n.kind = NodeKind::kBoxing;
+    else if (kind == "reduce")
+      n.kind = NodeKind::kReduce;
+    else if (kind == "gather")
+      n.kind = NodeKind::kGather;
+    else
+      bad(what, " has kind '", kind, "' (op, boxing, reduce or gather)");
+    n.inputs = ids(at(j, "inputs", what), what + "'s inputs", values);
+    n.outputs = ids(at(j, "outputs", what), what + "'s outputs", values);
+    if (n.inputs.size() != n.outputs.size() || n.inputs.empty() ||
+        (n.kind == NodeKind::kBoxing && n.inputs.size() != 1))
+      bad(what, " (", kind, ") takes ", n.inputs.size(), " inputs to ", n.outputs.size(),
+          " outputs");
+    if (n.kind != NodeKind::kBoxing) n.axes = ints(at(j, "axes", what), what + "'s axes");
     return n;
   }
 };
@@ -280,6 +342,17 @@ Json parse(const Reader& r, const std::string& text) {
 
 Graph from_json(const std::string& text, const std::map<std::string, Tensor>& variables,
                 const std::string& where, const LoadOptions& options) {
+  return from_json(
+      text,
+      [&](const std::string& name, const Value&) {
+        auto it = variables.find(name);
+        return it == variables.end() ? Tensor() : it->second;
+      },
+      where, options);
+}
+
+Graph from_json(const std::string& text, const VariableSource& variables, const std::string& where,
+                const LoadOptions& options) {
   Reader r{where, options.batch, options.device ? &*options.device : nullptr};
   const Json j = parse(r, text);
   if (options.batch < 0) r.bad("batch ", options.batch, " is not a batch size");
@@ -306,14 +379,31 @@ Graph from_json(const std::string& text, const std::map<std::string, Tensor>& va
     const Value v = r.value(values[i], i);
     int id;
     if (auto it = variable_of.find(int64_t(i)); it != variable_of.end()) {
-      auto t = variables.find(it->second);
-      if (t == variables.end()) r.bad("variable ", it->second, " is not in the weights");
-      if (values[i].contains("batch")) r.bad("variable ", it->second, " follows the batch");
-      if (t->second.shape() != v.shape || t->second.dtype() != v.dtype)
-        r.bad("variable ", it->second, " is ", shape_str(t->second.shape()), " ",
-              dtype_name(t->second.dtype()), " in the weights but ", shape_str(v.shape), " ",
-              dtype_name(v.dtype), " in the graph");
-      id = g.add_variable(r.device ? to_device(t->second, *r.device) : t->second);
+      const std::string& name = it->second;
+      if (values[i].contains("batch")) r.bad("variable ", name, " follows the batch");
+      Shape want = v.shape;
+      std::optional<std::vector<int64_t>> coords;
+      if (v.is_global()) {
+        if (!options.ctx)
+          r.bad("variable ", name, " is global (", value_str(v),
+                "): a graph saved over placements loads with a distributed world");
+        coords = v.placement->coords_of(rank_of(*options.ctx->world));
+        if (coords) want = local_shape(v.shape, v.nd_sbp, *v.placement, *coords);
+      }
+      Tensor t;
+      if (!v.is_global() || coords) {
+        t = variables(name, v);
+        if (!t.defined()) r.bad("variable ", name, " is not in the weights");
+        if (t.shape() != want || t.dtype() != v.dtype)
+          r.bad("variable ", name, " is ", shape_str(t.shape()), " ", dtype_name(t.dtype()),
+                " in the weights but ", shape_str(want), " ", dtype_name(v.dtype), " in the graph",
+                v.is_global() ? " (this rank's shard)" : "");
+        if (r.device) t = to_device(t, *r.device);
+      } else {
+        t = outside_shard(v.shape, v.dtype, v.device);
+      }
+      if (v.is_global()) t = as_tensor({t, v.shape, *v.placement, v.nd_sbp}, options.ctx);
+      id = g.add_variable(t);
     } else if (std::find(inputs.begin(), inputs.end(), int(i)) != inputs.end()) {
       id = g.add_input(v);
     } else {
@@ -388,10 +478,25 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+int rank_of(const comm::Communicator& world) {
+  return world.ranks()[size_t(world.rank())];
+}
+
 Graph load(const std::string& dir, const LoadOptions& options) {
   const std::string path = dir + "/graph.json";
   const std::string text = read_text(path);  // first: a folder without it is not a graph
-  return from_json(text, safetensors::read(dir + "/weights.safetensors"), path, options);
+  if (!std::ifstream(dir + "/weights/index.json"))
+    return from_json(text, safetensors::read(dir + "/weights.safetensors"), path, options);
+  // A graph over placements: each variable read as this rank's shard of it.
+  checkpoint::Reader weights(dir + "/weights");
+  return from_json(
+      text,
+      [&](const std::string& name, const Value& v) {
+        if (!v.is_global()) return weights.read(name, v.shape, v.dtype);
+        auto coords = v.placement->coords_of(rank_of(*options.ctx->world));
+        return weights.read(name, v.shape, v.dtype, v.placement, v.nd_sbp, *coords);
+      },
+      path, options);
 }
 
 }  // namespace ofl::internal::graph

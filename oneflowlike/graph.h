@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "oneflowlike/distributed.h"
 #include "oneflowlike/tensor.h"
 
 namespace ofl {
@@ -26,6 +27,11 @@ class Graph {
   // in the files is executed. Throws naming the file and the entry for a missing, corrupt or
   // foreign folder.
   static Graph load(const std::string& dir, const Device& device = Device());
+  // A graph saved from a global model (over placements), on every rank of `world`: each rank
+  // reads its own shards of the weights. forward() is then collective: every rank calls it with
+  // the same whole inputs, and every rank gets the whole outputs. Calls on one process run one
+  // at a time (the ranks' collectives must meet in the same order).
+  static Graph load(const std::string& dir, const World& world, const Device& device = Device());
 
   // Runs the graph. Safe to call from many threads at once on one Graph. Dimension 0 of the
   // inputs may differ from call to call in a graph saved with a dynamic batch (the graph for a
@@ -46,6 +52,8 @@ class Graph {
  private:
   struct Impl;
   explicit Graph(std::shared_ptr<Impl> impl);
+  static Graph load_on(const std::string& dir, const Device& device,
+                       std::shared_ptr<internal::BoxingContext> ctx);
   std::shared_ptr<Impl> impl_;
 };
 

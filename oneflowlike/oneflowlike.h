@@ -4,5 +4,6 @@
 // Link with the CMake target oneflowlike::oneflowlike (find_package(oneflowlike CONFIG), with
 // CMAKE_PREFIX_PATH from `python -m oneflowlike --cmake-prefix-path`).
 #pragma once
+#include "oneflowlike/distributed.h"
 #include "oneflowlike/graph.h"
 #include "oneflowlike/tensor.h"

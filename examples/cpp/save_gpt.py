@@ -1,10 +1,13 @@
 """Saves the example GPT (examples/char_gpt) as a graph the C++ API and inference_server load.
 
     python3 examples/cpp/save_gpt.py OUT_DIR [--state-dict trained.safetensors] [--vocab-size 65]
+    python3 -m oneflowlike.distributed.launch --nproc_per_node 2 examples/cpp/save_gpt.py OUT_DIR \
+        --tensor-parallel       # Megatron-style over the ranks: C++ loads it on as many ranks
 
 Without --state-dict the weights are a seeded initialisation; with one (train.py --out), the
 sizes must be the ones it was trained with. The graph is traced at a batch of 1 and saved with a
-dynamic batch: the C++ side runs any number of rows."""
+dynamic batch: the C++ side runs any number of rows (a tensor-parallel graph keeps its batch).
+"""
 
 import argparse
 import os
@@ -15,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import oneflowlike as flow  # noqa: E402
 from oneflowlike import nn  # noqa: E402
 from examples.char_gpt.model import GPT, GPTConfig  # noqa: E402
+from examples.parallel.gpt_layouts import megatron  # noqa: E402
 
 
 class Logits(nn.Graph):
@@ -36,16 +40,24 @@ def main():
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch", type=int, default=1, help="the batch traced (fixed when parallel)")
+    p.add_argument("--tensor-parallel", action="store_true", help="over the launcher's ranks")
     args = p.parse_args()
     flow.manual_seed(args.seed)
     cfg = GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = GPT(cfg).eval()
     if args.state_dict:
         model.load_state_dict(flow.load(args.state_dict))
+    idx = flow.zeros(args.batch, cfg.block_size, dtype=flow.int64)
+    if args.tensor_parallel:
+        place = flow.placement("cpu", ranks=list(range(flow.distributed.get_world_size())))
+        model.to_global(place, megatron)
+        idx = idx.to_global(place, flow.sbp.broadcast)
     graph = Logits(model)
-    graph(flow.zeros(1, cfg.block_size, dtype=flow.int64))
+    graph(idx)
     graph.save(args.out)
-    print(f"saved {graph!r}".splitlines()[0], "to", args.out)
+    if flow.distributed.get_rank() == 0:
+        print(f"saved {graph!r}".splitlines()[0], "to", args.out)
 
 
 if __name__ == "__main__":

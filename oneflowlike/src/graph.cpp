@@ -1,15 +1,18 @@
 #include "oneflowlike/graph.h"
 
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 
+#include "boxing/reshard.h"
 #include "core/autograd/grad_mode.h"
 #include "core/safetensors.h"
 #include "graph/executor.h"
 #include "graph/serialize.h"
 #include "oneflowlike/src/api_util.h"
 #include "ops/creation.h"
+#include "ops/shape_ops.h"
 
 namespace ofl {
 
@@ -20,6 +23,13 @@ using api::guarded;
 using api::to_internal;
 
 namespace {
+
+std::vector<Tensor> wrap(std::vector<internal::Tensor> tensors) {
+  std::vector<Tensor> out;
+  for (internal::Tensor& t : tensors)
+    out.emplace_back(std::make_shared<const internal::Tensor>(std::move(t)));
+  return out;
+}
 
 std::string info_str(const TensorInfo& info) {
   return info.name + ": " + internal::shape_str(info.shape) + " " + dtype_name(info.dtype);
@@ -37,11 +47,14 @@ std::vector<TensorInfo> infos(const std::vector<graph::ValueInfo>& values, const
 // The loaded text and weights, and the graph built for each batch size met so far (shared by
 // every thread that calls forward: built once under the lock, then only read).
 struct Graph::Impl {
-  std::string where, text;
+  std::string dir, where, text;
   Device device;
   std::map<std::string, internal::Tensor> variables;  // on `device`
   graph::Signature signature;
   std::vector<TensorInfo> inputs, outputs;
+
+  std::shared_ptr<internal::BoxingContext> ctx;  // a global graph's world; null for a local one
+  std::mutex collective;                         // a global graph runs one call at a time
 
   mutable std::shared_mutex mutex;
   mutable std::map<int64_t, std::shared_ptr<const graph::Graph>> by_batch;
@@ -54,8 +67,9 @@ struct Graph::Impl {
     graph::LoadOptions options;
     options.batch = batch == signature.batch ? 0 : batch;
     options.device = to_internal(device);
-    auto built =
-        std::make_shared<const graph::Graph>(graph::from_json(text, variables, where, options));
+    options.ctx = ctx;
+    auto built = std::make_shared<const graph::Graph>(
+        ctx ? graph::load(dir, options) : graph::from_json(text, variables, where, options));
     std::unique_lock lock(mutex);
     return by_batch.emplace(batch, std::move(built)).first->second;
   }
@@ -103,16 +117,34 @@ struct Graph::Impl {
 Graph::Graph(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Graph Graph::load(const std::string& dir, const Device& device) {
+  return load_on(dir, device, nullptr);
+}
+
+Graph Graph::load(const std::string& dir, const World& world, const Device& device) {
+  return load_on(dir, device, world.impl());
+}
+
+Graph Graph::load_on(const std::string& dir, const Device& device,
+                     std::shared_ptr<internal::BoxingContext> ctx) {
   return guarded([&] {
     auto impl = std::make_shared<Impl>();
+    impl->dir = dir;
+    impl->ctx = std::move(ctx);
     impl->where = dir + "/graph.json";
     impl->text = graph::read_text(impl->where);
     impl->device = device;
     impl->signature = graph::signature_from_json(impl->text, impl->where);
     impl->inputs = infos(impl->signature.inputs, device);
     impl->outputs = infos(impl->signature.outputs, device);
-    for (auto& [name, t] : internal::safetensors::read(dir + "/weights.safetensors"))
-      impl->variables.emplace(name, internal::to_device(t, to_internal(device)));
+    // A global graph's weights are a distributed checkpoint, read (per batch size) as this
+    // rank's shards; a local graph's are read once here.
+    if (!std::ifstream(dir + "/weights/index.json"))
+      for (auto& [name, t] : internal::safetensors::read(dir + "/weights.safetensors"))
+        impl->variables.emplace(name, internal::to_device(t, to_internal(device)));
+    else if (!impl->ctx)
+      fail("load", dir,
+           " holds a graph saved over placements: load it with a World "
+           "(ofl::init_distributed()) on the ranks it was saved for");
     impl->at(impl->signature.batch);  // built (and checked) now: forward finds it ready
     return Graph(std::move(impl));
   });
@@ -122,13 +154,27 @@ std::vector<Tensor> Graph::forward(const std::vector<Tensor>& inputs) const {
   return guarded([&] {
     const int64_t batch = impl_->check(inputs);
     std::shared_ptr<const graph::Graph> g = impl_->at(batch);
+    internal::autograd::NoGradGuard no_grad;
     std::vector<internal::Tensor> in;
     for (const Tensor& t : inputs) in.push_back(t.impl());
-    internal::autograd::NoGradGuard no_grad;
-    std::vector<Tensor> out;
-    for (internal::Tensor& t : graph::run(*g, in))
-      out.emplace_back(std::make_shared<const internal::Tensor>(std::move(t)));
-    return out;
+    if (!impl_->ctx) return wrap(graph::run(*g, in));
+    // Every rank gives the whole inputs: each keeps its shard, and gets the whole outputs.
+    std::lock_guard lock(impl_->collective);
+    internal::BoxingContext& ctx = *impl_->ctx;
+    const int rank = graph::rank_of(*ctx.world);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const graph::Value& v = g->values()[size_t(g->inputs()[i])];
+      if (!v.is_global()) continue;
+      auto coords = v.placement->coords_of(rank);
+      internal::Tensor local =
+          coords ? internal::contiguous(internal::shard_of(in[i], *v.placement, v.nd_sbp, *coords))
+                 : internal::outside_shard(v.shape, v.dtype, v.device);
+      in[i] = internal::as_tensor({local, v.shape, *v.placement, v.nd_sbp}, impl_->ctx);
+    }
+    std::vector<internal::Tensor> out = graph::run(*g, in);
+    for (internal::Tensor& t : out)
+      if (t.is_global()) t = internal::to_full(internal::as_global(t, "forward"), ctx);
+    return wrap(std::move(out));
   });
 }
 

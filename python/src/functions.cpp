@@ -69,7 +69,9 @@ void bind_functions(py::module_& m) {
   });
   // The C++ reader of safetensors files (core/safetensors.h), which the C++ API loads weights
   // with: tensors by name.
-  m.def("read_safetensors", &safetensors::read, py::arg("path"));
+  m.def(
+      "read_safetensors", [](const std::string& path) { return safetensors::read(path); },
+      py::arg("path"));
   m.def("tensor_from_bytes", [](py::buffer buf, DType d, const Shape& shape) {
     py::buffer_info info = buf.request();
     size_t n = static_cast<size_t>(numel_of(shape)) * itemsize(d);

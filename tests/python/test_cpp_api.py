@@ -162,3 +162,35 @@ def test_the_inference_server_answers_concurrent_requests_like_python_eager(
         assert server.post("/v1/generate", {"tokens": [1], "max_new_tokens": -1})[0] == 400
     finally:
         server.stop()
+
+
+def test_a_tensor_parallel_graph_runs_from_cpp_on_two_ranks(examples, tmp_path):
+    """Saved from a Megatron-style model on 2 ranks (weights as per-rank shards), loaded by
+    run_graph on 2 ranks under the launcher (ofl::init_distributed): every rank gives the
+    single-process model's answer; in one process it refuses clearly."""
+    from _launch import launch
+
+    save = os.path.join(ROOT, "examples", "cpp", "save_gpt.py")
+    sizes = ["--vocab-size", "23", "--block-size", "12", "--n-embd", "16", "--n-head", "2"]
+    r = launch(["--nproc_per_node", "2"], [save, str(tmp_path / "tp"), "--tensor-parallel", *sizes])
+    assert r.returncode == 0, r
+    assert sorted(os.listdir(tmp_path / "tp" / "weights"))[0] == "index.json"
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
+    r = launch(
+        ["--nproc_per_node", "2", "--no_python"],
+        [str(examples / "run_graph"), str(tmp_path / "tp"), *map(str, ids)],
+    )
+    assert r.returncode == 0, r
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
+    with flow.no_grad():
+        want = model(flow.tensor([ids], dtype=flow.int64))[0][0].numpy().argmax(-1)
+    for rank in (0, 1):
+        assert f"rank {rank}: next tokens: " + " ".join(map(str, want)) in r.stdout, r
+    alone = subprocess.run(
+        [str(examples / "run_graph"), str(tmp_path / "tp"), *map(str, ids)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert alone.returncode == 1 and "load it with a World" in alone.stderr

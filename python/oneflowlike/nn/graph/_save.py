@@ -11,7 +11,7 @@ import shutil
 import tempfile
 
 import oneflowlike as flow
-from oneflowlike import _C
+from oneflowlike import _C, _checkpoint
 
 
 def save(graph, path, dynamic_batch=None):
@@ -119,33 +119,54 @@ def _short(x):
 
 
 def _write(graph, last, doc, path):
-    """Written aside and renamed, so an interrupted save leaves any earlier one at `path`."""
+    """Written aside and renamed, so an interrupted save leaves any earlier one at `path`. A
+    graph with global variables is saved by every rank together: its weights are a distributed
+    checkpoint (weights/, each rank writing its shards); rank 0 writes the rest."""
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".graph-", dir=parent)
+    variables = dict(last.variables)
+    together = any(v.is_global for v in variables.values())
+    rank = flow.distributed.get_rank() if together else 0
+    if together:
+        tmp = os.path.join(parent, f".graph-{_checkpoint._save_token()}")
+        if rank == 0:
+            os.makedirs(tmp)
+        _checkpoint._barrier()
+    else:
+        tmp = tempfile.mkdtemp(prefix=".graph-", dir=parent)
+    weights = "weights" if together else "weights.safetensors"
     try:
-        with open(os.path.join(tmp, "graph.json"), "w") as f:
-            json.dump(doc, f, indent=1)
-        flow.save(dict(last.variables), os.path.join(tmp, "weights.safetensors"))
-        manifest = {
-            "format": "oneflowlike-graph",
-            "format_version": _C.CompiledGraph.format_version,
-            "graph": type(graph).__name__,
-            "inputs": last.signature,
-            "batch": doc.get("batch", 0),
-            "training": bool(graph._optimizers),
-            "files": {"graph": "graph.json", "weights": "weights.safetensors"},
-        }
-        with open(os.path.join(tmp, "manifest.json"), "w") as f:
-            json.dump(manifest, f, indent=2)
-        old = None
-        if os.path.exists(path):
-            old = tempfile.mkdtemp(prefix=".graph-old-", dir=parent)
-            os.rename(path, os.path.join(old, "previous"))
-        os.rename(tmp, path)
-        if old:
-            shutil.rmtree(old)
+        flow.save(variables, os.path.join(tmp, weights))
+        if rank == 0:
+            _finish(graph, last, doc, weights, tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if together:
+        _checkpoint._barrier()
+
+
+def _finish(graph, last, doc, weights, tmp, path):
+    with open(os.path.join(tmp, "graph.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    manifest = {
+        "format": "oneflowlike-graph",
+        "format_version": _C.CompiledGraph.format_version,
+        "graph": type(graph).__name__,
+        "inputs": last.signature,
+        "batch": doc.get("batch", 0),
+        "training": bool(graph._optimizers),
+        "files": {"graph": "graph.json", "weights": weights},
+    }
+    with open(os.path.join(tmp, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    parent = os.path.dirname(path)
+    old = None
+    if os.path.exists(path):
+        old = tempfile.mkdtemp(prefix=".graph-old-", dir=parent)
+        os.rename(path, os.path.join(old, "previous"))
+    os.rename(tmp, path)
+    if old:
+        shutil.rmtree(old)
