@@ -15,22 +15,12 @@ import numpy as np
 import pytest
 
 import oneflowlike as flow
-from oneflowlike import nn
 from examples.char_gpt.model import GPT, GPTConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.skipif(
     shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"
 )
-
-
-class Logits(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, idx):
-        return self.model(idx)[0]
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +44,22 @@ def examples(tmp_path_factory):
     return build
 
 
+SAVE_GPT = os.path.join(ROOT, "examples", "cpp", "save_gpt.py")
+SIZES = ["--vocab-size", "23", "--block-size", "12", "--n-embd", "16", "--n-head", "2"]
+
+
+def small_gpt():
+    """The model save_gpt.py saves with SIZES: the same seed and sizes."""
+    flow.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
+
+
 @pytest.fixture(scope="module")
 def gpt(tmp_path_factory):
-    """The example GPT, eval mode, and its graph saved with a dynamic batch."""
-    flow.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
-    graph = Logits(model)
-    graph(flow.zeros(2, 12, dtype=flow.int64))
+    """The example GPT, eval mode, and its graph saved by save_gpt.py (a dynamic batch)."""
     path = tmp_path_factory.mktemp("saved") / "gpt"
-    graph.save(path)
-    return model, str(path)
+    subprocess.run([sys.executable, SAVE_GPT, str(path), *SIZES], check=True, timeout=120)
+    return small_gpt(), str(path)
 
 
 def next_logits(model, tokens):
@@ -170,9 +166,9 @@ def test_a_tensor_parallel_graph_runs_from_cpp_on_two_ranks(examples, tmp_path):
     single-process model's answer; in one process it refuses clearly."""
     from _launch import launch
 
-    save = os.path.join(ROOT, "examples", "cpp", "save_gpt.py")
-    sizes = ["--vocab-size", "23", "--block-size", "12", "--n-embd", "16", "--n-head", "2"]
-    r = launch(["--nproc_per_node", "2"], [save, str(tmp_path / "tp"), "--tensor-parallel", *sizes])
+    r = launch(
+        ["--nproc_per_node", "2"], [SAVE_GPT, str(tmp_path / "tp"), "--tensor-parallel", *SIZES]
+    )
     assert r.returncode == 0, r
     assert sorted(os.listdir(tmp_path / "tp" / "weights"))[0] == "index.json"
     ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
@@ -181,8 +177,7 @@ def test_a_tensor_parallel_graph_runs_from_cpp_on_two_ranks(examples, tmp_path):
         [str(examples / "run_graph"), str(tmp_path / "tp"), *map(str, ids)],
     )
     assert r.returncode == 0, r
-    flow.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
+    model = small_gpt()
     with flow.no_grad():
         want = model(flow.tensor([ids], dtype=flow.int64))[0][0].numpy().argmax(-1)
     for rank in (0, 1):

@@ -4,20 +4,15 @@ and in expected.safetensors, token ids at batches 1, 2 and 3 with Python eager's
 
 Usage: python3 save_graphs.py OUT_DIR"""
 
+import os
 import sys
 
 import oneflowlike as flow
 from oneflowlike import nn
 from examples.char_gpt.model import GPT, GPTConfig
 
-
-class Logits(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, idx):
-        return self.model(idx)[0]
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "cpp"))
+from save_gpt import Logits  # noqa: E402
 
 
 class TwoOutputs(nn.Graph):
