@@ -29,8 +29,8 @@ class Graph {
   static Graph load(const std::string& dir, const Device& device = Device());
   // A graph saved from a global model (over placements), on every rank of `world`: each rank
   // reads its own shards of the weights. forward() is then collective: every rank calls it with
-  // the same whole inputs, and every rank gets the whole outputs. Calls on one process run one
-  // at a time (the ranks' collectives must meet in the same order).
+  // the same whole inputs, and every rank gets the whole outputs. Calls of global graphs in one
+  // process run one at a time (the ranks' collectives must meet in the same order).
   static Graph load(const std::string& dir, const World& world, const Device& device = Device());
 
   // Runs the graph. Safe to call from many threads at once on one Graph. Dimension 0 of the

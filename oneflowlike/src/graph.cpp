@@ -54,7 +54,6 @@ struct Graph::Impl {
   std::vector<TensorInfo> inputs, outputs;
 
   std::shared_ptr<internal::BoxingContext> ctx;  // a global graph's world; null for a local one
-  std::mutex collective;                         // a global graph runs one call at a time
 
   mutable std::shared_mutex mutex;
   mutable std::map<int64_t, std::shared_ptr<const graph::Graph>> by_batch;
@@ -158,8 +157,11 @@ std::vector<Tensor> Graph::forward(const std::vector<Tensor>& inputs) const {
     std::vector<internal::Tensor> in;
     for (const Tensor& t : inputs) in.push_back(t.impl());
     if (!impl_->ctx) return wrap(graph::run(*g, in));
-    // Every rank gives the whole inputs: each keeps its shard, and gets the whole outputs.
-    std::lock_guard lock(impl_->collective);
+    // Every rank gives the whole inputs: each keeps its shard, and gets the whole outputs. One
+    // call at a time in this process, whichever graph: the ranks' collectives must meet in the
+    // same order.
+    static std::mutex collective;
+    std::lock_guard lock(collective);
     internal::BoxingContext& ctx = *impl_->ctx;
     const int rank = graph::rank_of(*ctx.world);
     for (size_t i = 0; i < in.size(); ++i) {
