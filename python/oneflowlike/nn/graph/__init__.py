@@ -600,9 +600,10 @@ class Graph:
     def save(self, path, dynamic_batch=None):
         """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with
         typed attributes, input and output names), weights.safetensors (the variables:
-        parameters, buffers, constants, by reference name) and manifest.json (format and
-        version). Written aside and renamed, so an interrupted save leaves any earlier one at
-        `path` intact.
+        parameters, buffers, constants, by reference name; for a graph over placements the
+        distributed checkpoint weights/, every rank saving together) and manifest.json (format
+        and version). Written aside and renamed, so an interrupted save leaves any earlier one
+        at `path` intact.
 
         dynamic_batch: the C++ API then runs the graph for any size of dimension 0 (the batch);
         the graph is traced once more at another batch size to find what follows it. None (the
