@@ -32,6 +32,25 @@ class Allocator {
 void register_allocator(DeviceType t, Allocator* a);
 Allocator& allocator_for(DeviceType t);
 
+// What a device backend tells about its devices (flow.cuda.*): registered with its allocator.
+struct DeviceMemoryStats {
+  size_t allocated = 0;  // bytes in tensors now
+  size_t peak = 0;       // the most since the last reset
+  size_t reserved = 0;   // held from the driver: in tensors and cached
+};
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  virtual int device_count() = 0;           // 0 when the driver finds none (or there is no driver)
+  virtual void synchronize(int index) = 0;  // waits for the work queued on the device
+  virtual DeviceMemoryStats memory_stats(int index) = 0;
+  virtual void reset_peak_memory(int index) = 0;
+  virtual void empty_cache() = 0;  // gives the allocator's free blocks back to the driver
+};
+void register_runtime(DeviceType t, DeviceRuntime* r);
+// The backend's runtime; null when this build has none for `t`.
+DeviceRuntime* runtime_for(DeviceType t);
+
 // The CPU allocator keeps freed large blocks for reuse (at most OFL_CPU_CACHE_MB, default 2048).
 void release_cached_cpu_memory();
 size_t cached_cpu_bytes();

@@ -34,7 +34,10 @@ Tensor contiguous_local(const Tensor& x) {
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  copy_kernel().get(dst.device().type)(src, dst);
+  // Between the host and a device, the device's kernel moves the data.
+  const DeviceType t =
+      dst.device().type == DeviceType::kCPU ? src.device().type : dst.device().type;
+  copy_kernel().get(t)(src, dst);
 }
 
 void fill_into(const Tensor& dst, double value) {

@@ -155,6 +155,21 @@ Device Device::parse(const std::string& s) {
   fail("device", "unknown device '", s, "' (expected 'cpu', 'cuda[:i]' or 'meta')");
 }
 
+namespace {
+DeviceRuntime*& runtime_slot(DeviceType t) {
+  static DeviceRuntime* table[kNumDeviceTypes] = {};
+  return table[static_cast<int>(t)];
+}
+}  // namespace
+
+void register_runtime(DeviceType t, DeviceRuntime* r) {
+  runtime_slot(t) = r;
+}
+
+DeviceRuntime* runtime_for(DeviceType t) {
+  return runtime_slot(t);
+}
+
 void register_allocator(DeviceType t, Allocator* a) {
   allocator_slot(t) = a;
 }

@@ -170,8 +170,22 @@ Tensor to_device(const Tensor& t, Device device) {
     fail("to", "cannot copy out of a meta tensor of shape ", shape_str(t.shape()),
          ": it has no data (create the tensor on ", device.str(),
          ", or use Module.to_empty(device=...) for modules)");
-  fail("to", "moving a tensor to ", device.str(),
-       " is not supported yet: ops run on the cpu (and shapes on the meta device) in this version");
+  for (const Device& d : {device, t.device()}) {
+    if (d.type == DeviceType::kCPU) continue;
+    DeviceRuntime* runtime = runtime_for(d.type);
+    if (!runtime)
+      fail("to", "this build has no ", device_type_name(d.type),
+           " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
+    const int count = runtime->device_count();
+    if (d.index >= count)
+      fail("to", d.str(), " is not available: ", count, " ", device_type_name(d.type), " device",
+           count == 1 ? "" : "s", " visible");
+  }
+  if (t.is_global())
+    fail("to", "moving a global tensor between devices: give its placement the device instead");
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+  copy_into(out, t);
+  return out;
 }
 
 Tensor zeros_like(const Tensor& t) {

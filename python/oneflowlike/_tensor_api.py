@@ -59,10 +59,9 @@ def _resolve_device(device):
             return None
     d = device if isinstance(device, _C.device) else _C.device(str(device))
     if d.type == "cuda":
-        raise RuntimeError(
-            f"[device] {d} is not supported yet: ops run on the cpu (and on the meta device, "
-            "shapes only) in this version"
-        )
+        from . import cuda
+
+        cuda._index(d.index)  # raises naming the device when it is not there
     return d
 
 

@@ -176,6 +176,36 @@ PYBIND11_MODULE(_C, m) {
   m.def("memory_allocated", [] { return cpu_memory_stats().allocated; });
   m.def("max_memory_allocated", [] { return cpu_memory_stats().peak; });
   m.def("reset_peak_memory_stats", &reset_cpu_peak_memory);
+  // A device backend's runtime (flow.cuda): how many devices, waits, memory statistics. Without
+  // the backend in this build, there are no devices and the rest raises.
+  auto runtime = [](const std::string& type) -> DeviceRuntime& {
+    const DeviceType t = Device::parse(type).type;
+    DeviceRuntime* r = runtime_for(t);
+    if (!r)
+      fail(type.c_str(), "this build has no ", type,
+           " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
+    return *r;
+  };
+  m.def("has_backend",
+        [](const std::string& type) { return runtime_for(Device::parse(type).type) != nullptr; });
+  m.def("device_count", [](const std::string& type) {
+    DeviceRuntime* r = runtime_for(Device::parse(type).type);
+    return r ? r->device_count() : 0;
+  });
+  m.def("device_synchronize", [runtime](const std::string& type, int index) {
+    py::gil_scoped_release release;
+    runtime(type).synchronize(index);
+  });
+  m.def("device_memory_stats", [runtime](const std::string& type, int index) {
+    const DeviceMemoryStats s = runtime(type).memory_stats(index);
+    return py::dict(py::arg("allocated") = s.allocated, py::arg("peak") = s.peak,
+                    py::arg("reserved") = s.reserved);
+  });
+  m.def("device_reset_peak_memory",
+        [runtime](const std::string& type, int index) { runtime(type).reset_peak_memory(index); });
+  m.def("device_empty_cache", [runtime](const std::string& type) {
+    if (runtime_for(Device::parse(type).type)) runtime(type).empty_cache();
+  });
   m.def("registered_ops", []() {
     py::list out;
     for (const auto& op : registered_ops())

@@ -1,0 +1,115 @@
+// What the CUDA kernels share: error checks, the device types of our 16-bit floats, conversion
+// between element types on the device, and strided indexing (up to kMaxDims dimensions after
+// merging contiguous ones).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/stream.h"
+#include "core/tensor.h"
+
+namespace ofl::internal::cuda {
+
+// Raises naming `what` (the op or the runtime call) with CUDA's message.
+inline void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) fail(what, "CUDA error: ", cudaGetErrorString(err));
+}
+
+// The stream kernels on `device` launch onto (core/stream.h; null: the legacy default).
+inline cudaStream_t stream_of(Device device) {
+  return static_cast<cudaStream_t>(current_stream(device).handle);
+}
+
+// Our element type as the device sees it: Half and BFloat16 are CUDA's (same 16 bits).
+template <class T>
+struct DeviceElem {
+  using type = T;
+};
+template <>
+struct DeviceElem<Half> {
+  using type = __half;
+};
+template <>
+struct DeviceElem<BFloat16> {
+  using type = __nv_bfloat16;
+};
+template <class T>
+using device_t = typename DeviceElem<T>::type;
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// x as a To, as the CPU converts: integers directly, floats through double (16-bit ones through
+// float), to bool as x != 0.
+template <class To, class From>
+__device__ inline To convert(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_half_v<From>) {
+    return convert<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16(static_cast<float>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+inline constexpr int kMaxDims = 8;
+
+// Element offsets of up to kOperands tensors walked together over one shape: linear index i of
+// the shape (row-major) is element offsets(i)[k] of operand k.
+template <int kOperands>
+struct Strided {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kOperands][kMaxDims] = {};
+
+  __device__ void offsets(int64_t i, int64_t (&out)[kOperands]) const {
+    for (int k = 0; k < kOperands; ++k) out[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t index = i % sizes[d];
+      i /= sizes[d];
+      for (int k = 0; k < kOperands; ++k) out[k] += index * strides[k][d];
+    }
+  }
+};
+
+// The walk of `shape` over tensors with these strides (0 for broadcast dims), with dimensions
+// merged where every operand is contiguous across them; raises past kMaxDims.
+template <int kOperands>
+Strided<kOperands> strided(const Shape& shape, const Shape (&strides)[kOperands], const char* op) {
+  Strided<kOperands> s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = s.ndim > 0;
+    for (int k = 0; merge && k < kOperands; ++k)
+      merge = strides[k][d] * shape[d] == s.strides[k][s.ndim - 1];
+    if (merge) {  // the previous dim steps over this one exactly
+      s.sizes[s.ndim - 1] *= shape[d];
+      for (int k = 0; k < kOperands; ++k) s.strides[k][s.ndim - 1] = strides[k][d];
+      continue;
+    }
+    if (s.ndim == kMaxDims)
+      fail(op, "CUDA kernels take at most ", kMaxDims, " non-contiguous dimensions, got ",
+           shape_str(shape));
+    s.sizes[s.ndim] = shape[d];
+    for (int k = 0; k < kOperands; ++k) s.strides[k][s.ndim] = strides[k][d];
+    ++s.ndim;
+  }
+  return s;
+}
+
+inline int64_t blocks_for(int64_t n, int threads) {
+  return (n + threads - 1) / threads;
+}
+
+}  // namespace ofl::internal::cuda

@@ -1,0 +1,253 @@
+// The CUDA backend's runtime: the caching allocator (blocks kept per device and stream after
+// free, with memory statistics), the device runtime core asks about devices (count,
+// synchronize, memory), and the copy and fill primitives (host <-> device, device <-> device,
+// any strides, broadcasting and dtype conversion). Registered only in CUDA builds (CMake picks
+// this folder); a CPU-only build has no kCUDA slots, so CUDA use fails with a clear error.
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dispatch.h"
+#include "core/primitives.h"
+#include "core/storage.h"
+#include "ops/cuda/common.cuh"
+
+namespace ofl::internal::cuda {
+namespace {
+
+// Freed blocks are kept by (device, stream, rounded size) and handed out again to allocations on
+// the same stream, so a block is never reused by work another stream may still be running on it
+// (PyTorch's rule). empty_cache() gives them back to the driver.
+class CachingAllocator : public Allocator, public DeviceRuntime {
+ public:
+  void* allocate(size_t nbytes, int device) override {
+    const size_t size = rounded(nbytes);
+    cudaStream_t stream = stream_of(Device{DeviceType::kCUDA, device});
+    std::lock_guard lock(mu_);
+    PerDevice& d = per_device(device);
+    void* p = nullptr;
+    auto& free = d.free[{stream, size}];
+    if (!free.empty()) {
+      p = free.back();
+      free.pop_back();
+      d.cached -= size;
+    } else {
+      check(cudaSetDevice(device), "cuda allocate");
+      if (cudaMalloc(&p, size) != cudaSuccess) {
+        (void)cudaGetLastError();  // clear the error, free the cache, try once more
+        release(device, d);
+        if (cudaMalloc(&p, size) != cudaSuccess) {
+          (void)cudaGetLastError();
+          fail("cuda allocate", "out of memory allocating ", size, " bytes on cuda:", device, " (",
+               d.allocated, " bytes in tensors; flow.cuda.empty_cache() frees the cache)");
+        }
+      }
+      d.reserved += size;
+    }
+    blocks_[p] = {size, stream};
+    d.allocated += size;
+    d.peak = std::max(d.peak, d.allocated);
+    return p;
+  }
+
+  void deallocate(void* p, size_t, int device) override {
+    if (!p) return;
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(p);
+    if (it == blocks_.end()) return;
+    PerDevice& d = per_device(device);
+    d.allocated -= it->second.size;
+    d.cached += it->second.size;
+    d.free[{it->second.stream, it->second.size}].push_back(p);
+    blocks_.erase(it);
+  }
+
+  int device_count() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();  // no driver or no device: none
+      return 0;
+    }
+    return n;
+  }
+  void synchronize(int device) override {
+    check(cudaSetDevice(device), "cuda synchronize");
+    check(cudaDeviceSynchronize(), "cuda synchronize");
+  }
+  DeviceMemoryStats memory_stats(int device) override {
+    std::lock_guard lock(mu_);
+    PerDevice& d = per_device(device);
+    return {d.allocated, d.peak, d.reserved};
+  }
+  void reset_peak_memory(int device) override {
+    std::lock_guard lock(mu_);
+    PerDevice& d = per_device(device);
+    d.peak = d.allocated;
+  }
+  void empty_cache() override {
+    std::lock_guard lock(mu_);
+    for (auto& [device, d] : devices_) release(device, d);
+  }
+
+ private:
+  struct Block {
+    size_t size;
+    cudaStream_t stream;
+  };
+  struct PerDevice {
+    std::map<std::pair<cudaStream_t, size_t>, std::vector<void*>> free;
+    size_t allocated = 0, peak = 0, reserved = 0, cached = 0;
+  };
+
+  // 512-byte steps below 1 MiB, 2 MiB steps above: few distinct sizes to reuse.
+  static size_t rounded(size_t n) {
+    constexpr size_t kSmall = 512, kLarge = size_t{2} << 20;
+    if (n < (size_t{1} << 20)) return n == 0 ? kSmall : (n + kSmall - 1) / kSmall * kSmall;
+    return (n + kLarge - 1) / kLarge * kLarge;
+  }
+  PerDevice& per_device(int device) { return devices_[device]; }
+  // Frees device's cached blocks once the work queued on it is done.
+  void release(int device, PerDevice& d) {
+    if (d.cached == 0) return;
+    cudaSetDevice(device);
+    cudaDeviceSynchronize();
+    for (auto& [key, blocks] : d.free)
+      for (void* p : blocks) cudaFree(p);
+    d.free.clear();
+    d.reserved -= d.cached;
+    d.cached = 0;
+  }
+
+  std::mutex mu_;
+  std::unordered_map<void*, Block> blocks_;
+  std::map<int, PerDevice> devices_;
+};
+
+// --- copy and fill ----------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+// src's strides as seen from dst's shape: 0 along the dimensions src broadcasts.
+Shape broadcast_strides(const Tensor& src, const Shape& shape) {
+  Shape out(shape.size(), 0);
+  const size_t lead = shape.size() - src.shape().size();
+  for (size_t d = 0; d < src.shape().size(); ++d)
+    out[lead + d] = src.shape()[d] == 1 ? 0 : src.strides()[d];
+  return out;
+}
+
+template <class To, class From>
+__global__ void copy_strided(To* dst, const From* src, int64_t n, Strided<2> walk) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  int64_t at[2];
+  walk.offsets(i, at);
+  dst[at[0]] = convert<To>(src[at[1]]);
+}
+
+// dst = src (broadcast, converted) with both on the same GPU.
+void copy_on_device(const Tensor& src, const Tensor& dst) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  check(cudaSetDevice(dst.device().index), "copy_");
+  const Shape strides[2] = {dst.strides(), broadcast_strides(src, dst.shape())};
+  const Strided<2> walk = strided<2>(dst.shape(), strides, "copy_");
+  cudaStream_t stream = stream_of(dst.device());
+  dispatch_all(dst.dtype(), [&](auto to) {
+    using To = device_t<typename decltype(to)::type>;
+    dispatch_all(src.dtype(), [&](auto from) {
+      using From = device_t<typename decltype(from)::type>;
+      copy_strided<To, From><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
+          static_cast<To*>(dst.raw_data()), static_cast<const From*>(src.raw_data()), n, walk);
+    });
+  });
+  check(cudaGetLastError(), "copy_");
+}
+
+// Whether copying src into dst is one block of bytes.
+bool plain(const Tensor& src, const Tensor& dst) {
+  return src.dtype() == dst.dtype() && src.shape() == dst.shape() && src.is_contiguous() &&
+         dst.is_contiguous();
+}
+
+// Copies src into dst where either may be on the host or on any GPU.
+void copy(const Tensor& src, const Tensor& dst) {
+  const bool to_host = dst.device().type == DeviceType::kCPU;
+  const bool from_host = src.device().type == DeviceType::kCPU;
+  const size_t nbytes = size_t(dst.numel()) * itemsize(dst.dtype());
+  if (!from_host && !to_host && src.device() == dst.device()) return copy_on_device(src, dst);
+  if (plain(src, dst)) {
+    const Device gpu = to_host ? src.device() : dst.device();
+    check(cudaSetDevice(gpu.index), "copy_");
+    cudaStream_t stream = stream_of(gpu);
+    if (!from_host && !to_host)
+      check(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
+                                src.device().index, nbytes, stream),
+            "copy_");
+    else
+      check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes, cudaMemcpyDefault, stream),
+            "copy_");
+    // The host side is pageable memory the caller may reuse at once: wait for the transfer.
+    if (from_host || to_host) check(cudaStreamSynchronize(stream), "copy_");
+    return;
+  }
+  // Otherwise convert and lay out where the data is, then move one plain block.
+  if (from_host) {  // on the host into dst's layout and dtype, then up
+    Tensor host = Tensor::empty(dst.shape(), dst.dtype());
+    copy_kernel().get(DeviceType::kCPU)(src, host);
+    if (dst.is_contiguous()) return copy(host, dst);
+    Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+    copy(host, staged);
+    return copy_on_device(staged, dst);
+  }
+  // From a GPU: into dst's shape and dtype there, contiguous, then across.
+  Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), src.device());
+  copy_on_device(src, staged);
+  if (to_host && !dst.is_contiguous()) {
+    Tensor host = Tensor::empty(dst.shape(), dst.dtype());
+    copy(staged, host);
+    return copy_kernel().get(DeviceType::kCPU)(host, dst);
+  }
+  copy(staged, dst);  // plain now: to the host, or to another GPU
+}
+
+template <class T>
+__global__ void fill_strided(T* p, int64_t n, T v, Strided<1> walk) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  int64_t at[1];
+  walk.offsets(i, at);
+  p[at[0]] = v;
+}
+
+void fill(const Tensor& dst, double value) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  check(cudaSetDevice(dst.device().index), "fill_");
+  const Shape strides[1] = {dst.strides()};
+  const Strided<1> walk = strided<1>(dst.shape(), strides, "fill_");
+  dispatch_all(dst.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using D = device_t<T>;
+    const T host_value = static_cast<T>(static_cast<opmath_t<T>>(value));
+    D v;
+    std::memcpy(&v, &host_value, sizeof v);  // the same bits on the device
+    fill_strided<D><<<blocks_for(n, kThreads), kThreads, 0, stream_of(dst.device())>>>(
+        static_cast<D*>(dst.raw_data()), n, v, walk);
+  });
+  check(cudaGetLastError(), "fill_");
+}
+
+const bool registered = [] {
+  static CachingAllocator allocator;
+  register_allocator(DeviceType::kCUDA, &allocator);
+  register_runtime(DeviceType::kCUDA, &allocator);
+  copy_kernel().set(DeviceType::kCUDA, copy);
+  fill_kernel().set(DeviceType::kCUDA, fill);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ofl::internal::cuda

@@ -1,0 +1,125 @@
+"""The CUDA device runtime: flow.cuda, moving tensors and modules between the host and GPUs
+(every dtype, any layout, converting on the way), the caching allocator's statistics. The GPU
+tier skips, saying why, where no GPU is visible; the errors without one are checked always."""
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+from oneflowlike import nn
+
+GPU = flow.cuda.is_available()
+needs_gpu = pytest.mark.skipif(
+    not GPU,
+    reason="no CUDA device visible"
+    + ("" if flow._C.has_backend("cuda") else " (this build has no CUDA backend)"),
+)
+DTYPES = [
+    flow.bool,
+    flow.uint8,
+    flow.int8,
+    flow.int32,
+    flow.int64,
+    flow.float16,
+    flow.bfloat16,
+    flow.float32,
+    flow.float64,
+]
+
+
+@pytest.mark.skipif(GPU, reason="checks the errors of a machine without a GPU")
+def test_without_a_gpu_every_cuda_use_raises_naming_the_device():
+    assert flow.cuda.device_count() == 0 and not flow.cuda.is_available()
+    with pytest.raises(RuntimeError, match=r"cuda:0 is not available: 0 CUDA devices visible"):
+        flow.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match=r"\[to\] cuda:1 is not available: 0 cuda devices"):
+        flow.ones(2).to("cuda:1")
+    with pytest.raises(RuntimeError, match=r"cuda:0 is not available"):
+        flow.cuda.memory_allocated()
+    with pytest.raises(RuntimeError, match=r"cuda:0 is not available"):
+        flow.cuda.synchronize()
+    with pytest.raises(RuntimeError, match=r"cuda:0 is not available"):
+        nn.Linear(2, 2).cuda()
+    flow.cuda.empty_cache()  # nothing to give back: no error
+
+
+def _values(dtype, shape=(3, 5)):
+    rng = np.random.default_rng(0)
+    if dtype == flow.bool:
+        return flow.tensor(rng.integers(0, 2, shape).astype(bool))
+    return flow.tensor(rng.integers(-4, 5, shape).astype(np.float32)).to(dtype)
+
+
+def _np(t):
+    return (t.float() if t.dtype == flow.bfloat16 else t).numpy()
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_every_dtype_goes_to_the_gpu_and_back(dtype):
+    x = _values(dtype)
+    y = x.to("cuda")
+    assert y.device == flow.device("cuda:0") and y.dtype == dtype
+    np.testing.assert_array_equal(_np(y.cpu()), _np(x))
+
+
+@needs_gpu
+def test_strided_broadcast_and_converting_copies_both_ways():
+    x = flow.arange(24, dtype=flow.float32).reshape(2, 3, 4)
+    t = x.permute(2, 0, 1)  # not contiguous
+    np.testing.assert_array_equal(t.cuda().cpu().numpy(), t.numpy())
+    g = x.cuda().permute(2, 0, 1)  # a strided view on the GPU, back to the host
+    np.testing.assert_array_equal(g.cpu().numpy(), t.numpy())
+    h = x.to("cuda", dtype=flow.float16)
+    assert h.dtype == flow.float16
+    np.testing.assert_array_equal(h.cpu().float().numpy(), x.numpy())
+    dst = flow.zeros(2, 3, 4, device="cuda")
+    dst.copy_(flow.arange(4, dtype=flow.float64))  # from the host, broadcast and converted
+    np.testing.assert_array_equal(dst.cpu().numpy(), np.broadcast_to(np.arange(4.0), (2, 3, 4)))
+    host = flow.zeros(4, 2, 3)
+    host.copy_(g)  # from the GPU into a host tensor
+    np.testing.assert_array_equal(host.numpy(), t.numpy())
+
+
+@needs_gpu
+def test_creation_on_the_gpu_and_fills_of_strided_views():
+    assert flow.ones(3, device="cuda").cpu().tolist() == [1.0, 1.0, 1.0]
+    z = flow.full((4, 6), 2.5, device="cuda")
+    z.t().fill_(7)  # a strided view, every element
+    assert (z.cpu().numpy() == 7).all()
+
+
+@needs_gpu
+def test_the_caching_allocator_counts_and_gives_back_memory():
+    flow.cuda.synchronize()
+    flow.cuda.empty_cache()
+    base = flow.cuda.memory_allocated()
+    x = flow.empty(1 << 20, device="cuda")  # 4 MiB
+    assert flow.cuda.memory_allocated() - base >= 4 << 20
+    assert flow.cuda.max_memory_allocated() >= flow.cuda.memory_allocated()
+    reserved = flow.cuda.memory_reserved()
+    del x
+    assert flow.cuda.memory_allocated() == base
+    assert flow.cuda.memory_reserved() == reserved  # cached for reuse
+    flow.cuda.empty_cache()
+    assert flow.cuda.memory_reserved() < reserved
+    flow.cuda.reset_peak_memory_stats()
+    assert flow.cuda.max_memory_allocated() == flow.cuda.memory_allocated()
+
+
+@needs_gpu
+def test_modules_move_with_their_parameters():
+    m = nn.Linear(3, 2).cuda()
+    assert all(p.device == flow.device("cuda:0") for p in m.parameters())
+    w = m.weight.cpu()
+    m.cpu()
+    np.testing.assert_array_equal(m.weight.numpy(), w.numpy())
+
+
+@pytest.mark.skipif(flow.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_from_one_gpu_to_another():
+    x = flow.arange(10, dtype=flow.float32).cuda()
+    y = x.to("cuda:1")
+    assert y.device == flow.device("cuda:1")
+    np.testing.assert_array_equal(y.cpu().numpy(), np.arange(10.0))
+    np.testing.assert_array_equal(x[::2].to("cuda:1").cpu().numpy(), np.arange(0.0, 10.0, 2))
