@@ -108,6 +108,21 @@ Strided<kOperands> strided(const Shape& shape, const Shape (&strides)[kOperands]
   return s;
 }
 
+// src's strides as seen from `shape` (src broadcast to it): 0 along the dimensions it repeats.
+inline Shape broadcast_strides(const Tensor& src, const Shape& shape) {
+  Shape out(shape.size(), 0);
+  const size_t lead = shape.size() - src.shape().size();
+  for (size_t d = 0; d < src.shape().size(); ++d)
+    out[lead + d] = src.shape()[d] == 1 ? 0 : src.strides()[d];
+  return out;
+}
+
+// What 16-bit floats compute in on the device: float; other types themselves.
+template <class T>
+using device_math_t = std::conditional_t<is_half_v<T>, float, T>;
+
+inline constexpr int kThreads = 256;
+
 inline int64_t blocks_for(int64_t n, int threads) {
   return (n + threads - 1) / threads;
 }

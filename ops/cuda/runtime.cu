@@ -127,17 +127,6 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
 
 // --- copy and fill ----------------------------------------------------------------------------
 
-constexpr int kThreads = 256;
-
-// src's strides as seen from dst's shape: 0 along the dimensions src broadcasts.
-Shape broadcast_strides(const Tensor& src, const Shape& shape) {
-  Shape out(shape.size(), 0);
-  const size_t lead = shape.size() - src.shape().size();
-  for (size_t d = 0; d < src.shape().size(); ++d)
-    out[lead + d] = src.shape()[d] == 1 ? 0 : src.strides()[d];
-  return out;
-}
-
 template <class To, class From>
 __global__ void copy_strided(To* dst, const From* src, int64_t n, Strided<2> walk) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;

@@ -1,0 +1,132 @@
+// CUDA reductions over the middle axis of a contiguous [outer, reduce, inner] view: a block per
+// row when the reduced axis is the last (a shared-memory tree), else a thread per output walking
+// the axis (neighbouring threads read neighbouring elements). Floats accumulate in float (double
+// for float64), integers and bools in int64, as PyTorch's CUDA kernels do.
+#include <limits>
+
+#include "ops/cuda/common.cuh"
+#include "ops/kernels.h"
+
+namespace ofl::internal::cuda {
+namespace {
+
+template <class T>
+using acc_t =
+    std::conditional_t<std::is_floating_point_v<device_math_t<T>>, device_math_t<T>, int64_t>;
+
+struct Sum {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+struct Prod {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return a * b;
+  }
+};
+struct Max {  // NaN propagates
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return (a != a || a > b) ? a : b;
+  }
+};
+struct Min {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return (a != a || a < b) ? a : b;
+  }
+};
+
+template <class T, class A, class R>
+__global__ void reduce_rows(const T* x, T* out, int64_t outer, int64_t red, A init, R combine) {
+  __shared__ A partial[kThreads];
+  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+    A acc = init;
+    for (int64_t r = threadIdx.x; r < red; r += blockDim.x)
+      acc = combine(acc, convert<A>(x[row * red + r]));
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half)
+        partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + half]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[row] = convert<T>(partial[0]);
+    __syncthreads();
+  }
+}
+
+template <class T, class A, class R>
+__global__ void reduce_columns(const T* x, T* out, int64_t outer, int64_t red, int64_t inner,
+                               A init, R combine) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= outer * inner) return;
+  const int64_t o = i / inner, in = i % inner;
+  A acc = init;
+  for (int64_t r = 0; r < red; ++r) acc = combine(acc, convert<A>(x[(o * red + r) * inner + in]));
+  out[i] = convert<T>(acc);
+}
+
+template <class T, class A, class R>
+void launch(const Tensor& in, const Tensor& out, int64_t outer, int64_t red, int64_t inner, A init,
+            R combine) {
+  if (outer * inner == 0) return;
+  check(cudaSetDevice(out.device().index), "reduce");
+  cudaStream_t stream = stream_of(out.device());
+  const T* x = static_cast<const T*>(in.raw_data());
+  T* o = static_cast<T*>(out.raw_data());
+  if (inner == 1) {
+    const int64_t blocks = std::min<int64_t>(outer, 65535);
+    reduce_rows<<<blocks, kThreads, 0, stream>>>(x, o, outer, red, init, combine);
+  } else {
+    reduce_columns<<<blocks_for(outer * inner, kThreads), kThreads, 0, stream>>>(
+        x, o, outer, red, inner, init, combine);
+  }
+  check(cudaGetLastError(), "reduce");
+}
+
+template <class A>
+A lowest() {
+  return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                              : std::numeric_limits<A>::lowest();
+}
+template <class A>
+A highest() {
+  return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                              : std::numeric_limits<A>::max();
+}
+
+void reduce(ReduceOp op, const Tensor& in, int64_t outer, int64_t red, int64_t inner,
+            const Tensor& out) {
+  OFL_CHECK(in.is_contiguous() && out.is_contiguous());
+  if (op == ReduceOp::kAll)  // the product of 0/1 values; any: their sum (both right when empty)
+    return launch<bool, int64_t>(in, out, outer, red, inner, int64_t(1), Prod{});
+  if (op == ReduceOp::kAny)
+    return launch<bool, int64_t>(in, out, outer, red, inner, int64_t(0), Sum{});
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    using A = acc_t<T>;
+    switch (op) {
+      case ReduceOp::kSum:
+        return launch<T, A>(in, out, outer, red, inner, A(0), Sum{});
+      case ReduceOp::kProd:
+        return launch<T, A>(in, out, outer, red, inner, A(1), Prod{});
+      case ReduceOp::kMax:
+        return launch<T, A>(in, out, outer, red, inner, lowest<A>(), Max{});
+      case ReduceOp::kMin:
+        return launch<T, A>(in, out, outer, red, inner, highest<A>(), Min{});
+      default:
+        OFL_CHECK(false, "bad reduce op");
+    }
+  });
+}
+
+const bool registered = [] {
+  reduce_kernel().set(DeviceType::kCUDA, reduce);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ofl::internal::cuda
