@@ -171,13 +171,15 @@ void copy(const Tensor& src, const Tensor& dst) {
     const Device gpu = to_host ? src.device() : dst.device();
     check(cudaSetDevice(gpu.index), "copy_");
     cudaStream_t stream = stream_of(gpu);
-    if (!from_host && !to_host)
+    if (!from_host && !to_host) {  // after the source device's queued work
+      check(cudaStreamSynchronize(stream_of(src.device())), "copy_");
       check(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
                                 src.device().index, nbytes, stream),
             "copy_");
-    else
+    } else {
       check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes, cudaMemcpyDefault, stream),
             "copy_");
+    }
     // The host side is pageable memory the caller may reuse at once: wait for the transfer.
     if (from_host || to_host) check(cudaStreamSynchronize(stream), "copy_");
     return;
@@ -230,9 +232,9 @@ void fill(const Tensor& dst, double value) {
 }
 
 const bool registered = [] {
-  static CachingAllocator allocator;
-  register_allocator(DeviceType::kCUDA, &allocator);
-  register_runtime(DeviceType::kCUDA, &allocator);
+  static CachingAllocator* allocator = new CachingAllocator();  // outlives static tensors
+  register_allocator(DeviceType::kCUDA, allocator);
+  register_runtime(DeviceType::kCUDA, allocator);
   copy_kernel().set(DeviceType::kCUDA, copy);
   fill_kernel().set(DeviceType::kCUDA, fill);
   return true;
