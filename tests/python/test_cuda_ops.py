@@ -111,3 +111,53 @@ def test_reductions_on_the_gpu_equal_the_cpu(dtype, dim):
         ]
     for fn in fns:
         _same(fn(x.cuda(), **kw), fn(x, **kw), dtype)
+
+
+def _gpt_losses(device, steps=3, graph=False):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from examples.char_gpt.model import GPT, GPTConfig
+
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=2, n_head=2, n_embd=16))
+    model.to(device)
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
+    r = np.random.default_rng(0)
+    batches = [
+        [flow.tensor(r.integers(0, 17, (4, 8))).to(device) for _ in range(2)] for _ in range(steps)
+    ]
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            _, loss = self.model(x, y)
+            loss.backward()
+            return loss
+
+    step = Step() if graph else None
+    losses = []
+    for x, y in batches:
+        if graph:
+            loss = step(x, y)
+        else:
+            _, loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        losses.append(float(loss.cpu().numpy()))
+    return losses, {n: p.cpu().numpy() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_the_example_gpt_trains_on_the_gpu_like_on_the_cpu(graph):
+    want_losses, want_params = _gpt_losses("cpu", graph=graph)
+    got_losses, got_params = _gpt_losses("cuda", graph=graph)
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4)
+    for name, value in want_params.items():
+        np.testing.assert_allclose(got_params[name], value, rtol=1e-3, atol=1e-4, err_msg=name)

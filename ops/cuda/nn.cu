@@ -1,0 +1,421 @@
+// CUDA kernels of the layers a transformer trains with: softmax and log-softmax over the last
+// axis, LayerNorm / RMSNorm, index_select / index_add (embeddings and their gradients) with the
+// bounds check, and the negative log-likelihood. A block per row where a row is reduced (a
+// shared-memory tree), otherwise a thread per element; statistics in float (double for float64,
+// and double for the norms' moments, as the CPU kernels).
+#include <vector>
+
+#include "ops/cuda/common.cuh"
+#include "ops/kernels.h"
+
+namespace ofl::internal::cuda {
+namespace {
+
+// The sum of every thread's `v` in the block, on every thread (kThreads threads).
+template <class A>
+__device__ A block_sum(A v, A* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  const A total = shared[0];
+  __syncthreads();
+  return total;
+}
+
+template <class A>
+__device__ A block_max(A v, A* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half && shared[threadIdx.x + half] > shared[threadIdx.x])
+      shared[threadIdx.x] = shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  const A total = shared[0];
+  __syncthreads();
+  return total;
+}
+
+template <class T>
+using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+int64_t row_blocks(int64_t rows) {
+  return std::min<int64_t>(rows, 65535);
+}
+
+// --- softmax -------------------------------------------------------------------------------
+
+template <class T>
+__global__ void softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
+  using M = stat_t<T>;
+  __shared__ M shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    M mx = -INFINITY;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) mx = dm::fmax(mx, convert<M>(xr[c]));
+    mx = block_max(mx, shared);
+    if (dm::isinf(mx) && mx < 0) mx = 0;  // an all -inf row
+    M total = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      total += dm::exp(convert<M>(xr[c]) - mx);
+    total = block_sum(total, shared);
+    const M lse = M(dm::log(total)) + mx, inv = M(1) / total;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const M v = convert<M>(xr[c]);
+      yr[c] = convert<T>(log ? v - lse : M(dm::exp(v - mx)) * inv);
+    }
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_rows(const T* g, const T* y, T* gx, int64_t rows, int64_t cols,
+                                      bool log) {
+  using M = stat_t<T>;
+  __shared__ M shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* gr = g + r * cols;
+    const T* yr = y + r * cols;
+    M dot = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      dot += log ? convert<M>(gr[c]) : convert<M>(gr[c]) * convert<M>(yr[c]);
+    dot = block_sum(dot, shared);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const M gv = convert<M>(gr[c]), yv = convert<M>(yr[c]);
+      gx[r * cols + c] = convert<T>(log ? gv - M(dm::exp(yv)) * dot : yv * (gv - dot));
+    }
+  }
+}
+
+void softmax(const Tensor& x, const Tensor& out, bool log) {
+  const int64_t cols = x.dim() ? x.shape().back() : 1;
+  const int64_t rows = cols ? x.numel() / cols : 0;
+  if (rows == 0) return;
+  check(cudaSetDevice(out.device().index), "softmax");
+  dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    softmax_rows<T><<<row_blocks(rows), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), rows, cols, log);
+  });
+  check(cudaGetLastError(), "softmax");
+}
+
+void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, bool log) {
+  const int64_t cols = y.dim() ? y.shape().back() : 1;
+  const int64_t rows = cols ? y.numel() / cols : 0;
+  if (rows == 0) return;
+  check(cudaSetDevice(gx.device().index), "softmax_backward");
+  dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    softmax_backward_rows<T><<<row_blocks(rows), kThreads, 0, stream_of(gx.device())>>>(
+        static_cast<const T*>(g.raw_data()), static_cast<const T*>(y.raw_data()),
+        static_cast<T*>(gx.raw_data()), rows, cols, log);
+  });
+  check(cudaGetLastError(), "softmax_backward");
+}
+
+// --- LayerNorm / RMSNorm -------------------------------------------------------------------
+
+template <class T, class S>
+__global__ void norm_rows(const T* x, const T* w, const T* b, double eps, bool rms, T* y, S* mean,
+                          S* rstd, int64_t rows, int64_t cols) {
+  using M = stat_t<T>;
+  __shared__ double shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    double s = 0, ss = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double v = convert<M>(xr[c]);
+      s += v;
+      ss += v * v;
+    }
+    s = block_sum(s, shared);
+    ss = block_sum(ss, shared);
+    const double mu = rms ? 0.0 : s / cols;
+    const double var = rms ? ss / cols : dm::fmax(0.0, ss / cols - mu * mu);
+    const double inv = 1.0 / dm::sqrt(var + eps);
+    if (threadIdx.x == 0) {
+      if (mean) mean[r] = S(mu);
+      rstd[r] = S(inv);
+    }
+    const M mu_m = M(mu), inv_m = M(inv);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      M v = (convert<M>(xr[c]) - mu_m) * inv_m;
+      if (w) v *= convert<M>(w[c]);
+      if (b) v += convert<M>(b[c]);
+      y[r * cols + c] = convert<T>(v);
+    }
+  }
+}
+
+template <class T, class S>
+__global__ void norm_backward_rows(const T* g, const T* x, const T* w, const S* mean, const S* rstd,
+                                   bool rms, T* gx, int64_t rows, int64_t cols) {
+  using M = stat_t<T>;
+  __shared__ M shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const M mu = mean ? M(mean[r]) : M(0), inv = M(rstd[r]);
+    M sum_gy = 0, sum_gy_xhat = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const M xhat = (convert<M>(x[r * cols + c]) - mu) * inv;
+      const M gy = w ? convert<M>(g[r * cols + c]) * convert<M>(w[c]) : convert<M>(g[r * cols + c]);
+      sum_gy += gy;
+      sum_gy_xhat += gy * xhat;
+    }
+    sum_gy = block_sum(sum_gy, shared);
+    sum_gy_xhat = block_sum(sum_gy_xhat, shared);
+    const M mean_gy = rms ? M(0) : sum_gy / cols, mean_gyx = sum_gy_xhat / cols;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const M xhat = (convert<M>(x[r * cols + c]) - mu) * inv;
+      const M gy = w ? convert<M>(g[r * cols + c]) * convert<M>(w[c]) : convert<M>(g[r * cols + c]);
+      gx[r * cols + c] = convert<T>(inv * (gy - mean_gy - xhat * mean_gyx));
+    }
+  }
+}
+
+// The weight's and bias's gradients: a thread per column summing over the rows, in order.
+template <class T, class S>
+__global__ void norm_backward_columns(const T* g, const T* x, const S* mean, const S* rstd, T* gw,
+                                      T* gb, int64_t rows, int64_t cols) {
+  using M = stat_t<T>;
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  double sw = 0, sb = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const M gv = convert<M>(g[r * cols + c]);
+    const M xhat = (convert<M>(x[r * cols + c]) - (mean ? M(mean[r]) : M(0))) * M(rstd[r]);
+    sw += double(gv * xhat);
+    sb += double(gv);
+  }
+  if (gw) gw[c] = convert<T>(M(sw));
+  if (gb) gb[c] = convert<T>(M(sb));
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
+}
+
+void norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms,
+          const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+  const int64_t rows = rstd.numel(), cols = rows ? x.numel() / rows : 0;
+  if (rows == 0) return;
+  check(cudaSetDevice(out.device().index), "layer_norm");
+  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    using S = stat_t<T>;
+    norm_rows<T, S><<<row_blocks(rows), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const T*>(x.raw_data()), data_or_null<T>(w), data_or_null<T>(b), eps, rms,
+        static_cast<T*>(out.raw_data()),
+        mean.defined() ? static_cast<S*>(mean.raw_data()) : nullptr,
+        static_cast<S*>(rstd.raw_data()), rows, cols);
+  });
+  check(cudaGetLastError(), "layer_norm");
+}
+
+void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
+                   const Tensor& rstd, bool rms, const Tensor& gx, const Tensor& gw,
+                   const Tensor& gb) {
+  const int64_t rows = rstd.numel();
+  int64_t cols = gw.defined() ? gw.numel() : gb.defined() ? gb.numel() : 0;
+  if (rows) cols = x.numel() / rows;
+  check(cudaSetDevice(gx.device().index), "layer_norm_backward");
+  cudaStream_t stream = stream_of(gx.device());
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    using S = stat_t<T>;
+    const S* mean_p = mean.defined() ? static_cast<const S*>(mean.raw_data()) : nullptr;
+    const S* rstd_p = static_cast<const S*>(rstd.raw_data());
+    if (rows)
+      norm_backward_rows<T, S><<<row_blocks(rows), kThreads, 0, stream>>>(
+          static_cast<const T*>(g.raw_data()), static_cast<const T*>(x.raw_data()),
+          data_or_null<T>(w), mean_p, rstd_p, rms, static_cast<T*>(gx.raw_data()), rows, cols);
+    if ((gw.defined() || gb.defined()) && cols)
+      norm_backward_columns<T, S><<<blocks_for(cols, kThreads), kThreads, 0, stream>>>(
+          static_cast<const T*>(g.raw_data()), static_cast<const T*>(x.raw_data()), mean_p, rstd_p,
+          gw.defined() ? static_cast<T*>(gw.raw_data()) : nullptr,
+          gb.defined() ? static_cast<T*>(gb.raw_data()) : nullptr, rows, cols);
+  });
+  check(cudaGetLastError(), "layer_norm_backward");
+}
+
+// --- index_select / index_add and their bounds check ---------------------------------------
+
+// The int64 values of a GPU tensor, on the host (for checks that raise naming a value).
+Tensor on_host(const Tensor& t) {
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  copy_kernel().get(DeviceType::kCUDA)(t, host);
+  return host;
+}
+
+void index_check(const char* op, const Tensor& index, int64_t size, int64_t axis) {
+  index_check_kernel().get(DeviceType::kCPU)(op, on_host(index), size, axis);
+}
+
+template <class T>
+__global__ void select_rows(const T* x, const int64_t* idx, T* out, int64_t outer, int64_t n,
+                            int64_t k, int64_t inner) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= outer * k * inner) return;
+  const int64_t c = e % inner, t = e / inner, o = t / k, i = t % k;
+  out[e] = x[(o * n + idx[i]) * inner + c];
+}
+
+// Moves elements as unsigned integers of their size: a copy needs no arithmetic.
+template <class F>
+void by_itemsize(DType t, F&& f) {
+  switch (itemsize(t)) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
+  }
+}
+
+void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
+                  const Tensor& out) {
+  const int64_t k = index.numel(), total = outer * k * inner;
+  if (total == 0) return;
+  check(cudaSetDevice(out.device().index), "index_select");
+  by_itemsize(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    select_rows<U><<<blocks_for(total, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const U*>(x.raw_data()), static_cast<const int64_t*>(index.raw_data()),
+        static_cast<U*>(out.raw_data()), outer, n, k, inner);
+  });
+  check(cudaGetLastError(), "index_select");
+}
+
+__device__ inline void add_to(int64_t* p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+template <class T>
+__device__ inline void add_to(T* p, T v) {
+  atomicAdd(p, v);
+}
+
+template <class T>
+__global__ void add_rows(const T* src, const int64_t* idx, T* out, int64_t outer, int64_t n,
+                         int64_t k, int64_t inner) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= outer * k * inner) return;
+  const int64_t c = e % inner, t = e / inner, o = t / k, i = t % k;
+  add_to(out + (o * n + idx[i]) * inner + c, src[e]);
+}
+
+void index_add(const Tensor& src, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
+               const Tensor& out) {
+  const int64_t k = index.numel(), total = outer * k * inner;
+  if (total == 0) return;
+  check(cudaSetDevice(out.device().index), "index_add");
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    add_rows<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const T*>(src.raw_data()), static_cast<const int64_t*>(index.raw_data()),
+        static_cast<T*>(out.raw_data()), outer, n, k, inner);
+  };
+  switch (out.dtype()) {  // the types CUDA adds atomically
+    case DType::kFloat32:
+      launch(float{});
+      break;
+    case DType::kFloat64:
+      launch(double{});
+      break;
+    case DType::kFloat16:
+      launch(__half{});
+      break;
+    case DType::kBFloat16:
+      launch(__nv_bfloat16{});
+      break;
+    case DType::kInt32:
+      launch(int32_t{});
+      break;
+    case DType::kInt64:
+      launch(int64_t{});
+      break;
+    default:
+      fail<TypeError>("index_add", "has no cuda kernel for ", dtype_name(out.dtype()));
+  }
+  check(cudaGetLastError(), "index_add");
+}
+
+// --- negative log-likelihood ---------------------------------------------------------------
+
+void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  const Tensor host = on_host(target);
+  const int64_t* t = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    if (t[i] != ignore_index && (t[i] < 0 || t[i] >= classes))
+      fail<IndexError>("nll_loss", "target ", t[i], " is out of bounds for ", classes,
+                       " classes (ignore_index is ", ignore_index, ")");
+}
+
+template <class T>
+__global__ void nll_forward(const T* x, const int64_t* t, T* out, int64_t outer, int64_t classes,
+                            int64_t inner, int64_t ignore) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= outer * inner) return;
+  const int64_t n = e / inner, i = e % inner;
+  out[e] = t[e] == ignore ? convert<T>(0.0f)
+                          : convert<T>(-convert<stat_t<T>>(x[(n * classes + t[e]) * inner + i]));
+}
+
+template <class T>
+__global__ void nll_backward(const T* g, const int64_t* t, T* gx, int64_t outer, int64_t classes,
+                             int64_t inner, int64_t ignore) {
+  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (e >= outer * inner || t[e] == ignore) return;
+  const int64_t n = e / inner, i = e % inner;
+  gx[(n * classes + t[e]) * inner + i] = convert<T>(-convert<stat_t<T>>(g[e]));
+}
+
+void nll_loss(const Tensor& x, const Tensor& target, int64_t outer, int64_t classes, int64_t inner,
+              int64_t ignore_index, const Tensor& out) {
+  check_targets(target, classes, ignore_index);
+  if (outer * inner == 0) return;
+  check(cudaSetDevice(out.device().index), "nll_loss");
+  dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    nll_forward<T><<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<const int64_t*>(target.raw_data()),
+        static_cast<T*>(out.raw_data()), outer, classes, inner, ignore_index);
+  });
+  check(cudaGetLastError(), "nll_loss");
+}
+
+void nll_loss_backward(const Tensor& grad, const Tensor& target, int64_t outer, int64_t classes,
+                       int64_t inner, int64_t ignore_index, const Tensor& gx) {
+  check_targets(target, classes, ignore_index);
+  fill_kernel().get(DeviceType::kCUDA)(gx, 0);
+  if (outer * inner == 0) return;
+  dispatch_floating(gx.dtype(), "nll_loss_backward", [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    nll_backward<T><<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(gx.device())>>>(
+        static_cast<const T*>(grad.raw_data()), static_cast<const int64_t*>(target.raw_data()),
+        static_cast<T*>(gx.raw_data()), outer, classes, inner, ignore_index);
+  });
+  check(cudaGetLastError(), "nll_loss_backward");
+}
+
+const bool registered = [] {
+  softmax_kernel().set(DeviceType::kCUDA, softmax);
+  softmax_backward_kernel().set(DeviceType::kCUDA, softmax_backward);
+  norm_kernel().set(DeviceType::kCUDA, norm);
+  norm_backward_kernel().set(DeviceType::kCUDA, norm_backward);
+  index_check_kernel().set(DeviceType::kCUDA, index_check);
+  index_select_kernel().set(DeviceType::kCUDA, index_select);
+  index_add_kernel().set(DeviceType::kCUDA, index_add);
+  nll_loss_kernel().set(DeviceType::kCUDA, nll_loss);
+  nll_loss_backward_kernel().set(DeviceType::kCUDA, nll_loss_backward);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ofl::internal::cuda
