@@ -161,3 +161,23 @@ def test_the_example_gpt_trains_on_the_gpu_like_on_the_cpu(graph):
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-4)
     for name, value in want_params.items():
         np.testing.assert_allclose(got_params[name], value, rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "dtype", [flow.float32, flow.float16, flow.bfloat16, flow.float64], ids=str
+)
+def test_a_seed_draws_the_same_values_on_the_gpu_as_on_the_cpu(dtype):
+    def draw(device):
+        flow.manual_seed(7)
+        return [
+            flow.rand(3, 5, dtype=dtype, device=device),
+            flow.randn(1000, dtype=dtype, device=device),
+            flow.randint(0, 9, (4, 4), device=device),
+        ]
+
+    for got, want in zip(draw("cuda"), draw("cpu")):
+        # normals go through CUDA's log and cos: within an ulp of the host's in double
+        tol = 1e-12 if dtype == flow.float64 else TOLERANCE[dtype]
+        np.testing.assert_allclose(
+            got.cpu().float().numpy(), want.float().numpy(), rtol=tol, atol=tol
+        )

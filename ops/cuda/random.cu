@@ -1,0 +1,130 @@
+// Philox fills on CUDA, drawing exactly the counters the CPU kernel draws (ops/cpu/random.cpp):
+// element i of the logical tensor uses counter offset + i, also when the tensor is one block (a
+// shard) of it, so a seed gives the same values on either device, laid out or split any way
+// (normals through CUDA's log and cos, within an ulp of the host's in double).
+#include "ops/cuda/common.cuh"
+#include "ops/kernels.h"
+
+namespace ofl::internal::cuda {
+namespace {
+
+// core/random.cpp's philox4x32, on the device.
+__device__ void philox(uint64_t counter, uint64_t seed, uint32_t (&out)[4]) {
+  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(kM0) * c0, p1 = uint64_t(kM1) * c2;
+    const uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0, n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c1 = uint32_t(p1);
+    c3 = uint32_t(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+__device__ double uniform(uint64_t counter, uint64_t seed) {
+  uint32_t r[4];
+  philox(counter, seed, r);
+  const uint64_t bits = (uint64_t(r[0]) << 21) ^ r[1];
+  return double(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+__device__ double normal(uint64_t counter, uint64_t seed) {
+  uint32_t r[4];
+  philox(counter, seed, r);
+  const double u1 = (double(r[0]) + 1.0) * (1.0 / 4294967296.0);
+  const double u2 = double(r[1]) * (1.0 / 4294967296.0);
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+// The logical counter of element i of a block (the CPU's BlockCounters).
+struct Counters {
+  int ndim = 0;  // 0: the tensor is the whole logical tensor
+  int64_t shape[kMaxDims] = {}, strides[kMaxDims] = {};
+  uint64_t offset = 0;
+
+  __device__ uint64_t operator()(int64_t i) const {
+    if (ndim == 0) return offset + uint64_t(i);
+    int64_t logical = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      logical += (i % shape[d]) * strides[d];
+      i /= shape[d];
+    }
+    return offset + uint64_t(logical);
+  }
+};
+
+// Mantissa bits of T: a uniform draw is cut to this many, as on the CPU (and in PyTorch).
+template <class T>
+constexpr int kUniformBits = std::is_same_v<T, __half>          ? 11
+                             : std::is_same_v<T, __nv_bfloat16> ? 8
+                             : std::is_same_v<T, float>         ? 24
+                                                                : 53;
+
+template <class T>
+__global__ void fill_random(T* out, int64_t n, int kind, double a, double b, uint64_t seed,
+                            Counters counter) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const uint64_t c = counter(i);
+  double v;
+  if (kind == 0) {
+    double u = uniform(c, seed);
+    if constexpr (kUniformBits<T> < 53) {
+      const double scale = double(1ull << kUniformBits<T>);
+      u = ::floor(u * scale) / scale;
+    }
+    v = a + (b - a) * u;
+  } else if (kind == 1) {
+    v = a + b * normal(c, seed);
+  } else {
+    v = a + ::floor(uniform(c, seed) * (b - a));
+    if (v >= b) v = b - 1;
+  }
+  out[i] = convert<T>(convert<device_math_t<T>>(v));
+}
+
+void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed, uint64_t offset,
+                 const RandomBlock& block) {
+  OFL_CHECK(out.is_contiguous(), "random fill needs a contiguous tensor");
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  Counters counter;
+  counter.offset = offset;
+  if (!block.logical.empty()) {
+    const size_t nd = out.shape().size();
+    OFL_CHECK(block.logical.size() == nd && block.start.size() == nd && int(nd) <= kMaxDims,
+              "random block of ", shape_str(block.logical), " for ", shape_str(out.shape()));
+    counter.ndim = int(nd);
+    int64_t stride = 1;
+    for (size_t d = nd; d-- > 0;) {
+      counter.shape[d] = out.shape()[d];
+      counter.strides[d] = stride;
+      counter.offset += uint64_t(block.start[d] * stride);
+      stride *= block.logical[d];
+    }
+  }
+  check(cudaSetDevice(out.device().index), "random");
+  dispatch_all(out.dtype(), [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    fill_random<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<T*>(out.raw_data()), n, kind, a, b, seed, counter);
+  });
+  check(cudaGetLastError(), "random");
+}
+
+const bool registered = [] {
+  random_kernel().set(DeviceType::kCUDA, random_fill);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ofl::internal::cuda
