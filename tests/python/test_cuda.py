@@ -7,6 +7,7 @@ import pytest
 
 import oneflowlike as flow
 from oneflowlike import nn
+from test_ops_elementwise import CAST_DTYPES as DTYPES  # every dtype
 
 GPU = flow.cuda.is_available()
 needs_gpu = pytest.mark.skipif(
@@ -14,17 +15,6 @@ needs_gpu = pytest.mark.skipif(
     reason="no CUDA device visible"
     + ("" if flow._C.has_backend("cuda") else " (this build has no CUDA backend)"),
 )
-DTYPES = [
-    flow.bool,
-    flow.uint8,
-    flow.int8,
-    flow.int32,
-    flow.int64,
-    flow.float16,
-    flow.bfloat16,
-    flow.float32,
-    flow.float64,
-]
 
 
 @pytest.mark.skipif(GPU, reason="checks the errors of a machine without a GPU")
