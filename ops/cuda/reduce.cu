@@ -123,8 +123,46 @@ void reduce(ReduceOp op, const Tensor& in, int64_t outer, int64_t red, int64_t i
   });
 }
 
+// The first index of the max (or min) along the axis, a thread per output; a NaN wins.
+template <class T>
+__global__ void arg_columns(const T* x, T* values, int64_t* indices, int64_t outer, int64_t red,
+                            int64_t inner, bool is_max) {
+  using M = device_math_t<T>;
+  const int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (k >= outer * inner) return;
+  const T* p = x + (k / inner) * red * inner + k % inner;
+  M best = convert<M>(p[0]);
+  int64_t bi = 0;
+  for (int64_t r = 1; r < red; ++r) {
+    const M cur = convert<M>(p[r * inner]);
+    if (best != best) break;
+    if (cur != cur || (is_max ? cur > best : cur < best)) {
+      best = cur;
+      bi = r;
+    }
+  }
+  values[k] = convert<T>(best);
+  indices[k] = bi;
+}
+
+void arg_reduce(bool is_max, const Tensor& in, int64_t outer, int64_t red, int64_t inner,
+                const Tensor& values, const Tensor& indices) {
+  OFL_CHECK(in.is_contiguous());
+  if (outer * inner == 0) return;
+  check(cudaSetDevice(values.device().index), "argmax");
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    arg_columns<T>
+        <<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(values.device())>>>(
+            static_cast<const T*>(in.raw_data()), static_cast<T*>(values.raw_data()),
+            static_cast<int64_t*>(indices.raw_data()), outer, red, inner, is_max);
+  });
+  check(cudaGetLastError(), "argmax");
+}
+
 const bool registered = [] {
   reduce_kernel().set(DeviceType::kCUDA, reduce);
+  arg_reduce_kernel().set(DeviceType::kCUDA, arg_reduce);
   return true;
 }();
 

@@ -181,3 +181,18 @@ def test_a_seed_draws_the_same_values_on_the_gpu_as_on_the_cpu(dtype):
         np.testing.assert_allclose(
             got.cpu().float().numpy(), want.float().numpy(), rtol=tol, atol=tol
         )
+
+
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float16, flow.int64], ids=str)
+def test_arg_reductions_and_triangles_on_the_gpu_equal_the_cpu(dtype):
+    r = np.random.default_rng(0)
+    x = flow.tensor(r.integers(-9, 9, (4, 6, 5))).to(dtype)
+    for dim in (0, 1, -1):
+        _same(flow.argmax(x.cuda(), dim=dim), flow.argmax(x, dim=dim), dtype)
+        _same(flow.argmin(x.cuda(), dim=dim), flow.argmin(x, dim=dim), dtype)
+        got, want = flow.max(x.cuda(), dim=dim), flow.max(x, dim=dim)
+        _same(got[0], want[0], dtype)
+        _same(got[1], want[1], dtype)
+    for diagonal in (-1, 0, 2):
+        _same(flow.tril(x.cuda(), diagonal), flow.tril(x, diagonal), dtype)
+        _same(flow.triu(x.cuda(), diagonal), flow.triu(x, diagonal), dtype)
