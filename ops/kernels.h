@@ -3,6 +3,7 @@
 // already allocated and inputs already in the dtype the kernel computes in.
 #pragma once
 #include <array>
+#include <atomic>
 
 #include "core/dispatch.h"
 #include "core/primitives.h"
@@ -121,6 +122,9 @@ OFL_DECLARE_KERNEL(where_kernel, WhereKernel)
 OFL_DECLARE_KERNEL(reduce_kernel, ReduceKernel)
 OFL_DECLARE_KERNEL(arg_reduce_kernel, ArgReduceKernel)
 OFL_DECLARE_KERNEL(matmul_kernel, MatmulKernel)
+// Whether float32 matmuls may run in TF32 on GPUs that have it (flow.backends.cuda.matmul.
+// allow_tf32, off by default as in PyTorch): faster, with 10 mantissa bits in the products.
+std::atomic<bool>& matmul_allow_tf32();
 OFL_DECLARE_KERNEL(softmax_kernel, SoftmaxKernel)
 OFL_DECLARE_KERNEL(softmax_backward_kernel, SoftmaxBackwardKernel)
 OFL_DECLARE_KERNEL(norm_kernel, NormKernel)

@@ -57,6 +57,15 @@ Tensor as_matrix_b(const Tensor& b) {
   return b.dim() == 1 ? unsqueeze(b, 1) : b;
 }
 
+}  // namespace
+
+std::atomic<bool>& matmul_allow_tf32() {
+  static std::atomic<bool> allow{false};
+  return allow;
+}
+
+namespace {
+
 void compute_matmul(const ComputeArgs& c) {
   const Tensor a = as_matrix_a(c.in[0]), b = as_matrix_b(c.in[1]);
   const int64_t n = a.shape()[a.dim() - 2], k = a.shape().back(), m = b.shape().back();

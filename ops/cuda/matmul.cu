@@ -1,8 +1,8 @@
 // Matmul on CUDA through cuBLAS (cublasGemmStridedBatchedEx): row-major operands are handed to
 // the column-major library as their transposes (C^T = B^T A^T), any matrix whose rows or
 // columns are contiguous is read in place, and batch dimensions that fold into one stride (or
-// broadcast, stride 0) become one strided-batched call. fp32 computes in fp32, fp64 in fp64,
-// fp16 and bf16 in fp32.
+// broadcast, stride 0) become one strided-batched call. fp32 computes in fp32 (TF32 when
+// flow.backends.cuda.matmul.allow_tf32), fp64 in fp64, fp16 and bf16 in fp32.
 #include <cublas_v2.h>
 
 #include <map>
@@ -110,7 +110,10 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   const cublasOperation_t op_a = la->row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const cudaDataType_t type = data_type(out.dtype());
   const bool fp64 = out.dtype() == DType::kFloat64;
-  const cublasComputeType_t compute = fp64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  const bool tf32 = out.dtype() == DType::kFloat32 && matmul_allow_tf32().load();
+  const cublasComputeType_t compute = fp64   ? CUBLAS_COMPUTE_64F
+                                      : tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                             : CUBLAS_COMPUTE_32F;
   const double one64 = 1, zero64 = 0;
   const float one32 = 1, zero32 = 0;
   const void* alpha = fp64 ? static_cast<const void*>(&one64) : &one32;

@@ -184,6 +184,7 @@ concat = cat
 bmm = matmul
 
 from . import autograd  # noqa: E402,F401
+from . import backends  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401

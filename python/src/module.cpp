@@ -5,6 +5,7 @@
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "core/parallel.h"
+#include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/ops.h"
 #include "sbp/signature.h"
@@ -186,6 +187,8 @@ PYBIND11_MODULE(_C, m) {
            " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
     return *r;
   };
+  m.def("set_matmul_allow_tf32", [](bool allow) { matmul_allow_tf32() = allow; });
+  m.def("matmul_allow_tf32", [] { return matmul_allow_tf32().load(); });
   m.def("has_backend",
         [](const std::string& type) { return runtime_for(Device::parse(type).type) != nullptr; });
   m.def("device_count", [](const std::string& type) {

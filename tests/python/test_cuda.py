@@ -113,3 +113,15 @@ def test_from_one_gpu_to_another():
     assert y.device == flow.device("cuda:1")
     np.testing.assert_array_equal(y.cpu().numpy(), np.arange(10.0))
     np.testing.assert_array_equal(x[::2].to("cuda:1").cpu().numpy(), np.arange(0.0, 10.0, 2))
+
+
+def test_the_tf32_switch_is_off_by_default_and_toggles():
+    assert flow.backends.cuda.matmul.allow_tf32 is False
+    try:
+        flow.backends.cuda.matmul.allow_tf32 = True
+        assert flow.backends.cuda.matmul.allow_tf32 is True
+        # CPU matmuls ignore it: they stay exact float32.
+        a = flow.tensor(np.random.default_rng(0).uniform(-1, 1, (8, 8)), dtype=flow.float32)
+        np.testing.assert_allclose((a @ a).numpy(), a.numpy() @ a.numpy(), rtol=1e-5, atol=1e-6)
+    finally:
+        flow.backends.cuda.matmul.allow_tf32 = False

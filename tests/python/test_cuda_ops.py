@@ -196,3 +196,14 @@ def test_arg_reductions_and_triangles_on_the_gpu_equal_the_cpu(dtype):
     for diagonal in (-1, 0, 2):
         _same(flow.tril(x.cuda(), diagonal), flow.tril(x, diagonal), dtype)
         _same(flow.triu(x.cuda(), diagonal), flow.triu(x, diagonal), dtype)
+
+
+def test_tf32_matmul_is_close_to_float32():
+    r = np.random.default_rng(0)
+    a, b = (flow.tensor(r.uniform(-1, 1, (64, 64)), dtype=flow.float32) for _ in range(2))
+    try:
+        flow.backends.cuda.matmul.allow_tf32 = True
+        got = flow.matmul(a.cuda(), b.cuda()).cpu().numpy()
+    finally:
+        flow.backends.cuda.matmul.allow_tf32 = False
+    np.testing.assert_allclose(got, (a @ b).numpy(), rtol=1e-2, atol=1e-2)
