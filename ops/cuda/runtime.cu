@@ -193,15 +193,15 @@ void copy(const Tensor& src, const Tensor& dst) {
     copy(host, staged);
     return copy_on_device(staged, dst);
   }
-  // From a GPU: into dst's shape and dtype there, contiguous, then across.
+  // From a GPU: into dst's shape and dtype there, contiguous, then across (to the host or to
+  // another GPU), then into dst's layout where dst is.
   Tensor staged = Tensor::empty(dst.shape(), dst.dtype(), src.device());
   copy_on_device(src, staged);
-  if (to_host && !dst.is_contiguous()) {
-    Tensor host = Tensor::empty(dst.shape(), dst.dtype());
-    copy(staged, host);
-    return copy_kernel().get(DeviceType::kCPU)(host, dst);
-  }
-  copy(staged, dst);  // plain now: to the host, or to another GPU
+  if (dst.is_contiguous()) return copy(staged, dst);  // one plain block now
+  Tensor landed = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+  copy(staged, landed);
+  if (to_host) return copy_kernel().get(DeviceType::kCPU)(landed, dst);
+  copy_on_device(landed, dst);
 }
 
 template <class T>
