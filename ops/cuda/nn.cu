@@ -1,8 +1,8 @@
 // CUDA kernels of the layers a transformer trains with: softmax and log-softmax over the last
 // axis, LayerNorm / RMSNorm, index_select / index_add (embeddings and their gradients) with the
-// bounds check, and the negative log-likelihood. A block per row where a row is reduced (a
-// shared-memory tree), otherwise a thread per element; statistics in float (double for float64,
-// and double for the norms' moments, as the CPU kernels).
+// bounds check, gather / scatter_add, and the negative log-likelihood. A block per row where a row
+// is reduced (a shared-memory tree), otherwise a thread per element; statistics in float (double
+// for float64, and double for the norms' moments, as the CPU kernels).
 #include <vector>
 
 #include "ops/cuda/common.cuh"
@@ -301,6 +301,28 @@ __device__ inline void add_to(T* p, T v) {
   atomicAdd(p, v);
 }
 
+// Calls f with a value of the device type of `t` where CUDA adds it atomically; raises naming
+// `op` for the others.
+template <class F>
+void with_atomic_add(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kFloat64:
+      return f(double{});
+    case DType::kFloat16:
+      return f(__half{});
+    case DType::kBFloat16:
+      return f(__nv_bfloat16{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    default:
+      fail<TypeError>(op, "has no cuda kernel for ", dtype_name(t));
+  }
+}
+
 template <class T>
 __global__ void add_rows(const T* src, const int64_t* idx, T* out, int64_t outer, int64_t n,
                          int64_t k, int64_t inner) {
@@ -315,35 +337,86 @@ void index_add(const Tensor& src, const Tensor& index, int64_t outer, int64_t n,
   const int64_t k = index.numel(), total = outer * k * inner;
   if (total == 0) return;
   check(cudaSetDevice(out.device().index), "index_add");
-  auto launch = [&](auto tag) {
+  with_atomic_add(out.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
     add_rows<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(out.device())>>>(
         static_cast<const T*>(src.raw_data()), static_cast<const int64_t*>(index.raw_data()),
         static_cast<T*>(out.raw_data()), outer, n, k, inner);
-  };
-  switch (out.dtype()) {  // the types CUDA adds atomically
-    case DType::kFloat32:
-      launch(float{});
-      break;
-    case DType::kFloat64:
-      launch(double{});
-      break;
-    case DType::kFloat16:
-      launch(__half{});
-      break;
-    case DType::kBFloat16:
-      launch(__nv_bfloat16{});
-      break;
-    case DType::kInt32:
-      launch(int32_t{});
-      break;
-    case DType::kInt64:
-      launch(int64_t{});
-      break;
-    default:
-      fail<TypeError>("index_add", "has no cuda kernel for ", dtype_name(out.dtype()));
-  }
+  });
   check(cudaGetLastError(), "index_add");
+}
+
+// --- gather / scatter_add along an axis, with a same-rank contiguous index ------------------
+
+// Where element i of the index (row-major over its shape) reads or writes in a contiguous
+// tensor: its own position, with the index's value along `axis`.
+struct Along {
+  int ndim = 0, axis = 0;
+  int64_t ishape[kMaxDims] = {}, strides[kMaxDims] = {};
+
+  __device__ int64_t offset(int64_t i, const int64_t* idx) const {
+    int64_t off = 0;
+    const int64_t value = idx[i];
+    for (int d = ndim - 1; d >= 0; --d) {
+      off += (d == axis ? value : i % ishape[d]) * strides[d];
+      i /= ishape[d];
+    }
+    return off;
+  }
+};
+
+Along along(const Tensor& t, int64_t axis, const Tensor& index, const char* op) {
+  if (index.dim() > kMaxDims) fail(op, "CUDA kernels take at most ", kMaxDims, " dimensions");
+  Along a;
+  a.ndim = int(index.dim());
+  a.axis = int(axis);
+  const Shape strides = contiguous_strides(t.shape());
+  for (int d = 0; d < a.ndim; ++d) {
+    a.ishape[d] = index.shape()[d];
+    a.strides[d] = strides[d];
+  }
+  return a;
+}
+
+template <class U>
+__global__ void gather_elements(const U* x, const int64_t* idx, U* out, int64_t n, Along where) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = x[where.ndim ? where.offset(i, idx) : 0];
+}
+
+void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  check(cudaSetDevice(out.device().index), "gather");
+  const Along where = along(x, axis, index, "gather");
+  by_itemsize(x.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    gather_elements<U><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const U*>(x.raw_data()), static_cast<const int64_t*>(index.raw_data()),
+        static_cast<U*>(out.raw_data()), n, where);
+  });
+  check(cudaGetLastError(), "gather");
+}
+
+template <class T>
+__global__ void scatter_add_elements(const T* src, const int64_t* idx, T* out, int64_t n,
+                                     Along where) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) add_to(out + (where.ndim ? where.offset(i, idx) : 0), src[i]);
+}
+
+void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  check(cudaSetDevice(out.device().index), "scatter_add");
+  const Along where = along(out, axis, index, "scatter_add");
+  with_atomic_add(out.dtype(), "scatter_add", [&](auto tag) {
+    using T = decltype(tag);
+    scatter_add_elements<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
+        static_cast<const T*>(src.raw_data()), static_cast<const int64_t*>(index.raw_data()),
+        static_cast<T*>(out.raw_data()), n, where);
+  });
+  check(cudaGetLastError(), "scatter_add");
 }
 
 // --- negative log-likelihood ---------------------------------------------------------------
@@ -412,6 +485,8 @@ const bool registered = [] {
   index_check_kernel().set(DeviceType::kCUDA, index_check);
   index_select_kernel().set(DeviceType::kCUDA, index_select);
   index_add_kernel().set(DeviceType::kCUDA, index_add);
+  gather_kernel().set(DeviceType::kCUDA, gather);
+  scatter_add_kernel().set(DeviceType::kCUDA, scatter_add);
   nll_loss_kernel().set(DeviceType::kCUDA, nll_loss);
   nll_loss_backward_kernel().set(DeviceType::kCUDA, nll_loss_backward);
   return true;

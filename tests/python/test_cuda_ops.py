@@ -207,3 +207,17 @@ def test_tf32_matmul_is_close_to_float32():
     finally:
         flow.backends.cuda.matmul.allow_tf32 = False
     np.testing.assert_allclose(got, (a @ b).numpy(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_and_its_scatter_add_gradient_on_the_gpu(dim):
+    r = np.random.default_rng(0)
+    x = flow.tensor(r.uniform(-1, 1, (4, 5, 6)), dtype=flow.float32)
+    index = flow.tensor(r.integers(0, x.shape[dim], (3, 4, 5)), dtype=flow.int64)
+    xc, xg = x.clone().requires_grad_(), x.cuda().requires_grad_()
+    want, got = flow.gather(xc, dim, index), flow.gather(xg, dim, index.cuda())
+    _same(got, want, flow.float32)
+    g = flow.tensor(r.uniform(-1, 1, tuple(want.shape)), dtype=flow.float32)
+    want.backward(g)
+    got.backward(g.cuda())  # scatter_add, repeated indices adding up
+    _same(xg.grad, xc.grad, flow.float32)
