@@ -246,8 +246,38 @@ std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& input
   return outs;
 }
 
-std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs,
+AutocastState& autocast_state() {
+  thread_local AutocastState state;
+  return state;
+}
+
+namespace {
+
+// The inputs as the op's autocast policy takes them: floating tensors on the autocast device
+// cast (through the "to" op, so gradients flow back in the original dtype).
+std::vector<Tensor> autocast_inputs(const OpDef& def, const std::vector<Tensor>& inputs) {
+  const AutocastState& state = autocast_state();
+  static const OpDef& to = op_def("to");
+  std::vector<Tensor> out = inputs;
+  for (Tensor& t : out) {
+    if (!t.defined() || !is_floating(t.dtype()) || t.device().type != state.device) continue;
+    const DType want = def.autocast == Autocast::kLowPrecision ? state.dtype : DType::kFloat32;
+    const bool cast = def.autocast == Autocast::kLowPrecision
+                          ? t.dtype() != want
+                          : t.dtype() == DType::kFloat16 || t.dtype() == DType::kBFloat16;
+    if (cast) t = dispatch1(to, {t}, {{"dtype", want}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& given,
                              const Attrs& attrs) {
+  std::vector<Tensor> cast;
+  const bool autocast = def.autocast != Autocast::kAsGiven && autocast_state().enabled;
+  if (autocast) cast = autocast_inputs(def, given);
+  const std::vector<Tensor>& inputs = autocast ? cast : given;
   const InputMetas in_meta(inputs);
   std::vector<TensorMeta> out_meta = infer_metas(def, in_meta.get(), attrs);
   if (def.inplace) check_writable(def.name.c_str(), inputs[0]);

@@ -36,6 +36,15 @@ bool tracing();
 // A tensor's meta as ops see it (logical shape for global tensors).
 TensorMeta meta_of(const Tensor& t);
 
+// flow.autocast on this thread: ops with an Autocast policy cast the floating inputs they take
+// on `device` (see OpDef::autocast).
+struct AutocastState {
+  bool enabled = false;
+  DeviceType device = DeviceType::kCUDA;
+  DType dtype = DType::kBFloat16;  // the low precision
+};
+AutocastState& autocast_state();
+
 std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& inputs,
                              const Attrs& attrs = {});
 Tensor dispatch1(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs = {});

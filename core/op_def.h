@@ -119,6 +119,11 @@ struct ShardArgs {
 
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
 
+// What an op does under autocast (flow.autocast), as PyTorch's op lists: its floating inputs on
+// the autocast device go to the low-precision dtype (matmuls, convolutions) or up to float32
+// (numerically sensitive ops: softmax, norms, losses, exp and log); others run as given.
+enum class Autocast : uint8_t { kAsGiven, kLowPrecision, kFloat32 };
+
 struct OpDef {
   std::string name;
   int num_inputs = 1;  // tensor inputs, weights and indices included; -1: a list of tensors
@@ -135,6 +140,7 @@ struct OpDef {
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
   uint8_t saves = kSaveNone;  // an in-place op's saved input 0 is its value before the call
   bool inplace = false;       // output 0 is input 0, written in place
+  Autocast autocast = Autocast::kAsGiven;
   // Attributes that depend on where a shard sits in its logical tensors (a vocabulary-split
   // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for
   // shards as they are.

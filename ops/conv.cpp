@@ -344,7 +344,8 @@ OFL_REGISTER_OPS({
      .infer = infer_conv2d,
      .compute = compute_conv2d,
      .backward = conv2d_backward,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .autocast = Autocast::kLowPrecision},
     // The gradients of conv2d, and each other's adjoints.
     {.name = "conv2d_input_grad",
      .num_inputs = 2,

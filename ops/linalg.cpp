@@ -192,7 +192,8 @@ OFL_REGISTER_OPS({
      .infer = infer_matmul,
      .compute = compute_matmul,
      .backward = matmul_backward,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .autocast = Autocast::kLowPrecision},
     {.name = "matmul_sum",
      .num_inputs = 2,
      .cost = matmul_sum_cost,
@@ -200,7 +201,8 @@ OFL_REGISTER_OPS({
      .infer = infer_matmul_sum,
      .compute = compute_matmul_sum,
      .backward = matmul_sum_backward,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .autocast = Autocast::kLowPrecision},
     {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
 });
 

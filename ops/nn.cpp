@@ -70,6 +70,7 @@ void over_axis(int64_t axis, std::vector<Tensor> in, const Tensor& out, Kernel k
 OpDef softmax_def(const char* name, bool log) {
   OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax};
   def.attrs = {{"axis", AttrType::kInt}};
+  def.autocast = Autocast::kFloat32;
   def.infer = infer_softmax;
   def.compute = [name, log](const ComputeArgs& c) {
     require_output_shapes(op_def(name), c);
@@ -220,6 +221,7 @@ OpDef norm_def(const char* name, bool rms) {
   OpDef def{
       .name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm};
   def.attrs = {{"normalized_shape", AttrType::kInts}, {"eps", AttrType::kFloat}};
+  def.autocast = Autocast::kFloat32;
   def.infer = [rms](const InferArgs& a) { return infer_norm(rms, a); };
   def.compute = [name, rms](const ComputeArgs& c) {
     require_output_shapes(op_def(name), c);

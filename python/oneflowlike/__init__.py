@@ -184,7 +184,9 @@ concat = cat
 bmm = matmul
 
 from . import autograd  # noqa: E402,F401
+from . import amp  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401

@@ -187,6 +187,14 @@ PYBIND11_MODULE(_C, m) {
            " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
     return *r;
   };
+  // flow.autocast: this thread's state, set and read back (the context manager nests).
+  m.def("set_autocast", [](bool enabled, const std::string& device, DType dtype) {
+    autocast_state() = {enabled, Device::parse(device).type, dtype};
+  });
+  m.def("get_autocast", [] {
+    const AutocastState& s = autocast_state();
+    return py::make_tuple(s.enabled, device_type_name(s.device), s.dtype);
+  });
   m.def("set_matmul_allow_tf32", [](bool allow) { matmul_allow_tf32() = allow; });
   m.def("matmul_allow_tf32", [] { return matmul_allow_tf32().load(); });
   m.def("has_backend",

@@ -1,0 +1,97 @@
+"""Mixed precision: flow.autocast casts the inputs of the ops that declare a policy (matmul and
+conv2d to the low precision, softmax and the norms up to float32) on its device only, gradients
+reach float32 parameters in float32, and GradScaler skips steps whose gradients overflow. On
+"cpu" these run here; the "cuda" policy is the same code on CUDA tensors."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from examples.char_gpt.model import GPT, GPTConfig  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", [flow.bfloat16, flow.float16], ids=str)
+def test_ops_take_their_autocast_dtypes_and_gradients_come_back_in_float32(dtype):
+    a = flow.randn(4, 8, requires_grad=True)
+    b = flow.randn(8, 3, requires_grad=True)
+    with flow.autocast("cpu", dtype=dtype):
+        y = a @ b
+        s = flow.softmax(y, -1)
+        n = flow.nn.functional.layer_norm(y, (3,))
+        kept = a + 1  # no policy: as given
+    assert y.dtype == dtype and s.dtype == flow.float32 and n.dtype == flow.float32
+    assert kept.dtype == flow.float32
+    (s * n).sum().backward()
+    assert a.grad.dtype == flow.float32 and b.grad.dtype == flow.float32
+    assert (a @ b).dtype == flow.float32  # outside the context
+
+
+def test_autocast_leaves_other_devices_alone_nests_and_decorates():
+    a, b = flow.randn(2, 2), flow.randn(2, 2)
+    with flow.autocast("cuda", dtype=flow.bfloat16):
+        assert (a @ b).dtype == flow.float32  # cpu tensors
+        with flow.autocast("cpu", dtype=flow.bfloat16):
+            assert (a @ b).dtype == flow.bfloat16
+            with flow.autocast("cpu", enabled=False):
+                assert (a @ b).dtype == flow.float32
+            assert (a @ b).dtype == flow.bfloat16
+        assert (a @ b).dtype == flow.float32
+
+    @flow.autocast("cpu", dtype=flow.bfloat16)
+    def product(x, y):
+        return x @ y
+
+    assert product(a, b).dtype == flow.bfloat16 and (a @ b).dtype == flow.float32
+    with pytest.raises(ValueError, match="float16 or bfloat16"):
+        flow.autocast("cpu", dtype=flow.float64)
+
+
+def test_the_gpt_trains_under_bf16_autocast_close_to_float32():
+    def losses(autocast):
+        flow.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=2, n_head=2, n_embd=16))
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
+        r = np.random.default_rng(0)
+        out = []
+        for _ in range(5):
+            x, y = (flow.tensor(r.integers(0, 17, (4, 8))) for _ in range(2))
+            with flow.autocast("cpu", dtype=flow.bfloat16, enabled=autocast):
+                _, loss = model(x, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(float(loss.numpy()))
+        assert all(p.dtype == flow.float32 for p in model.parameters())
+        return out
+
+    full, mixed = losses(False), losses(True)
+    assert mixed[-1] < mixed[0]  # it learns
+    np.testing.assert_allclose(mixed, full, rtol=3e-2)
+
+
+def test_grad_scaler_unscales_and_skips_overflowing_steps():
+    w = flow.nn.Parameter(flow.ones(3))
+    opt = flow.optim.SGD([w], lr=0.1)
+    scaler = flow.amp.GradScaler(init_scale=8.0, growth_interval=2)
+    scaler.scale((w * 2).sum()).backward()
+    assert np.allclose(w.grad.numpy(), 16.0)
+    scaler.step(opt)  # unscaled: gradient 2, step 0.2
+    scaler.update()
+    np.testing.assert_allclose(w.numpy(), 0.8)
+    opt.zero_grad()
+    scaler.scale((w * float("inf")).sum()).backward()
+    scaler.step(opt)  # skipped
+    scaler.update()
+    np.testing.assert_allclose(w.numpy(), 0.8)
+    assert scaler.get_scale() == 4.0
+    for _ in range(2):
+        opt.zero_grad()
+        scaler.scale(w.sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.get_scale() == 8.0  # grown after two clean steps
