@@ -119,6 +119,7 @@ def _gpt_losses(device, steps=3, graph=False):
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from examples.char_gpt.model import GPT, GPTConfig
+    from examples.parallel.gpt_layouts import TrainStep
 
     flow.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=2, n_head=2, n_embd=16))
@@ -129,18 +130,7 @@ def _gpt_losses(device, steps=3, graph=False):
         [flow.tensor(r.integers(0, 17, (4, 8))).to(device) for _ in range(2)] for _ in range(steps)
     ]
 
-    class Step(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            _, loss = self.model(x, y)
-            loss.backward()
-            return loss
-
-    step = Step() if graph else None
+    step = TrainStep(model, opt) if graph else None
     losses = []
     for x, y in batches:
         if graph:
