@@ -46,6 +46,13 @@ class DeviceRuntime {
   virtual DeviceMemoryStats memory_stats(int index) = 0;
   virtual void reset_peak_memory(int index) = 0;
   virtual void empty_cache() = 0;  // gives the allocator's free blocks back to the driver
+  // Names the physical device (its PCI bus id): two ranks on one GPU see the same name.
+  virtual std::string bus_id(int index) = 0;
+  // The stream handle collectives run on for device `index`: made once, concurrent with the
+  // default stream.
+  virtual void* comm_stream(int index) = 0;
+  // Makes stream `waiter` wait, on the device, for the work queued on stream `on` so far.
+  virtual void stream_wait(int index, void* waiter, void* on) = 0;
 };
 void register_runtime(DeviceType t, DeviceRuntime* r);
 // The backend's runtime; null when this build has none for `t`.

@@ -2,26 +2,42 @@
 // slot per device type at load time (ops/cpu, ops/cuda). A missing slot is a clear error.
 #pragma once
 #include <array>
+#include <vector>
 
 #include "core/device.h"
 #include "core/error.h"
 
 namespace ofl::internal {
 
-template <class Fn>
-class KernelTable {
+class KernelTableBase {
  public:
-  explicit KernelTable(const char* op) : op_(op) {}
-  void set(DeviceType t, Fn* fn) { fns_[static_cast<int>(t)] = fn; }
-  Fn* get(DeviceType t) const {
-    Fn* fn = fns_[static_cast<int>(t)];
-    if (!fn) fail(op_, "has no ", device_type_name(t), " kernel in this build");
-    return fn;
-  }
+  explicit KernelTableBase(const char* op);
+  virtual ~KernelTableBase();
+  KernelTableBase(const KernelTableBase&) = delete;
+  KernelTableBase& operator=(const KernelTableBase&) = delete;
   const char* op() const { return op_; }
+  virtual bool has(DeviceType t) const = 0;
 
  private:
   const char* op_;
+};
+// Every kernel table alive (each registers itself): what tests ask "which kernels does this
+// build lack for a device?".
+std::vector<const KernelTableBase*> kernel_tables();
+
+template <class Fn>
+class KernelTable : public KernelTableBase {
+ public:
+  explicit KernelTable(const char* op) : KernelTableBase(op) {}
+  void set(DeviceType t, Fn* fn) { fns_[static_cast<int>(t)] = fn; }
+  Fn* get(DeviceType t) const {
+    Fn* fn = fns_[static_cast<int>(t)];
+    if (!fn) fail(op(), "has no ", device_type_name(t), " kernel in this build");
+    return fn;
+  }
+  bool has(DeviceType t) const override { return fns_[static_cast<int>(t)] != nullptr; }
+
+ private:
   std::array<Fn*, kNumDeviceTypes> fns_{};
 };
 

@@ -14,6 +14,11 @@
 
 namespace ofl::internal {
 
+std::atomic<bool>& conv_allow_tf32() {
+  static std::atomic<bool> allow{true};
+  return allow;
+}
+
 using namespace window;
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "ops/global_op.h"
 #include "ops/kernels.h"
@@ -185,6 +186,12 @@ Tensor to_device(const Tensor& t, Device device) {
     fail("to", "moving a global tensor between devices: give its placement the device instead");
   Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
   copy_into(out, t);
+  if (autograd::needs_grad(t))  // the gradient goes back to t's device
+    autograd::record(
+        "to", {t}, {out},
+        [from = t.device()](const autograd::Grads& g, const autograd::Needs&) -> autograd::Grads {
+          return {to_device(g[0], from)};
+        });
   return out;
 }
 

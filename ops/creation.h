@@ -13,7 +13,8 @@ Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, Device device = 
 Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, Device device = {});
 Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32, Device device = {});
 // The tensor on `device`: itself when already there; to meta, a meta tensor of the same shape
-// and layout; out of meta or to a device without kernels yet, a clear error.
+// and layout; out of meta or to a device that is not there, a clear error. Differentiable: the
+// gradient comes back to t's device.
 Tensor to_device(const Tensor& t, Device device);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);

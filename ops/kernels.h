@@ -147,6 +147,9 @@ OFL_DECLARE_KERNEL(masked_scatter_kernel, MaskedScatterKernel)
 OFL_DECLARE_KERNEL(conv2d_kernel, Conv2dKernel)
 OFL_DECLARE_KERNEL(conv2d_input_grad_kernel, Conv2dInputGradKernel)
 OFL_DECLARE_KERNEL(conv2d_weight_grad_kernel, Conv2dWeightGradKernel)
+// Whether float32 convolutions may run in TF32 (flow.backends.cudnn.allow_tf32, on by default as
+// in PyTorch).
+std::atomic<bool>& conv_allow_tf32();
 OFL_DECLARE_KERNEL(max_pool2d_kernel, MaxPool2dKernel)
 OFL_DECLARE_KERNEL(max_pool2d_backward_kernel, MaxPool2dBackwardKernel)
 OFL_DECLARE_KERNEL(avg_pool2d_kernel, AvgPool2dKernel)

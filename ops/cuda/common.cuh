@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/primitives.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 
@@ -167,6 +168,63 @@ inline constexpr int kThreads = 256;
 
 inline int64_t blocks_for(int64_t n, int threads) {
   return (n + threads - 1) / threads;
+}
+
+// A copy of a GPU tensor on the host (for checks that raise naming a value).
+inline Tensor on_host(const Tensor& t) {
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  copy_kernel().get(DeviceType::kCUDA)(t, host);
+  return host;
+}
+
+// Device scratch of `n` elements of `dtype`, from the caching allocator on `device`'s stream.
+inline Tensor scratch(int64_t n, DType dtype, Device device) {
+  return Tensor::empty({n}, dtype, device);
+}
+
+// Moves elements as unsigned integers of their size: a copy needs no arithmetic.
+template <class F>
+inline void by_itemsize(DType t, F&& f) {
+  switch (itemsize(t)) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
+  }
+}
+
+__device__ inline void add_to(int64_t* p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+template <class T>
+__device__ inline void add_to(T* p, T v) {
+  atomicAdd(p, v);
+}
+
+// Calls f with a value of the device type of `t` where CUDA adds it atomically; raises naming
+// `op` for the others.
+template <class F>
+inline void with_atomic_add(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kFloat64:
+      return f(double{});
+    case DType::kFloat16:
+      return f(__half{});
+    case DType::kBFloat16:
+      return f(__nv_bfloat16{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    default:
+      fail<TypeError>(op, "has no cuda kernel for ", dtype_name(t));
+  }
 }
 
 }  // namespace ofl::internal::cuda

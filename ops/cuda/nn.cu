@@ -1,8 +1,8 @@
 // CUDA kernels of the layers a transformer trains with: softmax and log-softmax over the last
 // axis, LayerNorm / RMSNorm, index_select / index_add (embeddings and their gradients) with the
-// bounds check, gather / scatter_add, and the negative log-likelihood. A block per row where a row
-// is reduced (a shared-memory tree), otherwise a thread per element; statistics in float (double
-// for float64, and double for the norms' moments, as the CPU kernels).
+// bounds check, gather / scatter / scatter_add, and the negative log-likelihood. A block per row
+// where a row is reduced (a shared-memory tree), otherwise a thread per element; statistics in
+// float (double for float64, and double for the norms' moments, as the CPU kernels).
 #include <vector>
 
 #include "ops/cuda/common.cuh"
@@ -244,13 +244,6 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
 
 // --- index_select / index_add and their bounds check ---------------------------------------
 
-// The int64 values of a GPU tensor, on the host (for checks that raise naming a value).
-Tensor on_host(const Tensor& t) {
-  Tensor host = Tensor::empty(t.shape(), t.dtype());
-  copy_kernel().get(DeviceType::kCUDA)(t, host);
-  return host;
-}
-
 void index_check(const char* op, const Tensor& index, int64_t size, int64_t axis) {
   index_check_kernel().get(DeviceType::kCPU)(op, on_host(index), size, axis);
 }
@@ -262,21 +255,6 @@ __global__ void select_rows(const T* x, const int64_t* idx, T* out, int64_t oute
   if (e >= outer * k * inner) return;
   const int64_t c = e % inner, t = e / inner, o = t / k, i = t % k;
   out[e] = x[(o * n + idx[i]) * inner + c];
-}
-
-// Moves elements as unsigned integers of their size: a copy needs no arithmetic.
-template <class F>
-void by_itemsize(DType t, F&& f) {
-  switch (itemsize(t)) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
 }
 
 void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
@@ -291,36 +269,6 @@ void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n
         static_cast<U*>(out.raw_data()), outer, n, k, inner);
   });
   check(cudaGetLastError(), "index_select");
-}
-
-__device__ inline void add_to(int64_t* p, int64_t v) {
-  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
-}
-template <class T>
-__device__ inline void add_to(T* p, T v) {
-  atomicAdd(p, v);
-}
-
-// Calls f with a value of the device type of `t` where CUDA adds it atomically; raises naming
-// `op` for the others.
-template <class F>
-void with_atomic_add(DType t, const char* op, F&& f) {
-  switch (t) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kFloat64:
-      return f(double{});
-    case DType::kFloat16:
-      return f(__half{});
-    case DType::kBFloat16:
-      return f(__nv_bfloat16{});
-    case DType::kInt32:
-      return f(int32_t{});
-    case DType::kInt64:
-      return f(int64_t{});
-    default:
-      fail<TypeError>(op, "has no cuda kernel for ", dtype_name(t));
-  }
 }
 
 template <class T>
@@ -419,6 +367,42 @@ void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Ten
   check(cudaGetLastError(), "scatter_add");
 }
 
+// scatter: where indices coincide the last one wins, as on the CPU. A first pass elects each
+// destination's greatest source position, a second writes only the elected sources.
+__global__ void elect_sources(const int64_t* idx, long long* winner, int64_t n, Along where) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) atomicMax(winner + (where.ndim ? where.offset(i, idx) : 0), (long long)i);
+}
+
+template <class U>
+__global__ void scatter_elected(const U* src, const int64_t* idx, const long long* winner, U* out,
+                                int64_t n, Along where) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const int64_t off = where.ndim ? where.offset(i, idx) : 0;
+  if (winner[off] == i) out[off] = src[i];
+}
+
+void scatter(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  check(cudaSetDevice(out.device().index), "scatter");
+  const Along where = along(out, axis, index, "scatter");
+  const Tensor winner = scratch(out.numel(), DType::kInt64, out.device());
+  fill_kernel().get(DeviceType::kCUDA)(winner, -1);
+  const cudaStream_t stream = stream_of(out.device());
+  const auto* idx = static_cast<const int64_t*>(index.raw_data());
+  auto* elected = static_cast<long long*>(winner.raw_data());
+  elect_sources<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(idx, elected, n, where);
+  by_itemsize(out.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    scatter_elected<U><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<const U*>(src.raw_data()), idx, elected, static_cast<U*>(out.raw_data()), n,
+        where);
+  });
+  check(cudaGetLastError(), "scatter");
+}
+
 // --- negative log-likelihood ---------------------------------------------------------------
 
 void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
@@ -487,6 +471,7 @@ const bool registered = [] {
   index_add_kernel().set(DeviceType::kCUDA, index_add);
   gather_kernel().set(DeviceType::kCUDA, gather);
   scatter_add_kernel().set(DeviceType::kCUDA, scatter_add);
+  scatter_kernel().set(DeviceType::kCUDA, scatter);
   nll_loss_kernel().set(DeviceType::kCUDA, nll_loss);
   nll_loss_backward_kernel().set(DeviceType::kCUDA, nll_loss_backward);
   return true;

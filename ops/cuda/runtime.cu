@@ -91,6 +91,32 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     for (auto& [device, d] : devices_) release(device, d);
   }
 
+  std::string bus_id(int index) override {
+    char id[32] = {};
+    check(cudaDeviceGetPCIBusId(id, sizeof id, index), "cuda");
+    return id;
+  }
+
+  void* comm_stream(int index) override {
+    std::lock_guard lock(streams_mu_);
+    cudaStream_t& s = comm_streams_[index];
+    if (!s) {
+      check(cudaSetDevice(index), "cuda comm stream");
+      // Non-blocking: it does not wait for the legacy default stream, where kernels run.
+      check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cuda comm stream");
+    }
+    return s;
+  }
+
+  void stream_wait(int index, void* waiter, void* on) override {
+    check(cudaSetDevice(index), "cuda stream wait");
+    cudaEvent_t done;
+    check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cuda stream wait");
+    check(cudaEventRecord(done, static_cast<cudaStream_t>(on)), "cuda stream wait");
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), done, 0), "cuda stream wait");
+    check(cudaEventDestroy(done), "cuda stream wait");  // the wait above holds on to it
+  }
+
  private:
   struct Block {
     size_t size;
@@ -122,6 +148,8 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
 
   std::mutex mu_;
   std::unordered_map<void*, Block> blocks_;
+  std::mutex streams_mu_;
+  std::unordered_map<int, cudaStream_t> comm_streams_;
   std::map<int, PerDevice> devices_;
 };
 

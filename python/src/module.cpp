@@ -1,4 +1,6 @@
 // The _C extension module: dtypes, devices, generators, autograd and the op functions.
+#include <algorithm>
+
 #include "convert.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
@@ -197,6 +199,17 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("set_matmul_allow_tf32", [](bool allow) { matmul_allow_tf32() = allow; });
   m.def("matmul_allow_tf32", [] { return matmul_allow_tf32().load(); });
+  m.def("set_conv_allow_tf32", [](bool allow) { conv_allow_tf32() = allow; });
+  m.def("conv_allow_tf32", [] { return conv_allow_tf32().load(); });
+  // The kernel tables without a kernel for a device type: what this build cannot run there.
+  m.def("kernels_missing", [](const std::string& type) {
+    const DeviceType t = Device::parse(type).type;
+    std::vector<std::string> missing;
+    for (const KernelTableBase* table : kernel_tables())
+      if (!table->has(t)) missing.push_back(table->op());
+    std::sort(missing.begin(), missing.end());
+    return missing;
+  });
   m.def("has_backend",
         [](const std::string& type) { return runtime_for(Device::parse(type).type) != nullptr; });
   m.def("device_count", [](const std::string& type) {

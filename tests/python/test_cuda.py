@@ -125,3 +125,29 @@ def test_the_tf32_switch_is_off_by_default_and_toggles():
         np.testing.assert_allclose((a @ a).numpy(), a.numpy() @ a.numpy(), rtol=1e-5, atol=1e-6)
     finally:
         flow.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_the_cudnn_tf32_switch_is_on_by_default_and_toggles():
+    assert flow.backends.cudnn.allow_tf32 is True
+    try:
+        flow.backends.cudnn.allow_tf32 = False
+        assert flow.backends.cudnn.allow_tf32 is False
+    finally:
+        flow.backends.cudnn.allow_tf32 = True
+
+
+def test_every_op_has_a_kernel_for_each_device_type_the_build_has():
+    assert flow._C.kernels_missing("cpu") == []
+    if flow._C.has_backend("cuda"):
+        assert flow._C.kernels_missing("cuda") == []
+    else:  # a CPU-only build: every CUDA call raises "[op] has no cuda kernel in this build"
+        assert "matmul_kernel" in flow._C.kernels_missing("cuda")
+
+
+@needs_gpu
+def test_moving_between_devices_is_differentiable():
+    x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x.cuda() * 2).to("cpu").cuda()
+    y.sum().backward()
+    assert x.grad.device == flow.device("cpu")
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
