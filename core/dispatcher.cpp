@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -270,14 +271,34 @@ std::vector<Tensor> autocast_inputs(const OpDef& def, const std::vector<Tensor>&
   return out;
 }
 
+// A float32 op's output dtype attribute (sum's, cumsum's) that its front end took from a 16-bit
+// input moves up with the input, as PyTorch's fp32_set_opt_dtype policy; null: attrs as given.
+std::optional<Attrs> autocast_attrs(const OpDef& def, const std::vector<Tensor>& given,
+                                    const Attrs& attrs) {
+  if (def.autocast != Autocast::kFloat32 || given.empty() || !given[0].defined()) return {};
+  const AttrValue* dtype = attrs.find("dtype");
+  const DType* d = dtype ? std::get_if<DType>(dtype) : nullptr;
+  if (!d || *d != given[0].dtype() || (*d != DType::kFloat16 && *d != DType::kBFloat16) ||
+      given[0].device().type != autocast_state().device)
+    return {};
+  Attrs out = attrs;
+  out.set("dtype", DType::kFloat32);
+  return out;
+}
+
 }  // namespace
 
 std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& given,
-                             const Attrs& attrs) {
+                             const Attrs& given_attrs) {
   std::vector<Tensor> cast;
+  std::optional<Attrs> cast_attrs;
   const bool autocast = def.autocast != Autocast::kAsGiven && autocast_state().enabled;
-  if (autocast) cast = autocast_inputs(def, given);
+  if (autocast) {
+    cast = autocast_inputs(def, given);
+    cast_attrs = autocast_attrs(def, given, given_attrs);
+  }
   const std::vector<Tensor>& inputs = autocast ? cast : given;
+  const Attrs& attrs = cast_attrs ? *cast_attrs : given_attrs;
   const InputMetas in_meta(inputs);
   std::vector<TensorMeta> out_meta = infer_metas(def, in_meta.get(), attrs);
   if (def.inplace) check_writable(def.name.c_str(), inputs[0]);

@@ -158,15 +158,19 @@ OFL_REGISTER_OPS({
                  return both(b, b.needs[0] ? div(g, y) : Tensor(),
                              b.needs[1] ? neg(div(mul(g, x), mul(y, y))) : Tensor());
                }),
-    binary_def(BinaryOp::kPow, kXY,
-               [](const BackwardArgs& b) {
-                 const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0], &g = b.grads[0];
-                 Tensor gx, ge;
-                 if (b.needs[0]) gx = mul(g, mul(e, pow(x, sub(e, k(1)))));
-                 // d/de x^e = x^e log x, taken as 0 where x == 0 (PyTorch's convention).
-                 if (b.needs[1]) ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y), log(x))));
-                 return both(b, gx, ge);
-               }),
+    under_autocast(Autocast::kFloat32,
+                   binary_def(BinaryOp::kPow, kXY,
+                              [](const BackwardArgs& b) {
+                                const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0],
+                                             &g = b.grads[0];
+                                Tensor gx, ge;
+                                if (b.needs[0]) gx = mul(g, mul(e, pow(x, sub(e, k(1)))));
+                                // d/de x^e = x^e log x, taken as 0 where x == 0 (PyTorch's
+                                // convention).
+                                if (b.needs[1])
+                                  ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y), log(x))));
+                                return both(b, gx, ge);
+                              })),
     binary_def(BinaryOp::kMaximum, kX,
                [](const BackwardArgs& b) { return extremum_grad(b, true); }),
     binary_def(BinaryOp::kMinimum, kX,

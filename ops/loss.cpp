@@ -93,7 +93,8 @@ OFL_REGISTER_OPS({
                    {{"ignore_index", b.attrs.get<int64_t>("ignore_index")}, {"classes", classes}}),
                Tensor()};
      },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .autocast = Autocast::kFloat32},
     // Linear in grad: its own backward is nll_loss of the incoming gradient (none for target).
     {.name = "nll_loss_backward",
      .num_inputs = 2,

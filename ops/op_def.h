@@ -24,6 +24,12 @@ Device common_device(const InferArgs& a);
 // result fits self (same shape, a dtype that casts to self's), compute writes into self.
 OpDef inplace_variant(const char* name, const OpDef& base);
 
+// `def` with the autocast policy `a` (for ops a family's helper makes).
+inline OpDef under_autocast(Autocast a, OpDef def) {
+  def.autocast = a;
+  return def;
+}
+
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 // Views move no data (a reshape that must copy is counted as free too: it is rare and local).

@@ -255,8 +255,10 @@ OpDef arg_reduce_def(const char* name, bool is_max, bool with_values) {
 const uint8_t kXY = kSaveInputs | kSaveOutputs;
 
 OFL_REGISTER_OPS({
-    reduce_def("sum", ReduceOp::kSum, sbp_rules::kReduceSum, kSaveNone, sum_backward),
-    reduce_def("prod", ReduceOp::kProd, sbp_rules::kReduceExact, kXY, prod_backward),
+    under_autocast(Autocast::kFloat32, reduce_def("sum", ReduceOp::kSum, sbp_rules::kReduceSum,
+                                                  kSaveNone, sum_backward)),
+    under_autocast(Autocast::kFloat32, reduce_def("prod", ReduceOp::kProd, sbp_rules::kReduceExact,
+                                                  kXY, prod_backward)),
     reduce_def("amax", ReduceOp::kMax, sbp_rules::kReduceMax, kXY, extreme_backward),
     reduce_def("amin", ReduceOp::kMin, sbp_rules::kReduceMin, kXY, extreme_backward),
     reduce_def("all", ReduceOp::kAll, sbp_rules::kReduceExact),

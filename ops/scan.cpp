@@ -107,7 +107,8 @@ OFL_REGISTER_OPS({
      .attrs = {{"dim", AttrType::kInt}, {"dtype", AttrType::kDType}, {"reverse", AttrType::kBool}},
      .infer = infer_cumsum,
      .compute = compute_cumsum,
-     .backward = cumsum_backward},
+     .backward = cumsum_backward,
+     .autocast = Autocast::kFloat32},
     triangular_def("tril", false),
     triangular_def("triu", true),
 });

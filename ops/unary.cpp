@@ -100,22 +100,21 @@ OFL_REGISTER_OPS({
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return mul(g, sign(x));
               }),
-    unary_def("exp", UnaryOp::kExp, kMono, kY,
-              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
-                return mul(g, y);
-              }),
-    unary_def("log", UnaryOp::kLog, kEw, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
-                return div(g, x);
-              }),
+    under_autocast(Autocast::kFloat32, unary_def("exp", UnaryOp::kExp, kMono, kY,
+                                                 [](const Tensor& g, const Tensor&, const Tensor& y,
+                                                    const Attrs&) { return mul(g, y); })),
+    under_autocast(Autocast::kFloat32, unary_def("log", UnaryOp::kLog, kEw, kX,
+                                                 [](const Tensor& g, const Tensor& x, const Tensor&,
+                                                    const Attrs&) { return div(g, x); })),
     unary_def("sqrt", UnaryOp::kSqrt, kEw, kY,
               [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
                 return div(g, mul(y, k(2.0)));
               }),
-    unary_def("rsqrt", UnaryOp::kRsqrt, kEw, kY,
-              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
-                return mul(g, mul(pow(y, 3.0), k(-0.5)));
-              }),
+    under_autocast(Autocast::kFloat32,
+                   unary_def("rsqrt", UnaryOp::kRsqrt, kEw, kY,
+                             [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                               return mul(g, mul(pow(y, 3.0), k(-0.5)));
+                             })),
     unary_def("sin", UnaryOp::kSin, kEw, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return mul(g, cos(x));
@@ -146,13 +145,14 @@ OFL_REGISTER_OPS({
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return binary_op(BinaryOp::kSiluGrad, x, g);
               }),
-    unary_def("pow_scalar", UnaryOp::kPowScalar, kEw, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
-                const double p = a.get<double>("exponent");
-                if (p == 0.0) return zeros_like(g);
-                return mul(g, mul(pow(x, p - 1.0), k(p)));
-              },
-              {{"exponent", AttrType::kFloat}}),
+    under_autocast(Autocast::kFloat32,
+                   unary_def("pow_scalar", UnaryOp::kPowScalar, kEw, kX,
+                             [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                               const double p = a.get<double>("exponent");
+                               if (p == 0.0) return zeros_like(g);
+                               return mul(g, mul(pow(x, p - 1.0), k(p)));
+                             },
+                             {{"exponent", AttrType::kFloat}})),
     unary_def("clamp", UnaryOp::kClamp, kMono, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
                 Tensor inside =
@@ -160,22 +160,25 @@ OFL_REGISTER_OPS({
                 return mul(g, inside);
               },
               {{"min", AttrType::kFloat}, {"max", AttrType::kFloat}}),
-    unary_def("reciprocal", UnaryOp::kReciprocal, kEw, kY,
-              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
-                return neg(mul(g, mul(y, y)));
-              }),
+    under_autocast(Autocast::kFloat32,
+                   unary_def("reciprocal", UnaryOp::kReciprocal, kEw, kY,
+                             [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                               return neg(mul(g, mul(y, y)));
+                             })),
     unary_def("square", UnaryOp::kSquare, kEw, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return mul(g, mul(x, k(2.0)));
               }),
-    unary_def("log1p", UnaryOp::kLog1p, kEw, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
-                return div(g, add(x, k(1.0)));
-              }),
-    unary_def("expm1", UnaryOp::kExpm1, kMono, kY,
-              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
-                return mul(g, add(y, k(1.0)));
-              }),
+    under_autocast(Autocast::kFloat32,
+                   unary_def("log1p", UnaryOp::kLog1p, kEw, kX,
+                             [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                               return div(g, add(x, k(1.0)));
+                             })),
+    under_autocast(Autocast::kFloat32,
+                   unary_def("expm1", UnaryOp::kExpm1, kMono, kY,
+                             [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
+                               return mul(g, add(y, k(1.0)));
+                             })),
     unary_def("erf", UnaryOp::kErf, kMono, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return mul(g, mul(exp(neg(mul(x, x))), k(1.1283791670955126)));  // 2/sqrt(pi)

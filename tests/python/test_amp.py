@@ -31,6 +31,33 @@ def test_ops_take_their_autocast_dtypes_and_gradients_come_back_in_float32(dtype
     assert (a @ b).dtype == flow.float32  # outside the context
 
 
+@pytest.mark.parametrize("dtype", [flow.bfloat16, flow.float16], ids=str)
+def test_pytorchs_float32_list_runs_in_float32(dtype):
+    x = flow.rand(3, 4).to(dtype) + 0.5  # low-precision activations, as a matmul leaves them
+    target = flow.tensor([0, 1, 3])
+    with flow.autocast("cpu", dtype=dtype):
+        ups = {
+            "exp": flow.exp(x),
+            "log": flow.log(x),
+            "log1p": flow.log1p(x),
+            "expm1": flow.expm1(x),
+            "rsqrt": flow.rsqrt(x),
+            "reciprocal": flow.reciprocal(x),
+            "pow": flow.pow(x, 2.0),
+            "pow tensor": flow.pow(x, x),
+            "sum": x.sum(),
+            "prod": x.prod(),
+            "cumsum": flow.cumsum(x, 1),
+            "nll_loss": flow.nn.functional.nll_loss(x, target),
+            "cross_entropy": flow.nn.functional.cross_entropy(x, target),
+        }
+        kept = {"relu": flow.relu(x), "add": x + x, "max": x.max()}
+    for name, y in ups.items():
+        assert y.dtype == flow.float32, name
+    for name, y in kept.items():
+        assert y.dtype == dtype, name
+
+
 def test_autocast_leaves_other_devices_alone_nests_and_decorates():
     a, b = flow.randn(2, 2), flow.randn(2, 2)
     with flow.autocast("cuda", dtype=flow.bfloat16):
