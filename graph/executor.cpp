@@ -13,6 +13,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
+#include "core/stream.h"
 #include "global/shards.h"
 #include "sbp/global_info.h"
 
@@ -61,6 +62,21 @@ int64_t peak_bytes(const Graph& g) {
 }
 
 namespace {
+
+// `task` on its device's communication stream, so collectives overlap the kernels on the compute
+// stream. When it starts, the communication stream waits for the work queued on the compute
+// stream so far: the values it reads are written, and memory the compute thread has freed (which
+// the communication stream may reuse) is no longer read. Collectives return once complete.
+std::function<std::vector<Tensor>()> on_comm_stream(DeviceRuntime& runtime, Stream compute,
+                                                    std::function<std::vector<Tensor>()> task) {
+  return [&runtime, compute, task = std::move(task)] {
+    const int index = compute.device.index;
+    const Stream comm{compute.device, runtime.comm_stream(index)};
+    runtime.stream_wait(index, comm.handle, compute.handle);
+    StreamGuard guard(comm);
+    return task();
+  };
+}
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -369,6 +385,9 @@ class Run {
           return out;
         };
     }
+    const Device device = xs[0].local.device();
+    if (DeviceRuntime* runtime = runtime_for(device.type))
+      task = on_comm_stream(*runtime, current_stream(device), std::move(task));
     const size_t k = comm_.post(std::move(task));
     for (const GlobalTensor& x : xs) comm_reads_.emplace_back(k, x.local.storage().get());
     for (size_t j = 0; j < n.outputs.size(); ++j) pending_[n.outputs[j]] = {int(k), j};

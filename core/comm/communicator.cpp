@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/primitives.h"
 
 namespace ofl::internal::comm {
 
@@ -85,10 +86,9 @@ void check_peer(const char* op, const Communicator& c, int peer, const char* wha
 
 namespace {
 
-void copy_bytes(const Tensor& from, Tensor& to, int64_t offset_elems = 0) {
-  size_t n = from.numel() * itemsize(from.dtype());
-  std::memcpy(static_cast<char*>(to.raw_data()) + offset_elems * itemsize(to.dtype()),
-              from.raw_data(), n);
+// to's elements become from's in row-major order (both contiguous, one size), on any device.
+void copy_elements(const Tensor& from, Tensor& to) {
+  copy_into(to, reshape_view(from, to.shape()));
 }
 
 // One rank: every collective's result is its own input.
@@ -144,7 +144,7 @@ class LocalCommunicator : public Communicator {
     check_tensor(op, *this, out);
     if (in.numel() != out.numel() || in.dtype() != out.dtype())
       fail(op, "input ", in.str(), " and output ", out.str(), " differ on a group of one rank");
-    if (in.raw_data() != out.raw_data()) copy_bytes(in, out);
+    if (in.raw_data() != out.raw_data()) copy_elements(in, out);
   }
 };
 

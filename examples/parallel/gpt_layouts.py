@@ -71,11 +71,11 @@ PIPELINES = {
 }
 
 
-def pipeline(model, stage_ranks, param_sbp, chunks=1):
+def pipeline(model, stage_ranks, param_sbp, chunks=1, device="cpu"):
     """Puts `model` into len(stage_ranks) * chunks stages: virtual stage k on the ranks of
     stage_ranks[k % len(stage_ranks)] (chunks > 1: the interleaved schedule's layout). Returns
     the first and last stages' placements."""
-    places = [flow.placement("cpu", ranks=r) for r in stage_ranks]
+    places = [flow.placement(device, ranks=r) for r in stage_ranks]
     model.to_global(places[0], param_sbp)  # the layouts; set_stage moves them to their stage
     n = len(places) * chunks
     blocks = list(model.blocks)
@@ -124,6 +124,12 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the final parameters (whole tensors) to this .npz")
     p.add_argument("--graph", action="store_true", help="train with an nn.Graph of the step")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="placements' device type (cuda: rank r on GPU LOCAL_RANK %% device_count)",
+    )
     p.add_argument("--micro-batches", type=int, default=1, help="graph mode: micro-batches")
     p.add_argument(
         "--pipeline",
@@ -156,12 +162,15 @@ def main(argv=None):
     x_place = y_place = None  # where the batch and the targets go in
     if args.layout in PIPELINES:
         stage_ranks, param_sbp, batch_sbp = PIPELINES[args.layout]
-        place = flow.placement("cpu", ranks=list(range(flow.distributed.get_world_size())))
-        x_place, y_place = pipeline(model, stage_ranks, param_sbp, args.chunks)
+        world = list(range(flow.distributed.get_world_size()))
+        place = flow.placement(args.device, ranks=world)
+        x_place, y_place = pipeline(model, stage_ranks, param_sbp, args.chunks, args.device)
     elif args.layout != "single":
         ranks, param_sbp, batch_sbp = LAYOUTS[args.layout]
-        place = x_place = y_place = flow.placement("cpu", ranks=ranks)
+        place = x_place = y_place = flow.placement(args.device, ranks=ranks)
         model.to_global(place, param_sbp)
+    else:
+        model.to(args.device)
     if args.optimizer == "adamw":
         opt = flow.optim.AdamW(model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01)
     else:
@@ -181,7 +190,9 @@ def main(argv=None):
     collectives = {}  # of the last step, from comm_log
     for i in range(args.steps):
         x, y = ds.get_batch("train", args.batch_size)  # every rank draws the same batch
-        if place is not None:
+        if place is None:
+            x, y = x.to(args.device), y.to(args.device)
+        else:
             replicated = [B] * len(x_place.hierarchy)
             x = x.to_global(x_place, replicated).to_global(sbp=batch_sbp)
             y = y.to_global(y_place, replicated).to_global(sbp=batch_sbp)
@@ -198,11 +209,14 @@ def main(argv=None):
                 collectives[line.split(" ")[0]] = collectives.get(line.split(" ")[0], 0) + 1
         if place is not None and loss.placement != place:  # the last stage's: to every rank
             loss = loss.to_global(place, [B] * len(place.hierarchy))
-        losses.append(float(loss.numpy().mean()))  # the micro-batches' mean
+        local = loss if place is not None else loss.cpu()  # a global numpy() is the whole tensor
+        losses.append(float(local.numpy().mean()))  # the micro-batches' mean
 
     rank = flow.distributed.get_rank() if place is not None else 0
 
     def whole(p):  # numpy() of a global tensor is collective: every rank takes part
+        if place is None:
+            return p.cpu().numpy()
         if p.placement != place:  # a pipeline stage's: to every rank first
             p = p.to_global(place, [B] * len(place.hierarchy))
         return p.numpy()

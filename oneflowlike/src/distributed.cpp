@@ -11,6 +11,7 @@
 
 #include "boxing/reshard.h"
 #include "boxing/search.h"
+#include "core/comm/device_communicator.h"
 #include "core/comm/gloo/gloo_communicator.h"
 #include "core/comm/tcp_store.h"
 #include "oneflowlike/src/api_util.h"
@@ -98,8 +99,10 @@ World init_distributed(double timeout_seconds) {
     const char* token = std::getenv("OFL_STORE_TOKEN");
     const auto timeout = comm::Millis(int64_t(timeout_seconds * 1000));
     auto store = comm::make_tcp_store(master, port, rank == 0, token ? token : "", timeout);
-    ctx->world =
-        comm::make_gloo_communicator(store, rank, size, local_address(master, port), timeout);
+    const char* backend = std::getenv("OFL_COMM_BACKEND");
+    ctx->world = comm::make_device_communicator(
+        comm::make_gloo_communicator(store, rank, size, local_address(master, port), timeout),
+        store, backend && *backend ? backend : "auto");
     return World(ctx);
   });
 }

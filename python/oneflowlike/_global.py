@@ -6,6 +6,7 @@ sit on a placement larger than the world: ops plan signatures, boxing and costs 
 and run nothing."""
 
 import contextlib
+import os
 
 from . import _C
 
@@ -25,22 +26,46 @@ def _nd_sbp(sbp, placement):
     return _C.NdSbp(sbp)
 
 
+def shard_device(placement):
+    """The device of this rank's shard on `placement`: the CPU, or on a "cuda" placement the
+    GPU LOCAL_RANK % device_count (one GPU per rank, as OneFlow places them; cuda:0 where none is
+    visible, which raises when used)."""
+    if placement.type != "cuda":
+        return placement.type
+    from . import cuda
+
+    count = cuda.device_count()
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % count if count else 0}"
+
+
 def to_global(self, placement=None, sbp=None, check_meta=False):
-    """A local tensor becomes this rank's shard; a global tensor is resharded (boxing)."""
+    """A local tensor becomes this rank's shard (moved to the placement's device type); a global
+    tensor is resharded (boxing), and moved across device types shard by shard."""
     if not self.is_global:
         if placement is None:
             raise ValueError("[to_global] a local tensor needs placement=")
-        return _C.make_global(self, placement, _nd_sbp(sbp, placement), _world(), check_meta)
+        nd = _nd_sbp(sbp, placement)
+        local = self
+        if self.device.type not in ("meta", placement.type):
+            _C.check_placement_in_world(placement, _world(), "to_global")  # before moving
+            local = self.to(shard_device(placement))
+        return _C.make_global(local, placement, nd, _world(), check_meta)
     placement = placement if placement is not None else self.placement
     nd = None if sbp is None else _nd_sbp(sbp, placement)  # None: keep the layout
-    return _C.reshard(self, placement, nd, _world())
+    source = self
+    if placement.type != self.placement.type:  # same layout on the same ranks, other device
+        _C.check_placement_in_world(placement, _world(), "to_global")  # before moving
+        moved = _C.Placement(placement.type, self.placement.ranks)
+        local = _C.to_local(self).to(shard_device(moved))
+        source = _C.make_global(local, moved, _C.NdSbp(list(self.sbp)), _world(), False)
+    return _C.reshard(source, placement, nd, _world())
 
 
 def like_global(value, param):
     """`value`, a whole logical tensor (as loaded from a file), laid out as the global `param`:
     each rank keeps its shard. Anything else is returned as it is."""
     if param.is_global and not value.is_global and tuple(value.shape) == tuple(param.shape):
-        return _C.global_from_full(value, param.placement, _C.NdSbp(list(param.sbp)), _world())
+        return from_full(value, param.placement, _C.NdSbp(list(param.sbp)))
     return value
 
 
@@ -69,8 +94,9 @@ def install(tensor_cls):
 
     def numpy(self):
         """The whole logical array on every rank for a global tensor."""
-        if self.is_global:
-            return local_numpy(_C.global_to_full(self, _world()))
+        if self.is_global:  # from any device: the logical tensor is not this rank's memory
+            full = _C.global_to_full(self, _world())
+            return local_numpy(full if full.device.type in ("cpu", "meta") else full.cpu())
         return local_numpy(self)
 
     tensor_cls.numpy = numpy
@@ -84,7 +110,9 @@ def install(tensor_cls):
 def from_full(full, placement, sbp):
     """A global tensor from the whole tensor, which every rank holds alike: each rank keeps its
     shard, with no communication."""
-    return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world())
+    moved = full.device.type not in ("meta", placement.type)
+    device = _C.device(shard_device(placement)) if moved else None
+    return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world(), device)
 
 
 def make_global_creation(fn):

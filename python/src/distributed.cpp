@@ -1,6 +1,7 @@
 // oneflowlike._C.comm: the rendezvous store and communicators, mirroring core/comm.
 #include "convert.h"
 #include "core/comm/communicator.h"
+#include "core/comm/device_communicator.h"
 #include "core/comm/gloo/gloo_communicator.h"
 #include "core/comm/tcp_store.h"
 #include "ops/ops.h"
@@ -291,13 +292,15 @@ void bind_distributed(py::module_& parent) {
   m.def(
       "new_communicator",
       [](std::shared_ptr<Store> store, int rank, int world_size, const std::string& host,
-         double timeout_s) -> std::shared_ptr<Communicator> {
+         double timeout_s, const std::string& device_backend) -> std::shared_ptr<Communicator> {
         if (world_size == 1) return comm::make_local_communicator();
         py::gil_scoped_release release;
-        return comm::make_gloo_communicator(store, rank, world_size, host, seconds(timeout_s));
+        return comm::make_device_communicator(
+            comm::make_gloo_communicator(store, rank, world_size, host, seconds(timeout_s)), store,
+            device_backend);
       },
       py::arg("store"), py::arg("rank"), py::arg("world_size"), py::arg("host") = "127.0.0.1",
-      py::arg("timeout_s") = 300.0);
+      py::arg("timeout_s") = 300.0, py::arg("device_backend") = "auto");
   m.def("local_communicator", &comm::make_local_communicator);
 }
 

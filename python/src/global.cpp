@@ -73,6 +73,9 @@ Tensor traced_reshard(const Tensor& x, const Placement& placement, const NdSbp& 
 }  // namespace
 
 void bind_global(py::module_& m) {
+  m.def("check_placement_in_world",
+        [](const Placement& placement, std::shared_ptr<comm::Communicator> world,
+           const std::string& op) { check_placement_in_world(placement, *world, op.c_str()); });
   m.def("make_global", [](const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
                           std::shared_ptr<comm::Communicator> world, bool check_meta) {
     if (local.is_global()) fail("to_global", "the tensor is already global");
@@ -140,20 +143,27 @@ void bind_global(py::module_& m) {
           });
     return out;
   });
-  // Every rank holds the same full tensor (e.g. from the same seed): keep this rank's shard.
-  m.def("global_from_full", [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
-                               std::shared_ptr<comm::Communicator> world) {
-    if (full.device().is_meta()) {
-      auto ctx = context(world);
-      return as_tensor(meta_global(full.shape(), full.dtype(), placement, nd_sbp, *ctx), ctx);
-    }
-    validate_sbp("to_global", full.shape(), nd_sbp, placement);
-    check_placement_in_world(placement, *world, "to_global");
-    auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
-    Tensor local = coords ? contiguous(shard_of(full, placement, nd_sbp, *coords))
-                          : outside_shard(full.shape(), full.dtype(), full.device());
-    return as_tensor({local, full.shape(), placement, nd_sbp}, context(world));
-  });
+  // Every rank holds the same full tensor (e.g. from the same seed): keep this rank's shard, on
+  // `device` when given (where the placement's shards live).
+  m.def(
+      "global_from_full",
+      [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
+         std::shared_ptr<comm::Communicator> world, std::optional<Device> device) {
+        if (full.device().is_meta()) {
+          auto ctx = context(world);
+          return as_tensor(meta_global(full.shape(), full.dtype(), placement, nd_sbp, *ctx), ctx);
+        }
+        validate_sbp("to_global", full.shape(), nd_sbp, placement);
+        check_placement_in_world(placement, *world, "to_global");
+        auto coords = placement.coords_of(world->ranks()[size_t(world->rank())]);
+        const Device to = device ? *device : full.device();
+        Tensor local = coords
+                           ? to_device(contiguous(shard_of(full, placement, nd_sbp, *coords)), to)
+                           : outside_shard(full.shape(), full.dtype(), to);
+        return as_tensor({local, full.shape(), placement, nd_sbp}, context(world));
+      },
+      py::arg("full"), py::arg("placement"), py::arg("nd_sbp"), py::arg("world"),
+      py::arg("device") = py::none());
   // The SBP conformance checker's simulated ranks (tests/python/test_sbp_conformance.py).
   m.def("sbp_simulated_global", &simulated_global);
   m.def("sbp_declared", [](py::function call) {

@@ -48,12 +48,14 @@ def launch(launcher_args, script_args=(), env=None, timeout=60, prefix=()):
     return Result(p.returncode, p.stdout, p.stderr, time.monotonic() - start)
 
 
-def expect_clean_ranks(script, nproc, *args, timeout=120, rdzv_timeout=30):
-    """Runs dist_workers/<script> on nproc ranks through the launcher; every rank must report
-    (one JSON line with its rank and problems) and report no problem."""
+def expect_clean_ranks(script, nproc, *args, timeout=120, rdzv_timeout=30, env=None):
+    """Runs dist_workers/<script> on nproc ranks through the launcher (with the extra environment
+    variables `env`); every rank must report (one JSON line with its rank and problems) and
+    report no problem."""
     r = launch(
         ["--nproc_per_node", str(nproc), "--rdzv_timeout", str(rdzv_timeout)],
         [worker(script), *args],
+        env=clean_env(**(env or {})),
         timeout=timeout,
     )
     assert r.returncode == 0, r

@@ -276,4 +276,16 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> stor
                                                          device_index, timeout);
 }
 
+std::shared_ptr<Communicator> make_nccl_group(std::shared_ptr<Store> store, std::string prefix,
+                                              int my_index, std::vector<int> ranks,
+                                              std::string name, int device_index, Millis timeout) {
+  return std::make_shared<nccl_detail::NcclCommunicator>(std::move(store), std::move(prefix),
+                                                         my_index, std::move(ranks),
+                                                         std::move(name), device_index, timeout);
+}
+
+bool nccl_built() {
+  return true;
+}
+
 }  // namespace ofl::internal::comm

@@ -14,6 +14,8 @@
 //   need every rank of the parent).
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/comm/communicator.h"
 
@@ -24,5 +26,14 @@ namespace ofl::internal::comm {
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> store, int rank,
                                                      int size, int device_index,
                                                      Millis timeout = default_timeout());
+
+// The NCCL communicator over `ranks` (global ranks; this process is ranks[my_index]), named
+// `name`, bootstrapped under the store keys `prefix`: collective over its members only.
+std::shared_ptr<Communicator> make_nccl_group(std::shared_ptr<Store> store, std::string prefix,
+                                              int my_index, std::vector<int> ranks,
+                                              std::string name, int device_index, Millis timeout);
+
+// Whether this build has the NCCL backend.
+bool nccl_built();
 
 }  // namespace ofl::internal::comm

@@ -7,6 +7,7 @@ variables the job is one process with a local communicator that needs no backend
 """
 
 import atexit
+import os
 import threading
 
 from ._env import local_address, read_env, resolve, timeout_seconds
@@ -74,9 +75,17 @@ def _job_env():
     return _job
 
 
-def _check_backend(backend):
-    if backend not in (None, "gloo", "cpu"):
-        raise ValueError(f"[distributed.init] backend {backend!r} is not available; use 'gloo'")
+def _device_backend(backend):
+    """How CUDA tensors travel: "nccl", "gloo" (host staging) or "auto" (NCCL where every rank
+    has its own GPU). CPU tensors always take Gloo. OFL_COMM_BACKEND chooses when backend is None.
+    """
+    backend = backend or os.environ.get("OFL_COMM_BACKEND") or "auto"
+    choices = {"auto": "auto", "nccl": "nccl", "gloo": "gloo", "cpu": "gloo"}
+    if backend not in choices:
+        raise ValueError(
+            f"[distributed.init] backend {backend!r} is not available; use 'auto', 'nccl' or 'gloo'"
+        )
+    return choices[backend]
 
 
 def init(backend=None, timeout=None):
@@ -86,7 +95,7 @@ def init(backend=None, timeout=None):
     with _lock:
         if _world is not None:
             return _world
-        _check_backend(backend)
+        device_backend = _device_backend(backend)
         env = _job_env()
         seconds = timeout_seconds(timeout)
         comm = _comm_module()
@@ -98,7 +107,9 @@ def init(backend=None, timeout=None):
         store = comm.TcpStore(
             master, env.master_port, env.rank == 0, token=env.token, timeout_s=seconds
         )
-        _world = comm.new_communicator(store, env.rank, env.world_size, host, seconds)
+        _world = comm.new_communicator(
+            store, env.rank, env.world_size, host, seconds, device_backend=device_backend
+        )
         _store = store
         return _world
 

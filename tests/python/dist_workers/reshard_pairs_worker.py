@@ -1,5 +1,6 @@
 """Every (from, to) pair of layouts on this world's placement: reshard, then compare the
-logical tensor (numpy) and, for targets without partials, this rank's shard. Reports failures."""
+logical tensor (numpy) and, for targets without partials, this rank's shard. Reports failures.
+Arguments: the mesh ("1d" or "2x2") and the placement's device type ("cpu" or "cuda")."""
 
 import itertools
 import sys
@@ -24,7 +25,8 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     mesh = sys.argv[1] if len(sys.argv) > 1 else "1d"
     ranks = list(range(world)) if mesh == "1d" else [[0, 1], [2, 3]]
-    place = flow.placement("cpu", ranks=ranks)
+    device_type = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+    place = flow.placement(device_type, ranks=ranks)
     coords = place.coords_of(rank)
     problems = []
     for shape, dtype in [((5, 3), np.float32), ((2, 3), np.int64)]:
@@ -32,8 +34,10 @@ def main():
         full = flow.tensor(full_np)
         cands = layouts(len(place.hierarchy))
         for src, dst in itertools.product(cands, cands):
-            x = flow._C.global_from_full(full, place, src, flow.distributed.world())
+            x = flow._global.from_full(full, place, src)
             y = x.to_global(sbp=dst)
+            if y.to_local().device.type != device_type:
+                problems.append(f"{src.to_string()}->{dst.to_string()} on {y.to_local().device}")
             if not np.array_equal(y.numpy(), full_np):
                 problems.append(f"{shape} {src.to_string()}->{dst.to_string()} logical")
             if not any(s.kind == "partial" for s in dst):
