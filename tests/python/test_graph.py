@@ -466,7 +466,8 @@ def test_save_raises_when_the_graph_does_not_follow_the_batch(tmp_path):
     graph = _Cut()
     graph(flow.ones(2, 3))
     with pytest.raises(
-        ValueError, match=r"differs at dimension 0 of node \d+'s \(slice\) output \(3 and 4\).* of 2 only"
+        ValueError,
+        match=r"differs at dimension 0 of node \d+'s \(slice\) output \(3 and 4\).* of 2 only",
     ):
         graph.save(tmp_path / "g")
     graph.save(tmp_path / "g", dynamic_batch=False)
