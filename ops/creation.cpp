@@ -175,7 +175,7 @@ Tensor to_device(const Tensor& t, Device device) {
     if (d.type == DeviceType::kCPU) continue;
     DeviceRuntime* runtime = runtime_for(d.type);
     if (!runtime)
-      fail("to", "this build has no ", device_type_name(d.type),
+      fail("to", d.str(), " is not available: this build has no ", device_type_name(d.type),
            " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
     const int count = runtime->device_count();
     if (d.index >= count)

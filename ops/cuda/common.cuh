@@ -205,10 +205,9 @@ __device__ inline void add_to(T* p, T v) {
   atomicAdd(p, v);
 }
 
-// Calls f with a value of the device type of `t` where CUDA adds it atomically; raises naming
-// `op` for the others.
+// Calls f with a value of the device type of floating `t`; raises naming `op` for the others.
 template <class F>
-inline void with_atomic_add(DType t, const char* op, F&& f) {
+inline void with_device_floating(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::kFloat32:
       return f(float{});
@@ -218,13 +217,18 @@ inline void with_atomic_add(DType t, const char* op, F&& f) {
       return f(__half{});
     case DType::kBFloat16:
       return f(__nv_bfloat16{});
-    case DType::kInt32:
-      return f(int32_t{});
-    case DType::kInt64:
-      return f(int64_t{});
     default:
       fail<TypeError>(op, "has no cuda kernel for ", dtype_name(t));
   }
+}
+
+// Calls f with a value of the device type of `t` where CUDA adds it atomically (floating types,
+// int32, int64); raises naming `op` for the others.
+template <class F>
+inline void with_atomic_add(DType t, const char* op, F&& f) {
+  if (t == DType::kInt32) return f(int32_t{});
+  if (t == DType::kInt64) return f(int64_t{});
+  with_device_floating(t, op, f);
 }
 
 }  // namespace ofl::internal::cuda

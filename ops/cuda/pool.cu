@@ -99,28 +99,12 @@ __global__ void avg_pool_backward(const T* grad, T* gx, Planes p, Window2d w,
   gx[e] = convert<T>(acc);
 }
 
-template <class F>
-void dispatch_pool(DType t, const char* op, F&& f) {
-  switch (t) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kFloat64:
-      return f(double{});
-    case DType::kFloat16:
-      return f(__half{});
-    case DType::kBFloat16:
-      return f(__nv_bfloat16{});
-    default:
-      fail<TypeError>(op, "CUDA kernel computes in floating types, got ", dtype_name(t));
-  }
-}
-
 void max_pool2d(const Tensor& x, const Window2d& win, const Tensor& out, const Tensor& indices) {
   const Planes p = planes(x.shape(), out.shape());
   const int64_t total = out.numel();
   if (total == 0) return;
   check(cudaSetDevice(x.device().index), "max_pool2d");
-  dispatch_pool(x.dtype(), "max_pool2d", [&](auto tag) {
+  with_device_floating(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     max_pool<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(x.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()),
@@ -157,7 +141,7 @@ void avg_pool2d(const Tensor& x, const Window2d& win, bool count_include_pad, co
   const int64_t total = out.numel();
   if (total == 0) return;
   check(cudaSetDevice(x.device().index), "avg_pool2d");
-  dispatch_pool(x.dtype(), "avg_pool2d", [&](auto tag) {
+  with_device_floating(x.dtype(), "avg_pool2d", [&](auto tag) {
     using T = decltype(tag);
     avg_pool<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(x.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), p, win,
@@ -172,7 +156,7 @@ void avg_pool2d_bw(const Tensor& grad, const Window2d& win, bool count_include_p
   const int64_t total = gx.numel();
   if (total == 0) return;
   check(cudaSetDevice(gx.device().index), "avg_pool2d_backward");
-  dispatch_pool(grad.dtype(), "avg_pool2d_backward", [&](auto tag) {
+  with_device_floating(grad.dtype(), "avg_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
     avg_pool_backward<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(gx.device())>>>(
         static_cast<const T*>(grad.raw_data()), static_cast<T*>(gx.raw_data()), p, win,

@@ -182,7 +182,7 @@ TEST(Api, BadFoldersRaiseNamingTheFile) {
   fs::remove_all(dir);
 }
 
-TEST(Api, LoadingOnADeviceWithoutKernelsRaisesClearly) {
+TEST(Api, LoadingOnAnUnavailableDeviceRaisesNamingIt) {
   const std::string err = error_of([] { ofl::Graph::load(saved("gpt"), ofl::Device("cuda", 0)); });
   EXPECT_NE(err.find("cuda:0"), std::string::npos) << err;
 }
