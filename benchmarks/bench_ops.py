@@ -1,6 +1,7 @@
-"""Op throughput against numpy and PyTorch CPU (when installed), on this machine in one run.
+"""Op throughput against numpy and PyTorch CPU (when installed), on this machine in one run;
+with --device cuda, against PyTorch on the same GPU (each call timed to its completion).
 
-python benchmarks/bench_ops.py [--quick] [--baseline PYTHON]
+python benchmarks/bench_ops.py [--quick] [--baseline PYTHON] [--device cuda]
 
 --baseline runs our cases a second time under another interpreter, one where an earlier build
 of oneflowlike is installed, as the peer "baseline" (before/after a change, in one run).
@@ -66,7 +67,7 @@ def make_cases(quick):
     return cases
 
 
-def ops_for(lib):
+def ops_for(lib, device="cpu"):
     """kind -> (convert inputs, function) for one library."""
     if lib == "numpy":
         return lambda a: a, {
@@ -85,7 +86,7 @@ def ops_for(lib):
         (x * 2.0).sum().backward()
 
     def convert(a):
-        return mod.from_numpy(a)
+        return mod.from_numpy(a).to(device)
 
     return convert, {
         "matmul": lambda x, y: x @ y,
@@ -99,8 +100,9 @@ def ops_for(lib):
     }
 
 
-def measure(lib, quick):
-    convert, fns = ops_for(lib)
+def measure(lib, quick, device="cpu"):
+    convert, fns = ops_for(lib, device)
+    sync = __import__(lib).cuda.synchronize if device == "cuda" else (lambda: None)
     times = {}
     for name, inputs, kind in make_cases(quick):
         if kind not in fns:
@@ -108,7 +110,12 @@ def measure(lib, quick):
         args = [convert(a) for a in inputs]
         if kind == "backward":
             args[0].requires_grad_(True)
-        times[name] = bench(lambda: fns[kind](*args))
+
+        def call():
+            fns[kind](*args)
+            sync()
+
+        times[name] = bench(call)
     return times
 
 
@@ -116,19 +123,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer, smaller cases")
     ap.add_argument("--baseline", metavar="PYTHON", help="interpreter with an earlier build")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--lib", help=argparse.SUPPRESS)  # child mode: measure one library
     args = ap.parse_args()
-    extra = ["--quick"] if args.quick else []
+    extra = (["--quick"] if args.quick else []) + ["--device", args.device]
     if args.lib:
-        print(json.dumps(measure(args.lib, args.quick)))
+        print(json.dumps(measure(args.lib, args.quick, args.device)))
         return
-    peers = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    torch = ["torch"] if importlib.util.find_spec("torch") else []
+    peers = torch if args.device == "cuda" else ["numpy"] + torch
     ours = run_child(__file__, "oneflowlike", extra)
     theirs = {p: run_child(__file__, p, extra) for p in peers}
     if args.baseline:
         peers.append("baseline")
         theirs["baseline"] = run_child(__file__, "oneflowlike", extra, python=args.baseline)
-    print(f"cores: {os.cpu_count()}; peers: {', '.join(peers)}")
+    print(f"cores: {os.cpu_count()}; device: {args.device}; peers: {', '.join(peers)}")
     rows = [(name, t, {p: theirs[p].get(name) for p in peers}) for name, t in ours.items()]
     report(rows, peers)
 
