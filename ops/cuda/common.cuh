@@ -13,6 +13,7 @@
 #include "core/primitives.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "ops/elementwise_math.h"
 
 namespace ofl::internal::cuda {
 
@@ -64,47 +65,9 @@ __device__ inline To convert(From x) {
   }
 }
 
-// CUDA's math functions by overload (float -> the f-suffixed ones); ops/elementwise.h's names
-// (exp, log, ...) are tensor ops in this namespace.
-namespace dm {
-#define OFL_DEVICE_MATH1(name)              \
-  __device__ inline float name(float x) {   \
-    return ::name##f(x);                    \
-  }                                         \
-  __device__ inline double name(double x) { \
-    return ::name(x);                       \
-  }
-#define OFL_DEVICE_MATH2(name)                        \
-  __device__ inline float name(float x, float y) {    \
-    return ::name##f(x, y);                           \
-  }                                                   \
-  __device__ inline double name(double x, double y) { \
-    return ::name(x, y);                              \
-  }
-OFL_DEVICE_MATH1(exp)
-OFL_DEVICE_MATH1(log)
-OFL_DEVICE_MATH1(sqrt)
-OFL_DEVICE_MATH1(sin)
-OFL_DEVICE_MATH1(cos)
-OFL_DEVICE_MATH1(tanh)
-OFL_DEVICE_MATH1(erf)
-OFL_DEVICE_MATH1(floor)
-OFL_DEVICE_MATH1(ceil)
-OFL_DEVICE_MATH1(nearbyint)
-OFL_DEVICE_MATH1(log1p)
-OFL_DEVICE_MATH1(expm1)
-OFL_DEVICE_MATH2(pow)
-OFL_DEVICE_MATH2(fmod)
-OFL_DEVICE_MATH2(fmax)
-__device__ inline bool isinf(float x) {
-  return ::isinf(x);
-}
-__device__ inline bool isinf(double x) {
-  return ::isinf(x);
-}
-#undef OFL_DEVICE_MATH1
-#undef OFL_DEVICE_MATH2
-}  // namespace dm
+// The math functions by overload (float -> the f-suffixed ones): ops/elementwise_math.h's, since
+// ops/elementwise.h's names (exp, log, ...) are tensor ops in this namespace.
+namespace dm = ew;
 
 inline constexpr int kMaxDims = 8;
 

@@ -1,0 +1,302 @@
+// The scalar math of the unary and binary op families, written once for every backend: the CPU
+// kernels (ops/cpu/elementwise.cpp) and the CUDA ones (ops/cuda/elementwise.cu) each give
+// visit_unary / visit_binary the loop that maps a function object over their tensors. The
+// function objects are host-and-device callable under nvcc. M is the type an element computes
+// in (float for 16-bit floats).
+#pragma once
+#include <math.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "core/error.h"
+#include "ops/elementwise.h"
+
+#ifdef __CUDACC__
+#define OFL_HOST_DEVICE __host__ __device__
+#else
+#define OFL_HOST_DEVICE
+#endif
+
+namespace ofl::internal::ew {
+
+// C's math functions by overload: float calls the f-suffixed ones (the CPU's libmvec vectorises
+// them under `omp simd`; on the device they are CUDA's), double the plain ones.
+#define OFL_EW_MATH1(name)                       \
+  OFL_HOST_DEVICE inline float name(float x) {   \
+    return ::name##f(x);                         \
+  }                                              \
+  OFL_HOST_DEVICE inline double name(double x) { \
+    return ::name(x);                            \
+  }
+#define OFL_EW_MATH2(name)                                 \
+  OFL_HOST_DEVICE inline float name(float x, float y) {    \
+    return ::name##f(x, y);                                \
+  }                                                        \
+  OFL_HOST_DEVICE inline double name(double x, double y) { \
+    return ::name(x, y);                                   \
+  }
+OFL_EW_MATH1(exp)
+OFL_EW_MATH1(log)
+OFL_EW_MATH1(sqrt)
+OFL_EW_MATH1(sin)
+OFL_EW_MATH1(cos)
+OFL_EW_MATH1(tanh)
+OFL_EW_MATH1(erf)
+OFL_EW_MATH1(floor)
+OFL_EW_MATH1(ceil)
+OFL_EW_MATH1(nearbyint)
+OFL_EW_MATH1(log1p)
+OFL_EW_MATH1(expm1)
+OFL_EW_MATH2(pow)
+OFL_EW_MATH2(fmod)
+OFL_EW_MATH2(fmax)
+#undef OFL_EW_MATH1
+#undef OFL_EW_MATH2
+
+template <class M>
+OFL_HOST_DEVICE inline bool isinf(M x) {
+  return x == M(INFINITY) || x == M(-INFINITY);
+}
+
+inline constexpr double kSqrt2 = 1.4142135623730951;
+inline constexpr double kSqrt2OverPi = 0.7978845608028654;
+inline constexpr double kInvSqrt2Pi = 0.3989422804014327;
+
+// Unary op kOp on M; a and b are its scalars (the exponent, the clamp bounds).
+template <UnaryOp kOp, class M>
+struct Unary {
+  M a{}, b{};
+  OFL_HOST_DEVICE M operator()(M x) const {
+    using U = UnaryOp;
+    if constexpr (kOp == U::kNeg) return static_cast<M>(-x);
+    if constexpr (kOp == U::kAbs) return x < M(0) ? static_cast<M>(-x) : x;
+    if constexpr (kOp == U::kRelu) return x > M(0) ? x : M(0);
+    if constexpr (kOp == U::kSign) return static_cast<M>((M(0) < x) - (x < M(0)));
+    if constexpr (kOp == U::kSquare) return static_cast<M>(x * x);
+    if constexpr (kOp == U::kClamp) return x < a ? a : (x > b ? b : x);
+    if constexpr (kOp == U::kPowScalar) {
+      if constexpr (std::is_floating_point_v<M>) {
+        return M(pow(x, a));
+      } else {
+        M r = 1;
+        for (int64_t e = 0; e < static_cast<int64_t>(a); ++e) r = static_cast<M>(r * x);
+        return r;
+      }
+    }
+    if constexpr (kOp == U::kFloor || kOp == U::kCeil || kOp == U::kRound) {
+      if constexpr (!std::is_floating_point_v<M>) return x;  // integers are whole already
+      if constexpr (std::is_floating_point_v<M> && kOp == U::kFloor) return floor(x);
+      if constexpr (std::is_floating_point_v<M> && kOp == U::kCeil) return ceil(x);
+      if constexpr (std::is_floating_point_v<M> && kOp == U::kRound) return nearbyint(x);
+    }
+    if constexpr (std::is_floating_point_v<M>) {
+      if constexpr (kOp == U::kExp) return exp(x);
+      if constexpr (kOp == U::kLog) return log(x);
+      if constexpr (kOp == U::kSqrt) return sqrt(x);
+      if constexpr (kOp == U::kRsqrt) return M(1) / sqrt(x);
+      if constexpr (kOp == U::kSin) return sin(x);
+      if constexpr (kOp == U::kCos) return cos(x);
+      if constexpr (kOp == U::kTanh) return tanh(x);
+      if constexpr (kOp == U::kSigmoid) return M(1) / (M(1) + exp(-x));
+      if constexpr (kOp == U::kGelu) return M(0.5) * x * (M(1) + erf(x / M(kSqrt2)));
+      if constexpr (kOp == U::kGeluTanh)
+        return M(0.5) * x * (M(1) + tanh(M(kSqrt2OverPi) * (x + M(0.044715) * x * x * x)));
+      if constexpr (kOp == U::kSilu) return x / (M(1) + exp(-x));
+      if constexpr (kOp == U::kReciprocal) return M(1) / x;
+      if constexpr (kOp == U::kLog1p) return log1p(x);
+      if constexpr (kOp == U::kExpm1) return expm1(x);
+      if constexpr (kOp == U::kErf) return erf(x);
+    }
+  }
+};
+
+template <UnaryOp kOp>
+using UnaryTag = std::integral_constant<UnaryOp, kOp>;
+
+// v in M, saturated into its range (clamp bounds may be +-inf for integer tensors).
+template <class M>
+M saturate(double v) {
+  const double lo = static_cast<double>(std::numeric_limits<M>::lowest());
+  const double hi = static_cast<double>(std::numeric_limits<M>::max());
+  return static_cast<M>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+// Calls run(f) with the function object of `op` on M (not logical_not: its output is bool).
+template <class M, class Run>
+void visit_unary(UnaryOp op, double a, double b, Run&& run) {
+  const M ma = saturate<M>(a), mb = saturate<M>(b);
+  auto with = [&](auto tag) { run(Unary<decltype(tag)::value, M>{ma, mb}); };
+  using U = UnaryOp;
+  if constexpr (std::is_floating_point_v<M>) {  // the exponents with exact forms
+    if (op == U::kPowScalar && a == 2.0) return with(UnaryTag<U::kSquare>{});
+    if (op == U::kPowScalar && a == 0.5) return with(UnaryTag<U::kSqrt>{});
+  }
+  switch (op) {
+#define OFL_EW_CASE(name) \
+  case U::name:           \
+    return with(UnaryTag<U::name>{});
+    OFL_EW_CASE(kNeg)
+    OFL_EW_CASE(kAbs)
+    OFL_EW_CASE(kRelu)
+    OFL_EW_CASE(kSign)
+    OFL_EW_CASE(kSquare)
+    OFL_EW_CASE(kClamp)
+    OFL_EW_CASE(kPowScalar)
+    OFL_EW_CASE(kFloor)
+    OFL_EW_CASE(kCeil)
+    OFL_EW_CASE(kRound)
+    default:
+      break;
+  }
+  if constexpr (std::is_floating_point_v<M>) {
+    switch (op) {
+      OFL_EW_CASE(kExp)
+      OFL_EW_CASE(kLog)
+      OFL_EW_CASE(kSqrt)
+      OFL_EW_CASE(kRsqrt)
+      OFL_EW_CASE(kSin)
+      OFL_EW_CASE(kCos)
+      OFL_EW_CASE(kTanh)
+      OFL_EW_CASE(kSigmoid)
+      OFL_EW_CASE(kGelu)
+      OFL_EW_CASE(kGeluTanh)
+      OFL_EW_CASE(kSilu)
+      OFL_EW_CASE(kReciprocal)
+      OFL_EW_CASE(kLog1p)
+      OFL_EW_CASE(kExpm1)
+      OFL_EW_CASE(kErf)
+      default:
+        break;
+    }
+  }
+#undef OFL_EW_CASE
+  OFL_CHECK(false, "unary op not supported for this dtype");
+}
+
+// Binary op kOp on M (bool: add and maximum are or, mul and minimum and). Comparisons and the
+// logical ops return bool.
+template <BinaryOp kOp, class M>
+struct Binary {
+  OFL_HOST_DEVICE auto operator()(M x, M y) const {
+    using B = BinaryOp;
+    if constexpr (kOp == B::kEq) return x == y;
+    if constexpr (kOp == B::kNe) return x != y;
+    if constexpr (kOp == B::kLt) return x < y;
+    if constexpr (kOp == B::kLe) return x <= y;
+    if constexpr (kOp == B::kGt) return x > y;
+    if constexpr (kOp == B::kGe) return x >= y;
+    if constexpr (kOp == B::kLogicalAnd) return bool(x) && bool(y);
+    if constexpr (kOp == B::kLogicalOr) return bool(x) || bool(y);
+    if constexpr (kOp == B::kLogicalXor) return bool(x) != bool(y);
+    if constexpr (std::is_same_v<M, bool>) {
+      if constexpr (kOp == B::kAdd || kOp == B::kMaximum) return M(x || y);
+      if constexpr (kOp == B::kMul || kOp == B::kMinimum) return M(x && y);
+    } else {
+      if constexpr (kOp == B::kAdd) return M(x + y);
+      if constexpr (kOp == B::kSub) return M(x - y);
+      if constexpr (kOp == B::kMul) return M(x * y);
+      if constexpr (kOp == B::kMaximum) return (x != x || x > y) ? x : y;  // NaN propagates
+      if constexpr (kOp == B::kMinimum) return (x != x || x < y) ? x : y;
+      if constexpr (std::is_floating_point_v<M>) {
+        if constexpr (kOp == B::kDiv) return M(x / y);
+        if constexpr (kOp == B::kPow) return M(pow(x, y));
+        if constexpr (kOp == B::kFloorDiv) return M(floor(x / y));
+        if constexpr (kOp == B::kRemainder) {
+          const M r = fmod(x, y);
+          return (r != 0 && ((r < 0) != (y < 0))) ? M(r + y) : r;
+        }
+        if constexpr (kOp == B::kGeluGrad) {  // x, then the incoming gradient
+          const M cdf = M(0.5) * (M(1) + erf(x / M(kSqrt2)));
+          const M pdf = exp(M(-0.5) * x * x) * M(kInvSqrt2Pi);
+          return M(y * (cdf + x * pdf));
+        }
+        if constexpr (kOp == B::kGeluTanhGrad) {
+          const M inner = M(kSqrt2OverPi) * (x + M(0.044715) * x * x * x);
+          const M t = tanh(inner);
+          const M dinner = M(kSqrt2OverPi) * (M(1) + M(3 * 0.044715) * x * x);
+          return M(y * (M(0.5) * (M(1) + t) + M(0.5) * x * (M(1) - t * t) * dinner));
+        }
+        if constexpr (kOp == B::kSiluGrad) {
+          const M s = M(1) / (M(1) + exp(-x));
+          return M(y * s * (M(1) + x * (M(1) - s)));
+        }
+        if constexpr (kOp == B::kSigmoidGradFromOutput) return M(y * x * (M(1) - x));
+        if constexpr (kOp == B::kTanhGradFromOutput) return M(y * (M(1) - x * x));
+      } else {  // integers: Python's floor division and modulo; x / 0 and x % 0 give 0
+        if constexpr (kOp == B::kFloorDiv) {
+          if (y == 0) return M(0);
+          const M q = x / y;
+          return ((x % y != 0) && ((x < 0) != (y < 0))) ? M(q - 1) : q;
+        }
+        if constexpr (kOp == B::kRemainder) {
+          if (y == 0) return M(0);
+          const M r = x % y;
+          return (r != 0 && ((r < 0) != (y < 0))) ? M(r + y) : r;
+        }
+        if constexpr (kOp == B::kPow) {
+          M r = 1;
+          for (int64_t e = 0; e < static_cast<int64_t>(y); ++e) r = M(r * x);
+          return r;
+        }
+      }
+    }
+  }
+};
+
+template <BinaryOp kOp>
+using BinaryTag = std::integral_constant<BinaryOp, kOp>;
+
+// Calls compare(f) for the ops with a bool result, else arith(f), with the function object of
+// `op` on M; raises for an op the dtype has no meaning for.
+template <class M, class Arith, class Compare>
+void visit_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
+  using B = BinaryOp;
+  switch (op) {
+#define OFL_EW_CASE(run, name) \
+  case B::name:                \
+    return run(Binary<B::name, M>{});
+    OFL_EW_CASE(compare, kEq)
+    OFL_EW_CASE(compare, kNe)
+    OFL_EW_CASE(compare, kLt)
+    OFL_EW_CASE(compare, kLe)
+    OFL_EW_CASE(compare, kGt)
+    OFL_EW_CASE(compare, kGe)
+    OFL_EW_CASE(compare, kLogicalAnd)
+    OFL_EW_CASE(compare, kLogicalOr)
+    OFL_EW_CASE(compare, kLogicalXor)
+    OFL_EW_CASE(arith, kAdd)
+    OFL_EW_CASE(arith, kMul)
+    OFL_EW_CASE(arith, kMaximum)
+    OFL_EW_CASE(arith, kMinimum)
+    default:
+      break;
+  }
+  if constexpr (!std::is_same_v<M, bool>) {
+    switch (op) {
+      OFL_EW_CASE(arith, kSub)
+      OFL_EW_CASE(arith, kFloorDiv)
+      OFL_EW_CASE(arith, kRemainder)
+      OFL_EW_CASE(arith, kPow)
+      default:
+        break;
+    }
+  }
+  if constexpr (std::is_floating_point_v<M>) {
+    switch (op) {
+      OFL_EW_CASE(arith, kDiv)
+      OFL_EW_CASE(arith, kGeluGrad)
+      OFL_EW_CASE(arith, kGeluTanhGrad)
+      OFL_EW_CASE(arith, kSiluGrad)
+      OFL_EW_CASE(arith, kSigmoidGradFromOutput)
+      OFL_EW_CASE(arith, kTanhGradFromOutput)
+      default:
+        break;
+    }
+  }
+#undef OFL_EW_CASE
+  OFL_CHECK(false, "binary op not supported for this dtype");
+}
+
+}  // namespace ofl::internal::ew
