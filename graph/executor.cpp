@@ -65,16 +65,22 @@ namespace {
 
 // `task` on its device's communication stream, so collectives overlap the kernels on the compute
 // stream. When it starts, the communication stream waits for the work queued on the compute
-// stream so far: the values it reads are written, and memory the compute thread has freed (which
-// the communication stream may reuse) is no longer read. Collectives return once complete.
+// stream so far (the values it reads are written); when it ends, the compute stream waits for
+// the work it queued (the kernels that unpack its results), ahead of the kernels that read them.
+// Blocks the compute thread frees wait for its stream before the allocator reuses them.
 std::function<std::vector<Tensor>()> on_comm_stream(DeviceRuntime& runtime, Stream compute,
                                                     std::function<std::vector<Tensor>()> task) {
   return [&runtime, compute, task = std::move(task)] {
     const int index = compute.device.index;
     const Stream comm{compute.device, runtime.comm_stream(index)};
     runtime.stream_wait(index, comm.handle, compute.handle);
-    StreamGuard guard(comm);
-    return task();
+    std::vector<Tensor> out;
+    {
+      StreamGuard guard(comm);
+      out = task();
+    }
+    runtime.stream_wait(index, compute.handle, comm.handle);
+    return out;
   };
 }
 

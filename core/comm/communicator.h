@@ -31,7 +31,7 @@ class Communicator {
   const std::vector<int>& ranks() const { return ranks_; }
   const std::string& name() const { return name_; }  // "world", "group[0,2]"
   Millis timeout() const { return timeout_; }
-  void set_timeout(Millis t) { timeout_ = t; }
+  virtual void set_timeout(Millis t) { timeout_ = t; }  // wrappers pass it on
 
   // In place on every rank.
   virtual void all_reduce(Tensor& t, ReduceOp op) = 0;

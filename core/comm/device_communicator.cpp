@@ -110,6 +110,10 @@ class HostStagedCommunicator : public Communicator {
     out_of(t, [&](Tensor& h) { host_->recv(h, src, tag); });
   }
   void barrier() override { host_->barrier(); }
+  void set_timeout(Millis t) override {
+    timeout_ = t;
+    host_->set_timeout(t);
+  }
 
  protected:
   std::shared_ptr<Communicator> make_group(const std::vector<int>& members, int,
@@ -199,9 +203,25 @@ class DeviceCommunicator : public Communicator {
                const std::vector<int64_t>& counts) override {
     pick(in, out).scatter(in, out, root, counts);
   }
-  void send(const Tensor& t, int dst, int tag) override { pick(t).send(t, dst, tag); }
-  void recv(Tensor& t, int src, int tag) override { pick(t).recv(t, src, tag); }
+  // Device tensors go point to point through the pair's own group, so that choosing its
+  // transport involves only the two ranks that take part.
+  void send(const Tensor& t, int dst, int tag) override {
+    if (on_host(t)) return host_->send(t, dst, tag);
+    check_peer("send", *this, dst, "destination");
+    pair_with(dst).send(t, dst < rank() ? 0 : 1, tag);
+  }
+  void recv(Tensor& t, int src, int tag) override {
+    if (on_host(t)) return host_->recv(t, src, tag);
+    check_peer("recv", *this, src, "source");
+    pair_with(src).recv(t, src < rank() ? 0 : 1, tag);
+  }
   void barrier() override { host_->barrier(); }
+  void set_timeout(Millis t) override {
+    timeout_ = t;
+    host_->set_timeout(t);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (device_) device_->set_timeout(t);
+  }
 
  protected:
   std::shared_ptr<Communicator> make_group(const std::vector<int>& members, int,
@@ -211,7 +231,18 @@ class DeviceCommunicator : public Communicator {
   }
 
  private:
+  Communicator& pair_with(int peer) {
+    if (peer == rank())
+      fail("send", "rank ", ranks()[size_t(peer)], " sends to itself in ", name());
+    const int lo = std::min(peer, rank()), hi = std::max(peer, rank());
+    return *group({ranks()[size_t(lo)], ranks()[size_t(hi)]});
+  }
+
+  // Every member passes tensors on one device type (outputs where inputs are), so all pick alike.
   Communicator& pick(const Tensor& a, const Tensor& b = Tensor()) {
+    if (a.defined() && b.defined() && a.device().type != b.device().type)
+      fail("communicate", "a collective over ", name(), " mixes a ", a.device().str(), " and a ",
+           b.device().str(), " tensor");
     const Tensor& on_device = !on_host(a) ? a : b;
     if (on_host(on_device)) return *host_;
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,7 +19,10 @@ namespace {
 
 // Freed blocks are kept by (device, stream, rounded size) and handed out again to allocations on
 // the same stream, so a block is never reused by work another stream may still be running on it
-// (PyTorch's rule). empty_cache() gives them back to the driver.
+// (PyTorch's rule). A block freed by a thread whose current stream is another one (the compute
+// thread freeing a collective's output, made on the communication stream) may still be read
+// there: it waits for an event on that stream before it is reused. empty_cache() gives the
+// blocks back to the driver.
 class CachingAllocator : public Allocator, public DeviceRuntime {
  public:
   void* allocate(size_t nbytes, int device) override {
@@ -27,6 +30,7 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     cudaStream_t stream = stream_of(Device{DeviceType::kCUDA, device});
     std::lock_guard lock(mu_);
     PerDevice& d = per_device(device);
+    collect_pending(d);
     void* p = nullptr;
     auto& free = d.free[{stream, size}];
     if (!free.empty()) {
@@ -58,10 +62,22 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     auto it = blocks_.find(p);
     if (it == blocks_.end()) return;
     PerDevice& d = per_device(device);
-    d.allocated -= it->second.size;
-    d.cached += it->second.size;
-    d.free[{it->second.stream, it->second.size}].push_back(p);
+    const Block block = it->second;
     blocks_.erase(it);
+    d.allocated -= block.size;
+    d.cached += block.size;
+    const cudaStream_t freeing = stream_of(Device{DeviceType::kCUDA, device});
+    cudaEvent_t read = nullptr;
+    if (freeing != block.stream &&
+        cudaEventCreateWithFlags(&read, cudaEventDisableTiming) == cudaSuccess) {
+      if (cudaEventRecord(read, freeing) == cudaSuccess) {
+        d.pending.push_back({block, p, read});
+        return;
+      }
+      cudaEventDestroy(read);
+    }
+    (void)cudaGetLastError();  // (while the process exits, the driver may be gone: reuse it)
+    d.free[{block.stream, block.size}].push_back(p);
   }
 
   int device_count() override {
@@ -122,8 +138,14 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     size_t size;
     cudaStream_t stream;
   };
+  struct Pending {
+    Block block;
+    void* p;
+    cudaEvent_t read;  // recorded on the stream that freed it
+  };
   struct PerDevice {
     std::map<std::pair<cudaStream_t, size_t>, std::vector<void*>> free;
+    std::vector<Pending> pending;
     size_t allocated = 0, peak = 0, reserved = 0, cached = 0;
   };
 
@@ -134,11 +156,24 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     return (n + kLarge - 1) / kLarge * kLarge;
   }
   PerDevice& per_device(int device) { return devices_[device]; }
+  // Moves the blocks whose other-stream readers are done (or all, when `wait`) to the free lists.
+  void collect_pending(PerDevice& d, bool wait = false) {
+    std::erase_if(d.pending, [&](const Pending& q) {
+      if (!wait && cudaEventQuery(q.read) != cudaSuccess) {
+        (void)cudaGetLastError();  // cudaErrorNotReady is not an error to keep
+        return false;
+      }
+      cudaEventDestroy(q.read);
+      d.free[{q.block.stream, q.block.size}].push_back(q.p);
+      return true;
+    });
+  }
   // Frees device's cached blocks once the work queued on it is done.
   void release(int device, PerDevice& d) {
     if (d.cached == 0) return;
     cudaSetDevice(device);
     cudaDeviceSynchronize();
+    collect_pending(d, true);
     for (auto& [key, blocks] : d.free)
       for (void* p : blocks) cudaFree(p);
     d.free.clear();

@@ -39,14 +39,14 @@ def shard_device(placement):
 
 
 def to_global(self, placement=None, sbp=None, check_meta=False):
-    """A local tensor becomes this rank's shard (moved to the placement's device type); a global
-    tensor is resharded (boxing), and moved across device types shard by shard."""
+    """A local tensor becomes this rank's shard (moved to the placement's device for this rank);
+    a global tensor is resharded (boxing), and moved across device types shard by shard."""
     if not self.is_global:
         if placement is None:
             raise ValueError("[to_global] a local tensor needs placement=")
         nd = _nd_sbp(sbp, placement)
         local = self
-        if self.device.type not in ("meta", placement.type):
+        if self.device.type != "meta" and str(self.device) != shard_device(placement):
             _C.check_placement_in_world(placement, _world(), "to_global")  # before moving
             local = self.to(shard_device(placement))
         return _C.make_global(local, placement, nd, _world(), check_meta)
@@ -110,7 +110,7 @@ def install(tensor_cls):
 def from_full(full, placement, sbp):
     """A global tensor from the whole tensor, which every rank holds alike: each rank keeps its
     shard, with no communication."""
-    moved = full.device.type not in ("meta", placement.type)
+    moved = full.device.type != "meta" and str(full.device) != shard_device(placement)
     device = _C.device(shard_device(placement)) if moved else None
     return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world(), device)
 

@@ -4,6 +4,9 @@
 // one GPU (the host-staged fallback) where a GPU is visible.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "collective_checks.h"
 #include "core/comm/device_communicator.h"
 #include "core/comm/nccl/nccl_communicator.h"
@@ -133,4 +136,39 @@ TEST(DeviceComm, RanksSharingAGpuRefuseNcclNamingTheRanks) {
         EXPECT_NE(e.find("ranks 0 and 1 share the GPU"), std::string::npos) << e;
       },
       "nccl");
+}
+
+TEST(DeviceComm, ACollectiveMixingDevicesRaisesNamingThem) {
+  run_device_ranks(2, [](int, Communicator& c) {
+    Tensor cpu = Tensor::empty({4}, DType::kFloat32);
+    Tensor meta = Tensor::empty({8}, DType::kFloat32, Device{DeviceType::kMeta, 0});
+    const std::string e = error_of([&] { c.all_gather(cpu, meta); });
+    EXPECT_NE(e.find("mixes a cpu and a meta tensor"), std::string::npos) << e;
+  });
+}
+
+TEST(DeviceComm, ATimeoutSetOnTheWorldReachesTheHostBackend) {
+  run_device_ranks(2, [](int rank, Communicator& c) {
+    c.set_timeout(Millis(300));
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    const auto start = std::chrono::steady_clock::now();
+    const std::string e = error_of([&] { c.barrier(); });
+    if (rank == 0) {  // rank 1 is late: rank 0 gives up after 300 ms, not the default minutes
+      EXPECT_FALSE(e.empty());
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+    }
+  });
+}
+
+TEST(DeviceComm, PointToPointOnAGpuInvolvesOnlyThePair) {
+  if (cuda_count() == 0) GTEST_SKIP() << "needs a CUDA device, this machine has none";
+  run_device_ranks(3, [](int rank, Communicator& c) {
+    if (rank == 2) return;  // takes no part: choosing the pair's transport must not wait for it
+    Tensor t = kSharedGpu.make(DType::kFloat32, {rank == 0 ? 5.0 : 0.0}, rank);
+    if (rank == 0) c.send(t, 1);
+    if (rank == 1) {
+      c.recv(t, 0);
+      EXPECT_EQ(kSharedGpu.values(t), (std::vector<double>{5.0}));
+    }
+  });
 }
