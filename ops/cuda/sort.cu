@@ -202,7 +202,8 @@ __global__ void draw_replacing(const double* cdf, int64_t* out, int64_t rows, in
   out[e] = lo;
 }
 
-// Without replacement, the exponential race: keys Exp(1) / p, smallest first.
+// Without replacement, the exponential race: keys Exp(1) / p, smallest first. (CUDA's log1p may
+// differ from glibc's in the last bit, so two keys within an ulp may order unlike the CPU's.)
 template <class T>
 __global__ void race_keys(const T* p, uint64_t* keys, int64_t rows, int64_t n, uint64_t seed,
                           uint64_t offset) {
