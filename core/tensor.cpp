@@ -2,6 +2,7 @@
 
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
+#include "core/primitives.h"
 
 namespace ofl::internal {
 
@@ -123,6 +124,13 @@ void require_data(const char* op, const Tensor& t) {
   if (t.device().is_meta())
     fail(op, "a meta tensor of shape ", shape_str(t.shape()),
          " has no data (meta tensors carry shapes and dtypes only)");
+}
+
+Tensor host_copy(const Tensor& t) {
+  if (t.device().type == DeviceType::kCPU) return t;
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  copy_into(host, t);  // a copy to the host waits for the device's queued work
+  return host;
 }
 
 }  // namespace ofl::internal

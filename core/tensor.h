@@ -153,6 +153,8 @@ inline void Tensor::set_wrapped_number(bool w) {
 // Raises naming op for tensors without data: meta tensors, and traced ones (while a graph is
 // traced, values are symbolic: no .numpy(), .item() or Python control flow on them).
 void require_data(const char* op, const Tensor& t);
+// t itself on the host; a host copy of a device tensor (its device's work on it done first).
+Tensor host_copy(const Tensor& t);
 
 template <class T>
 T Tensor::item() const {
@@ -160,6 +162,7 @@ T Tensor::item() const {
     fail("item", "only a tensor with one element can be converted to a scalar, got shape ",
          shape_str(shape()));
   require_data("item", *this);
+  if (device().type != DeviceType::kCPU) return host_copy(*this).item<T>();
   return dispatch_all(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
     return static_cast<T>(static_cast<opmath_t<S>>(*data<S>()));

@@ -76,7 +76,9 @@ void compute_index_select(const ComputeArgs& c) {
   const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("index_select", c.in[1], x.shape()[axis], axis);
   const Split3 s = split3(x.shape(), axis);
-  index_select_kernel().get(x.device().type)(contiguous(x), idx, s.outer, s.n, s.inner, c.out[0]);
+  // The output's device: a 0-d host x follows a device index there (common_device).
+  index_select_kernel().get(c.out[0].device().type)(contiguous(x), idx, s.outer, s.n, s.inner,
+                                                    c.out[0]);
 }
 
 std::vector<TensorMeta> infer_index_add(const InferArgs& a) {
@@ -116,7 +118,7 @@ void compute_gather(const ComputeArgs& c) {
   const Tensor& x = c.in[0];
   const int64_t axis = c.attrs.axis("dim", x.dim(), "index");
   const Tensor idx = checked_index("gather", c.in[1], x.dim() ? x.shape()[axis] : 1, axis);
-  gather_kernel().get(x.device().type)(contiguous(x), axis, idx, c.out[0]);
+  gather_kernel().get(c.out[0].device().type)(contiguous(x), axis, idx, c.out[0]);
 }
 
 std::vector<TensorMeta> infer_scatter_add(const InferArgs& a) {

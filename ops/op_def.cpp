@@ -67,6 +67,11 @@ OpDef inplace_variant(const char* name, const OpDef& base) {
         (dt != DType::kBool && self.dtype == DType::kBool))
       fail<TypeError>(a.op, "result type ", dtype_name(dt),
                       " can't be cast to the in-place output type ", dtype_name(self.dtype));
+    // A 0-d host self follows the others' device in the base op (common_device), but is written
+    // where it is: the host kernel would read the others' device memory.
+    if (out[0].device != self.device)
+      fail(a.op, "the written-to tensor is on ", self.device.str(), " but the other operands on ",
+           out[0].device.str());
     out[0] = {self.shape, self.dtype, self.device};
     return out;
   };

@@ -57,6 +57,8 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
     if (g.shape() != root.shape())
       fail(op, "gradient has shape ", shape_str(g.shape()), " but the output has shape ",
            shape_str(root.shape()));
+    if (g.device() != root.device())  // else the backward would mix devices (PyTorch raises too)
+      fail(op, "gradient is on ", g.device().str(), " but the output is on ", root.device().str());
     // Copied: it may reach a leaf's .grad unchanged, which must not alias the caller's tensor.
     Tensor copy = contiguous_copy(g);
     copy.impl()->global = g.impl()->global;  // a global gradient stays global

@@ -203,16 +203,18 @@ class DeviceCommunicator : public Communicator {
                const std::vector<int64_t>& counts) override {
     pick(in, out).scatter(in, out, root, counts);
   }
-  // Device tensors go point to point through the pair's own group, so that choosing its
-  // transport involves only the two ranks that take part.
+  // Device tensors go point to point through the pair's own group (or this group when it is the
+  // pair), so that choosing its transport involves only the two ranks that take part.
   void send(const Tensor& t, int dst, int tag) override {
     if (on_host(t)) return host_->send(t, dst, tag);
     check_peer("send", *this, dst, "destination");
+    if (size() == 2 && dst != rank()) return pick(t).send(t, dst, tag);
     pair_with(dst).send(t, dst < rank() ? 0 : 1, tag);
   }
   void recv(Tensor& t, int src, int tag) override {
     if (on_host(t)) return host_->recv(t, src, tag);
     check_peer("recv", *this, src, "source");
+    if (size() == 2 && src != rank()) return pick(t).recv(t, src, tag);
     pair_with(src).recv(t, src < rank() ? 0 : 1, tag);
   }
   void barrier() override { host_->barrier(); }
@@ -231,6 +233,7 @@ class DeviceCommunicator : public Communicator {
   }
 
  private:
+  // The group of this rank and `peer` alone (in a larger group).
   Communicator& pair_with(int peer) {
     if (peer == rank())
       fail("send", "rank ", ranks()[size_t(peer)], " sends to itself in ", name());

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "core/error.h"
@@ -19,7 +20,9 @@ namespace ofl::internal::cuda {
 
 // Raises naming `what` (the op or the runtime call) with CUDA's message.
 inline void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) fail(what, "CUDA error: ", cudaGetErrorString(err));
+  if (err == cudaSuccess) return;
+  (void)cudaGetLastError();  // not left behind for the next launch's check to report
+  fail(what, "CUDA error: ", cudaGetErrorString(err));
 }
 
 // The stream kernels on `device` launch onto (core/stream.h; null: the legacy default).
@@ -60,6 +63,10 @@ __device__ inline To convert(From x) {
     return __float2half(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return __float2bfloat16(static_cast<float>(x));
+  } else if constexpr (std::is_floating_point_v<From> && sizeof(To) < 4) {
+    // Outside To's range (-1.0 to uint8) C++ leaves the cast undefined: the host wraps through a
+    // 32-bit integer, the device saturates. Through int64 both wrap (PyTorch's cast to uint8).
+    return static_cast<To>(static_cast<int64_t>(x));
   } else {
     return static_cast<To>(x);
   }
@@ -81,11 +88,15 @@ struct Strided {
 
   __device__ void offsets(int64_t i, int64_t (&out)[kOperands]) const {
     for (int k = 0; k < kOperands; ++k) out[k] = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
+    for (int d = ndim - 1; d > 0; --d) {
       const int64_t index = i % sizes[d];
       i /= sizes[d];
       for (int k = 0; k < kOperands; ++k) out[k] += index * strides[k][d];
     }
+    // i < sizes[0] now (i < the product of sizes): the outermost dimension, the only one of a
+    // contiguous walk, takes no 64-bit division.
+    if (ndim > 0)
+      for (int k = 0; k < kOperands; ++k) out[k] += i * strides[k][0];
   }
 };
 
@@ -121,6 +132,39 @@ inline Shape broadcast_strides(const Tensor& src, const Shape& shape) {
   for (size_t d = 0; d < src.shape().size(); ++d)
     out[lead + d] = src.shape()[d] == 1 ? 0 : src.strides()[d];
   return out;
+}
+
+// An input as a kernel reads it: a device pointer, or the value of a 0-d tensor on the host passed
+// by value. Python scalars (wrapped numbers) and 0-d CPU tensors follow the other operands to the
+// GPU (ops/op_def.cpp's common_device) without being copied there, and a kernel cannot read the
+// host's pageable memory.
+template <class T>
+struct Input {
+  const T* p = nullptr;  // null: every element is `value`
+  T value{};
+  __device__ T operator[](int64_t i) const { return p ? p[i] : value; }
+};
+
+template <class T>
+Input<T> input(const Tensor& t) {
+  Input<T> in;
+  if (t.device().type != DeviceType::kCPU) {
+    in.p = static_cast<const T*>(t.raw_data());
+    return in;
+  }
+  OFL_CHECK(t.numel() == 1, "a host tensor of shape ", shape_str(t.shape()),
+            " given to a CUDA kernel");
+  std::memcpy(&in.value, t.raw_data(), sizeof(T));
+  return in;
+}
+
+// t where a kernel on `device` can read it: a host tensor (a 0-d one following the others)
+// copied there, others as they are.
+inline Tensor on_device(const Tensor& t, Device device) {
+  if (t.device().type != DeviceType::kCPU) return t;
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), device);
+  copy_kernel().get(DeviceType::kCUDA)(t, copy);
+  return copy;
 }
 
 // What 16-bit floats compute in on the device: float; other types themselves.

@@ -1,23 +1,19 @@
 // Convolution on CUDA through cuDNN: forward, and the input and weight gradients, as
 // cross-correlation over NCHW with groups, padding, stride and dilation. cuDNN's heuristics pick
 // each algorithm; its workspace comes from our caching allocator on the op's stream.
-#include <cudnn.h>
-
 #include <unordered_map>
 
 #include "ops/cuda/common.cuh"
+#include "ops/cuda/cudnn.h"
 #include "ops/kernels.h"
 
 namespace ofl::internal::cuda {
-namespace {
 
 void check_cudnn(cudnnStatus_t status, const char* what) {
   if (status != CUDNN_STATUS_SUCCESS) fail(what, "cuDNN error: ", cudnnGetErrorString(status));
 }
 
-// One cuDNN handle per thread and device (a handle is not for concurrent use), bound to the
-// current stream at each call.
-cudnnHandle_t handle_for(Device device) {
+cudnnHandle_t cudnn_handle(Device device, const char* op) {
   struct Handles {
     std::unordered_map<int, cudnnHandle_t> by_device;
     ~Handles() {
@@ -26,10 +22,12 @@ cudnnHandle_t handle_for(Device device) {
   };
   thread_local Handles handles;
   cudnnHandle_t& h = handles.by_device[device.index];
-  if (!h) check_cudnn(cudnnCreate(&h), "conv2d");
-  check_cudnn(cudnnSetStream(h, stream_of(device)), "conv2d");
+  if (!h) check_cudnn(cudnnCreate(&h), op);
+  check_cudnn(cudnnSetStream(h, stream_of(device)), op);
   return h;
 }
+
+namespace {
 
 cudnnDataType_t cudnn_dtype(DType t, const char* op) {
   switch (t) {
@@ -117,13 +115,22 @@ struct Scale {
 };
 
 // The first algorithm of cuDNN's heuristic ranking that it reports as runnable, and its workspace.
+// The ranking is of (algorithm, math type) pairs, its workspace sizes for that math type: the
+// descriptor takes the chosen one (as PyTorch does), except that FMA math (float32 without TF32)
+// never gives way to tensor-op math.
 template <class Perf, class Get>
-Perf pick_algorithm(Get&& get, const char* op) {
+Perf pick_algorithm(Get&& get, cudnnConvolutionDescriptor_t conv, const char* op) {
+  cudnnMathType_t asked;
+  check_cudnn(cudnnGetConvolutionMathType(conv, &asked), op);
   Perf perfs[16];
   int returned = 0;
   check_cudnn(get(16, &returned, perfs), op);
-  for (int i = 0; i < returned; ++i)
-    if (perfs[i].status == CUDNN_STATUS_SUCCESS) return perfs[i];
+  for (int i = 0; i < returned; ++i) {
+    if (perfs[i].status != CUDNN_STATUS_SUCCESS) continue;
+    if (asked == CUDNN_FMA_MATH && perfs[i].mathType != CUDNN_FMA_MATH) continue;
+    check_cudnn(cudnnSetConvolutionMathType(conv, perfs[i].mathType), op);
+    return perfs[i];
+  }
   fail(op, "cuDNN has no algorithm for this convolution");
 }
 
@@ -137,14 +144,14 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Window2d
   if (y.numel() == 0) return;
   const Device device = x.device();
   check(cudaSetDevice(device.index), op);
-  const cudnnHandle_t h = handle_for(device);
+  const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(x.shape(), w.shape(), y.shape(), x.dtype(), win, groups, op);
   const auto perf = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
       [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* out) {
         return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x(), d.w(), d.conv(), d.y(), n, got,
                                                       out);
       },
-      op);
+      d.conv(), op);
   const Tensor ws = workspace(perf.memory, device);
   const Scale s(x.dtype());
   check_cudnn(
@@ -171,14 +178,14 @@ void conv2d_input_grad(const Tensor& gy, const Tensor& w, const Window2d& win, i
   const Device device = gy.device();
   check(cudaSetDevice(device.index), op);
   if (gy.numel() == 0) return fill_kernel().get(DeviceType::kCUDA)(gx, 0);
-  const cudnnHandle_t h = handle_for(device);
+  const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(gx.shape(), w.shape(), gy.shape(), gy.dtype(), win, groups, op);
   const auto perf = pick_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
       [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* out) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w(), d.y(), d.conv(), d.x(), n, got,
                                                            out);
       },
-      op);
+      d.conv(), op);
   const Tensor ws = workspace(perf.memory, device);
   const Scale s(gy.dtype());
   check_cudnn(cudnnConvolutionBackwardData(h, s.one(), d.w(), w.raw_data(), d.y(), gy.raw_data(),
@@ -194,14 +201,14 @@ void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Window2d& win, 
   const Device device = gy.device();
   check(cudaSetDevice(device.index), op);
   if (gy.numel() == 0) return fill_kernel().get(DeviceType::kCUDA)(gw, 0);
-  const cudnnHandle_t h = handle_for(device);
+  const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(x.shape(), gw.shape(), gy.shape(), gy.dtype(), win, groups, op);
   const auto perf = pick_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
       [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x(), d.y(), d.conv(), d.w(), n,
                                                              got, out);
       },
-      op);
+      d.conv(), op);
   const Tensor ws = workspace(perf.memory, device);
   const Scale s(gy.dtype());
   check_cudnn(cudnnConvolutionBackwardFilter(h, s.one(), d.x(), x.raw_data(), d.y(), gy.raw_data(),

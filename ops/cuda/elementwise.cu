@@ -18,7 +18,7 @@ __global__ void map1_kernel(Out* out, const In* in, int64_t n, Strided<2> walk, 
 }
 
 template <class Out, class In, class F>
-__global__ void map2_kernel(Out* out, const In* a, const In* b, int64_t n, Strided<3> walk, F f) {
+__global__ void map2_kernel(Out* out, Input<In> a, Input<In> b, int64_t n, Strided<3> walk, F f) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   int64_t at[3];
@@ -48,9 +48,8 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const Shape strides[3] = {out.strides(), broadcast_strides(a, out.shape()),
                             broadcast_strides(b, out.shape())};
   map2_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
-      static_cast<device_t<Out>*>(out.raw_data()), static_cast<const device_t<In>*>(a.raw_data()),
-      static_cast<const device_t<In>*>(b.raw_data()), n, strided<3>(out.shape(), strides, "binary"),
-      f);
+      static_cast<device_t<Out>*>(out.raw_data()), input<device_t<In>>(a), input<device_t<In>>(b),
+      n, strided<3>(out.shape(), strides, "binary"), f);
   check(cudaGetLastError(), "binary");
 }
 
@@ -89,7 +88,7 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
 }
 
 template <class T>
-__global__ void where_select(T* out, const bool* cond, const T* a, const T* b, int64_t n,
+__global__ void where_select(T* out, Input<bool> cond, Input<T> a, Input<T> b, int64_t n,
                              Strided<4> walk) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -109,8 +108,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     where_select<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
-        static_cast<T*>(out.raw_data()), static_cast<const bool*>(cond.raw_data()),
-        static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()), n, walk);
+        static_cast<T*>(out.raw_data()), input<bool>(cond), input<T>(a), input<T>(b), n, walk);
   });
   check(cudaGetLastError(), "where");
 }

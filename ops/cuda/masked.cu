@@ -10,10 +10,12 @@
 namespace ofl::internal::cuda {
 namespace {
 
-void masked_select(const Tensor& x, const Tensor& mask, const Tensor& out) {
-  const int64_t n = mask.numel();
+void masked_select(const Tensor& x_given, const Tensor& mask_given, const Tensor& out) {
+  const int64_t n = mask_given.numel();
   if (n == 0 || out.numel() == 0) return;
-  const Device device = x.device();
+  const Device device = out.device();
+  // Either may come from a 0-d host tensor that follows the other to the GPU.
+  const Tensor x = on_device(x_given, device), mask = on_device(mask_given, device);
   check(cudaSetDevice(device.index), "masked_select");
   const cudaStream_t stream = stream_of(device);
   const Tensor selected = scratch(1, DType::kInt64, device);
@@ -46,10 +48,12 @@ __global__ void scatter_masked(const bool* mask, const int64_t* before, const U*
   if (i < n && mask[i]) out[i] = src[before[i]];
 }
 
-void masked_scatter(const Tensor& mask, const Tensor& source, const Tensor& out) {
-  const int64_t n = mask.numel();
+void masked_scatter(const Tensor& mask_given, const Tensor& source_given, const Tensor& out) {
+  const int64_t n = mask_given.numel();
   if (n == 0) return;
   const Device device = out.device();
+  // Either may come from a 0-d host tensor that follows out to the GPU.
+  const Tensor mask = on_device(mask_given, device), source = on_device(source_given, device);
   check(cudaSetDevice(device.index), "masked_scatter");
   const cudaStream_t stream = stream_of(device);
   // counts[0, n) holds the mask as integers, counts[n] the total: the exclusive scan of n + 1

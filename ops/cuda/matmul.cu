@@ -52,25 +52,21 @@ std::optional<Operand> layout_of(const Tensor& t, int64_t min_ld) {
   } else if (sr == 1 || rows == 1) {
     op.row_major = false;
     op.ld = std::max(sc, rows);
+    if (cols > 1 && sc < rows) return std::nullopt;  // e.g. (n, 1) expanded to (n, m): sc = 0
   } else {
     return std::nullopt;
   }
   if (op.ld < min_ld) return std::nullopt;
-  // Batch dims: all broadcast (0), or nested exactly (outer stride = inner stride * size).
-  bool all_zero = true, nested = true;
-  for (int64_t d = 0; d + 2 < nd; ++d) {
-    all_zero = all_zero && (t.strides()[d] == 0 || t.shape()[d] == 1);
-    if (d + 3 < nd && t.shape()[d] != 1)
-      nested = nested && t.strides()[d] == t.strides()[d + 1] * t.shape()[d + 1];
-  }
-  if (all_zero) {
-    op.batch_stride = 0;
-  } else if (nested) {
-    op.batch_stride = nd > 2 ? t.strides()[nd - 3] : 0;
-    for (int64_t d = 0; d + 2 < nd; ++d)  // a broadcast inner batch dim breaks the fold
-      if (t.strides()[d] == 0 && t.shape()[d] != 1) return std::nullopt;
-  } else {
-    return std::nullopt;
+  // Batch dims: all broadcast (0), or nested exactly (outer stride = inner stride * size). Dims
+  // of size 1 are skipped: their strides are arbitrary and never stepped over.
+  int64_t inner = -1;  // the batch dim of size > 1 inside d, once there is one
+  for (int64_t d = nd - 3; d >= 0; --d) {
+    if (t.shape()[d] == 1) continue;
+    if (inner < 0)
+      op.batch_stride = t.strides()[d];  // the innermost steps from one matrix to the next
+    else if (t.strides()[d] != t.strides()[inner] * t.shape()[inner])
+      return std::nullopt;  // (so is a stride 0 among nonzero ones)
+    inner = d;
   }
   return op;
 }

@@ -257,11 +257,13 @@ __global__ void select_rows(const T* x, const int64_t* idx, T* out, int64_t oute
   out[e] = x[(o * n + idx[i]) * inner + c];
 }
 
-void index_select(const Tensor& x, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
-                  const Tensor& out) {
-  const int64_t k = index.numel(), total = outer * k * inner;
+void index_select(const Tensor& x_in, const Tensor& index_in, int64_t outer, int64_t n,
+                  int64_t inner, const Tensor& out) {
+  const int64_t k = index_in.numel(), total = outer * k * inner;
   if (total == 0) return;
   check(cudaSetDevice(out.device().index), "index_select");
+  // A 0-d host index (or x) follows the GPU operands unmoved (common_device): move it here.
+  const Tensor x = on_device(x_in, out.device()), index = on_device(index_in, out.device());
   by_itemsize(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
     select_rows<U><<<blocks_for(total, kThreads), kThreads, 0, stream_of(out.device())>>>(
@@ -280,11 +282,12 @@ __global__ void add_rows(const T* src, const int64_t* idx, T* out, int64_t outer
   add_to(out + (o * n + idx[i]) * inner + c, src[e]);
 }
 
-void index_add(const Tensor& src, const Tensor& index, int64_t outer, int64_t n, int64_t inner,
-               const Tensor& out) {
-  const int64_t k = index.numel(), total = outer * k * inner;
+void index_add(const Tensor& src_in, const Tensor& index_in, int64_t outer, int64_t n,
+               int64_t inner, const Tensor& out) {
+  const int64_t k = index_in.numel(), total = outer * k * inner;
   if (total == 0) return;
   check(cudaSetDevice(out.device().index), "index_add");
+  const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   with_atomic_add(out.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
     add_rows<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(out.device())>>>(
@@ -332,10 +335,11 @@ __global__ void gather_elements(const U* x, const int64_t* idx, U* out, int64_t 
   if (i < n) out[i] = x[where.ndim ? where.offset(i, idx) : 0];
 }
 
-void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out) {
-  const int64_t n = index.numel();
+void gather(const Tensor& x_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
+  const int64_t n = index_in.numel();
   if (n == 0) return;
   check(cudaSetDevice(out.device().index), "gather");
+  const Tensor x = on_device(x_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(x, axis, index, "gather");
   by_itemsize(x.dtype(), [&](auto tag) {
     using U = decltype(tag);
@@ -353,10 +357,11 @@ __global__ void scatter_add_elements(const T* src, const int64_t* idx, T* out, i
   if (i < n) add_to(out + (where.ndim ? where.offset(i, idx) : 0), src[i]);
 }
 
-void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
-  const int64_t n = index.numel();
+void scatter_add(const Tensor& src_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
+  const int64_t n = index_in.numel();
   if (n == 0) return;
   check(cudaSetDevice(out.device().index), "scatter_add");
+  const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(out, axis, index, "scatter_add");
   with_atomic_add(out.dtype(), "scatter_add", [&](auto tag) {
     using T = decltype(tag);
@@ -383,10 +388,11 @@ __global__ void scatter_elected(const U* src, const int64_t* idx, const long lon
   if (winner[off] == i) out[off] = src[i];
 }
 
-void scatter(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
-  const int64_t n = index.numel();
+void scatter(const Tensor& src_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
+  const int64_t n = index_in.numel();
   if (n == 0) return;
   check(cudaSetDevice(out.device().index), "scatter");
+  const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(out, axis, index, "scatter");
   const Tensor winner = scratch(out.numel(), DType::kInt64, out.device());
   fill_kernel().get(DeviceType::kCUDA)(winner, -1);
@@ -433,8 +439,10 @@ __global__ void nll_backward(const T* g, const int64_t* t, T* gx, int64_t outer,
   gx[(n * classes + t[e]) * inner + i] = convert<T>(-convert<stat_t<T>>(g[e]));
 }
 
-void nll_loss(const Tensor& x, const Tensor& target, int64_t outer, int64_t classes, int64_t inner,
-              int64_t ignore_index, const Tensor& out) {
+void nll_loss(const Tensor& x, const Tensor& target_in, int64_t outer, int64_t classes,
+              int64_t inner, int64_t ignore_index, const Tensor& out) {
+  // A 0-d host target (x of shape (C,)) follows x to the GPU unmoved (common_device).
+  const Tensor target = on_device(target_in, out.device());
   check_targets(target, classes, ignore_index);
   if (outer * inner == 0) return;
   check(cudaSetDevice(out.device().index), "nll_loss");
@@ -447,11 +455,13 @@ void nll_loss(const Tensor& x, const Tensor& target, int64_t outer, int64_t clas
   check(cudaGetLastError(), "nll_loss");
 }
 
-void nll_loss_backward(const Tensor& grad, const Tensor& target, int64_t outer, int64_t classes,
-                       int64_t inner, int64_t ignore_index, const Tensor& gx) {
+void nll_loss_backward(const Tensor& grad_in, const Tensor& target_in, int64_t outer,
+                       int64_t classes, int64_t inner, int64_t ignore_index, const Tensor& gx) {
+  const Tensor grad = on_device(grad_in, gx.device()), target = on_device(target_in, gx.device());
   check_targets(target, classes, ignore_index);
   fill_kernel().get(DeviceType::kCUDA)(gx, 0);
   if (outer * inner == 0) return;
+  check(cudaSetDevice(gx.device().index), "nll_loss_backward");  // fill skips it when gx is empty
   dispatch_floating(gx.dtype(), "nll_loss_backward", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     nll_backward<T><<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(gx.device())>>>(

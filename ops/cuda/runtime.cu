@@ -17,6 +17,24 @@
 namespace ofl::internal::cuda {
 namespace {
 
+// Makes `device` current while in scope (errors ignored: frees run in destructors, also while
+// the process exits).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) : device_(device) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    if (prev_ != device_) cudaSetDevice(device_);
+  }
+  ~DeviceGuard() {
+    if (prev_ >= 0 && prev_ != device_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int device_, prev_ = -1;
+};
+
 // Freed blocks are kept by (device, stream, rounded size) and handed out again to allocations on
 // the same stream, so a block is never reused by work another stream may still be running on it
 // (PyTorch's rule). A block freed by a thread whose current stream is another one (the compute
@@ -39,15 +57,20 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
       d.cached -= size;
     } else {
       check(cudaSetDevice(device), "cuda allocate");
-      if (cudaMalloc(&p, size) != cudaSuccess) {
+      cudaError_t err = cudaMalloc(&p, size);
+      if (err == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();  // clear the error, free the cache, try once more
         release(device, d);
-        if (cudaMalloc(&p, size) != cudaSuccess) {
+        err = cudaMalloc(&p, size);
+        if (err == cudaErrorMemoryAllocation) {
           (void)cudaGetLastError();
           fail("cuda allocate", "out of memory allocating ", size, " bytes on cuda:", device, " (",
                d.allocated, " bytes in tensors; flow.cuda.empty_cache() frees the cache)");
         }
       }
+      // Another error (an earlier kernel's fault, reported here) is not out of memory.
+      if (err != cudaSuccess) (void)cudaGetLastError();
+      check(err, "cuda allocate");
       d.reserved += size;
     }
     blocks_[p] = {size, stream};
@@ -68,13 +91,17 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     d.cached += block.size;
     const cudaStream_t freeing = stream_of(Device{DeviceType::kCUDA, device});
     cudaEvent_t read = nullptr;
-    if (freeing != block.stream &&
-        cudaEventCreateWithFlags(&read, cudaEventDisableTiming) == cudaSuccess) {
-      if (cudaEventRecord(read, freeing) == cudaSuccess) {
-        d.pending.push_back({block, p, read});
-        return;
+    if (freeing != block.stream) {
+      // The event is made on, and a null `freeing` names the default stream of, the current
+      // device, and cudaEventRecord fails for a stream of another device: be on the block's.
+      DeviceGuard on(device);
+      if (cudaEventCreateWithFlags(&read, cudaEventDisableTiming) == cudaSuccess) {
+        if (cudaEventRecord(read, freeing) == cudaSuccess) {
+          d.pending.push_back({block, p, read});
+          return;
+        }
+        cudaEventDestroy(read);
       }
-      cudaEventDestroy(read);
     }
     (void)cudaGetLastError();  // (while the process exits, the driver may be gone: reuse it)
     d.free[{block.stream, block.size}].push_back(p);
@@ -229,13 +256,22 @@ void copy(const Tensor& src, const Tensor& dst) {
   const bool to_host = dst.device().type == DeviceType::kCPU;
   const bool from_host = src.device().type == DeviceType::kCPU;
   const size_t nbytes = size_t(dst.numel()) * itemsize(dst.dtype());
-  if (!from_host && !to_host && src.device() == dst.device()) return copy_on_device(src, dst);
+  if (!from_host && !to_host && src.device() == dst.device()) {
+    if (!plain(src, dst)) return copy_on_device(src, dst);
+    check(cudaSetDevice(dst.device().index), "copy_");
+    return check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes, cudaMemcpyDeviceToDevice,
+                                 stream_of(dst.device())),
+                 "copy_");
+  }
   if (plain(src, dst)) {
     const Device gpu = to_host ? src.device() : dst.device();
     check(cudaSetDevice(gpu.index), "copy_");
     cudaStream_t stream = stream_of(gpu);
     if (!from_host && !to_host) {  // after the source device's queued work
+      // (on the source device: a null stream is the current device's default stream)
+      check(cudaSetDevice(src.device().index), "copy_");
       check(cudaStreamSynchronize(stream_of(src.device())), "copy_");
+      check(cudaSetDevice(gpu.index), "copy_");
       check(cudaMemcpyPeerAsync(dst.raw_data(), dst.device().index, src.raw_data(),
                                 src.device().index, nbytes, stream),
             "copy_");
@@ -243,8 +279,9 @@ void copy(const Tensor& src, const Tensor& dst) {
       check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes, cudaMemcpyDefault, stream),
             "copy_");
     }
-    // The host side is pageable memory the caller may reuse at once: wait for the transfer.
-    if (from_host || to_host) check(cudaStreamSynchronize(stream), "copy_");
+    // The host side is pageable memory the caller may reuse at once; a peer copy is ordered with
+    // no work on the source device, which may free (reuse) or overwrite the source next: wait.
+    check(cudaStreamSynchronize(stream), "copy_");
     return;
   }
   // Otherwise convert and lay out where the data is, then move one plain block.

@@ -221,6 +221,8 @@ def load(path, like=None):
             if region is not None and not _zero_partial(target.placement, sbp, rank):
                 _fill(local, region, entry["pieces"], files, entry["dtype"], itemsize, name, where)
             t = flow._C.tensor_from_bytes(local.tobytes(), dtype, list(local.shape))
+            if target.placement.type != "cpu":  # the shard where the placement keeps it
+                t = t.to(flow._global.shard_device(target.placement))
             tensors[name] = flow._C.make_global(
                 t, target.placement, flow._C.NdSbp(sbp), _dist().world(), False
             )

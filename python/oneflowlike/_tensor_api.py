@@ -94,10 +94,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def as_tensor(data, dtype=None, device=None):
+    d = _resolve_device(device)
     if isinstance(data, _C.Tensor) and (dtype is None or data.dtype == dtype):
-        return data
+        return data if d is None else data.to(d)
     if isinstance(data, np.ndarray) and (dtype is None):
-        return _C.from_numpy(data)
+        t = _C.from_numpy(data)  # shares the array's memory on the host
+        return t if d is None else t.to(d)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -136,7 +138,7 @@ def ones_like(t, dtype=None, requires_grad=False):
 
 
 def empty_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.empty(t.shape, dtype or t.dtype), requires_grad)
+    return _finish(_C.empty(t.shape, dtype or t.dtype, device=t.device), requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
@@ -162,17 +164,17 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
 
 
 def rand_like(t, dtype=None, generator=None):
-    return _C.rand(t.shape, dtype or t.dtype, generator)
+    return _C.rand(t.shape, dtype or t.dtype, generator, device=t.device)
 
 
 def randn_like(t, dtype=None, generator=None):
-    return _C.randn(t.shape, dtype or t.dtype, generator)
+    return _C.randn(t.shape, dtype or t.dtype, generator, device=t.device)
 
 
 def randint_like(t, low, high=None, dtype=None, generator=None):
     if high is None:
         low, high = 0, low
-    return _C.randint(low, high, t.shape, dtype or t.dtype, generator)
+    return _C.randint(low, high, t.shape, dtype or t.dtype, generator, device=t.device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -356,12 +358,14 @@ def _repr(t):
         if t.dtype not in (_C.dtype.float32, _C.dtype.int64, _C.dtype.bool):
             body += f", dtype={t.dtype!r}"
         return prefix + body + (", requires_grad=True" if t.requires_grad else "") + ")"
-    if t.dtype == _C.dtype.bfloat16:
-        arr = t.float().numpy()
-    else:
-        arr = t.detach().numpy()
+    shown = t.float() if t.dtype == _C.dtype.bfloat16 else t.detach()
+    if not t.is_global and t.device.type != "cpu":  # a global numpy() gathers from any device
+        shown = shown.cpu()
+    arr = shown.numpy()
     body = np.array2string(arr, separator=", ", prefix=prefix)
     extras = []
+    if not t.is_global and t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
     default = {_C.dtype.float32, _C.dtype.int64, _C.dtype.bool}
     if t.dtype not in default:
         extras.append(f"dtype={t.dtype!r}")
@@ -397,17 +401,18 @@ def _install_tensor_methods():
     def type_as(self, other):
         return self.to(other.dtype)
 
+    # On self's device, as PyTorch's.
     def new_zeros(self, *size, dtype=None):
-        return zeros(*size, dtype=dtype or self.dtype)
+        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
 
     def new_ones(self, *size, dtype=None):
-        return ones(*size, dtype=dtype or self.dtype)
+        return ones(*size, dtype=dtype or self.dtype, device=self.device)
 
     def new_full(self, size, fill_value, dtype=None):
-        return full(size, fill_value, dtype=dtype or self.dtype)
+        return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
 
     def new_tensor(self, data, dtype=None):
-        return tensor(data, dtype=dtype or self.dtype)
+        return tensor(data, dtype=dtype or self.dtype, device=self.device)
 
     for fn in (
         addcmul_,

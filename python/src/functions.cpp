@@ -64,7 +64,8 @@ void bind_functions(py::module_& m) {
       arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr,
       arg("device") = Device{});
   m.def("tensor_bytes", [](const Tensor& t) {
-    Tensor c = contiguous(t);
+    require_data("save", t);
+    Tensor c = host_copy(contiguous(t));  // a device tensor's bytes come to the host first
     return py::bytes(static_cast<const char*>(c.raw_data()), c.numel() * itemsize(c.dtype()));
   });
   // The C++ reader of safetensors files (core/safetensors.h), which the C++ API loads weights

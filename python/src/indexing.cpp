@@ -26,6 +26,15 @@ struct Indexed {
   int64_t covered() const { return is_mask() ? adv.dim() : 1; }
 };
 
+// An index (a list or array, or a host tensor) indexes a local tensor from that tensor's device,
+// as PyTorch moves it: the ops take their operands on one device.
+Tensor on_device_of(const Tensor& index, const Tensor& x) {
+  if (x.is_global() || index.is_global() || index.is_traced() || x.device().is_meta() ||
+      index.device() == x.device())
+    return index;
+  return to_device(index, x.device());
+}
+
 Indexed apply_basic(const Tensor& x, py::handle key) {
   py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
   Indexed out;
@@ -42,7 +51,7 @@ Indexed apply_basic(const Tensor& x, py::handle key) {
     }
     if (out.adv.defined())
       throw IndexError("[index] only one tensor/list index per indexing expression is supported");
-    out.adv = as_tensor(it, "index");
+    out.adv = on_device_of(as_tensor(it, "index"), x);
     // A 0-d mask (x[True]) covers a new dimension of size 1.
     consumed += out.is_mask() ? out.adv.dim() : 1;
   }
@@ -124,6 +133,8 @@ void set_masked(const Indexed& ix, py::handle value) {
   Tensor target = ix.view;
   Tensor mask = full_mask(ix);
   Tensor v = as_tensor(value, "setitem");
+  if (!py::isinstance<Tensor>(value) && !is_number(value))  // a list or array: on the host
+    v = on_device_of(v, target);
   if (is_number(value) || numel_of(meta_of(v).shape) == 1) {
     masked_fill_(target, mask, reshape(v, {}));
     return;
@@ -156,7 +167,11 @@ Tensor index(const Tensor& x, py::handle key) {
   // Shapes as ops see them: a global tensor's logical ones. A local index (a list, say) is the
   // same on every rank: broadcast on a global tensor's placement.
   Tensor idx = ix.adv;
-  if (r.is_global() && !idx.is_global()) idx = broadcast_on(idx, r);
+  if (r.is_global() && !idx.is_global()) {
+    // On the device of this rank's shard (a list's index is on the host).
+    if (!idx.is_traced() && !r.device().is_meta()) idx = to_device(idx, r.device());
+    idx = broadcast_on(idx, r);
+  }
   const Shape rshape = meta_of(r).shape, ishape = meta_of(idx).shape;
   if (is_integral(idx.dtype()) && d < r.dim()) {  // negative indices count from the end
     Tensor size = wrap_scalar(static_cast<double>(rshape[d]), DType::kInt64);

@@ -172,21 +172,25 @@ void bind_tensor(py::module_& m) {
       .def("tolist",
            [](const Tensor& t) {
              Tensor c = t.dtype() == DType::kBFloat16 ? to_dtype(t, DType::kFloat32) : t;
-             return to_numpy(c).attr("tolist")();
+             require_data("tolist", c);
+             return to_numpy(host_copy(c)).attr("tolist")();  // any device, as PyTorch's
            })
       .def("to",
            [](const Tensor& t, py::args args, py::kwargs kwargs) {
              std::optional<DType> dt;
              std::optional<Device> device;
-             for (auto a : args)
-               if (py::isinstance<DType>(a))
+             for (auto a : args) {
+               if (py::isinstance<DType>(a)) {
                  dt = a.cast<DType>();
-               else if (py::isinstance<Tensor>(a))
+               } else if (py::isinstance<Tensor>(a)) {  // other's dtype and device, as PyTorch's
                  dt = a.cast<Tensor>().dtype();
-               else if (py::isinstance<Device>(a))
+                 device = a.cast<Tensor>().device();
+               } else if (py::isinstance<Device>(a)) {
                  device = a.cast<Device>();
-               else if (py::isinstance<py::str>(a))
+               } else if (py::isinstance<py::str>(a)) {
                  device = Device::parse(a.cast<std::string>());
+               }
+             }
              if (kwargs.contains("dtype")) dt = to_dtype_opt(kwargs["dtype"]);
              if (kwargs.contains("device") && !kwargs["device"].is_none())
                device = py::isinstance<Device>(kwargs["device"])

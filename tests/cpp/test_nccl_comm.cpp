@@ -77,7 +77,12 @@ void run_ranks(int n, const std::function<void(int, Communicator&)>& body,
   auto store = std::make_shared<MemoryStore>();
   store->set_timeout(timeout);
   comm::testing::run_ranks_with(
-      n, [&](int r) { return make_nccl_communicator(store, r, n, r, timeout); }, body);
+      n,
+      [&](int r) {
+        cudaSetDevice(r);  // the test's own copies run on this rank's GPU, not behind cuda:0's
+        return make_nccl_communicator(store, r, n, r, timeout);
+      },
+      body);
 }
 
 }  // namespace

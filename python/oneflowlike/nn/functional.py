@@ -323,5 +323,5 @@ def binary_cross_entropy_with_logits(
 def one_hot(tensor, num_classes=-1):
     if num_classes < 0:
         num_classes = int(tensor.max().item()) + 1
-    classes = flow.arange(num_classes, dtype=flow.int64)
+    classes = flow.arange(num_classes, dtype=flow.int64, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).to(flow.int64)

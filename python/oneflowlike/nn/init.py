@@ -121,7 +121,9 @@ def eye_(tensor):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with flow.no_grad():
-        tensor.copy_(flow.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype))
+        tensor.copy_(
+            flow.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device)
+        )
     return tensor
 
 
@@ -164,7 +166,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             outside = (tensor < a).float() + (tensor > b).float()
             if outside.sum().item() == 0:
                 break
-            fresh = flow.empty(*tuple(tensor.shape), dtype=tensor.dtype)
+            fresh = flow.empty(*tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
             fresh.normal_(mean, std, generator=generator)
             tensor.copy_(flow.where(outside > 0.5, fresh, tensor))
         tensor.clamp_(a, b)

@@ -184,7 +184,10 @@ class Optimizer:
     def _cast_state(param, name, value):
         if not isinstance(value, flow.Tensor):
             return copy.deepcopy(value)
-        value = flow._global.like_global(value.detach(), param).clone()
+        value = flow._global.like_global(value.detach(), param)
+        if not value.is_global and not param.is_global and value.device != param.device:
+            value = value.to(param.device)  # a loaded state (on the host) joins a GPU parameter
+        value = value.clone()
         if name != "step" and value.dtype.is_floating_point and value.dtype != param.dtype:
             value = value.to(param.dtype)
         return value

@@ -42,7 +42,7 @@ def main():
                 problems.append(f"{shape} {src.to_string()}->{dst.to_string()} logical")
             if not any(s.kind == "partial" for s in dst):
                 want = flow._C.shard_of(full, place, dst, list(coords)).numpy()
-                if not np.array_equal(y.to_local().numpy(), want):
+                if not np.array_equal(y.to_local().cpu().numpy(), want):
                     problems.append(f"{shape} {src.to_string()}->{dst.to_string()} shard")
     report(rank=rank, problems=problems)
 

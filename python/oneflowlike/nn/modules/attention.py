@@ -15,13 +15,14 @@ from .linear import Linear
 def _additive(mask, dtype):
     """Bool masks (True = not allowed) become 0 / -inf; float masks are already additive."""
     if mask.dtype == flow.bool:
-        return flow.zeros(*tuple(mask.shape), dtype=dtype).masked_fill(mask, float("-inf"))
+        zeros = flow.zeros(*tuple(mask.shape), dtype=dtype, device=mask.device)
+        return zeros.masked_fill(mask, float("-inf"))
     return mask.to(dtype) if mask.dtype != dtype else mask
 
 
-def _causal_mask(tgt_len, src_len):
-    rows = flow.arange(tgt_len).unsqueeze(1)
-    cols = flow.arange(src_len).unsqueeze(0)
+def _causal_mask(tgt_len, src_len, device=None):
+    rows = flow.arange(tgt_len, device=device).unsqueeze(1)
+    cols = flow.arange(src_len, device=device).unsqueeze(0)
     return cols > rows
 
 
@@ -157,7 +158,7 @@ class MultiheadAttention(Module):
 
         causal_flag = is_causal and attn_mask is None
         if causal_flag and (need_weights or key_padding_mask is not None):
-            attn_mask, causal_flag = _causal_mask(tgt_len, src_len), False
+            attn_mask, causal_flag = _causal_mask(tgt_len, src_len, q.device), False
         mask = self._merged_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
         dropout_p = self.dropout if self.training else 0.0
 
