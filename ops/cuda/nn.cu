@@ -3,6 +3,7 @@
 // bounds check, gather / scatter / scatter_add, and the negative log-likelihood. A block per row
 // where a row is reduced (a shared-memory tree), otherwise a thread per element; statistics in
 // float (double for float64, and double for the norms' moments, as the CPU kernels).
+#include <algorithm>
 #include <vector>
 
 #include "ops/cuda/common.cuh"
@@ -176,22 +177,39 @@ __global__ void norm_backward_rows(const T* g, const T* x, const T* w, const S* 
   }
 }
 
-// The weight's and bias's gradients: a thread per column summing over the rows, in order.
+// The weight's and bias's gradients: thread (c, piece) sums its piece of `len` rows of column c
+// in double into pw/pb[piece * cols + c]; a second pass sums the pieces in order (deterministic).
 template <class T, class S>
-__global__ void norm_backward_columns(const T* g, const T* x, const S* mean, const S* rstd, T* gw,
-                                      T* gb, int64_t rows, int64_t cols) {
+__global__ void norm_backward_columns(const T* g, const T* x, const S* mean, const S* rstd,
+                                      double* pw, double* pb, int64_t rows, int64_t cols,
+                                      int64_t len) {
   using M = stat_t<T>;
   const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (c >= cols) return;
+  const int64_t begin = blockIdx.y * len, end = begin + len < rows ? begin + len : rows;
   double sw = 0, sb = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     const M gv = convert<M>(g[r * cols + c]);
     const M xhat = (convert<M>(x[r * cols + c]) - (mean ? M(mean[r]) : M(0))) * M(rstd[r]);
     sw += double(gv * xhat);
     sb += double(gv);
   }
-  if (gw) gw[c] = convert<T>(M(sw));
-  if (gb) gb[c] = convert<T>(M(sb));
+  pw[blockIdx.y * cols + c] = sw;
+  pb[blockIdx.y * cols + c] = sb;
+}
+
+template <class T>
+__global__ void sum_pieces(const double* pw, const double* pb, T* gw, T* gb, int64_t pieces,
+                           int64_t cols) {
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  double sw = 0, sb = 0;
+  for (int64_t p = 0; p < pieces; ++p) {
+    sw += pw[p * cols + c];
+    sb += pb[p * cols + c];
+  }
+  if (gw) gw[c] = convert<T>(stat_t<T>(sw));
+  if (gb) gb[c] = convert<T>(stat_t<T>(sb));
 }
 
 template <class T>
@@ -233,11 +251,22 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
       norm_backward_rows<T, S><<<row_blocks(rows), kThreads, 0, stream>>>(
           static_cast<const T*>(g.raw_data()), static_cast<const T*>(x.raw_data()),
           data_or_null<T>(w), mean_p, rstd_p, rms, static_cast<T*>(gx.raw_data()), rows, cols);
-    if ((gw.defined() || gb.defined()) && cols)
-      norm_backward_columns<T, S><<<blocks_for(cols, kThreads), kThreads, 0, stream>>>(
-          static_cast<const T*>(g.raw_data()), static_cast<const T*>(x.raw_data()), mean_p, rstd_p,
-          gw.defined() ? static_cast<T*>(gw.raw_data()) : nullptr,
-          gb.defined() ? static_cast<T*>(gb.raw_data()) : nullptr, rows, cols);
+    if ((gw.defined() || gb.defined()) && cols) {
+      // Pieces of at least 64 rows, enough of them to fill the GPU (about 512 blocks).
+      const int64_t blocks = blocks_for(cols, kThreads);
+      const int64_t pieces = std::max<int64_t>(
+          1, std::min<int64_t>({(512 + blocks - 1) / blocks, (rows + 63) / 64, int64_t(65535)}));
+      const int64_t len = (rows + pieces - 1) / pieces;
+      Tensor part = scratch(2 * pieces * cols, DType::kFloat64, gx.device());
+      double* pw = static_cast<double*>(part.raw_data());
+      norm_backward_columns<T, S>
+          <<<dim3(unsigned(blocks), unsigned(pieces)), kThreads, 0, stream>>>(
+              static_cast<const T*>(g.raw_data()), static_cast<const T*>(x.raw_data()), mean_p,
+              rstd_p, pw, pw + pieces * cols, rows, cols, len);
+      sum_pieces<T><<<blocks, kThreads, 0, stream>>>(
+          pw, pw + pieces * cols, gw.defined() ? static_cast<T*>(gw.raw_data()) : nullptr,
+          gb.defined() ? static_cast<T*>(gb.raw_data()) : nullptr, pieces, cols);
+    }
   });
   check(cudaGetLastError(), "layer_norm_backward");
 }

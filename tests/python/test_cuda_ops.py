@@ -113,6 +113,19 @@ def test_reductions_on_the_gpu_equal_the_cpu(dtype, dim):
         _same(fn(x.cuda(), **kw), fn(x, **kw), dtype)
 
 
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float16, flow.int64, flow.bool], ids=str)
+@pytest.mark.parametrize("dim", [None, 1, (0, 1)], ids=str)
+def test_long_reductions_split_over_blocks_equal_the_cpu(dtype, dim):
+    # Few outputs over a long axis: the kernels cut the axis into pieces over many blocks and
+    # reduce the pieces in a second pass. Small integers keep float sums exact in any order.
+    r = np.random.default_rng(1)
+    x = flow.tensor(r.integers(-3, 4, (3, 70000, 5))).to(dtype)
+    kw = {} if dim is None else {"dim": dim}
+    fns = [flow.any, flow.all] if dtype == flow.bool else [flow.sum, flow.amax, flow.amin]
+    for fn in fns + ([flow.mean] if dtype == flow.float32 else []):
+        _same(fn(x.cuda(), **kw), fn(x, **kw), dtype)
+
+
 def _gpt_losses(device, steps=3, graph=False):
     import sys
     from pathlib import Path

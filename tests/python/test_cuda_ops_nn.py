@@ -38,6 +38,17 @@ def _no_tf32():
     flow.backends.cudnn.allow_tf32 = True
 
 
+@pytest.mark.parametrize("rows", [5, 4096], ids=str)
+@pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
+def test_norm_gradients_over_many_rows_equal_the_cpu(rows, rms):
+    # Many rows: the weight's and bias's gradients sum row pieces on many blocks, then the pieces.
+    x, w, b = _uniform(rows, 48), _uniform(48, seed=1), _uniform(48, seed=2)
+    if rms:
+        _grads_match(lambda x, w: F.rms_norm(x, (48,), w), x, w, rtol=1e-4, atol=1e-4)
+    else:
+        _grads_match(lambda x, w, b: F.layer_norm(x, (48,), w, b), x, w, b, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize(
     "stride, padding, dilation, groups",
     [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2), (2, 0, 1, 4)],
