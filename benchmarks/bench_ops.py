@@ -40,7 +40,7 @@ def np_layer_norm(x, w, b, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * w + b
 
 
-def make_cases(quick):
+def make_cases(quick, device="cpu"):
     """(name, input arrays, kind) for every case; kind picks the op."""
     rng = np.random.default_rng(0)
 
@@ -62,6 +62,11 @@ def make_cases(quick):
     cases.append(("softmax 4096x1024 (last dim)", (arr(4096, 1024),), "softmax"))
     cases.append(("layer_norm 4096x1024", (arr(4096, 1024), arr(1024), arr(1024)), "layer_norm"))
     cases.append(("sum 4096x1024 (all)", (arr(4096, 1024),), "sum"))
+    cases.append(("sum 8192x768 over rows (a bias gradient)", (arr(8192, 768),), "sum_rows"))
+    if device == "cuda":  # the GPT benchmark's attention: 8 x 12 heads x 1024 x 64, bfloat16
+        qkv = tuple(arr(8, 12, 1024, 64) for _ in range(3))
+        cases.append(("causal attention 8x12x1024x64 bf16", qkv, "attention"))
+        cases.append(("causal attention 8x12x1024x64 bf16, fwd+bwd", qkv, "attention_backward"))
     cases.append(("dispatch: add of 100 floats", (arr(100), arr(100)), "add"))
     cases.append(("dispatch: (x*2).sum().backward(), 100", (arr(100),), "backward"))
     return cases
@@ -78,12 +83,19 @@ def ops_for(lib, device="cpu"):
             "softmax": np_softmax,
             "layer_norm": np_layer_norm,
             "sum": lambda x: x.sum(),
+            "sum_rows": lambda x: x.sum(0),
         }
     mod = __import__(lib)
     F = mod.nn.functional
 
     def backward(x):
         (x * 2.0).sum().backward()
+
+    def attention(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def attention_backward(q, k, v):
+        attention(q, k, v).sum().backward()
 
     def convert(a):
         return mod.from_numpy(a).to(device)
@@ -96,7 +108,10 @@ def ops_for(lib, device="cpu"):
         "softmax": lambda x: mod.softmax(x, -1),
         "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
         "sum": lambda x: x.sum(),
+        "sum_rows": lambda x: x.sum(0),
         "backward": backward,
+        "attention": attention,
+        "attention_backward": attention_backward,
     }
 
 
@@ -104,12 +119,15 @@ def measure(lib, quick, device="cpu"):
     convert, fns = ops_for(lib, device)
     sync = __import__(lib).cuda.synchronize if device == "cuda" else (lambda: None)
     times = {}
-    for name, inputs, kind in make_cases(quick):
+    for name, inputs, kind in make_cases(quick, device):
         if kind not in fns:
             continue
         args = [convert(a) for a in inputs]
-        if kind == "backward":
-            args[0].requires_grad_(True)
+        if kind.startswith("attention"):
+            args = [a.to(__import__(lib).bfloat16) for a in args]
+        if kind.endswith("backward"):
+            for a in args:
+                a.requires_grad_(True)
 
         def call():
             fns[kind](*args)

@@ -93,6 +93,18 @@ using MaskedSelectKernel = void(const Tensor& x, const Tensor& mask, const Tenso
 // true into out (contiguous); raises when source has fewer elements than mask has trues.
 using MaskedScatterKernel = void(const Tensor& mask, const Tensor& source, const Tensor& out);
 
+// Fused attention per (batch, head) of q (B, H, L, D), k (B, H, S, D), v (B, H, S, Dv), each
+// with unit stride on its last axis: out (B, H, L, Dv) = softmax(scale q k^T, with key j > query
+// i masked when causal) v, and lse (B, H, L) each row's log-sum-exp of the scaled scores (float32;
+// float64 for float64 inputs); outputs contiguous.
+using AttentionKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                             bool causal, const Tensor& out, const Tensor& lse);
+// Its gradients from grad (of out, unit stride on its last axis) and the forward's out and lse.
+using AttentionBackwardKernel = void(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                     const Tensor& v, const Tensor& out, const Tensor& lse,
+                                     double scale, bool causal, const Tensor& dq, const Tensor& dk,
+                                     const Tensor& dv);
+
 // A 2-d sliding window over NCHW planes: kernel, stride, padding and dilation per (H, W).
 struct Window2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
@@ -129,6 +141,8 @@ OFL_DECLARE_KERNEL(softmax_kernel, SoftmaxKernel)
 OFL_DECLARE_KERNEL(softmax_backward_kernel, SoftmaxBackwardKernel)
 OFL_DECLARE_KERNEL(norm_kernel, NormKernel)
 OFL_DECLARE_KERNEL(norm_backward_kernel, NormBackwardKernel)
+OFL_DECLARE_KERNEL(attention_kernel, AttentionKernel)
+OFL_DECLARE_KERNEL(attention_backward_kernel, AttentionBackwardKernel)
 OFL_DECLARE_KERNEL(random_kernel, RandomKernel)
 OFL_DECLARE_KERNEL(index_check_kernel, IndexCheckKernel)
 OFL_DECLARE_KERNEL(nll_loss_kernel, NllLossKernel)

@@ -1,6 +1,6 @@
 // Neural-network op definitions: softmax and the norms with their fused backward ops, dropout
-// (drawn by logical element index, so a global tensor's shards draw only their own block), and
-// attention as a composition. The losses are in ops/loss.cpp.
+// (drawn by logical element index, so a global tensor's shards draw only their own block).
+// Attention is in ops/attention.cpp. The losses are in ops/loss.cpp.
 #include "ops/nn.h"
 
 #include <cmath>
@@ -17,6 +17,7 @@
 #include "ops/op_def.h"
 #include "ops/reduce.h"
 #include "ops/sbp_rules.h"
+#include "ops/scan.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
@@ -306,18 +307,6 @@ void compute_dropout(const ComputeArgs& c) {
   binary_kernel().get(dev)(BinaryOp::kMul, kept, full({}, keep_scale(p), y.dtype()), y);
 }
 
-// --- attention ---
-
-// The causal mask (true above the diagonal) where `scores` lives: a constant every rank builds
-// alike (B on a global placement), without data on the meta device.
-Tensor future_positions(int64_t rows, int64_t cols, const Tensor& scores) {
-  Tensor future = scores.device().is_meta()
-                      ? Tensor::empty({rows, cols}, DType::kBool, scores.device())
-                      : gt(unsqueeze(arange(0, static_cast<double>(cols), 1, DType::kInt64), 0),
-                           unsqueeze(arange(0, static_cast<double>(rows), 1, DType::kInt64), 1));
-  return scores.is_global() ? broadcast_on(future, scores) : future;
-}
-
 OFL_REGISTER_OPS({
     softmax_def("softmax", false),
     softmax_def("log_softmax", true),
@@ -339,7 +328,6 @@ OFL_REGISTER_OPS({
      },
      .saves = kSaveOutputs,
      .shard_attrs = with_block},
-    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
 });
 
 }  // namespace
@@ -381,34 +369,6 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
                   {{"p", p},
                    {"seed", static_cast<int64_t>(seed)},
                    {"offset", static_cast<int64_t>(offset)}})[0];
-}
-
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale, Generator* gen) {
-  const Shape &qs = logical_shape(q), &ks = logical_shape(k), &vs = logical_shape(v);
-  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
-    fail("scaled_dot_product_attention", "q, k, v need at least 2 dims, got ", shape_str(qs), ", ",
-         shape_str(ks), ", ", shape_str(vs));
-  if (qs.back() != ks.back() || ks[k.dim() - 2] != vs[v.dim() - 2])
-    fail("scaled_dot_product_attention", "q ", shape_str(qs), ", k ", shape_str(ks), ", v ",
-         shape_str(vs), ": head dims of q and k or lengths of k and v differ");
-  if (is_causal && attn_mask.defined())
-    fail("scaled_dot_product_attention", "pass either attn_mask or is_causal, not both");
-  const int64_t L = qs[q.dim() - 2], S = ks[k.dim() - 2];
-  double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.back())));
-  Tensor scores = matmul(mul(q, wrap_scalar(s, DType::kFloat64)), transpose(k, -2, -1));
-  Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
-  if (is_causal) {
-    scores = masked_fill(scores, future_positions(L, S, scores), neg_inf);
-  } else if (attn_mask.defined()) {
-    scores = attn_mask.dtype() == DType::kBool
-                 ? masked_fill(scores, logical_not(attn_mask), neg_inf)
-                 : add(scores, attn_mask);
-  }
-  Tensor attn = softmax(scores, -1);
-  if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
-  return matmul(attn, v);
 }
 
 }  // namespace ofl::internal

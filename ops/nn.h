@@ -1,5 +1,6 @@
 // Neural-network ops: normalisations, softmax family, losses, dropout, attention.
 #pragma once
+#include <atomic>
 #include <optional>
 
 #include "core/random.h"
@@ -20,6 +21,14 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                 std::optional<double> eps = std::nullopt);
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+// softmax(scale q k^T, with key j > query i masked when causal) v in one op for 4-d (batch,
+// heads, length, head dim) operands: the fused kernel scaled_dot_product_attention calls where
+// it serves the call (cuDNN's flash attention on CUDA; the CPU has one to compare with).
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                       bool causal);
+// Whether scaled_dot_product_attention may call flash_attention (flow.backends.cuda.
+// enable_flash_sdp; on by default, as in PyTorch).
+std::atomic<bool>& attention_allow_fused();
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen = nullptr);

@@ -269,6 +269,22 @@ Sigs softmax_grad(const SbpQuery& q) {
   return sigs;
 }
 
+Sigs attention(const SbpQuery& q) {
+  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1))};
+  const Sbp rows = Sbp::split(2);
+  if (!q.typed->get<bool>("causal")) sigs.push_back({{rows, kB, kB}, {rows, rows}});
+  return sigs;
+}
+
+// Linear in grad (the row sums g.out too).
+Sigs attention_grad(const SbpQuery& q) {
+  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1)), one_input(q, 0, kPSum, kPSum)};
+  const Sbp rows = Sbp::split(2);
+  if (!q.typed->get<bool>("causal"))
+    sigs.push_back({{rows, rows, kB, kB, rows, rows}, {rows, kPSum, kPSum}});
+  return sigs;
+}
+
 // Axes of input 0 before the normalized ones (typed attribute normalized_shape).
 int64_t norm_lead(const SbpQuery& q) {
   return rank_of(q.in[0]) - rank_of(q.typed->get<std::vector<int64_t>>("normalized_shape"));
@@ -520,6 +536,8 @@ const SbpRule kSoftmax{"softmax", softmax};
 const SbpRule kSoftmaxGrad{"softmax_grad", softmax_grad};
 const SbpRule kNorm{"norm", norm};
 const SbpRule kNormGrad{"norm_grad", norm_grad};
+const SbpRule kAttention{"attention", attention};
+const SbpRule kAttentionGrad{"attention_grad", attention_grad};
 const SbpRule kDropout{"dropout", dropout};
 const SbpRule kRandomFill{"random_fill", random_fill};
 const SbpRule kNllLoss{"nll_loss", nll_loss};

@@ -60,6 +60,12 @@ extern const SbpRule kNorm;
 // layer_norm_backward / rms_norm_backward (grad, x, weight[, mean], rstd) -> (gx, gweight[,
 // gbias]): split rows give P(sum) parameter gradients; a P(sum) grad gives P(sum) everywhere.
 extern const SbpRule kNormGrad;
+// flash_attention (q, k, v) -> (out, lse), typed attribute causal: batch or heads split
+// everywhere; without the causal mask also query rows (q, out, lse S(2), k and v B).
+extern const SbpRule kAttention;
+// flash_attention_backward (grad, q, k, v, out, lse) -> (dq, dk, dv): as the forward (split
+// query rows give P(sum) dk and dv); a P(sum) grad gives P(sum) gradients.
+extern const SbpRule kAttentionGrad;
 // dropout (x) -> (y, mask): splits map; P(sum) x -> P(sum) y, B mask.
 extern const SbpRule kDropout;
 // uniform_ / normal_: any split or B (each shard draws its block by logical index).

@@ -14,3 +14,6 @@ if [ -n "$missing" ]; then
 fi
 python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11 \
   matplotlib
+# cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
+# the Python package's requirements).
+python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend

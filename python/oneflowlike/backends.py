@@ -1,6 +1,7 @@
 """flow.backends: numerical switches of the backends, with torch.backends' names.
 
 flow.backends.cuda.matmul.allow_tf32 = True   # float32 matmuls in TF32 on GPUs (off by default)
+flow.backends.cuda.enable_flash_sdp(False)     # attention as its parts, not cuDNN's fused kernel
 flow.backends.cudnn.allow_tf32 = False        # float32 convolutions in TF32 (on by default)
 """
 
@@ -19,6 +20,16 @@ class _Matmul:
 
 class _Cuda:
     matmul = _Matmul()
+
+    @staticmethod
+    def enable_flash_sdp(enabled):
+        """Whether scaled_dot_product_attention may run as one fused kernel where one serves the
+        call (cuDNN's flash attention for float16 / bfloat16 on CUDA); on by default."""
+        _C.set_attention_allow_fused(bool(enabled))
+
+    @staticmethod
+    def flash_sdp_enabled():
+        return _C.attention_allow_fused()
 
 
 cuda = _Cuda()

@@ -282,6 +282,10 @@ void bind_functions(py::module_& m) {
       },
       arg("query"), arg("key"), arg("value"), arg("attn_mask") = py::none(), arg("dropout_p") = 0.0,
       arg("is_causal") = false, arg("scale") = py::none());
+  m.def("flash_attention", &flash_attention, arg("query"), arg("key"), arg("value"), arg("scale"),
+        arg("is_causal") = false);
+  m.def("set_attention_allow_fused", [](bool allow) { attention_allow_fused() = allow; });
+  m.def("attention_allow_fused", [] { return attention_allow_fused().load(); });
   m.def(
       "conv2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, py::handle stride,

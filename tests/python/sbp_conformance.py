@@ -151,6 +151,10 @@ CASES.update(
         ),
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [X, ROW, _f(4, seed=3)]),
         "rms_norm": (lambda x, w: F.rms_norm(x, (4,), w), [X, ROW]),
+        "flash_attention": (
+            lambda q, k, v: flow._C.flash_attention(q, k, v, 0.5),
+            [_f(2, 3, 4, 4), _f(2, 3, 5, 4, seed=1), _f(2, 3, 5, 3, seed=2)],
+        ),
         "softmax_backward": (_dispatch("softmax_backward", axis=1), [Y, X]),
         "log_softmax_backward": (_dispatch("log_softmax_backward", axis=-1), [Y, X]),
         # Reseeded on every call: the shards must draw the logical tensor's mask.
@@ -247,6 +251,7 @@ COMPOSITE = {
 CHECKED_BY_RUNNING = {
     "layer_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grads)",
     "rms_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grad)",
+    "flash_attention_backward": "test_nn_sbp.py (query rows split: S(2) dq, P(sum) dk and dv)",
 }
 CREATION = {"zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"}
 # Registered ops that raise on global tensors: masked_select's length depends on the data.

@@ -13,6 +13,7 @@ import oneflowlike as flow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples.char_gpt.model import GPT, GPTConfig  # noqa: E402
+from test_cuda import needs_gpu  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", [flow.bfloat16, flow.float16], ids=str)
@@ -78,21 +79,24 @@ def test_autocast_leaves_other_devices_alone_nests_and_decorates():
         flow.autocast("cpu", dtype=flow.float64)
 
 
-def test_the_gpt_trains_under_bf16_autocast_close_to_float32():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_the_gpt_trains_under_bf16_autocast_close_to_float32(device):
+    # On CUDA its attention (head dim 8) runs as cuDNN's fused flash attention in bfloat16.
     def losses(autocast):
         flow.manual_seed(0)
         model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=2, n_head=2, n_embd=16))
+        model.to(device)
         opt = flow.optim.AdamW(model.parameters(), lr=1e-2)
         r = np.random.default_rng(0)
         out = []
         for _ in range(5):
-            x, y = (flow.tensor(r.integers(0, 17, (4, 8))) for _ in range(2))
-            with flow.autocast("cpu", dtype=flow.bfloat16, enabled=autocast):
+            x, y = (flow.tensor(r.integers(0, 17, (4, 8))).to(device) for _ in range(2))
+            with flow.autocast(device, dtype=flow.bfloat16, enabled=autocast):
                 _, loss = model(x, y)
             opt.zero_grad()
             loss.backward()
             opt.step()
-            out.append(float(loss.numpy()))
+            out.append(float(loss.cpu().numpy()))
         assert all(p.dtype == flow.float32 for p in model.parameters())
         return out
 

@@ -1,6 +1,7 @@
 """The GPU tier of the ops beyond the elementwise and transformer ones: convolution through
 cuDNN, pooling, sort / topk, cumsum, multinomial, masked and scatter ops, each with its gradient,
-on a GPU against the same call on the CPU. Skips, saying why, where no GPU is visible."""
+the norms' weight and bias gradients over many rows, and cuDNN's fused attention, on a GPU against
+the same call on the CPU. Skips, saying why, where no GPU is visible."""
 
 import numpy as np
 import pytest
@@ -201,4 +202,51 @@ def test_scatter_lets_the_last_of_repeated_indices_win_as_the_cpu(dim):
         flow.scatter(x.cuda(), dim, index.cuda(), src.cuda()),
         flow.scatter(x, dim, index, src),
         flow.float32,
+    )
+
+
+def _heads(seed, b=2, length=64, h=4, d=64, dtype=flow.float32):
+    # As a projection's heads: (B, L, H, D) transposed to (B, H, L, D), not contiguous.
+    x = np.random.default_rng(seed).standard_normal((b, length, h, d))
+    return flow.tensor(x, dtype=dtype).transpose(1, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [flow.float16, flow.bfloat16], ids=str)
+@pytest.mark.parametrize("keys", [64, 96], ids=str)
+def test_flash_attention_through_cudnn_is_close_to_the_cpu_with_its_gradients(dtype, causal, keys):
+    q, k, v = _heads(0), _heads(1, length=keys), _heads(2, length=keys)
+    cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+    gpu = [t.to("cuda", dtype).requires_grad_() for t in (q, k, v)]
+    want = flow._C.flash_attention(*cpu, 0.125, causal)
+    got = flow._C.flash_attention(*gpu, 0.125, causal)
+    assert got.dtype == dtype and got.device == flow.device("cuda:0")
+    tol = 1e-2 if dtype == flow.float16 else 4e-2
+    np.testing.assert_allclose(got.float().cpu().numpy(), want.detach().numpy(), rtol=tol, atol=tol)
+    g = flow.tensor(np.random.default_rng(3).uniform(-1, 1, tuple(want.shape)), dtype=flow.float32)
+    want.backward(g)
+    got.backward(g.to("cuda", dtype))
+    for c, d in zip(cpu, gpu):
+        np.testing.assert_allclose(
+            d.grad.float().cpu().numpy(), c.grad.numpy(), rtol=4 * tol, atol=4 * tol
+        )
+
+
+def test_attention_under_bf16_autocast_on_cuda_is_the_fused_kernel():
+    q, k, v = (_heads(s).cuda() for s in range(3))
+    with flow.autocast("cuda", dtype=flow.bfloat16):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    fused = flow._C.flash_attention(
+        *(t.to(flow.bfloat16) for t in (q, k, v)), 1 / np.sqrt(64), True
+    )
+    assert out.dtype == flow.bfloat16
+    np.testing.assert_array_equal(out.float().cpu().numpy(), fused.float().cpu().numpy())
+    flow.backends.cuda.enable_flash_sdp(False)  # as its parts: close, not equal
+    try:
+        with flow.autocast("cuda", dtype=flow.bfloat16):
+            parts = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    finally:
+        flow.backends.cuda.enable_flash_sdp(True)
+    np.testing.assert_allclose(
+        parts.float().cpu().numpy(), out.float().cpu().numpy(), rtol=4e-2, atol=4e-2
     )

@@ -1,5 +1,5 @@
-"""SBP rules of the norms' fused backward ops, whose signatures lay outputs out differently (the
-input's gradient split like the rows, the weight's and bias's partial sums). The conformance
+"""SBP rules of the fused backward ops (the norms', attention's), whose signatures lay outputs out
+differently (the input's gradient split like the rows, the weights' or keys' partial sums). The conformance
 checker lays every output out alike, so here each declared signature runs the op on every
 rank's pieces, and each output's pieces must make the logical result under its own layout."""
 
@@ -18,11 +18,35 @@ def _stats(*shape, seed):
     return _f(*shape, seed=seed), _f(*shape, positive=True, seed=seed + 1)
 
 
+NORM = {"normalized_shape": [4]}
+ATTENTION = {"scale": 0.5, "causal": False}
+QKV = [_f(2, 3, 4, 4, seed=4), _f(2, 3, 5, 4, seed=5), _f(2, 3, 5, 3, seed=6)]
+
+
+def _attention_backward_inputs():
+    out, lse = _C.dispatch("flash_attention", [flow.tensor(a) for a in QKV], ATTENTION)
+    return [_f(2, 3, 4, 3, seed=7), *QKV, out.numpy(), lse.numpy()]
+
+
+# name -> (input arrays, attributes, signatures that must be declared: the row split of the
+# input (S(0) of x and grad; S(2) of the queries) and a P(sum) grad)
 CASES = {
-    "layer_norm_backward": [_f(3, 2, 4, seed=1), X3, _f(4, seed=2), *_stats(3, 2, seed=3)],
-    "rms_norm_backward": [_f(3, 2, 4, seed=1), X3, _f(4, seed=2), _stats(3, 2, seed=3)[1]],
+    "layer_norm_backward": (
+        [_f(3, 2, 4, seed=1), X3, _f(4, seed=2), *_stats(3, 2, seed=3)],
+        NORM,
+        [("S(0)", "S(0)", "B", "S(0)", "S(0)"), ("S(0)", "P(sum)", "P(sum)")],
+    ),
+    "rms_norm_backward": (
+        [_f(3, 2, 4, seed=1), X3, _f(4, seed=2), _stats(3, 2, seed=3)[1]],
+        NORM,
+        [("S(0)", "S(0)", "B", "S(0)"), ("S(0)", "P(sum)")],
+    ),
+    "flash_attention_backward": (
+        _attention_backward_inputs(),
+        ATTENTION,
+        [("S(2)", "S(2)", "B", "B", "S(2)", "S(2)"), ("S(2)", "P(sum)", "P(sum)")],
+    ),
 }
-ATTRS = {"normalized_shape": [4]}
 
 
 def _sig(sbps):
@@ -32,19 +56,18 @@ def _sig(sbps):
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_declared_signature_gives_every_logical_output(name, n):
-    arrays = CASES[name]
-    want = [o.numpy() for o in _C.dispatch(name, [flow.tensor(a) for a in arrays], ATTRS)]
+    arrays, attrs, (rows_in, rows_out) = CASES[name]
+    want = [o.numpy() for o in _C.dispatch(name, [flow.tensor(a) for a in arrays], attrs)]
     probe = [_C.sbp_simulated_global(flow.tensor(a), list(a.shape), B, 0, n) for a in arrays]
-    op, declared = _C.sbp_declared(lambda: _C.dispatch(name, probe, ATTRS))
+    op, declared = _C.sbp_declared(lambda: _C.dispatch(name, probe, attrs))
     assert op == name
     keys = {(_sig(i), _sig(o)) for i, o in declared}
-    rows = ("S(0)", "S(0)", "B", *["S(0)"] * (len(arrays) - 3))
-    assert (rows, ("S(0)", *["P(sum)"] * (len(want) - 1))) in keys
+    assert (rows_in, rows_out) in keys
     assert (("P(sum)", *["B"] * (len(arrays) - 1)), ("P(sum)",) * len(want)) in keys
     rng = np.random.default_rng(0)
     for ins, outs in declared:
         pieces = [_pieces(a, s, n, rng) for a, s in zip(arrays, ins)]
-        per_rank = [_C.dispatch(name, [flow.tensor(p[r]) for p in pieces], ATTRS) for r in range(n)]
+        per_rank = [_C.dispatch(name, [flow.tensor(p[r]) for p in pieces], attrs) for r in range(n)]
         for j, (w, s) in enumerate(zip(want, outs)):
             got = [np.array(o[j].numpy()) for o in per_rank]
             assert _matches(got, w, s), (_sig(ins), _sig(outs), j)

@@ -7,11 +7,15 @@ import oneflowlike.nn.functional as F
 _SPELLED_DIFFERENTLY = {"slice": "__getitem__", "pow_scalar": "pow"}
 # Ops that backward definitions call, besides the *_backward and *_grad ones.
 _CALLED_BY_BACKWARD = {"max_pool2d_indices", "matmul_sum"}
+# Fused ops that composites call where a fused kernel serves them (and flow._C exposes).
+_CALLED_BY_COMPOSITES = {"flash_attention"}
 
 
 def _reachable(name):
     if name.endswith(("_backward", "_grad")) or name in _CALLED_BY_BACKWARD:  # (_C.dispatch)
         return flow._C.dispatch is not None
+    if name in _CALLED_BY_COMPOSITES:
+        return hasattr(flow._C, name)
     name = _SPELLED_DIFFERENTLY.get(name, name)
     return any(hasattr(ns, name) for ns in (flow, flow.Tensor, F))
 

@@ -1,0 +1,249 @@
+// Attention: scaled_dot_product_attention as a composition of ops, and flash_attention, the
+// fused op it calls where a fused kernel serves the call (cuDNN's flash attention for 16-bit
+// floats on CUDA): softmax(scale q k^T, causal mask) v in one kernel that saves each row's
+// log-sum-exp for its fused backward instead of the probabilities.
+#include <atomic>
+#include <cmath>
+
+#include "core/autograd/grad_mode.h"
+#include "core/dispatcher.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/elementwise_grad.h"
+#include "ops/global_op.h"
+#include "ops/kernels.h"
+#include "ops/linalg.h"
+#include "ops/nn.h"
+#include "ops/op_def.h"
+#include "ops/reduce.h"
+#include "ops/sbp_rules.h"
+#include "ops/scan.h"
+#include "ops/shape_ops.h"
+
+namespace ofl::internal {
+
+std::atomic<bool>& attention_allow_fused() {
+  static std::atomic<bool> allow{true};
+  return allow;
+}
+
+namespace {
+
+using elementwise_grad::k;
+
+// The causal mask (true above the diagonal) where `scores` lives: a constant every rank builds
+// alike (B on a global placement), without data on the meta device. Built on scores' device
+// (a host mask would not combine with device scores) by kernels only: no host copy, no sync.
+Tensor future_positions(int64_t rows, int64_t cols, const Tensor& scores) {
+  Tensor future = scores.device().is_meta()
+                      ? Tensor::empty({rows, cols}, DType::kBool, scores.device())
+                      : triu(ones({rows, cols}, DType::kBool, scores.device()), 1);
+  return scores.is_global() ? broadcast_on(future, scores) : future;
+}
+
+// softmax(scale q k^T [causal]) as ops.
+Tensor attention_probs(const Tensor& q, const Tensor& key, double scale, bool causal) {
+  Tensor scores = matmul(mul(q, wrap_scalar(scale, DType::kFloat64)), transpose(key, -2, -1));
+  if (causal) {
+    const int64_t rows = logical_shape(q)[q.dim() - 2], cols = logical_shape(key)[key.dim() - 2];
+    scores = masked_fill(scores, future_positions(rows, cols, scores),
+                         wrap_scalar(-INFINITY, DType::kFloat64));
+  }
+  return softmax(scores, -1);
+}
+
+DType lse_dtype(DType t) {
+  return t == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+}
+
+void check_qkv(const char* op, const TensorMeta& q, const TensorMeta& k, const TensorMeta& v) {
+  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
+    fail(op, "q, k and v must be 4-d (batch, heads, length, head dim), got ", q.str(), ", ",
+         k.str(), ", ", v.str());
+  if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] ||
+      v.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] || v.shape[2] != k.shape[2])
+    fail(op, "q ", shape_str(q.shape), ", k ", shape_str(k.shape), ", v ", shape_str(v.shape),
+         ": batch and heads must agree, q and k share the head dim, k and v the length");
+  if (!is_floating(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype)
+    fail<TypeError>(op, "q, k and v must share one floating dtype, got ", dtype_name(q.dtype), ", ",
+                    dtype_name(k.dtype), ", ", dtype_name(v.dtype));
+}
+
+// (q, k, v) -> (out (B, H, L, Dv), lse (B, H, L)).
+std::vector<TensorMeta> infer_attention(const InferArgs& a) {
+  const TensorMeta &q = a.in[0], &v = a.in[2];
+  check_qkv(a.op, q, a.in[1], v);
+  const Device device = common_device(a);
+  const Shape& s = q.shape;
+  return {{{s[0], s[1], s[2], v.shape[3]}, q.dtype, device},
+          {{s[0], s[1], s[2]}, lse_dtype(q.dtype), device}};
+}
+
+// (grad, q, k, v, out, lse) -> (dq, dk, dv).
+std::vector<TensorMeta> infer_attention_backward(const InferArgs& a) {
+  const TensorMeta &g = a.in[0], &q = a.in[1], &k = a.in[2], &v = a.in[3];
+  const TensorMeta &out = a.in[4], &lse = a.in[5];
+  check_qkv(a.op, q, k, v);
+  const Shape& s = q.shape;
+  const Shape out_shape{s[0], s[1], s[2], v.shape[3]}, lse_shape{s[0], s[1], s[2]};
+  if (g.shape != out_shape || out.shape != out_shape || g.dtype != q.dtype || out.dtype != q.dtype)
+    fail(a.op, "grad ", g.str(), " and out ", out.str(), " must be ", shape_str(out_shape), " ",
+         dtype_name(q.dtype));
+  if (lse.shape != lse_shape || lse.dtype != lse_dtype(q.dtype))
+    fail(a.op, "lse ", lse.str(), " must be ", shape_str(lse_shape), " ",
+         dtype_name(lse_dtype(q.dtype)));
+  const Device device = common_device(a);
+  return {{q.shape, q.dtype, device}, {k.shape, q.dtype, device}, {v.shape, q.dtype, device}};
+}
+
+// What the kernels take: a unit stride along the last axis (cuDNN's layouts), other axes as
+// they are (the heads of a transposed projection stay in place).
+Tensor unit_last(const Tensor& t) {
+  return t.shape().back() > 1 && t.strides().back() != 1 ? contiguous_local(t) : t;
+}
+
+void compute_attention(const ComputeArgs& c) {
+  require_output_shapes(op_def("flash_attention"), c);
+  attention_kernel().get(c.out[0].device().type)(unit_last(c.in[0]), unit_last(c.in[1]),
+                                                 unit_last(c.in[2]), c.attrs.get<double>("scale"),
+                                                 c.attrs.get<bool>("causal"), c.out[0], c.out[1]);
+}
+
+void compute_attention_backward(const ComputeArgs& c) {
+  require_output_shapes(op_def("flash_attention_backward"), c);
+  attention_backward_kernel().get(c.out[0].device().type)(
+      unit_last(c.in[0]), unit_last(c.in[1]), unit_last(c.in[2]), unit_last(c.in[3]),
+      unit_last(c.in[4]), contiguous_local(c.in[5]), c.attrs.get<double>("scale"),
+      c.attrs.get<bool>("causal"), c.out[0], c.out[1], c.out[2]);
+}
+
+// The gradients as ops, for backward with create_graph (double backward):
+//   p = softmax(s);  dv = p^T g;  ds = p (g v^T - rowsum(g v^T p));  dq = scale ds k;
+//   dk = scale ds^T q.
+std::vector<Tensor> attention_grad_in_ops(const BackwardArgs& b) {
+  const Tensor &q = b.in[0], &key = b.in[1], &v = b.in[2];
+  const Tensor g = to_dtype(b.grads[0], b.in_meta[0].dtype);
+  const double scale = b.attrs.get<double>("scale");
+  const Tensor p = attention_probs(q, key, scale, b.attrs.get<bool>("causal"));
+  const Tensor dp = matmul(g, transpose(v, -2, -1));
+  const Tensor ds = mul(mul(p, sub(dp, sum(mul(dp, p), {-1}, true))), k(scale));
+  return {b.needs[0] ? matmul(ds, key) : Tensor(),
+          b.needs[1] ? matmul(transpose(ds, -2, -1), q) : Tensor(),
+          b.needs[2] ? matmul(transpose(p, -2, -1), g) : Tensor()};
+}
+
+std::vector<Tensor> attention_backward(const BackwardArgs& b) {
+  if (autograd::grad_enabled()) return attention_grad_in_ops(b);
+  static const OpDef& def = op_def("flash_attention_backward");
+  std::vector<Tensor> g = dispatch(
+      def,
+      {to_dtype(b.grads[0], b.in_meta[0].dtype), b.in[0], b.in[1], b.in[2], b.out[0], b.out[1]},
+      b.attrs);
+  for (size_t i = 0; i < 3; ++i)
+    if (!b.needs[i]) g[i] = Tensor();
+  return g;
+}
+
+// Products of L x S per (batch, head): forward q k^T over the head dim D and p v over Dv;
+// backward recomputes q k^T, then g v^T and p^T g over Dv, ds k and ds^T q over D.
+double attention_flops(const std::vector<Shape>& in, size_t q, double over_d, double over_dv) {
+  const Shape &qs = in[q], &ks = in[q + 1], &vs = in[q + 2];
+  if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4) return 0;
+  const double pairs = double(qs[0]) * double(qs[1]) * double(qs[2]) * double(ks[2]);
+  return 2 * pairs * (over_d * double(qs[3]) + over_dv * double(vs[3]));
+}
+
+OpCost attention_cost(const std::vector<Shape>& in, const Shape& out, DType dtype) {
+  OpCost c = elementwise_cost(in, out, dtype);
+  c.flops = attention_flops(in, 0, 1, 1);
+  return c;
+}
+
+OpCost attention_backward_cost(const std::vector<Shape>& in, const Shape& out, DType dtype) {
+  OpCost c = elementwise_cost(in, out, dtype);
+  c.flops = attention_flops(in, 1, 3, 2);
+  return c;
+}
+
+const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
+                                           {"causal", AttrType::kBool}};
+
+OFL_REGISTER_OPS({
+    {.name = "flash_attention",
+     .num_inputs = 3,
+     .cost = attention_cost,
+     .sbp = &sbp_rules::kAttention,
+     .attrs = kAttentionAttrs,
+     .infer = infer_attention,
+     .compute = compute_attention,
+     .backward = attention_backward,
+     .saves = kSaveInputs | kSaveOutputs,
+     .autocast = Autocast::kLowPrecision},
+    {.name = "flash_attention_backward",
+     .num_inputs = 6,
+     .differentiable = false,
+     .cost = attention_backward_cost,
+     .sbp = &sbp_rules::kAttentionGrad,
+     .attrs = kAttentionAttrs,
+     .infer = infer_attention_backward,
+     .compute = compute_attention_backward},
+    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
+});
+
+// Whether flash_attention serves this call: no mask tensor or dropout, 4-d operands of one
+// 16-bit float dtype (as given, or as autocast makes them) on CUDA, and a head dim cuDNN's
+// fused kernels take (a multiple of 8 up to 128, the same for v).
+bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool masked,
+                  double dropout_p) {
+  if (!attention_allow_fused() || masked || dropout_p > 0) return false;
+  if (q.dim() != 4 || key.dim() != 4 || v.dim() != 4) return false;
+  if (q.device().type != DeviceType::kCUDA) return false;
+  const AutocastState& cast = autocast_state();
+  DType dt = q.dtype();
+  if (cast.enabled && cast.device == DeviceType::kCUDA && is_floating(dt))
+    dt = cast.dtype;
+  else if (key.dtype() != dt || v.dtype() != dt)
+    return false;
+  const int64_t d = q.shape()[3];
+  return (dt == DType::kFloat16 || dt == DType::kBFloat16) && d % 8 == 0 && d <= 128 &&
+         v.shape()[3] == d;
+}
+
+}  // namespace
+
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                       bool causal) {
+  static const OpDef& def = op_def("flash_attention");
+  return dispatch(def, {q, k, v}, {{"scale", scale}, {"causal", causal}})[0];
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale, Generator* gen) {
+  const Shape &qs = logical_shape(q), &ks = logical_shape(k), &vs = logical_shape(v);
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+    fail("scaled_dot_product_attention", "q, k, v need at least 2 dims, got ", shape_str(qs), ", ",
+         shape_str(ks), ", ", shape_str(vs));
+  if (qs.back() != ks.back() || ks[k.dim() - 2] != vs[v.dim() - 2])
+    fail("scaled_dot_product_attention", "q ", shape_str(qs), ", k ", shape_str(ks), ", v ",
+         shape_str(vs), ": head dims of q and k or lengths of k and v differ");
+  if (is_causal && attn_mask.defined())
+    fail("scaled_dot_product_attention", "pass either attn_mask or is_causal, not both");
+  const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.back())));
+  if (fused_serves(q, k, v, attn_mask.defined(), dropout_p))
+    return flash_attention(q, k, v, s, is_causal);
+  if (!attn_mask.defined()) {
+    Tensor attn = attention_probs(q, k, s, is_causal);
+    if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
+    return matmul(attn, v);
+  }
+  Tensor scores = matmul(mul(q, wrap_scalar(s, DType::kFloat64)), transpose(k, -2, -1));
+  const Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
+  scores = attn_mask.dtype() == DType::kBool ? masked_fill(scores, logical_not(attn_mask), neg_inf)
+                                             : add(scores, attn_mask);
+  Tensor attn = softmax(scores, -1);
+  if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
+  return matmul(attn, v);
+}
+
+}  // namespace ofl::internal

@@ -1,0 +1,100 @@
+"""flash_attention, the fused op scaled_dot_product_attention calls where a fused kernel serves
+the call (cuDNN's on CUDA): its CPU kernel against numpy and the composite, its gradients and
+double backward, its checks, and its metas without data."""
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+from oneflowlike.nn import functional as F
+from _check import assert_close, check_grad, rng, tensor
+from test_ops_nn import np_sdpa
+
+
+def _qkv(b=2, h=3, L=5, S=5, E=8, Ev=8, seed=0):
+    r = rng(seed)
+    return r.randn(b, h, L, E), r.randn(b, h, S, E), r.randn(b, h, S, Ev)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("L,S,Ev", [(5, 5, 8), (3, 6, 4), (6, 3, 8)], ids=str)
+def test_flash_attention_matches_numpy(causal, L, S, Ev):
+    q, k, v = _qkv(L=L, S=S, Ev=Ev)
+    out = flow._C.flash_attention(tensor(q), tensor(k), tensor(v), 0.4, causal)
+    assert tuple(out.shape) == (2, 3, L, Ev)
+    assert_close(out, np_sdpa(q, k, v, causal=causal, scale=0.4))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_gradients_match_finite_differences(causal):
+    q, k, v = _qkv(b=1, h=2, L=3, S=4, E=2, Ev=3, seed=1)
+    check_grad(lambda a, b, c: flow._C.flash_attention(a, b, c, 0.7, causal), [q, k, v])
+
+
+def test_flash_attention_in_float32_with_strided_heads_matches_the_composite():
+    # q, k, v as a projection's heads: (B, L, H, D) transposed to (B, H, L, D), not contiguous.
+    r = rng(2)
+    x = [tensor(r.randn(2, 7, 3, 8), dtype=flow.float32).transpose(1, 2) for _ in range(3)]
+    for causal in (False, True):
+        got = flow._C.flash_attention(*x, 0.35, causal)
+        want = F.scaled_dot_product_attention(*x, is_causal=causal, scale=0.35)
+        assert got.dtype == flow.float32
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _grads(fn, arrays, second_order):
+    leaves = [tensor(a, requires_grad=True) for a in arrays]
+    out = fn(*leaves)
+    weight = tensor(rng(3).randn(*out.shape))
+    if not second_order:
+        (out * weight).sum().backward()
+        return [leaf.grad.numpy() for leaf in leaves]
+    first = flow.autograd.grad((out * weight).sum(), leaves, create_graph=True)
+    sum((g * g).sum() for g in first).backward()
+    return [leaf.grad.numpy() for leaf in leaves]
+
+
+@pytest.mark.parametrize("second_order", [False, True], ids=["backward", "double_backward"])
+def test_flash_attention_gradients_equal_the_composite(second_order):
+    q, k, v = _qkv(L=4, S=6, E=4, Ev=5, seed=4)
+    fused = _grads(
+        lambda a, b, c: flow._C.flash_attention(a, b, c, 0.5, True), [q, k, v], second_order
+    )
+    parts = _grads(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True, scale=0.5),
+        [q, k, v],
+        second_order,
+    )
+    for got, want in zip(fused, parts):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+def test_flash_attention_checks_name_the_op_and_the_shapes():
+    q = flow.ones(1, 2, 4, 8)
+    with pytest.raises(RuntimeError, match=r"\[flash_attention\].*4-d"):
+        flow._C.flash_attention(flow.ones(2, 4, 8), q, q, 1.0)
+    with pytest.raises(RuntimeError, match=r"\[flash_attention\].*\(1, 2, 4, 6\)"):
+        flow._C.flash_attention(q, flow.ones(1, 2, 4, 6), q, 1.0)
+    with pytest.raises(TypeError, match=r"\[flash_attention\].*float64"):
+        flow._C.flash_attention(q, q, q.double(), 1.0)
+
+
+def test_flash_attention_infers_metas_without_data():
+    q = flow.empty(2, 12, 1024, 64, device="meta")
+    kv = flow.empty(2, 12, 512, 64, device="meta")
+    out = flow._C.flash_attention(q, kv, kv, 0.125, True)
+    assert out.device == flow.device("meta") and tuple(out.shape) == (2, 12, 1024, 64)
+
+
+def test_the_composite_runs_as_its_parts_where_no_fused_kernel_serves():
+    # On the CPU (and with the switch off anywhere) scaled_dot_product_attention is its parts:
+    # the same values as before the fused op existed.
+    q, k, v = (tensor(a) for a in _qkv())
+    assert flow.backends.cuda.flash_sdp_enabled()
+    flow.backends.cuda.enable_flash_sdp(False)
+    try:
+        off = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    finally:
+        flow.backends.cuda.enable_flash_sdp(True)
+    on = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    np.testing.assert_array_equal(on.numpy(), off.numpy())
