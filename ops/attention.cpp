@@ -204,9 +204,13 @@ bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool mask
     dt = cast.dtype;
   else if (key.dtype() != dt || v.dtype() != dt)
     return false;
-  const int64_t d = q.shape()[3];
-  return (dt == DType::kFloat16 || dt == DType::kBFloat16) && d % 8 == 0 && d <= 128 &&
-         v.shape()[3] == d;
+  // (Batch and heads broadcast by the composite's matmuls are not the fused kernels'.)
+  const Shape &qs = logical_shape(q), &ks = logical_shape(key), &vs = logical_shape(v);
+  for (int d = 0; d < 2; ++d)
+    if (ks[d] != qs[d] || vs[d] != qs[d]) return false;
+  const int64_t d = qs[3];
+  return (dt == DType::kFloat16 || dt == DType::kBFloat16) && d > 0 && d % 8 == 0 && d <= 128 &&
+         vs[3] == d;
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 
 #include "ops/cuda/cudnn.h"
@@ -131,12 +130,13 @@ Key key_of(std::initializer_list<const Tensor*> operands, double scale, bool cau
   return key;
 }
 
-// Graphs are built once (cuDNN's plan search takes milliseconds) and then only executed.
+// Graphs are built once (cuDNN's plan search takes milliseconds) and then only executed. Per
+// thread: cuDNN's execution plans are not safe to share across threads (PyTorch keeps its cuDNN
+// attention graphs thread-local for this), and so each runs on the thread's handle it was built
+// with (the cache, made after that handle, goes before it when the thread ends).
 template <class Build>
 GraphPtr cached(const Key& key, Build build) {
-  static std::mutex mu;
-  static std::map<Key, GraphPtr> graphs;
-  std::lock_guard<std::mutex> lock(mu);
+  thread_local std::map<Key, GraphPtr> graphs;
   GraphPtr& g = graphs[key];
   if (!g) g = build();
   return g;
@@ -183,8 +183,20 @@ void attention_backward(const Tensor& grad_in, const Tensor& q_in, const Tensor&
       if (t->numel()) fill_into(*t, 0.0);
     return;
   }
-  const Tensor grad = aligned(grad_in), q = aligned(q_in), k = aligned(k_in), v = aligned(v_in),
-               out = aligned(out_in);
+  if (q_in.shape()[2] == 1 && k_in.shape()[2] == 1) {
+    // cuDNN's backward refuses s_q = s_kv = 1 (GRAPH_NOT_SUPPORTED). One key: p = 1 and out = v,
+    // so ds = p (g.v - g.out) = 0: dq = dk = 0 and dv = g, as the CPU kernel computes.
+    fill_into(dq, 0.0);
+    fill_into(dk, 0.0);
+    return copy_into(dv, grad_in);
+  }
+  Tensor grad = aligned(grad_in), out = aligned(out_in);
+  if (cudnnGetVersion() < 90501 && grad.strides() != out.strides()) {
+    // cuDNN before 9.5.1 reads dO with O's strides (PyTorch's MHA.cpp copies alike).
+    grad = contiguous_local(grad);
+    out = contiguous_local(out);
+  }
+  const Tensor q = aligned(q_in), k = aligned(k_in), v = aligned(v_in);
   const cudnnHandle_t h = cudnn_handle(dq.device(), op);
   GraphPtr g = cached(key_of({&grad, &q, &k, &v, &out, &dq, &dk, &dv}, scale, causal, true), [&] {
     return backward_graph(grad, q, k, v, out, dq, dk, dv, scale, causal, h);
