@@ -14,9 +14,11 @@ export PYTHONUNBUFFERED=1
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 status=0
 if [[ " $parts " == *" tests "* ]]; then
-  ctest --test-dir build/py --output-on-failure -R 'Nccl|DeviceComm|Api' > "$out/ctest.txt" \
-    2>&1 || status=1
-  python3 -m pytest -v -rs -p no:cacheprovider --durations=15 tests/python/test_cuda.py \
+  # Per-test time limits: one hung test must not eat the rest of a short lease.
+  ctest --test-dir build/py --output-on-failure --timeout 180 -R 'Nccl|DeviceComm|Api' \
+    > "$out/ctest.txt" 2>&1 || status=1
+  to=$(python3 -c 'import pytest_timeout' 2>/dev/null && echo --timeout=300 || true)
+  python3 -m pytest -v -rs -p no:cacheprovider --durations=15 $to tests/python/test_cuda.py \
     tests/python/test_cuda_ops.py tests/python/test_cuda_ops_nn.py \
     tests/python/test_cuda_global.py tests/python/test_amp.py > "$out/pytest.txt" 2>&1 || status=1
 fi

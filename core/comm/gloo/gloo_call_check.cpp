@@ -1,6 +1,8 @@
 // OFL_COMM_CHECK=1: before each collective the ranks exchange what they are about to call, so
 // a mismatch (another collective, dtype, size, root or counts) raises on every rank with each
 // rank's call, instead of a hang or an abort inside Gloo. Costs one or two small allgathers.
+#include <cstdint>  // first: Gloo's types.h uses uint8_t without including it
+
 #include <gloo/allgather.h>
 
 #include <cstring>

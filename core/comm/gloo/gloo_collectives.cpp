@@ -1,5 +1,7 @@
 // Collectives that map onto one Gloo algorithm: allreduce (ring), allgather(v), alltoall(v),
 // broadcast, reduce, gather and scatter of equal blocks, barrier.
+#include <cstdint>  // first: Gloo's types.h uses uint8_t without including it
+
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
