@@ -105,6 +105,13 @@ using AttentionBackwardKernel = void(const Tensor& grad, const Tensor& q, const 
                                      double scale, bool causal, const Tensor& dq, const Tensor& dk,
                                      const Tensor& dv);
 
+// Adam's updates, in place on contiguous tensors of one shape and floating dtype, computing in
+// float (double for float64): the moment x = decay x + (1 - decay) g (g * g when square), and the
+// step param = param * decay - step_size * m / (sqrt(v) / bias2_sqrt + eps).
+using AdamMomentKernel = void(const Tensor& x, const Tensor& g, double decay, bool square);
+using AdamStepKernel = void(const Tensor& param, const Tensor& m, const Tensor& v, double decay,
+                            double step_size, double bias2_sqrt, double eps);
+
 // A 2-d sliding window over NCHW planes: kernel, stride, padding and dilation per (H, W).
 struct Window2d {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;
@@ -143,6 +150,8 @@ OFL_DECLARE_KERNEL(norm_kernel, NormKernel)
 OFL_DECLARE_KERNEL(norm_backward_kernel, NormBackwardKernel)
 OFL_DECLARE_KERNEL(attention_kernel, AttentionKernel)
 OFL_DECLARE_KERNEL(attention_backward_kernel, AttentionBackwardKernel)
+OFL_DECLARE_KERNEL(adam_moment_kernel, AdamMomentKernel)
+OFL_DECLARE_KERNEL(adam_step_kernel, AdamStepKernel)
 OFL_DECLARE_KERNEL(random_kernel, RandomKernel)
 OFL_DECLARE_KERNEL(index_check_kernel, IndexCheckKernel)
 OFL_DECLARE_KERNEL(nll_loss_kernel, NllLossKernel)

@@ -7,6 +7,7 @@
 #include "ops/linalg.h"
 #include "ops/masked.h"
 #include "ops/nn.h"
+#include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/sampling.h"
 #include "ops/scan.h"

@@ -24,6 +24,7 @@ if [[ " $parts " == *" tests "* ]]; then
 fi
 if [[ " $parts " == *" bench "* ]]; then
   python3 benchmarks/bench_ops.py --device cuda > "$out/bench_ops.txt" 2>&1 || status=1
+  python3 benchmarks/bench_optimizer.py --device cuda > "$out/bench_optimizer.txt" 2>&1 || status=1
   python3 benchmarks/bench_train_step.py --device cuda --dtype bfloat16 --compile --n-layer 12 \
     --n-head 12 --n-embd 768 --block-size 1024 --batch-size 8 > "$out/bench_train_step.txt" 2>&1 ||
     status=1

@@ -119,7 +119,7 @@ def parse_args(argv=None):
     p.add_argument("--n-embd", type=int, default=32)
     p.add_argument("--n-layer", type=int, default=2)
     p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
+    p.add_argument("--optimizer", default="adamw", choices=["adamw", "adamw-fused", "sgd"])
     p.add_argument("--lr", type=float, help="default: 3e-3 for adamw, 0.3 for sgd (momentum 0.9)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the final parameters (whole tensors) to this .npz")
@@ -171,8 +171,11 @@ def main(argv=None):
         model.to_global(place, param_sbp)
     else:
         model.to(args.device)
-    if args.optimizer == "adamw":
-        opt = flow.optim.AdamW(model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01)
+    if args.optimizer.startswith("adamw"):  # (fused: as on CUDA, by default)
+        fused = True if args.optimizer == "adamw-fused" else None
+        opt = flow.optim.AdamW(
+            model.parameters(), lr=args.lr or 3e-3, weight_decay=0.01, fused=fused
+        )
     else:
         opt = flow.optim.SGD(model.parameters(), lr=args.lr or 0.3, momentum=0.9)
 

@@ -282,6 +282,21 @@ void bind_functions(py::module_& m) {
       },
       arg("query"), arg("key"), arg("value"), arg("attn_mask") = py::none(), arg("dropout_p") = 0.0,
       arg("is_causal") = false, arg("scale") = py::none());
+  m.def(
+      "adam_moment_",
+      [](Tensor& x, const Tensor& g, double decay, bool square) -> Tensor& {
+        return adam_moment_(x, g, decay, square);
+      },
+      arg("x"), arg("grad"), arg("decay"), arg("square") = false);
+  m.def(
+      "adam_step_",
+      [](Tensor& p, const Tensor& m, const Tensor& v, py::handle decay, py::handle step_size,
+         py::handle bias2_sqrt, double eps) -> Tensor& {
+        const char* op = "adam_step_";
+        return adam_step_(p, m, v, T(decay, op), T(step_size, op), T(bias2_sqrt, op), eps);
+      },
+      arg("param"), arg("exp_avg"), arg("exp_avg_sq"), arg("decay"), arg("step_size"),
+      arg("bias2_sqrt"), arg("eps"));
   m.def("flash_attention", &flash_attention, arg("query"), arg("key"), arg("value"), arg("scale"),
         arg("is_causal") = false);
   m.def("set_attention_allow_fused", [](bool allow) { attention_allow_fused() = allow; });

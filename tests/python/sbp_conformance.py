@@ -151,6 +151,11 @@ CASES.update(
         ),
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [X, ROW, _f(4, seed=3)]),
         "rms_norm": (lambda x, w: F.rms_norm(x, (4,), w), [X, ROW]),
+        "adam_moment_": (lambda x, g: flow._C.adam_moment_(x, g, 0.9, square=True), [X, Y]),
+        "adam_step_": (
+            lambda p, m, v: flow._C.adam_step_(p, m, v, 0.99, 0.1, 0.5, 1e-8),
+            [X, Y, POS],
+        ),
         "flash_attention": (
             lambda q, k, v: flow._C.flash_attention(q, k, v, 0.5),
             [_f(2, 3, 4, 4), _f(2, 3, 5, 4, seed=1), _f(2, 3, 5, 3, seed=2)],

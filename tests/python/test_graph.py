@@ -183,6 +183,14 @@ OPTIMIZERS = {
         lambda o: (o, flow.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5))
     )(flow.optim.AdamW(ps, lr=1e-2)),
     "adam+l2": lambda ps: (flow.optim.Adam(ps, lr=1e-2, weight_decay=0.1), None),
+    # The fused update (the default on CUDA): its per-step scalars are graph inputs too.
+    "fused adamw+steplr": lambda ps: (
+        lambda o: (o, flow.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5))
+    )(flow.optim.AdamW(ps, lr=1e-2, fused=True)),
+    "fused adam+l2": lambda ps: (
+        flow.optim.Adam(ps, lr=1e-2, weight_decay=0.1, fused=True),
+        None,
+    ),
     "sgd+nesterov": lambda ps: (
         flow.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
         None,

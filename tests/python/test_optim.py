@@ -84,24 +84,56 @@ def test_sgd_matches_numpy(kwargs):
         dict(lr=0.01, amsgrad=True),
     ],
 )
-def test_adam_matches_numpy(kwargs):
+@pytest.mark.parametrize("fused", [None, True], ids=["default", "fused"])
+def test_adam_matches_numpy(kwargs, fused):
     ref_kwargs = {("wd" if k == "weight_decay" else k): v for k, v in kwargs.items()}
     expected = adam_reference(P0, GRADS, **ref_kwargs)
     np.testing.assert_allclose(
-        run(lambda ps: optim.Adam(ps, **kwargs)), expected, rtol=1e-5, atol=1e-6
+        run(lambda ps: optim.Adam(ps, fused=fused, **kwargs)), expected, rtol=1e-5, atol=1e-6
     )
 
 
 @pytest.mark.parametrize("kwargs", [dict(lr=0.01), dict(lr=0.01, weight_decay=0.5, amsgrad=True)])
-def test_adamw_decouples_weight_decay_and_defaults_to_0_01(kwargs):
+@pytest.mark.parametrize("fused", [None, True], ids=["default", "fused"])
+def test_adamw_decouples_weight_decay_and_defaults_to_0_01(kwargs, fused):
     wd = kwargs.get("weight_decay", 1e-2)
     expected = adam_reference(
         P0, GRADS, lr=0.01, wd=wd, amsgrad=kwargs.get("amsgrad", False), decoupled=True
     )
     np.testing.assert_allclose(
-        run(lambda ps: optim.AdamW(ps, **kwargs)), expected, rtol=1e-5, atol=1e-6
+        run(lambda ps: optim.AdamW(ps, fused=fused, **kwargs)), expected, rtol=1e-5, atol=1e-6
     )
     assert optim.AdamW([nn.Parameter(flow.ones(1))]).defaults["weight_decay"] == 1e-2
+
+
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64], ids=str)
+def test_adams_fused_updates_match_numpy_in_place(dtype):
+    r = np.random.default_rng(1)
+    x, g, m, v = (r.standard_normal((5, 6)) for _ in range(4))
+    v = np.abs(v)
+    t = flow.tensor(x, dtype=dtype)
+    assert flow._C.adam_moment_(t, flow.tensor(g, dtype=dtype), 0.9) is not None
+    np.testing.assert_allclose(t.numpy(), 0.9 * x + 0.1 * g, rtol=1e-6)
+    flow._C.adam_moment_(t, flow.tensor(g, dtype=dtype), 0.99, square=True)
+    np.testing.assert_allclose(t.numpy(), 0.99 * (0.9 * x + 0.1 * g) + 0.01 * g * g, rtol=1e-5)
+    # A transposed (non-contiguous) parameter is updated where it lies.
+    p = flow.tensor(x.T.copy(), dtype=dtype).t()
+    flow._C.adam_step_(
+        p, flow.tensor(m, dtype=dtype), flow.tensor(v, dtype=dtype), 0.99, 0.01, 0.5, 1e-8
+    )
+    want = x * 0.99 - 0.01 * m / (np.sqrt(v) / 0.5 + 1e-8)
+    np.testing.assert_allclose(p.numpy(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_adams_fused_updates_name_the_op_for_mismatched_operands():
+    with pytest.raises(RuntimeError, match=r"\[adam_moment_\].*\(3, 4\)"):
+        flow._C.adam_moment_(flow.zeros(2, 4), flow.zeros(3, 4), 0.9)
+    with pytest.raises(RuntimeError, match=r"\[adam_step_\].*float64"):
+        flow._C.adam_step_(
+            flow.zeros(2), flow.zeros(2), flow.zeros(2).double(), 1.0, 0.1, 1.0, 1e-8
+        )
+    with pytest.raises(TypeError, match=r"\[adam_moment_\]"):
+        flow._C.adam_moment_(flow.zeros(2, dtype=flow.int64), flow.zeros(2, dtype=flow.int64), 0.9)
 
 
 def test_param_groups_use_their_own_hyperparameters():

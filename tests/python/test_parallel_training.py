@@ -103,13 +103,15 @@ def test_auto_under_a_budget_too_small_for_data_parallel_shards_and_trains_like_
     assert any("S(" in sbp for sbp in report["param_sbp"].values())
 
 
+@pytest.mark.parametrize("optimizer", ["adamw", "adamw-fused"])
 @pytest.mark.parametrize("mode", ["eager", "graph"])
-def test_zero_with_adamw_matches_one_process(tmp_path, mode):
-    """Adam's states are sharded with the parameters; the losses match step for step. (The
-    final parameters are not compared: the attention key's bias has a zero gradient in exact
-    arithmetic, and Adam turns its rounding noise into full-size steps in any run.)"""
-    want_losses, _ = _single(tmp_path, "adamw")
-    report, _ = _parallel(tmp_path, "zero", "adamw", mode)
+def test_zero_with_adamw_matches_one_process(tmp_path, mode, optimizer):
+    """Adam's states are sharded with the parameters; the losses match step for step (fused:
+    its update ops on the shards). (The final parameters are not compared: the attention key's
+    bias has a zero gradient in exact arithmetic, and Adam turns its rounding noise into
+    full-size steps in any run.)"""
+    want_losses, _ = _single(tmp_path, optimizer)
+    report, _ = _parallel(tmp_path, "zero", optimizer, mode)
     _check_losses(report["losses"], want_losses)
     assert report["state_sbp"]["blocks.0.mlp.fc.weight"] == ["(S(0))"]
 
