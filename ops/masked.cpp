@@ -79,9 +79,14 @@ void compute_masked_scatter(const ComputeArgs& c) {
   static const OpDef& def = op_def("masked_scatter");
   require_output_shapes(def, c);
   const Tensor& out = c.out[0];
-  copy_into(out, c.in[0]);
+  // The kernel writes a contiguous tensor: masked_scatter_ of a strided view gets its result
+  // through a contiguous one.
+  const Tensor dense =
+      out.is_contiguous() ? out : Tensor::empty(out.shape(), out.dtype(), out.device());
+  copy_into(dense, c.in[0]);
   masked_scatter_kernel().get(out.device().type)(contiguous(expand(c.in[1], out.shape())),
-                                                 contiguous(c.in[2]), out);
+                                                 contiguous(c.in[2]), dense);
+  if (dense.storage() != out.storage()) copy_into(out, dense);
 }
 
 // Masked positions pass no gradient to x; source's first count elements get it, in order.

@@ -199,6 +199,18 @@ def test_masked_scatter_matches_numpy():
     assert_close(tensor(x).masked_scatter(flow.tensor(row), tensor(source)), want)
 
 
+def test_masked_scatter_into_a_strided_view_writes_where_it_lies():
+    x, m = rng(14).randn(4, 3), _mask(3, 4, seed=14)
+    source = rng(15).randn(12)
+    base = tensor(x)
+    view = base.t()  # (3, 4), not contiguous
+    view.masked_scatter_(flow.tensor(m), tensor(source))
+    want = x.T.copy()
+    want[m] = source[: m.sum()]
+    assert_close(view, want)
+    assert_close(base, want.T)
+
+
 def test_masked_scatter_gradient():
     m = flow.tensor(_mask(3, 4, seed=17))
     check_grad(lambda x, s: flow.masked_scatter(x, m, s), [rng(17).randn(3, 4), rng(18).randn(14)])
