@@ -17,6 +17,9 @@ std::vector<TensorMeta> infer_update(const InferArgs& a, size_t tensors) {
   if (!is_floating(x.dtype)) fail<TypeError>(a.op, "updates floating tensors, got ", x.str());
   for (size_t i = 1; i < a.in.size(); ++i) {
     const TensorMeta& t = a.in[i];
+    if (i < tensors && t.device != x.device)  // (0-d tensors would pass common_device)
+      fail(a.op, "operand ", i, " ", t.str(), " is on ", t.device.str(),
+           " but the updated tensor on ", x.device.str());
     if (i < tensors ? (t.shape != x.shape || t.dtype != x.dtype)
                     : (!t.shape.empty() || !is_floating(t.dtype)))
       fail(a.op, "operand ", i, " ", t.str(), " does not match the updated tensor ", x.str(),
