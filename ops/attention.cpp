@@ -41,13 +41,18 @@ Tensor future_positions(int64_t rows, int64_t cols, const Tensor& scores) {
   return scores.is_global() ? broadcast_on(future, scores) : future;
 }
 
-// softmax(scale q k^T [causal]) as ops.
-Tensor attention_probs(const Tensor& q, const Tensor& key, double scale, bool causal) {
+// softmax(scale q k^T) as ops, masked: causally, or by `mask` where it is defined (bool: true
+// where attending is allowed; floating: added to the scores).
+Tensor attention_probs(const Tensor& q, const Tensor& key, double scale, bool causal,
+                       const Tensor& mask = Tensor()) {
   Tensor scores = matmul(mul(q, wrap_scalar(scale, DType::kFloat64)), transpose(key, -2, -1));
+  const Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
   if (causal) {
     const int64_t rows = logical_shape(q)[q.dim() - 2], cols = logical_shape(key)[key.dim() - 2];
-    scores = masked_fill(scores, future_positions(rows, cols, scores),
-                         wrap_scalar(-INFINITY, DType::kFloat64));
+    scores = masked_fill(scores, future_positions(rows, cols, scores), neg_inf);
+  } else if (mask.defined()) {
+    scores = mask.dtype() == DType::kBool ? masked_fill(scores, logical_not(mask), neg_inf)
+                                          : add(scores, mask);
   }
   return softmax(scores, -1);
 }
@@ -236,16 +241,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(qs.back())));
   if (fused_serves(q, k, v, attn_mask.defined(), dropout_p))
     return flash_attention(q, k, v, s, is_causal);
-  if (!attn_mask.defined()) {
-    Tensor attn = attention_probs(q, k, s, is_causal);
-    if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
-    return matmul(attn, v);
-  }
-  Tensor scores = matmul(mul(q, wrap_scalar(s, DType::kFloat64)), transpose(k, -2, -1));
-  const Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
-  scores = attn_mask.dtype() == DType::kBool ? masked_fill(scores, logical_not(attn_mask), neg_inf)
-                                             : add(scores, attn_mask);
-  Tensor attn = softmax(scores, -1);
+  Tensor attn = attention_probs(q, k, s, is_causal, attn_mask);
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true, gen);
   return matmul(attn, v);
 }
