@@ -1,23 +1,39 @@
 #include "core/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
 namespace ofl::internal {
 
 int64_t numel_of(const Shape& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      fail("shape", "a tensor of shape ", shape_str(shape),
+           " has more elements than a 64-bit count holds");
   return n;
+}
+
+int64_t nbytes_of(const Shape& shape, size_t itemsize, const char* op) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(numel_of(shape), int64_t(itemsize), &bytes))
+    fail(op, "a tensor of shape ", shape_str(shape), " with ", itemsize,
+         "-byte elements needs more bytes than a 64-bit size holds");
+  return bytes;
 }
 
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
+  const bool empty = numel_of(shape) == 0;  // raises where the elements overflow
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    // An empty tensor's strides address nothing: where they overflow they saturate.
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s) && empty)
+      s = std::numeric_limits<int64_t>::max();
   }
   return strides;
 }

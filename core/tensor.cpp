@@ -10,7 +10,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
     if (d < 0) fail("empty", "negative dimension in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), device);
+  impl->storage =
+      std::make_shared<Storage>(size_t(nbytes_of(shape, itemsize(dtype), "empty")), device);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
