@@ -1,5 +1,8 @@
 // Binary elementwise op definitions (broadcasting, PyTorch's type promotion) and where.
+#include <algorithm>
+
 #include "core/dispatcher.h"
+#include "core/primitives.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
@@ -66,9 +69,27 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
   return single_output(std::move(shape), is_comparison(op) ? DType::kBool : dt, device);
 }
 
+// Integer floor division and remainder by zero raise on the CPU, as in PyTorch (a CUDA kernel
+// cannot raise: its scalar math gives 0 there).
+void check_no_zero_divisor(BinaryOp op, const Tensor& b, DType dt) {
+  if (is_floating(dt) || (op != BinaryOp::kFloorDiv && op != BinaryOp::kRemainder) ||
+      b.device().type != DeviceType::kCPU)
+    return;
+  const Tensor d = contiguous_local(b);
+  const bool zero = dispatch_all(d.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = d.data<T>();
+    return std::find(p, p + d.numel(), T(0)) != p + d.numel();
+  });
+  if (zero)
+    fail(kBinary[static_cast<int>(op)].name, "ZeroDivisionError: integer division by zero (",
+         b.str(), " holds a 0)");
+}
+
 void compute_binary(BinaryOp op, const ComputeArgs& c) {
   const Tensor &a = c.in[0], &b = c.in[1];
   DType dt = is_comparison(op) ? result_type(a, b) : c.out[0].dtype();
+  if (!is_comparison(op)) check_no_zero_divisor(op, b, dt);
   binary_kernel().get(c.out[0].device().type)(op, converted(a, dt), converted(b, dt), c.out[0]);
 }
 

@@ -64,6 +64,50 @@ inline constexpr double kSqrt2 = 1.4142135623730951;
 inline constexpr double kSqrt2OverPi = 0.7978845608028654;
 inline constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
+// Integer scalar math with no undefined behaviour for any operands. The CPU raises for a zero
+// divisor before it runs (ZeroDivisionError, as PyTorch); what is left here gives 0 for it (the
+// device cannot raise). MIN // -1 wraps to MIN and MIN % -1 is 0, as numpy and PyTorch give.
+template <class M>
+OFL_HOST_DEVICE M wrapping_mul(M a, M b) {
+  // At least unsigned int, so that narrow types do not promote to (overflowing) int.
+  using U = std::conditional_t<(sizeof(M) < sizeof(unsigned)), unsigned, std::make_unsigned_t<M>>;
+  return M(U(std::make_unsigned_t<M>(a)) * U(std::make_unsigned_t<M>(b)));
+}
+template <class M>
+OFL_HOST_DEVICE M int_floor_div(M x, M y) {
+  if (y == 0) return M(0);
+  if constexpr (std::is_signed_v<M>)
+    if (y == M(-1)) return wrapping_mul(x, M(-1));
+  const M q = M(x / y);
+  return ((x % y != 0) && ((x < 0) != (y < 0))) ? M(q - 1) : q;
+}
+template <class M>
+OFL_HOST_DEVICE M int_remainder(M x, M y) {
+  if (y == 0) return M(0);
+  if constexpr (std::is_signed_v<M>)
+    if (y == M(-1)) return M(0);
+  const M r = M(x % y);
+  return (r != 0 && ((r < 0) != (y < 0))) ? M(r + y) : r;
+}
+// By squaring, wrapping on overflow. A negative exponent gives what the real power truncates to
+// (PyTorch's powi): 1 for base 1, +-1 for base -1, 0 otherwise.
+template <class M>
+OFL_HOST_DEVICE M int_pow(M x, M y) {
+  if constexpr (std::is_signed_v<M>) {
+    if (y < 0) {
+      if (x == 1) return M(1);
+      if (x == M(-1)) return (y % 2 == 0) ? M(1) : M(-1);
+      return M(0);
+    }
+  }
+  M result = 1;
+  for (M e = y; e != 0; e = M(e / 2)) {
+    if (e % 2 != 0) result = wrapping_mul(result, x);
+    x = wrapping_mul(x, x);
+  }
+  return result;
+}
+
 // Unary op kOp on M; a and b are its scalars (the exponent, the clamp bounds).
 template <UnaryOp kOp, class M>
 struct Unary {
@@ -79,10 +123,10 @@ struct Unary {
     if constexpr (kOp == U::kPowScalar) {
       if constexpr (std::is_floating_point_v<M>) {
         return M(pow(x, a));
+      } else if constexpr (std::is_same_v<M, bool>) {
+        return M(x || !a);  // x ** 0 is 1
       } else {
-        M r = 1;
-        for (int64_t e = 0; e < static_cast<int64_t>(a); ++e) r = static_cast<M>(r * x);
-        return r;
+        return int_pow(x, a);  // a is whole and not negative: the op's infer checks
       }
     }
     if constexpr (kOp == U::kFloor || kOp == U::kCeil || kOp == U::kRound) {
@@ -224,22 +268,10 @@ struct Binary {
         }
         if constexpr (kOp == B::kSigmoidGradFromOutput) return M(y * x * (M(1) - x));
         if constexpr (kOp == B::kTanhGradFromOutput) return M(y * (M(1) - x * x));
-      } else {  // integers: Python's floor division and modulo; x / 0 and x % 0 give 0
-        if constexpr (kOp == B::kFloorDiv) {
-          if (y == 0) return M(0);
-          const M q = x / y;
-          return ((x % y != 0) && ((x < 0) != (y < 0))) ? M(q - 1) : q;
-        }
-        if constexpr (kOp == B::kRemainder) {
-          if (y == 0) return M(0);
-          const M r = x % y;
-          return (r != 0 && ((r < 0) != (y < 0))) ? M(r + y) : r;
-        }
-        if constexpr (kOp == B::kPow) {
-          M r = 1;
-          for (int64_t e = 0; e < static_cast<int64_t>(y); ++e) r = M(r * x);
-          return r;
-        }
+      } else {  // integers: Python's floor division and modulo, wrapping as two's complement
+        if constexpr (kOp == B::kFloorDiv) return int_floor_div(x, y);
+        if constexpr (kOp == B::kRemainder) return int_remainder(x, y);
+        if constexpr (kOp == B::kPow) return int_pow(x, y);
       }
     }
   }

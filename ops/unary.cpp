@@ -42,6 +42,9 @@ std::vector<TensorMeta> infer_unary(UnaryOp op, const InferArgs& a) {
   if (promotes_int_to_float(op) && !is_floating(dt)) dt = DType::kFloat32;
   if (dt == DType::kBool && op != UnaryOp::kAbs && op != UnaryOp::kRelu)
     fail<TypeError>(a.op, "is not supported for bool tensors; got shape ", shape_str(x.shape));
+  if (op == UnaryOp::kPowScalar && !is_floating(dt) && a.attrs.get<double>("exponent") < 0)
+    fail(a.op, "integers to negative integer powers are not allowed (", x.str(), " ** ",
+         a.attrs.get<double>("exponent"), ")");
   return single_output(x.shape, dt, x.device);
 }
 
