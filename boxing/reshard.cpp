@@ -424,6 +424,36 @@ std::string describe(const Meta& m, const std::optional<Shape>& shape) {
                  m.nd_sbp.str(), " on ", m.placement->str());
 }
 
+// make_global's synchronisation: along every broadcast mesh axis, in mesh order, the group's
+// first member sends its shard to the others (whose local tensors must then agree with it in
+// shape and dtype, checked on the metadata every rank already has).
+Tensor broadcast_axes(const Tensor& local, const Placement& p, const NdSbp& nd_sbp,
+                      const std::vector<Meta>& metas, BoxingContext& ctx) {
+  const int me = global_rank(ctx);
+  Tensor out = local;
+  bool copied = false;
+  for (size_t k = 0; k < nd_sbp.size(); ++k) {
+    if (!nd_sbp[k].is_broadcast()) continue;
+    const SubGroup g = sub_group(p, {int64_t(k)}, me);
+    if (g.members.size() == 1) continue;
+    const Meta& root = metas[size_t(g.members[0])];
+    for (int m : g.members) {
+      const Meta& other = metas[size_t(m)];
+      if (other.dtype != root.dtype || other.local != root.local)
+        fail("to_global", "broadcast along mesh axis ", k, " of ", p.str(), " sends rank ",
+             g.members[0], "'s ", shape_str(root.local), " ", dtype_name(root.dtype), " to rank ",
+             m, ", which holds ", shape_str(other.local), " ", dtype_name(other.dtype),
+             ": the ranks' local tensors must agree in shape and dtype");
+    }
+    if ((g.index != 0 || !out.is_contiguous()) && !copied) {  // never write the input
+      out = contiguous_copy(local);
+      copied = true;
+    }
+    comm_for(ctx, g.members)->broadcast(out, 0);
+  }
+  return out;
+}
+
 // reduce_fused on meta tensors: the same buckets, priced (one collective each on the sub-groups
 // of `axes`, the largest shards' bytes), with nothing run.
 std::vector<Tensor> reduce_fused_meta(const std::vector<GlobalTensor>& xs,
@@ -512,7 +542,7 @@ Tensor outside_shard(const Shape& shape, DType dtype, Device device) {
 }
 
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                         BoxingContext& ctx, bool check_meta) {
+                         BoxingContext& ctx, bool check_meta, bool sync_broadcast) {
   autograd::NoGradGuard no_grad;
   if (local.device().is_meta()) {
     validate_sbp("to_global", local.shape(), nd_sbp, placement);
@@ -577,9 +607,11 @@ GlobalTensor make_global(const Tensor& local, const Placement& placement, const 
            " but ", nd_sbp.str(), " on ", placement.str(), " gives it ", shape_str(want),
            " of the global shape ", shape_str(shape));
   }
-  return GlobalTensor{
-      placement.contains(me) ? local : outside_shard(shape, local.dtype(), local.device()), shape,
-      placement, nd_sbp};
+  if (!placement.contains(me))
+    return GlobalTensor{outside_shard(shape, local.dtype(), local.device()), shape, placement,
+                        nd_sbp};
+  return GlobalTensor{sync_broadcast ? broadcast_axes(local, placement, nd_sbp, metas, ctx) : local,
+                      shape, placement, nd_sbp};
 }
 
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,

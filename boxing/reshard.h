@@ -41,8 +41,12 @@ void check_placement_in_world(const Placement& placement, const comm::Communicat
 // dtype, placement and sbp are compared and a mismatch raises on every rank. A meta local tensor
 // exchanges nothing: every rank is taken to hold a shard of its shape (PyTorch's
 // DTensor.from_local), and the placement may be simulated (see meta_global).
+// With sync_broadcast (OneFlow's semantics), each broadcast mesh axis takes the data of its
+// first member (coordinate 0 along that axis; rank 0 for a 1-d B): the ranks then hold one
+// logical tensor even where their local data differed. Split axes keep each rank's data as its
+// shard and partial axes as its addend. The input is never written: receivers get a copy.
 GlobalTensor make_global(const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                         BoxingContext& ctx, bool check_meta);
+                         BoxingContext& ctx, bool check_meta, bool sync_broadcast = true);
 
 // A rank's shard of a tensor on a placement it is outside of (another pipeline stage's): empty,
 // with the logical tensor's number of dimensions (each of extent 0), so that code reading dim()

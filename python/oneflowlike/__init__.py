@@ -220,7 +220,9 @@ for _name in (
     "empty",
     "linspace",
 ):
-    globals()[_name] = _global_mod.make_global_creation(globals()[_name])
+    globals()[_name] = _global_mod.make_global_creation(globals()[_name], sync_data=False)
+# Given data, ranks may hold different data: rank 0's is the logical tensor (OneFlow's semantics).
+tensor = _global_mod.make_global_creation(tensor, sync_data=True)
 # zeros_like, ones_like and full_like are ops (each rank fills only its shard).
 for _name in (
     "empty_like",

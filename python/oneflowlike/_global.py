@@ -38,9 +38,14 @@ def shard_device(placement):
     return f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % count if count else 0}"
 
 
-def to_global(self, placement=None, sbp=None, check_meta=False):
-    """A local tensor becomes this rank's shard (moved to the placement's device for this rank);
-    a global tensor is resharded (boxing), and moved across device types shard by shard."""
+def to_global(self, placement=None, sbp=None, check_meta=False, sync_data=True):
+    """A local tensor becomes this rank's shard (moved to the placement's device for this rank),
+    with OneFlow's semantics: along a split mesh axis each rank's data is its shard, along a
+    partial one its addend, and along a broadcast one the group's first member's data (rank 0's
+    for a 1-d B) is sent to the others, so that every rank holds one logical tensor.
+    ``sync_data=False`` skips that broadcast for callers whose ranks already hold the same data
+    (the same file, the same seed); ranks that differ then hold different "replicas".
+    A global tensor is resharded (boxing), and moved across device types shard by shard."""
     if not self.is_global:
         if placement is None:
             raise ValueError("[to_global] a local tensor needs placement=")
@@ -49,7 +54,7 @@ def to_global(self, placement=None, sbp=None, check_meta=False):
         if self.device.type != "meta" and str(self.device) != shard_device(placement):
             _C.check_placement_in_world(placement, _world(), "to_global")  # before moving
             local = self.to(shard_device(placement))
-        return _C.make_global(local, placement, nd, _world(), check_meta)
+        return _C.make_global(local, placement, nd, _world(), check_meta, sync_data)
     placement = placement if placement is not None else self.placement
     nd = None if sbp is None else _nd_sbp(sbp, placement)  # None: keep the layout
     source = self
@@ -57,15 +62,16 @@ def to_global(self, placement=None, sbp=None, check_meta=False):
         _C.check_placement_in_world(placement, _world(), "to_global")  # before moving
         moved = _C.Placement(placement.type, self.placement.ranks)
         local = _C.to_local(self).to(shard_device(moved))
-        source = _C.make_global(local, moved, _C.NdSbp(list(self.sbp)), _world(), False)
+        source = _C.make_global(local, moved, _C.NdSbp(list(self.sbp)), _world(), False, False)
     return _C.reshard(source, placement, nd, _world())
 
 
 def like_global(value, param):
     """`value`, a whole logical tensor (as loaded from a file), laid out as the global `param`:
-    each rank keeps its shard. Anything else is returned as it is."""
+    each rank keeps its shard of the placement's first rank's value. Anything else is returned
+    as it is."""
     if param.is_global and not value.is_global and tuple(value.shape) == tuple(param.shape):
-        return from_full(value, param.placement, _C.NdSbp(list(param.sbp)))
+        return from_full(value, param.placement, _C.NdSbp(list(param.sbp)), sync_data=True)
     return value
 
 
@@ -107,18 +113,26 @@ def install(tensor_cls):
     tensor_cls.local_shapes = local_shapes
 
 
-def from_full(full, placement, sbp):
-    """A global tensor from the whole tensor, which every rank holds alike: each rank keeps its
-    shard, with no communication."""
+def from_full(full, placement, sbp, sync_data):
+    """A global tensor from the whole tensor `full` on every rank: each rank keeps its shard.
+    With sync_data, the placement's first rank's `full` is the logical tensor (broadcast to the
+    others first, as OneFlow does for data given to a global tensor); without, the caller knows
+    the ranks hold the same tensor (the same file, a deterministic fill) and nothing moves."""
     moved = full.device.type != "meta" and str(full.device) != shard_device(placement)
+    nd = _nd_sbp(sbp, placement)
+    if sync_data and full.device.type != "meta":
+        whole = _C.NdSbp([_C.Sbp.broadcast()] * len(nd))
+        synced = to_global(full, placement, whole, sync_data=True)
+        return synced if nd == whole else _C.reshard(synced, placement, nd, _world())
     device = _C.device(shard_device(placement)) if moved else None
-    return _C.global_from_full(full, placement, _nd_sbp(sbp, placement), _world(), device)
+    return _C.global_from_full(full, placement, nd, _world(), device)
 
 
-def make_global_creation(fn):
-    """Wraps a creation op: with placement= and sbp=, every rank builds the same full tensor
-    (random ops draw by logical element index, so the values do not depend on the layout) and
-    keeps its shard."""
+def make_global_creation(fn, sync_data):
+    """Wraps a creation op: with placement= and sbp=, every rank builds the full tensor and keeps
+    its shard. Ops given data (sync_data) take the placement's first rank's, since ranks may be
+    given different data; fills and random ops (which draw by logical element index) build the
+    same tensor everywhere and communicate nothing."""
 
     def wrapper(*args, placement=None, sbp=None, **kwargs):
         full = fn(*args, **kwargs)
@@ -126,7 +140,7 @@ def make_global_creation(fn):
             if sbp is not None:
                 raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
             return full
-        out = from_full(full, placement, sbp)
+        out = from_full(full, placement, sbp, sync_data)
         return out.requires_grad_() if full.requires_grad else out
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__

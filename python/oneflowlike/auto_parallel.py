@@ -332,7 +332,7 @@ class PipelinePlan:
             sbp = layout(name, t)
             if t.is_global:
                 return t.to_global(places[0], sbp)
-            return _global.from_full(t, places[0], sbp)
+            return _global.from_full(t, places[0], sbp, sync_data=True)
 
         with flow.no_grad():
             for name, p in model.named_parameters():

@@ -76,27 +76,28 @@ void bind_global(py::module_& m) {
   m.def("check_placement_in_world",
         [](const Placement& placement, std::shared_ptr<comm::Communicator> world,
            const std::string& op) { check_placement_in_world(placement, *world, op.c_str()); });
-  m.def("make_global", [](const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
-                          std::shared_ptr<comm::Communicator> world, bool check_meta) {
-    if (local.is_global()) fail("to_global", "the tensor is already global");
-    auto ctx = context(world);
-    Tensor out;
-    {
-      py::gil_scoped_release release;
-      out = as_tensor(make_global(local.is_contiguous() ? local : contiguous_copy(local), placement,
-                                  nd_sbp, *ctx, check_meta),
-                      ctx);
-    }
-    // The local input's gradient is this rank's shard of the global gradient.
-    if (autograd::needs_grad(local))
-      autograd::record(
-          "to_global", {local}, {out},
-          [ctx, placement, nd_sbp](const autograd::Grads& g,
-                                   const autograd::Needs&) -> autograd::Grads {
-            return {reshard(as_global(g[0], "to_global"), placement, nd_sbp, *ctx).local};
-          });
-    return out;
-  });
+  m.def("make_global",
+        [](const Tensor& local, const Placement& placement, const NdSbp& nd_sbp,
+           std::shared_ptr<comm::Communicator> world, bool check_meta, bool sync_data) {
+          if (local.is_global()) fail("to_global", "the tensor is already global");
+          auto ctx = context(world);
+          Tensor out;
+          {
+            py::gil_scoped_release release;
+            out = as_tensor(make_global(local.is_contiguous() ? local : contiguous_copy(local),
+                                        placement, nd_sbp, *ctx, check_meta, sync_data),
+                            ctx);
+          }
+          // The local input's gradient is this rank's shard of the global gradient.
+          if (autograd::needs_grad(local))
+            autograd::record(
+                "to_global", {local}, {out},
+                [ctx, placement, nd_sbp](const autograd::Grads& g,
+                                         const autograd::Needs&) -> autograd::Grads {
+                  return {reshard(as_global(g[0], "to_global"), placement, nd_sbp, *ctx).local};
+                });
+          return out;
+        });
   // sbp None keeps x's layout (a traced x's as the graph compiles it).
   m.def("reshard", [](const Tensor& x, const Placement& placement, const std::optional<NdSbp>& sbp,
                       std::shared_ptr<comm::Communicator> world) {

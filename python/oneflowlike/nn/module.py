@@ -348,9 +348,10 @@ class Module(StateDictMixin):
         ``sbp`` is one layout for all (an Sbp, or a tuple with one per mesh axis) or a function
         ``(name, tensor) -> layout``. With one layout for all, a tensor without the axis a split
         names (a 0-d buffer such as BatchNorm's batch counter) stays replicated on that mesh
-        axis. Every rank must hold the same values (e.g. the model was built after the same
-        ``flow.manual_seed``); each keeps its shard, without communication. Build the optimizer
-        afterwards: its states then take each parameter's layout.
+        axis. The placement's first rank's values are the model's (sent to the others, as
+        OneFlow's to_global does), so ranks that built it from different seeds agree after;
+        each rank keeps its shard. Parameters shared by several modules (tied weights) stay one
+        parameter. Build the optimizer afterwards: its states then take each parameter's layout.
         """
 
         def fits(s, t):
@@ -365,19 +366,24 @@ class Module(StateDictMixin):
                 layout = sbp if fits(sbp, t) else flow.sbp.broadcast
             if t.is_global:
                 return t.to_global(placement, layout)
-            return _global.from_full(t, placement, layout)
+            return _global.from_full(t, placement, layout, sync_data=True)
 
+        done = {}  # id of a tensor -> its global replacement, so that shared ones stay shared
         for prefix, module in self.named_modules():
             dot = prefix + "." if prefix else ""
             for key, param in module._parameters.items():
                 if param is None:
                     continue
-                with flow.no_grad():
-                    data = convert(dot + key, param.detach())
-                module._parameters[key] = Parameter(data, param.requires_grad)
+                if id(param) not in done:
+                    with flow.no_grad():
+                        data = convert(dot + key, param.detach())
+                    done[id(param)] = (param, Parameter(data, param.requires_grad))
+                module._parameters[key] = done[id(param)][1]
             for key, buf in module._buffers.items():
                 if buf is not None:
-                    module._buffers[key] = convert(dot + key, buf)
+                    if id(buf) not in done:
+                        done[id(buf)] = (buf, convert(dot + key, buf))
+                    module._buffers[key] = done[id(buf)][1]
         return self
 
     def to(self, *args, **kwargs):

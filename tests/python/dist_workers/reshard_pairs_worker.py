@@ -34,7 +34,7 @@ def main():
         full = flow.tensor(full_np)
         cands = layouts(len(place.hierarchy))
         for src, dst in itertools.product(cands, cands):
-            x = flow._global.from_full(full, place, src)
+            x = flow._global.from_full(full, place, src, sync_data=False)
             y = x.to_global(sbp=dst)
             if y.to_local().device.type != device_type:
                 problems.append(f"{src.to_string()}->{dst.to_string()} on {y.to_local().device}")
