@@ -196,7 +196,27 @@ OPTIMIZERS = {
         None,
     ),
     "sgd+dampening": lambda ps: (flow.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3), None),
+    # OneFlow's per-group keys: a learning-rate factor and gradient clipping by joint norm.
+    "adamw groups: lr_scale, clip": lambda ps: (
+        lambda o: (o, flow.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5))
+    )(flow.optim.AdamW(_groups(ps), lr=1e-2)),
+    "sgd groups: lr_scale, clip": lambda ps: (
+        flow.optim.SGD(_groups(ps), lr=0.1, momentum=0.9),
+        None,
+    ),
+    "adam without bias correction": lambda ps: (
+        flow.optim.Adam(ps, lr=1e-2, do_bias_correction=False),
+        None,
+    ),
 }
+
+
+def _groups(params):
+    ps = list(params)
+    return [
+        {"params": ps[::2], "lr_scale": 0.25, "clip_grad_max_norm": 0.05, "clip_grad_norm_type": 2},
+        {"params": ps[1::2], "clip_grad_max_norm": 0.01, "clip_grad_norm_type": float("inf")},
+    ]
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)

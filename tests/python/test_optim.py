@@ -289,3 +289,63 @@ def test_clip_grad_value_clamps_each_element():
     p.grad = flow.tensor([-2.0, 0.5, 3.0])
     nn.utils.clip_grad_value_([p], 1.0)
     np.testing.assert_allclose(p.grad.numpy(), [-1.0, 0.5, 1.0])
+
+
+def _one_param_step(group, opt_cls=flow.optim.SGD, **kwargs):
+    p = flow.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    opt = opt_cls([{"params": [p], **group}], **kwargs)
+    p.grad = flow.tensor([3.0, 4.0, 0.0])
+    opt.step()
+    return p.detach().numpy()
+
+
+def test_lr_scale_multiplies_the_groups_learning_rate():
+    np.testing.assert_allclose(_one_param_step({"lr_scale": 0.5}, lr=0.1), [0.85, -2.2, 3.0])
+    np.testing.assert_allclose(_one_param_step({"lr_scale": 0.0}, lr=0.1), [1.0, -2.0, 3.0])
+    scaled = _one_param_step({"lr_scale": 0.5}, flow.optim.Adam, lr=0.2)
+    np.testing.assert_allclose(scaled, _one_param_step({}, flow.optim.Adam, lr=0.1))
+
+
+def test_a_groups_clip_grad_max_norm_clips_before_the_step():
+    # |(3, 4, 0)| = 5, clipped to 1: the gradient becomes (0.6, 0.8, 0).
+    got = _one_param_step({"clip_grad_max_norm": 1.0, "clip_grad_norm_type": 2.0}, lr=1.0)
+    np.testing.assert_allclose(got, [0.4, -2.8, 3.0], rtol=1e-5)
+    got = _one_param_step({"clip_grad_max_norm": 2.0, "clip_grad_norm_type": "inf"}, lr=1.0)
+    np.testing.assert_allclose(got, [-0.5, -4.0, 3.0], rtol=1e-5)
+
+
+def test_explicit_clip_grad_then_step_clips_once():
+    p = flow.tensor([0.0, 0.0], requires_grad=True)
+    opt = flow.optim.SGD([{"params": [p], "clip_grad_max_norm": 1.0}], lr=1.0)
+    p.grad = flow.tensor([3.0, 4.0])
+    opt.clip_grad()
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+    opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), [-0.6, -0.8], rtol=1e-5)
+
+
+def test_adam_without_bias_correction_takes_oneflows_step():
+    # m = 0.1 g, v = 0.001 g^2: the step is lr * m / (sqrt(v) + eps) = lr * 0.1 / sqrt(0.001).
+    got = _one_param_step({}, flow.optim.Adam, lr=0.1, eps=1e-12, do_bias_correction=False)
+    step = 0.1 * 0.1 / np.sqrt(0.001)
+    np.testing.assert_allclose(got, [1.0 - step, -2.0 - step, 3.0], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "opt_cls,key",
+    [
+        (flow.optim.Adam, "momentum"),
+        (flow.optim.SGD, "betas"),
+        (flow.optim.SGD, "do_bias_correction"),
+    ],
+)
+def test_a_group_key_the_optimizer_would_ignore_raises_naming_it(opt_cls, key):
+    p = flow.tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match=f"'{key}'"):
+        opt_cls([{"params": [p], key: 0.5}], lr=0.1)
+
+
+def test_a_groups_own_metadata_is_kept():
+    p = flow.tensor([1.0], requires_grad=True)
+    opt = flow.optim.SGD([{"params": [p], "name": "decoder", "param_names": ["w"]}], lr=0.1)
+    assert opt.param_groups[0]["name"] == "decoder"

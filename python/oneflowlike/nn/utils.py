@@ -14,7 +14,9 @@ def _grads(parameters):
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
-    """Scales all grads together so that their joint norm is at most max_norm; returns the norm."""
+    """Scales all grads together so that their joint norm is at most max_norm; returns the norm.
+    Tensor ops only (the scale is min(1, max_norm / (norm + 1e-6)), as PyTorch's), so that it
+    traces into an nn.Graph; only error_if_nonfinite reads the norm on the host."""
     grads = _grads(parameters)
     if not grads:
         return flow.tensor(0.0)
@@ -28,16 +30,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         else:
             total = sum((flow.abs(g.float()) ** norm_type).sum() for g in grads)
             total = total ** (1.0 / norm_type)
-        value = total.item()
-        if error_if_nonfinite and not math.isfinite(value):
+        if error_if_nonfinite and not math.isfinite(total.item()):
             raise RuntimeError(
                 f"The total norm of order {norm_type} for gradients is non-finite, "
                 "so it cannot be clipped"
             )
-        coef = max_norm / (value + 1e-6)
-        if coef < 1.0:
-            for g in grads:
-                g.mul_(coef)
+        coef = flow.clamp(float(max_norm) / (total + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
     return total
 
 

@@ -5,7 +5,7 @@ import math
 import oneflowlike as flow
 from oneflowlike import _C
 
-from .optimizer import Optimizer, _use_grad
+from .optimizer import Optimizer
 
 
 def _same_dtype(*tensors):
@@ -35,7 +35,8 @@ def _check(lr, betas, eps, weight_decay):
 
 class Adam(Optimizer):
     """As torch.optim.Adam; weight_decay adds an L2 term to the gradient. fused=True (the
-    default on CUDA) updates each parameter with three fused ops instead of a dozen."""
+    default on CUDA) updates each parameter with three fused ops instead of a dozen.
+    do_bias_correction=False (OneFlow's) leaves the moments without Adam's bias correction."""
 
     _decoupled = False
 
@@ -51,6 +52,7 @@ class Adam(Optimizer):
         maximize=False,
         foreach=None,
         fused=None,
+        do_bias_correction=True,
     ):
         _check(lr, betas, eps, weight_decay)
         defaults = dict(
@@ -61,6 +63,7 @@ class Adam(Optimizer):
             amsgrad=amsgrad,
             maximize=maximize,
             fused=fused,
+            do_bias_correction=do_bias_correction,
         )
         super().__init__(params, defaults)
 
@@ -78,8 +81,8 @@ class Adam(Optimizer):
         """Advances the step; [lr, 1 - lr * weight_decay, lr / bias_correction1,
         sqrt(bias_correction2)]."""
         state["step"] += 1
-        step, lr = state["step"], group["lr"]
-        beta1, beta2 = group["betas"]
+        step, lr = state["step"], self._lr(group)
+        beta1, beta2 = group["betas"] if group["do_bias_correction"] else (0.0, 0.0)
         return [
             lr,
             1 - lr * group["weight_decay"],
@@ -122,18 +125,6 @@ class Adam(Optimizer):
         denom = second.sqrt() / bias_correction2_sqrt + group["eps"]
         param.add_(exp_avg / denom * -step_size)
 
-    @_use_grad
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
-                state = self._state_of(group, param)
-                self._update(group, param, grad, state, self._host(group, param, state))
-        return loss
-
 
 class AdamW(Adam):
     """As torch.optim.AdamW: p *= 1 - lr * weight_decay before the Adam update."""
@@ -152,7 +143,16 @@ class AdamW(Adam):
         maximize=False,
         foreach=None,
         fused=None,
+        do_bias_correction=True,
     ):
         super().__init__(
-            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, fused=fused
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            maximize=maximize,
+            fused=fused,
+            do_bias_correction=do_bias_correction,
         )

@@ -58,6 +58,21 @@ def _use_grad(step):
     return wrapper
 
 
+# The parameter-group keys OneFlow's and PyTorch's optimizers read. A group naming one that this
+# optimizer does not honour raises (a silently ignored hyper-parameter trains the wrong model);
+# keys outside this list are the caller's own metadata (a name, timm's param_names) and stay.
+_KNOWN_KEYS = {
+    "lr", "lr_scale", "momentum", "dampening", "nesterov", "betas", "eps", "weight_decay",
+    "amsgrad", "maximize", "do_bias_correction", "clip_grad_max_norm", "clip_grad_norm_type",
+    "alpha", "centered", "lambd", "lr_decay", "initial_accumulator_value", "adam_w_mode",
+    "decoupled_weight_decay",
+}  # fmt: skip
+# Keys every optimizer here honours: lr_scale multiplies the group's lr (after any scheduler);
+# clip_grad_max_norm / clip_grad_norm_type clip the group's gradients by their joint norm before
+# its update, in eager steps and in nn.Graph alike.
+_COMMON_KEYS = {"params", "initial_lr", "lr_scale", "clip_grad_max_norm", "clip_grad_norm_type"}
+
+
 class Optimizer:
     """Holds param_groups (dicts with 'params' plus hyper-parameters) and per-parameter state."""
 
@@ -91,6 +106,20 @@ class Optimizer:
             if default is required and name not in param_group:
                 raise ValueError(f"parameter group didn't specify a value of required {name}")
             param_group.setdefault(name, default)
+        for key in param_group:
+            if key in _KNOWN_KEYS and key not in self.defaults and key not in _COMMON_KEYS:
+                raise ValueError(
+                    f"[{type(self).__name__}] parameter group key '{key}' is not a "
+                    f"{type(self).__name__} hyper-parameter (it reads "
+                    f"{', '.join(sorted(set(self.defaults) | _COMMON_KEYS - {'params'}))})"
+                )
+        if (param_group.get("clip_grad_norm_type") is not None) and (
+            param_group.get("clip_grad_max_norm") is None
+        ):
+            raise ValueError(
+                f"[{type(self).__name__}] parameter group has clip_grad_norm_type but no "
+                "clip_grad_max_norm"
+            )
         seen = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in seen for p in param_group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -120,15 +149,54 @@ class Optimizer:
             self.state[param] = self._init_param_state(group, param)
         return self.state[param]
 
-    def _graph_params(self):
-        """(group, param) in step order for the parameters that have a gradient."""
-        return [(g, p) for g in self.param_groups for p in g["params"] if p.grad is not None]
+    @staticmethod
+    def _lr(group):
+        """The group's learning rate this step: its lr (as a scheduler set it) times lr_scale."""
+        return group["lr"] * group.get("lr_scale", 1.0)
+
+    @staticmethod
+    def _clip(group, error_if_nonfinite=False):
+        """Clips the group's gradients by its clip_grad_max_norm (tensor ops: this traces in a
+        graph), when it has one."""
+        if group.get("clip_grad_max_norm") is None:
+            return
+        norm_type = group.get("clip_grad_norm_type")
+        flow.nn.utils.clip_grad_norm_(
+            [p for p in group["params"] if p.grad is not None],
+            group["clip_grad_max_norm"],
+            2.0 if norm_type is None else norm_type,
+            error_if_nonfinite,
+        )
+
+    def _group_grads(self, group, clip=True):
+        """(param, grad) for the group's parameters with a gradient, in step order: clipped
+        first (unless clip_grad() did it already), negated where the group maximizes."""
+        if clip:
+            self._clip(group)
+        params = [p for p in group["params"] if p.grad is not None]
+        return [(p, -p.grad if group.get("maximize") else p.grad) for p in params]
+
+    def clip_grad(self, error_if_nonfinite=False):
+        """OneFlow's explicit clipping: each group's gradients by its clip_grad_max_norm and
+        clip_grad_norm_type. The next step() then does not clip again."""
+        with flow.no_grad():
+            for group in self.param_groups:
+                self._clip(group, error_if_nonfinite)
+        self._clipped = True
 
     def zero_grad(self, set_to_none=True):
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
+    @_use_grad
     def step(self, closure=None):
-        raise NotImplementedError
+        """One update of every parameter with a gradient: _host's scalars, then _update."""
+        loss = self._closure_loss(closure)
+        clip, self._clipped = not getattr(self, "_clipped", False), False
+        for group in self.param_groups:
+            for param, grad in self._group_grads(group, clip):
+                state = self._state_of(group, param)
+                self._update(group, param, grad, state, self._host(group, param, state))
+        return loss
 
     def _closure_loss(self, closure):
         if closure is None:

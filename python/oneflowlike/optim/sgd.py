@@ -2,7 +2,7 @@
 
 import oneflowlike as flow
 
-from .optimizer import Optimizer, _use_grad, required
+from .optimizer import Optimizer, required
 
 
 class SGD(Optimizer):
@@ -47,11 +47,11 @@ class SGD(Optimizer):
     def _host(self, group, param, state):
         """[lr, buffer decay, gradient coefficient]: (0, 1) on the buffer's first step."""
         if group["momentum"] == 0:
-            return [group["lr"], 0.0, 0.0]
+            return [self._lr(group), 0.0, 0.0]
         first = not state.get("started", True)  # (a checkpoint's buffer has started)
         state["started"] = True
         return [
-            group["lr"],
+            self._lr(group),
             0.0 if first else group["momentum"],
             1.0 if first else 1 - group["dampening"],
         ]
@@ -67,15 +67,3 @@ class SGD(Optimizer):
             buf.add_(grad * coefficient)
             grad = grad + buf * momentum if group["nesterov"] else buf
         param.add_(grad * -lr)
-
-    @_use_grad
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = -param.grad if group["maximize"] else param.grad
-                state = self._state_of(group, param)
-                self._update(group, param, grad, state, self._host(group, param, state))
-        return loss

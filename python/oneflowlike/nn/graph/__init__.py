@@ -583,7 +583,10 @@ class Graph:
         steps = []
         with flow.no_grad():
             for opt, _ in self._optimizers:
-                for group, param in opt._graph_params():
+                updates = [
+                    (g, p, grad) for g in opt.param_groups for p, grad in opt._group_grads(g)
+                ]
+                for group, param, grad in updates:
                     outer = _C._set_layer(param_layer.get(id(param), -1))
                     state = opt._state_of(group, param)
                     saved = dict(state)  # _host advances Python-side counters: not this time
@@ -591,7 +594,6 @@ class Graph:
                     state.clear()
                     state.update(saved)
                     scalars = [trace.input(flow.tensor(v, dtype=flow.float32)) for v in example]
-                    grad = -param.grad if group["maximize"] else param.grad
                     opt._update(group, param, grad, state, scalars)
                     _C._set_layer(outer)
                     steps.append((opt, group, param))
