@@ -152,15 +152,16 @@ void Trace::place(Node& node) const {
   node.micro = micro_batch_;
 }
 
-Tensor Trace::traced(int id, bool is_view) {
+Tensor Trace::traced(int id, bool is_view, const Tensor* like) {
   const Value& v = graph_.values()[id];
   auto impl = std::make_shared<TensorImpl>();
-  const size_t nbytes = numel_of(v.shape) * itemsize(v.dtype);
+  const size_t nbytes = size_t(nbytes_of(v.shape, itemsize(v.dtype), "graph"));
   impl->storage = std::make_shared<Storage>(nullptr, nbytes, v.device, nullptr);
   impl->shape = v.shape;
-  impl->strides = contiguous_strides(v.shape);
+  const bool strided = like && like->shape() == v.shape;
+  impl->strides = strided ? like->strides() : contiguous_strides(v.shape);
   impl->dtype = v.dtype;
-  impl->is_view = is_view;
+  impl->is_view = strided ? like->impl()->is_view : is_view;
   impl->traced = std::make_shared<TraceValue>(TraceValue{this, id});
   if (v.is_global())
     impl->global = std::make_shared<GlobalInfo>(GlobalInfo{v.shape, *v.placement, v.nd_sbp, ctx_});
@@ -220,9 +221,39 @@ std::optional<Placement> Trace::placement_of(const char* op, const std::vector<i
   return first->placement;
 }
 
+namespace {
+
+// A meta tensor laid out as the traced or captured tensor t is in eager mode (a global one by its
+// logical shape, as the trace sees it): a view op run on such stand-ins gives the strides its
+// outputs will have when the graph runs, and raises where eager mode would (view of a transpose).
+Tensor meta_stand_in(const Tensor& t) {
+  if (!t.defined()) return t;
+  const bool logical = t.is_global() && !t.is_traced();
+  const Shape shape = logical ? t.impl()->global->shape : t.shape();
+  const Shape strides = logical ? contiguous_strides(shape) : t.strides();
+  int64_t extent = 1;  // elements from the offset to the last one addressed, plus one
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] == 0) extent = 0;
+  for (size_t d = 0; d < shape.size() && extent > 0; ++d) extent += (shape[d] - 1) * strides[d];
+  const int64_t offset = logical ? 0 : t.offset();
+  auto storage = std::make_shared<Storage>(nullptr, size_t(offset + extent) * itemsize(t.dtype()),
+                                           Device{DeviceType::kMeta}, nullptr);
+  Tensor out = Tensor::view_of(std::move(storage), shape, strides, offset, t.dtype());
+  out.impl()->is_view = t.impl()->is_view;
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& in,
                                   const Attrs& attrs, const std::vector<TensorMeta>& out) {
   const char* op = def.name.c_str();
+  std::vector<Tensor> layouts;  // a view op's outputs as eager mode lays them out
+  if (def.view) {
+    std::vector<Tensor> stand_ins;
+    for (const Tensor& t : in) stand_ins.push_back(meta_stand_in(t));
+    layouts = def.view({stand_ins, out, attrs});
+  }
   if (def.inplace && in[0].is_traced() && in[0].impl()->is_view)
     fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
          " while tracing; write into the viewed tensor, or clone() the view first");
@@ -258,7 +289,8 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
         captured_[in[0].impl()] = id;
       outputs.push_back(in[0]);
     } else {
-      outputs.push_back(traced(id, def.view != nullptr));
+      outputs.push_back(
+          traced(id, def.view != nullptr, j < layouts.size() ? &layouts[j] : nullptr));
     }
   }
   graph_.add_node(std::move(node));

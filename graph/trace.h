@@ -79,7 +79,9 @@ class Trace {
   void meet(const char* op, const std::vector<Tensor>& in, std::vector<int>& ids);
   // The placement of a call's global inputs (one for all), or none for a local call.
   std::optional<Placement> placement_of(const char* op, const std::vector<int>& inputs) const;
-  Tensor traced(int id, bool is_view);
+  // A traced tensor for value `id`: contiguous, or with the strides (and view flag) of `like`,
+  // a view op's output computed on meta stand-ins of its inputs.
+  Tensor traced(int id, bool is_view, const Tensor* like = nullptr);
   // Tags a new node with where it is traced: phase, repeated layer, pipeline stage, micro-batch.
   void place(Node& node) const;
 
