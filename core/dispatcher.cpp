@@ -200,6 +200,9 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
   OFL_CHECK(def.dispatched(), def.name, " has no definition the dispatcher can run");
   if (def.num_inputs >= 0 && in.size() != static_cast<size_t>(def.num_inputs))
     fail(def.name.c_str(), "expects ", def.num_inputs, " tensor inputs, got ", in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!in[i].defined && (i >= 32 || !((def.optional_inputs >> i) & 1u)))
+      fail(def.name.c_str(), "input ", i, " is required but absent");
   check_attrs(def, attrs);
   return def.infer({def.name.c_str(), in, attrs});
 }

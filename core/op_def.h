@@ -4,6 +4,7 @@
 // (core/dispatcher.h), the global executor, graph mode and the planner ask ops about themselves
 // only through this registry.
 #pragma once
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <string>
@@ -127,6 +128,7 @@ enum class Autocast : uint8_t { kAsGiven, kLowPrecision, kFloat32 };
 struct OpDef {
   std::string name;
   int num_inputs = 1;  // tensor inputs, weights and indices included; -1: a list of tensors
+  uint32_t optional_inputs = 0;  // bit i: input i may be absent (a bias, a norm's weight)
   bool differentiable = true;
   CostFn cost = nullptr;
   const SbpRule* sbp = nullptr;  // null: only the all-broadcast signature

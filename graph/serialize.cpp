@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "boxing/reshard.h"
+#include "core/dispatcher.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "global/checkpoint.h"
@@ -326,7 +327,85 @@ struct Reader {
 
 namespace {
 
+// graph.json nests a few levels deep; a file nested far deeper is not one (and nlohmann's
+// recursive copy and dump of such a value would exhaust the stack). Counted before parsing.
+constexpr int kMaxJsonDepth = 64;
+
+int json_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// A node as its op defines it, before anything runs: a collective moves global values and keeps
+// their shape and dtype; an op node's inputs satisfy its infer (arity, required inputs,
+// attributes) and its outputs are exactly what the infer gives, so a file that lies about a
+// shape or adds an output fails here instead of making a reader run past a buffer.
+void check_node(const Reader& r, const Graph& g, const Node& node, size_t i) {
+  const std::vector<Value>& values = g.values();
+  const std::string what = str_cat("node ", i, " (", node.name(), ")");
+  if (node.kind != NodeKind::kOp) {
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] < 0) r.bad(what, "'s input ", k, " is no value");
+      const Value &in = values[size_t(node.inputs[k])], &out = values[size_t(node.outputs[k])];
+      // Boxing may take a local value in (a tensor made inside build(), made global there).
+      if (!out.is_global() || (!in.is_global() && node.kind != NodeKind::kBoxing))
+        r.bad(what, " moves ", value_str(in), " to ", value_str(out),
+              ": collectives make global values (of global ones, but for boxing)");
+      if (in.shape != out.shape || in.dtype != out.dtype)
+        r.bad(what, " turns ", value_str(in), " into ", value_str(out),
+              ": a collective keeps the logical shape and dtype");
+      for (int64_t a : node.axes)
+        if (a < 0 || a >= int64_t(out.placement->ndim()))
+          r.bad(what, " reduces over mesh axis ", a, " of ", out.placement->str());
+    }
+    return;
+  }
+  std::vector<TensorMeta> metas;
+  for (int id : node.inputs) {
+    if (id < 0) {
+      metas.push_back(TensorMeta{.defined = false});
+      continue;
+    }
+    const Value& v = values[size_t(id)];
+    metas.push_back(TensorMeta{.shape = v.shape, .dtype = v.dtype, .device = v.device});
+  }
+  std::vector<TensorMeta> want;
+  try {
+    want = infer_metas(*node.op, metas, node.attrs);
+  } catch (const Error& e) {
+    r.bad(what, ": ", e.what());
+  }
+  if (want.size() != node.outputs.size())
+    r.bad(what, " has ", node.outputs.size(), " outputs where ", node.name(), " makes ",
+          want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    const Value& v = values[size_t(node.outputs[k])];
+    if (v.shape != want[k].shape || v.dtype != want[k].dtype)
+      r.bad(what, "'s output ", k, " is declared ", shape_str(v.shape), " ", dtype_name(v.dtype),
+            " but ", node.name(), " of its inputs gives ", shape_str(want[k].shape), " ",
+            dtype_name(want[k].dtype));
+  }
+}
+
 Json parse(const Reader& r, const std::string& text) {
+  if (json_depth(text) > kMaxJsonDepth)
+    r.bad("nests deeper than ", kMaxJsonDepth, " levels (corrupt or not a graph)");
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) r.bad("not a JSON object (corrupt or not a graph)");
   const Json& version = r.at(j, "format_version", "the graph");
@@ -430,6 +509,7 @@ Graph from_json(const std::string& text, const VariableSource& variables, const 
               id < 0 ? "no value" : "made already");
       made[size_t(id)] = true;
     }
+    check_node(r, g, node, i);
     g.add_node(std::move(node));
   }
   std::vector<int> outputs = r.ids(r.at(j, "outputs", "the graph"), "\"outputs\"", n);

@@ -343,6 +343,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
 OFL_REGISTER_OPS({
     {.name = "conv2d",
      .num_inputs = 3,
+     .optional_inputs = 1u << 2,  // bias
      .cost = conv2d_cost,
      .sbp = &sbp_rules::kConv,
      .attrs = kConvAttrs,

@@ -221,6 +221,7 @@ std::vector<Tensor> norm_grad_in_ops(bool rms, const BackwardArgs& b) {
 OpDef norm_def(const char* name, bool rms) {
   OpDef def{
       .name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm};
+  def.optional_inputs = rms ? 1u << 1 : (1u << 1) | (1u << 2);  // weight, bias
   def.attrs = {{"normalized_shape", AttrType::kInts}, {"eps", AttrType::kFloat}};
   def.autocast = Autocast::kFloat32;
   def.infer = [rms](const InferArgs& a) { return infer_norm(rms, a); };
@@ -254,6 +255,7 @@ OpDef norm_def(const char* name, bool rms) {
 OpDef norm_backward_def(const char* name, bool rms) {
   OpDef def{.name = name,
             .num_inputs = rms ? 4 : 5,
+            .optional_inputs = 1u << 2,  // weight
             .differentiable = false,
             .cost = elementwise_cost,
             .sbp = &sbp_rules::kNormGrad};

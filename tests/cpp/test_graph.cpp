@@ -96,6 +96,49 @@ TEST(Graph, AGraphSavedAsJsonLoadsBackAndRunsAlike) {
             std::string::npos);
 }
 
+TEST(Graph, LyingOrMalformedGraphsRaiseBeforeAnythingRuns) {
+  // Values: 0 x (3, 8), 1 w, 2 matmul, 3 b, 4 add, 5 gelu; nodes matmul, add, gelu.
+  Tensor w = randn({8, 4}), b = randn({4}), x = randn({3, 8});
+  const graph::Graph g = trace_mlp(x, w, b);
+  const std::string text = graph::to_json(g);
+  std::map<std::string, Tensor> weights;
+  for (const graph::Variable& v : g.variables())
+    weights[graph::variable_name(v)] = contiguous_copy(v.tensor);
+  auto error = [&](const std::string& t) {
+    return error_of([&] { graph::from_json(t, weights, "dir/graph.json"); });
+  };
+  auto replaced = [&](const std::string& from, const std::string& to, bool last = false) {
+    std::string t = text;
+    const size_t at = last ? t.rfind(from) : t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  auto expect = [&](const std::string& t, const std::string& want) {
+    const std::string e = error(t);
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+  };
+  // An absent input where the op needs one, and an output the op does not make.
+  expect(replaced("\"inputs\": [0, 1]", "\"inputs\": [-1, 1]"),
+         "node 0 (matmul): [matmul] input 0 is required but absent");
+  expect(replaced("\"outputs\": [2]", "\"outputs\": [2, 5]"),
+         "node 0 (matmul) has 2 outputs where matmul makes 1");
+  // The graph's output declared larger than what gelu gives: a reader would run past it.
+  expect(replaced("{\"shape\": [3, 4]", "{\"shape\": [3, 400]", true),
+         "node 2 (gelu)'s output 0 is declared (3, 400) float32 but gelu of its inputs gives (3, "
+         "4) float32");
+  // Collectives on local values, or reading no value at all.
+  expect(replaced("\"op\": \"gelu\"", "\"op\": \"boxing\", \"kind\": \"boxing\""),
+         "collectives make global values");
+  std::string reduce =
+      replaced("\"inputs\": [4], \"outputs\": [5]", "\"inputs\": [-1], \"outputs\": [5]");
+  reduce.replace(reduce.find("\"op\": \"gelu\""), 12,
+                 "\"op\": \"reduce\", \"kind\": \"reduce\", \"axes\": [0]");
+  expect(reduce, "node 2 (reduce)'s input 0 is no value");
+  // Nested 100,000 deep (a stack overflow in a recursive reader): refused before parsing.
+  expect("{\"values\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+         "dir/graph.json: nests deeper than 64 levels");
+}
+
 TEST(Graph, InputsThatDoNotMatchTheSignatureRaiseNamingIt) {
   Tensor w = randn({8, 4}), b = randn({4});
   graph::Graph g = trace_mlp(randn({3, 8}), w, b);
