@@ -1,7 +1,12 @@
 #include "core/safetensors.h"
 
+#include <zlib.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -22,6 +27,40 @@ DType dtype_of_code(const std::string& path, const std::string& name, const std:
   if (it == codes.end())
     fail(kOp, path, ": tensor '", name, "' has dtype '", code, "', which this build does not read");
   return it->second;
+}
+
+// The CRC-32 flow.save writes for a tensor (in __metadata__["ofl.crc32"], by name): zlib's, over
+// "CODE:d0,d1,..." and then the bytes, so a relabelled dtype or shape fails it as damaged bytes do.
+uint32_t tensor_crc(const std::string& code, const Shape& shape, const void* data, size_t n) {
+  std::string prefix = code + ":";
+  for (size_t d = 0; d < shape.size(); ++d) prefix += (d ? "," : "") + std::to_string(shape[d]);
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(prefix.data()), uInt(prefix.size()));
+  const auto* p = static_cast<const Bytef*>(data);
+  for (size_t done = 0; done < n;) {  // zlib takes 32-bit lengths
+    const size_t step = std::min<size_t>(n - done, size_t(1) << 30);
+    crc = crc32(crc, p + done, uInt(step));
+    done += step;
+  }
+  return uint32_t(crc);
+}
+
+// The checksums a file carries by tensor name (none when a foreign writer made it).
+std::map<std::string, std::string> checksums(const std::string& path,
+                                             const nlohmann::json& header) {
+  std::map<std::string, std::string> out;
+  if (!header.contains("__metadata__") || !header["__metadata__"].is_object()) return out;
+  const auto& meta = header["__metadata__"];
+  if (!meta.contains("ofl.crc32")) return out;
+  const nlohmann::json sums =
+      meta["ofl.crc32"].is_string()
+          ? nlohmann::json::parse(meta["ofl.crc32"].get<std::string>(), nullptr, false)
+          : nlohmann::json();
+  if (!sums.is_object()) fail(kOp, path, ": the checksums in __metadata__ are not a JSON object");
+  for (const auto& [name, v] : sums.items()) {
+    if (!v.is_string()) fail(kOp, path, ": the checksum of '", name, "' is not a string");
+    out[name] = v.get<std::string>();
+  }
+  return out;
 }
 
 }  // namespace
@@ -45,7 +84,9 @@ std::map<std::string, Tensor> read(const std::string& path, const std::set<std::
   if (header.is_discarded() || !header.is_object())
     fail(kOp, path, ": the header is not a JSON object (corrupt or not safetensors)");
   const uint64_t data_bytes = size - 8 - n;
+  const std::map<std::string, std::string> sums = checksums(path, header);
   std::map<std::string, Tensor> out;
+  std::map<uint64_t, std::pair<uint64_t, std::string>> extents;  // begin -> (end, tensor)
   for (const auto& [name, e] : header.items()) {
     if (name == "__metadata__") continue;
     const bool ok = e.is_object() && e.contains("dtype") && e["dtype"].is_string() &&
@@ -58,21 +99,49 @@ std::map<std::string, Tensor> read(const std::string& path, const std::set<std::
            "' needs a dtype, a shape and data_offsets [begin, end] in the header");
     Shape shape;
     for (const auto& d : e["shape"]) {
-      if (!d.is_number_unsigned()) fail(kOp, path, ": tensor '", name, "' has a bad shape");
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
+        fail(kOp, path, ": tensor '", name, "' has a bad shape");
       shape.push_back(d.get<int64_t>());
     }
     const DType dtype = dtype_of_code(path, name, e["dtype"].get<std::string>());
     const uint64_t begin = e["data_offsets"][0], end = e["data_offsets"][1];
-    const uint64_t want = uint64_t(numel_of(shape)) * itemsize(dtype);
+    uint64_t want = 0;
+    try {
+      want = uint64_t(nbytes_of(shape, itemsize(dtype), kOp));
+    } catch (const Error&) {
+      fail(kOp, path, ": tensor '", name, "' has shape ", shape_str(shape),
+           ", whose byte size overflows 64 bits (corrupt)");
+    }
     if (begin > end || end > data_bytes || end - begin != want)
       fail(kOp, path, ": tensor '", name, "' (", shape_str(shape), " ", dtype_name(dtype), ", ",
            want, " bytes) claims bytes [", begin, ", ", end, ") of ", data_bytes,
            " (truncated or corrupt)");
+    if (begin < end) {
+      // No two tensors may share bytes (safetensors' rule): a damaged header would alias them.
+      auto next = extents.lower_bound(begin);
+      if ((next != extents.end() && next->first < end) ||
+          (next != extents.begin() && std::prev(next)->second.first > begin))
+        fail(kOp, path, ": tensor '", name, "' claims bytes [", begin, ", ", end,
+             ") that overlap tensor '",
+             (next != extents.end() && next->first < end ? next : std::prev(next))->second.second,
+             "' (corrupt)");
+      extents.emplace(begin, std::make_pair(end, name));
+    }
     if (only && !only->count(name)) continue;
     Tensor t = Tensor::empty(shape, dtype);
     f.seekg(std::streamoff(8 + n + begin));
     if (want && !f.read(static_cast<char*>(t.raw_data()), std::streamsize(want)))
       fail(kOp, path, ": reading tensor '", name, "' failed (truncated?)");
+    if (!sums.empty() && !sums.count(name))
+      fail(kOp, path, ": tensor '", name, "' has no checksum where the others have (damaged)");
+    if (auto sum = sums.find(name); sum != sums.end()) {
+      char got[9];
+      std::snprintf(got, sizeof got, "%08x",
+                    tensor_crc(e["dtype"].get<std::string>(), shape, t.raw_data(), want));
+      if (sum->second != got)
+        fail(kOp, path, ": tensor '", name, "' (", shape_str(shape), " ", dtype_name(dtype),
+             ") fails its checksum (", got, ", saved ", sum->second, "): the file is damaged");
+    }
     out.emplace(name, std::move(t));
   }
   return out;

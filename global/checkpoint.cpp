@@ -1,5 +1,6 @@
 #include "global/checkpoint.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +21,34 @@ struct Piece {
   std::string file, key;
   std::vector<std::pair<int64_t, int64_t>> ranges;
 };
+
+// The pieces of a tensor must tile it: pairwise disjoint, their volumes adding up to the whole
+// (two pieces naming one region would leave another unread, as zeros).
+template <class Bad>
+void check_tiling(const std::string& name, const Shape& shape, const std::vector<Piece>& pieces,
+                  const Bad& bad) {
+  auto volume = [](const Piece& p) {
+    int64_t n = 1;
+    for (const auto& [b, e] : p.ranges) n *= e - b;
+    return n;
+  };
+  int64_t total = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    total += volume(pieces[i]);
+    for (size_t j = 0; j < i; ++j) {
+      bool meet = volume(pieces[i]) > 0 && volume(pieces[j]) > 0;
+      for (size_t d = 0; d < shape.size() && meet; ++d)
+        meet = std::max(pieces[i].ranges[d].first, pieces[j].ranges[d].first) <
+               std::min(pieces[i].ranges[d].second, pieces[j].ranges[d].second);
+      if (meet)
+        bad("pieces ", j, " and ", i, " of '", name, "' overlap (", pieces[j].file, " and ",
+            pieces[i].file, ")");
+    }
+  }
+  if (total != numel_of(shape))
+    bad("the pieces of '", name, "' cover ", total, " of its ", numel_of(shape), " elements ",
+        shape_str(shape));
+}
 
 }  // namespace
 
@@ -67,6 +96,7 @@ Reader::Reader(std::string dir) : dir_(std::move(dir)), index_(std::make_unique<
             bad("a piece of '", name, "' lies outside its shape ", shape_str(entry.shape));
         entry.pieces.push_back(std::move(piece));
       }
+      check_tiling(name, entry.shape, entry.pieces, bad);
       ix.tensors.emplace(name, std::move(entry));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -3,12 +3,19 @@
 A flat ``{str: Tensor}`` dict is stored as a plain safetensors file. Any other structure of
 dicts, lists, tuples, tensors and JSON scalars (an optimizer state_dict, say) stores its tensors
 under their "."-joined paths and the structure itself as JSON in ``__metadata__``.
+
+Every tensor's CRC-32 goes in ``__metadata__["ofl.crc32"]`` (a JSON object: name -> 8 lowercase
+hex digits, zlib.crc32 of "CODE:d0,d1,..." and then the tensor's bytes, CODE being the header's
+dtype); loading checks each tensor of a file that has them (core/safetensors.cpp does the same).
 """
 
 import json
 import os
+import re
+import secrets
+import socket
 import struct
-import tempfile
+import zlib
 
 import oneflowlike as flow
 from oneflowlike import _checkpoint
@@ -38,6 +45,7 @@ _ITEMSIZE = {
     "BOOL": 1,
 }
 _TREE_KEY = "oneflowlike.tree"
+_CRC_KEY = "ofl.crc32"
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -94,7 +102,12 @@ def _decode(node, tensors, where):
     if "__tuple__" in node:
         return tuple(_decode(v, tensors, where) for v in node["__tuple__"])
     if "__dict__" in node:
-        return {key: _decode(value, tensors, where) for key, value in node["__dict__"]}
+        pairs = node["__dict__"]
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 for p in pairs
+        ):
+            raise ValueError(f"{where}: a stored dict is not a list of [key, value] pairs")
+        return {key: _decode(value, tensors, where) for key, value in pairs}
     raise ValueError(f"{where}: unrecognised structure node {sorted(node)}")
 
 
@@ -108,8 +121,16 @@ def _is_flat_state_dict(obj):
 # ---- save -----------------------------------------------------------------------------------
 
 
+def _tensor_crc(code, shape, data):
+    """The checksum saved for a tensor: its dtype code and shape, then its bytes."""
+    prefix = f"{code}:{','.join(str(d) for d in shape)}".encode()
+    return f"{zlib.crc32(data, zlib.crc32(prefix)):08x}"
+
+
 def _serialize(obj, metadata):
     metadata = {str(k): str(v) for k, v in (metadata or {}).items()}
+    if _CRC_KEY in metadata:
+        raise ValueError(f"flow.save: metadata key {_CRC_KEY!r} is reserved for the checksums")
     if _is_flat_state_dict(obj):
         tensors = dict(obj)
     else:
@@ -117,7 +138,7 @@ def _serialize(obj, metadata):
         tree = encoder.encode(obj, [])
         tensors = encoder.tensors
         metadata[_TREE_KEY] = json.dumps(tree, separators=(",", ":"))
-    header = {"__metadata__": metadata} if metadata else {}
+    header, sums = {"__metadata__": metadata}, {}
     chunks, offset = [], 0
     for name, tensor in tensors.items():
         dtype_name = tensor.dtype.name
@@ -133,17 +154,13 @@ def _serialize(obj, metadata):
                 f"expected {expected}"
             )
         header[name] = {"dtype": code, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        sums[name] = _tensor_crc(code, shape, data)
         chunks.append(data)
         offset += len(data)
+    metadata[_CRC_KEY] = json.dumps(sums, separators=(",", ":"))
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     header_bytes += b" " * (-len(header_bytes) % 8)  # data starts 8-byte aligned
     return [struct.pack("<Q", len(header_bytes)), header_bytes] + chunks
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def save(obj, path, metadata=None):
@@ -163,17 +180,14 @@ def save(obj, path, metadata=None):
             path.write(chunk)
         return
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(
-        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
-    )
+    _remove_stale_temps(path)
+    fd, tmp = _open_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -181,6 +195,59 @@ def save(obj, path, metadata=None):
         except FileNotFoundError:
             pass
         raise
+
+
+# A temporary file is named "." + target + ".<host>-<pid>-<random>.tmp": a later save of the
+# target removes the ones whose writer is gone (this host, no such process), never a live one's.
+_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+_TEMP = re.compile(r"([0-9a-f]{8})-([0-9]+)-[0-9a-f]{16}\.tmp")
+
+
+def _open_temp(path):
+    directory, base = os.path.split(os.path.abspath(path))
+    while True:
+        tmp = os.path.join(directory, f".{base}.{_HOST}-{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        try:  # the umask applies to 0o666, as for any new file
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _pid_alive(pid):
+    """Whether process pid runs on this host (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _writer_gone(host, pid):
+    """Whether the process that names its files by (host, pid) is known to be dead."""
+    return host == _HOST and not _pid_alive(int(pid))
+
+
+def _remove_stale_temps(path):
+    """Removes the temporary files of path that saves killed on this host left."""
+    directory, base = os.path.split(os.path.abspath(path))
+    prefix = f".{base}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP.fullmatch(name, len(prefix)) if name.startswith(prefix) else None
+        if m and _writer_gone(m[1], m[2]):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:  # gone already, or not ours to remove: the save goes on
+                pass
 
 
 # ---- load -----------------------------------------------------------------------------------
@@ -216,6 +283,39 @@ def _parse_header(data, where):
     return header, metadata, 8 + length
 
 
+def _checksums(metadata, where):
+    """The saved checksums by tensor name; None for a file without them (another writer's)."""
+    if _CRC_KEY not in metadata:
+        return None
+    try:
+        sums = json.loads(metadata[_CRC_KEY])
+    except json.JSONDecodeError:
+        sums = None
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise ValueError(
+            f"{where}: __metadata__[{_CRC_KEY!r}] is not a JSON object of checksums "
+            "(the file is damaged)"
+        )
+    return sums
+
+
+def _verify(name, code, shape, data, sums, where):
+    """Raises if a tensor's bytes (with its dtype and shape) fail the checksum saved for it."""
+    if sums is None:
+        return
+    if name not in sums:
+        raise ValueError(
+            f"{where}: tensor '{name}' has no checksum in a file that carries them "
+            "(the header is damaged)"
+        )
+    got = _tensor_crc(code, shape, data)
+    if got != sums[name]:
+        raise ValueError(
+            f"{where}: checksum mismatch for tensor '{name}' ({code} {shape}): computed {got}, "
+            f"saved {sums[name]}; the file is damaged"
+        )
+
+
 def _check_entry(name, entry, where):
     if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
         raise ValueError(f"{where}: tensor '{name}' needs dtype, shape and data_offsets")
@@ -242,7 +342,7 @@ def _check_entry(name, entry, where):
     return code, shape, offsets
 
 
-def _read_tensors(header, data, start, where):
+def _read_tensors(header, data, start, where, sums):
     size = len(data) - start
     entries = {name: _check_entry(name, entry, where) for name, entry in header.items()}
     cursor = 0
@@ -264,8 +364,9 @@ def _read_tensors(header, data, start, where):
     tensors = {}
     for name, (code, shape, (begin, end)) in entries.items():
         dtype = getattr(flow, next(k for k, v in _CODE_OF_DTYPE.items() if v == code))
-        raw = bytes(data[start + begin : start + end])
-        tensors[name] = flow._C.tensor_from_bytes(raw, dtype, shape)
+        raw = data[start + begin : start + end]
+        _verify(name, code, shape, raw, sums, where)
+        tensors[name] = flow._C.tensor_from_bytes(bytes(raw), dtype, shape)
     return tensors
 
 
@@ -287,7 +388,7 @@ def load(path, map_location=None, weights_only=None, like=None):
         where = f"flow.load('{path}')"
     data = memoryview(data)
     header, metadata, start = _parse_header(data, where)
-    tensors = _read_tensors(header, data, start, where)
+    tensors = _read_tensors(header, data, start, where, _checksums(metadata, where))
     if map_location is not None:
         tensors = {name: t.to(map_location) for name, t in tensors.items()}
     if _TREE_KEY not in metadata:

@@ -89,3 +89,58 @@ TEST(Safetensors, CutOrCorruptFilesRaiseNamingTheFileAndTheEntry) {
                 .find("tensor 'w' needs a dtype, a shape and data_offsets"),
             std::string::npos);
 }
+
+TEST(Safetensors, ShapesWhoseSizeOverflowsRaiseInsteadOfWrapping) {
+  // (2^62, 16) float32 is 2^68 bytes: wrapped to 64 bits it would claim 0 bytes.
+  const std::string path = write_file(
+      "ofl_wrap.safetensors",
+      R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 16], "data_offsets": [0, 0]}})", "");
+  const std::string e = error_of([&] { safetensors::read(path); });
+  EXPECT_NE(e.find("overflows 64 bits"), std::string::npos) << e;
+  const std::string huge = write_file(
+      "ofl_huge_dim.safetensors",
+      R"({"w": {"dtype": "U8", "shape": [18446744073709551615], "data_offsets": [0, 0]}})", "");
+  EXPECT_NE(error_of([&] { safetensors::read(huge); }).find("bad shape"), std::string::npos);
+}
+
+TEST(Safetensors, OverlappingDataOffsetsRaiseNamingBothTensors) {
+  const std::string path =
+      write_file("ofl_overlap.safetensors",
+                 R"({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},)"
+                 R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+                 data().substr(0, 16));
+  const std::string e = error_of([&] { safetensors::read(path); });
+  EXPECT_NE(e.find("overlap tensor"), std::string::npos) << e;
+}
+
+namespace {
+
+// A file as flow.save writes it: __metadata__["ofl.crc32"] holds each tensor's CRC-32 (zlib's)
+// over "CODE:d0,d1" and then its bytes; here for w (F32 (2, 2)) and ids (I64 (3,)).
+std::string checksummed_header(const std::string& w_crc, const std::string& w_code = "F32") {
+  return R"({"__metadata__": {"ofl.crc32": "{\"w\":\")" + w_crc +
+         R"(\",\"ids\":\"043a8f72\"}"}, "w": {"dtype": ")" + w_code +
+         R"(", "shape": [2, 2], "data_offsets": [0, 16]},)"
+         R"( "ids": {"dtype": "I64", "shape": [3], "data_offsets": [16, 40]}})";
+}
+
+}  // namespace
+
+TEST(Safetensors, ChecksumsCatchFlippedBytesAndRelabelledDtypes) {
+  // The CRCs below are Python's zlib.crc32 of the same prefix and bytes (the writer's side).
+  const std::string good = "9d68b901";
+  const std::string ok = write_file("ofl_crc.safetensors", checksummed_header(good), data());
+  EXPECT_EQ(safetensors::read(ok).at("w").data<float>()[3], 4.0f);
+  std::string flipped = data();
+  flipped[5] ^= 0x10;
+  const std::string damaged =
+      write_file("ofl_crc_bad.safetensors", checksummed_header(good), flipped);
+  std::string e = error_of([&] { safetensors::read(damaged); });
+  EXPECT_NE(e.find(damaged + ": tensor 'w' ((2, 2) float32) fails its checksum"), std::string::npos)
+      << e;
+  // The same bytes labelled int32: the bytes are intact, the label is not.
+  const std::string relabelled =
+      write_file("ofl_crc_i32.safetensors", checksummed_header(good, "I32"), data());
+  e = error_of([&] { safetensors::read(relabelled); });
+  EXPECT_NE(e.find("tensor 'w' ((2, 2) int32) fails its checksum"), std::string::npos) << e;
+}

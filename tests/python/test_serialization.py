@@ -69,7 +69,7 @@ def test_flat_state_dict_is_a_plain_aligned_safetensors_file(tmp_path):
     save({"a": flow.ones(2, 3), "b": flow.zeros(4, dtype=flow.int64)}, path)
     header, payload, length = read_header(path)
     assert (8 + length) % 8 == 0
-    assert "__metadata__" not in header
+    assert list(header.pop("__metadata__")) == ["ofl.crc32"]  # the checksums only
     assert header["a"] == {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}
     assert header["b"] == {"dtype": "I64", "shape": [4], "data_offsets": [24, 56]}
     assert len(payload) == 56
@@ -149,7 +149,9 @@ def test_optimizer_state_dict_round_trips_through_a_file(tmp_path):
 def test_user_metadata_is_written(tmp_path):
     save({"a": flow.ones(1)}, tmp_path / "m.safetensors", metadata={"epoch": 3})
     header, _, _ = read_header(tmp_path / "m.safetensors")
-    assert header["__metadata__"] == {"epoch": "3"}
+    assert header["__metadata__"].pop("ofl.crc32") and header["__metadata__"] == {"epoch": "3"}
+    with pytest.raises(ValueError, match="'ofl.crc32' is reserved"):
+        save({"a": flow.ones(1)}, tmp_path / "m.safetensors", metadata={"ofl.crc32": "{}"})
 
 
 def test_save_and_load_through_file_objects():

@@ -5,7 +5,13 @@ rank read when loading.
 
     launch --nproc_per_node 4 checkpoint_worker.py save DIR zero
     launch --nproc_per_node 2 checkpoint_worker.py load DIR tp
-    python checkpoint_worker.py load DIR single"""
+    python checkpoint_worker.py load DIR single
+
+Or a small state, not trained (`small`), saved or loaded in the same layout; every rank prints a
+JSON line, with the ValueError its load raised:
+
+    launch --nproc_per_node 2 checkpoint_worker.py small-save DIR
+    launch --nproc_per_node 2 checkpoint_worker.py small-load DIR"""
 
 import json
 import sys
@@ -50,7 +56,38 @@ def train(ds, model, opt, place, steps):
     return losses
 
 
+def small(phase, path):
+    place = flow.placement("cpu", ranks=list(range(flow.distributed.get_world_size())))
+    flow.manual_seed(0)  # the same values on every rank
+    full = {"w": flow.randn(6, 4), "b": flow.randn(4), "h": flow.randn(4, 6).to(flow.bfloat16)}
+    sbp = {"w": S(0), "b": B, "h": S(1)}
+    state = {k: v.to_global(place, B).to_global(sbp=sbp[k]) for k, v in full.items()}
+    state["step"] = flow.tensor(7)
+    report = {"rank": flow.distributed.get_rank()}
+    if phase == "small-save":
+        flow.save(state, path)
+    else:
+        try:
+            back = flow.load(path, like=state)
+        except Exception as ex:  # loading is collective: a peer's failure fails the others
+            report["error"] = f"{type(ex).__name__}: {ex}"
+        else:
+            report["error"] = None
+            report["equal"] = (
+                all(
+                    (
+                        back[k].to_local().float().numpy() == state[k].to_local().float().numpy()
+                    ).all()
+                    for k in full
+                )
+                and int(back["step"].item()) == 7
+            )
+    print(json.dumps(report), flush=True)
+
+
 def main():
+    if sys.argv[1].startswith("small-"):
+        return small(*sys.argv[1:3])
     phase, path, layout = sys.argv[1:4]
     ds, model, opt, place = laid_out(layout)
     rank = flow.distributed.get_rank() if place is not None else 0
