@@ -14,6 +14,10 @@ reduce_scatter). ratio = our busbw / raw busbw (1.00 = no overhead). The raw bin
 a CMake build (ONEFLOWLIKE_BUILD_BENCHMARKS=ON) when one is current, else compiled with
 `g++ -O2 ... -lgloo` into build/bench/.
 
+A third side, "unchecked", runs ours with OFL_COMM_CHECK=0: the calls without the default check
+that the ranks agree on each collective (one allgather of a small header), so the table's
+"check" column is that check's cost (unchecked time / checked time; 1.00 = free).
+
 Raw Gloo has no options-style reduce_scatter; its baseline is ReduceScatterHalvingDoubling (the
 algorithm class, built once and rerun), which the table names.
 
@@ -65,9 +69,10 @@ def raw_binary(rebuild=False):
     return out
 
 
-def clean_env():
+def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in JOB_VARS}
     env.setdefault("OFL_COMM_TIMEOUT_S", "300")
+    env.update(extra)
     return env
 
 
@@ -82,10 +87,10 @@ def size_args(args):
     return out
 
 
-def run_job(cmd, timeout):
+def run_job(cmd, timeout, env=None):
     """Runs one launcher job; returns its JSON lines (rank 0 prints them)."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd)} exited {p.returncode} after {time.perf_counter() - t0:.1f} s\n"
@@ -99,9 +104,10 @@ def run_job(cmd, timeout):
     return rows
 
 
-def run_ours(n, args):
+def run_ours(n, args, checked=True):
     launch = [sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(n)]
-    return run_job([*launch, str(WORKER), *size_args(args)], args.timeout)
+    env = clean_env() if checked else clean_env(OFL_COMM_CHECK="0")
+    return run_job([*launch, str(WORKER), *size_args(args)], args.timeout, env)
 
 
 def run_raw(n, binary, args):
@@ -168,13 +174,14 @@ def fmt_us(s):
 def table(best, small_bytes):
     header = (
         f"{'op':15s} {'size':>8s} {'ranks':>5s} {'ours GB/s':>10s} {'gloo GB/s':>10s} "
-        f"{'ratio':>6s} {'ours us':>10s} {'gloo us':>10s}"
+        f"{'ratio':>6s} {'ours us':>10s} {'gloo us':>10s} {'check':>6s}"
     )
     lines = [header, "-" * len(header)]
     order = sorted(best, key=lambda k: (OPS.index(k[0]) if k[0] in OPS else 99, k[2], k[1]))
     for op, nbytes, n in order:
         cur = best[(op, nbytes, n)]
-        ours, raw = cur.get("ours"), cur.get("raw")
+        ours, raw, unchecked = cur.get("ours"), cur.get("raw"), cur.get("unchecked")
+        check = f"{unchecked['seconds'] / ours['seconds']:6.2f}" if ours and unchecked else "     -"
         bw_o = busbw_gbs(op, n, nbytes, ours["seconds"]) if ours else None
         bw_r = busbw_gbs(op, n, nbytes, raw["seconds"]) if raw else None
         ratio = f"{bw_o / bw_r:6.2f}" if bw_o and bw_r else "     -"
@@ -185,7 +192,7 @@ def table(best, small_bytes):
         lines.append(
             f"{op:15s} {fmt_bytes(nbytes):>8s} {n:5d} "
             f"{f'{bw_o:10.3f}' if bw_o else '-':>10s} {f'{bw_r:10.3f}' if bw_r else '-':>10s} "
-            f"{ratio} {lat_o:>10s} {lat_r:>10s}{mark}"
+            f"{ratio} {lat_o:>10s} {lat_r:>10s} {check}{mark}"
         )
     return "\n".join(lines)
 
@@ -201,6 +208,18 @@ def summary(best, big_bytes):
     for (op, n), ratios in sorted(groups.items(), key=lambda kv: (OPS.index(kv[0][0]), kv[0][1])):
         gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         lines.append(f"  {op:15s} ranks={n}: geomean {gm:5.2f}, worst {min(ratios):5.2f}")
+    checks = {}
+    for (op, nbytes, n), cur in best.items():
+        if "ours" in cur and "unchecked" in cur:
+            checks.setdefault(nbytes <= 64 << 10, []).append(
+                cur["unchecked"]["seconds"] / cur["ours"]["seconds"]
+            )
+    for small, ratios in sorted(checks.items()):
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        lines.append(
+            f"cost of the call check (unchecked / checked time), {'<=' if small else '>'} 64 KB: "
+            f"geomean {gm:5.2f}, worst {min(ratios):5.2f}"
+        )
     impls = sorted({cur["raw"]["impl"] for cur in best.values() if "raw" in cur})
     lines.append("raw Gloo calls: " + ", ".join(impls))
     return "\n".join(lines)
@@ -219,18 +238,24 @@ def main():
     p.add_argument("--timeout", type=float, default=1800, help="seconds per launcher job")
     p.add_argument("--rebuild-raw", action="store_true", help="recompile the raw Gloo binary")
     p.add_argument("--json", default=None, help="also write every best row to this file")
-    p.add_argument("--only", choices=("ours", "raw"), default=None, help="run one side only")
+    p.add_argument(
+        "--only", choices=("ours", "unchecked", "raw"), default=None, help="run one side only"
+    )
     args = p.parse_args()
     args.ops = [o for o in args.ops.split(",") if o]
 
     if args.only != "raw":
         check_ours()
-    binary = raw_binary(args.rebuild_raw) if args.only != "ours" else None
+    binary = raw_binary(args.rebuild_raw) if args.only in (None, "raw") else None
     best = {}
     for n in [int(x) for x in args.ranks.split(",") if x]:
         for rep in range(args.repeats):
             # Alternate the order so drift on a shared machine does not favour one side.
-            runs = [("ours", lambda: run_ours(n, args)), ("raw", lambda: run_raw(n, binary, args))]
+            runs = [
+                ("ours", lambda: run_ours(n, args)),
+                ("unchecked", lambda: run_ours(n, args, checked=False)),
+                ("raw", lambda: run_raw(n, binary, args)),
+            ]
             if rep % 2:
                 runs.reverse()
             runs = [(who, run) for who, run in runs if args.only in (None, who)]

@@ -266,8 +266,7 @@ TEST(Gloo, RecvOfAnotherSizeOrDtypeRaisesOnTheReceiverAndKeepsBothRanksUsable) {
   });
 }
 
-TEST(Gloo, WithCallCheckingMismatchedCollectivesRaiseOnEveryRankInsteadOfHanging) {
-  setenv("OFL_COMM_CHECK", "1", 1);
+TEST(Gloo, MismatchedCollectivesRaiseOnEveryRankByDefaultInsteadOfHanging) {
   run_ranks(3, [&](int rank, Communicator& c) {
     Tensor t = filled(DType::kFloat32, rank == 2 ? 5 : 4, 1);
     EXPECT_TRUE(contains(error_of([&] { c.all_reduce(t, ReduceOp::kSum); }),
@@ -297,7 +296,6 @@ TEST(Gloo, WithCallCheckingMismatchedCollectivesRaiseOnEveryRankInsteadOfHanging
     c.all_reduce(u, ReduceOp::kSum);  // still usable, still in step
     EXPECT_EQ(values(u)[0], rank == 0 ? 3 : 3);
   });
-  unsetenv("OFL_COMM_CHECK");
 }
 
 TEST(Gloo, RanksMeetThroughTheTcpStoreAndNameMissingRanksThroughIt) {

@@ -1,6 +1,7 @@
-// OFL_COMM_CHECK=1: before each collective the ranks exchange what they are about to call, so
-// a mismatch (another collective, dtype, size, root or counts) raises on every rank with each
-// rank's call, instead of a hang or an abort inside Gloo. Costs one or two small allgathers.
+// By default (OFL_COMM_CHECK=0 turns it off) before each collective the ranks exchange what they
+// are about to call, so a mismatch (another collective, dtype, size, root or counts) raises on
+// every rank with each rank's call, instead of a hang, garbage or an abort inside Gloo. Costs one
+// allgather of seven integers (all_to_all_v: a second one of its counts).
 #include <cstdint>  // first: Gloo's types.h uses uint8_t without including it
 
 #include <gloo/allgather.h>
@@ -59,28 +60,31 @@ void GlooCommunicator::check_same_call(const CallSignature& call) {
     gloo::allgather(o);
     return all;
   };
-  constexpr int kFields = 6;
+  // One allgather of a small header per collective; the counts of the v-variants travel as a
+  // hash, and only when the hashes differ do the ranks gather the lists to say how.
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the counts
+  for (int64_t c : call.counts) hash = (hash ^ uint64_t(c)) * 1099511628211ull;
+  constexpr int kFields = 7;
   auto rows = all_gather_ints({op_code(call.op), call.dtype, call.numel, call.root, call.reduce,
-                               static_cast<int64_t>(call.counts.size())});
+                               static_cast<int64_t>(call.counts.size()), int64_t(hash)});
   bool same = true;
   for (int r = 1; r < n; ++r)
-    same = same && std::equal(rows.begin(), rows.begin() + kFields, rows.begin() + r * kFields);
+    same = same && std::equal(rows.begin(), rows.begin() + kFields - 1, rows.begin() + r * kFields);
   if (!same) {
     std::string calls;
     for (int r = 0; r < n; ++r)
       calls += str_cat(r ? "; " : "", "rank ", ranks_[r], ": ", describe(&rows[r * kFields]));
     fail(call.op, "on ", name_, ": ranks disagree on the call (", calls, ")");
   }
+  bool same_counts = true;
+  for (int r = 1; r < n; ++r) same_counts = same_counts && rows[r * kFields + 6] == rows[6];
   // Every rank now knows the others pass counts of the same length (the group size).
-  if (!call.counts.empty()) {
+  if (!same_counts) {
     auto counts = all_gather_ints(call.counts);
-    for (int r = 1; r < n; ++r)
-      if (!std::equal(counts.begin(), counts.begin() + n, counts.begin() + r * n)) {
-        std::string lists;
-        for (int q = 0; q < n; ++q)
-          lists += str_cat(q ? "; " : "", "rank ", ranks_[q], ": ", list(&counts[q * n], n));
-        fail(call.op, "on ", name_, ": ranks pass different counts (", lists, ")");
-      }
+    std::string lists;
+    for (int q = 0; q < n; ++q)
+      lists += str_cat(q ? "; " : "", "rank ", ranks_[q], ": ", list(&counts[q * n], n));
+    fail(call.op, "on ", name_, ": ranks pass different counts (", lists, ")");
   }
   if (!call.send_counts.empty()) {
     std::vector<int64_t> mine = call.send_counts;

@@ -69,7 +69,7 @@ GlooCommunicator::GlooCommunicator(const char* op, std::shared_ptr<GlooWorld> wo
     : Communicator(my_index, std::move(ranks), std::move(name)), world_(std::move(world)) {
   set_timeout(timeout);
   const char* check = std::getenv("OFL_COMM_CHECK");
-  check_calls_ = check && *check && std::string(check) != "0";
+  check_calls_ = !(check && std::string(check) == "0");  // on unless turned off
   // Each rank numbers its own communicators of one name; SPMD ranks create them in the same
   // order, so equal numbers meet and a re-created group never reads a stale address.
   const int64_t instance =

@@ -6,8 +6,9 @@
 //   afterwards (Gloo closes its connections), so create a new one.
 // - send() returns once the receiver has posted the matching recv and the data is on the wire:
 //   two ranks must not both send to each other first.
-// - OFL_COMM_CHECK=1 makes every collective first compare the ranks' calls (collective, dtype,
-//   size, root, counts): a mismatch raises on every rank instead of hanging or aborting.
+// - Every collective first compares the ranks' calls (collective, dtype, size, root, counts) in
+//   one small allgather: a mismatch raises on every rank instead of hanging, returning garbage
+//   or aborting. OFL_COMM_CHECK=0 turns this off.
 // - One thread at a time per communicator.
 #pragma once
 #include <memory>
