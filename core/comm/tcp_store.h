@@ -18,6 +18,12 @@ struct TcpStoreServerOptions {
   // Larger keys or values close the sender's connection; the client checks them first.
   size_t max_key_bytes = size_t{64} << 10;
   size_t max_value_bytes = size_t{64} << 20;
+  // Before its hello a connection may hold at most this many bytes and must send the hello
+  // within hello_timeout_ms; at most max_unauthenticated such connections are open at once (a
+  // new one beyond it is closed). Memory and time are bounded before the token is checked.
+  size_t max_hello_bytes = size_t{4} << 10;
+  int64_t hello_timeout_ms = 10000;
+  size_t max_unauthenticated = 256;
 };
 
 // Serves any number of clients from one background thread (a poll() loop). Binds only to the

@@ -109,6 +109,7 @@ struct TcpStoreServer::Impl {
     Bytes out;
     size_t out_pos = 0;
     bool hello = false;
+    Clock::time_point hello_deadline;  // until hello: when the connection is dropped
     bool close_after_flush = false;
     bool dead = false;
     std::optional<Waiter> waiter;
@@ -211,6 +212,7 @@ void TcpStoreServer::Impl::loop() {
       fds.push_back({c.fd.get(), events, 0});
       ids.push_back(id);
       if (c.waiter) next = std::min(next, c.waiter->deadline);
+      if (!c.hello) next = std::min(next, c.hello_deadline);
     }
     int timeout_ms = -1;
     if (next != Clock::time_point::max()) {
@@ -251,22 +253,32 @@ void TcpStoreServer::Impl::accept_all(Clock::time_point now) {
       listen_paused_until = now + std::chrono::milliseconds(100);
       return;
     }
+    Fd accepted(fd);
+    const std::string peer = sockaddr_to_string(reinterpret_cast<sockaddr*>(&ss), len);
+    size_t unauthenticated = 0;
+    for (const auto& [id, other] : clients) unauthenticated += !other.hello && !other.dead;
+    if (unauthenticated >= opt.max_unauthenticated) {
+      log(str_cat("refused ", peer, ": ", unauthenticated,
+                  " connections have not said hello yet (the limit)"));
+      continue;  // closed by accepted's destructor
+    }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     uint64_t id = next_id++;
     Client& c = clients[id];
     c.id = id;
-    c.fd.reset(fd);
-    c.peer = sockaddr_to_string(reinterpret_cast<sockaddr*>(&ss), len);
+    c.fd = std::move(accepted);
+    c.peer = peer;
+    c.hello_deadline = now + std::chrono::milliseconds(opt.hello_timeout_ms);
   }
 }
 
 void TcpStoreServer::Impl::read_from(Client& c) {
+  // Received into one buffer of the loop's, so that a connection's memory is what it sent.
+  static thread_local std::vector<uint8_t> chunk(kReadChunk);
   while (!c.dead) {
-    size_t old = c.in.size();
-    c.in.resize(old + kReadChunk);
-    ssize_t n = ::recv(c.fd.get(), c.in.data() + old, kReadChunk, 0);
-    c.in.resize(old + std::max<ssize_t>(n, 0));
+    ssize_t n = ::recv(c.fd.get(), chunk.data(), chunk.size(), 0);
+    if (n > 0) c.in.insert(c.in.end(), chunk.begin(), chunk.begin() + n);
     if (n == 0) {
       c.dead = true;  // the client hung up
       return;
@@ -278,8 +290,10 @@ void TcpStoreServer::Impl::read_from(Client& c) {
     }
     serve_buffered(c);
     // Only a client that sends ahead of its replies gets here with a full request buffered.
-    if (!c.dead && c.in.size() > max_request)
-      drop(c, str_cat("sent more than ", max_request, " bytes ahead of its replies"));
+    const size_t limit = c.hello ? max_request : opt.max_hello_bytes;
+    if (!c.dead && c.in.size() > limit)
+      drop(c, str_cat("sent more than ", limit, " bytes ahead of its replies",
+                      c.hello ? "" : " before its hello"));
   }
 }
 
@@ -498,6 +512,9 @@ void TcpStoreServer::Impl::unpark(Client& c) {
 }
 
 void TcpStoreServer::Impl::expire(Clock::time_point now) {
+  for (auto& [id, c] : clients)
+    if (!c.hello && !c.dead && c.hello_deadline <= now)
+      drop(c, str_cat("sent no hello within ", opt.hello_timeout_ms, " ms"));
   for (auto& [id, c] : clients) {
     if (!c.waiter || c.dead || c.waiter->deadline > now) continue;
     FrameWriter frame(kTimeout);

@@ -376,6 +376,36 @@ TEST(TcpStore, GarbageAndOversizedMessagesOnlyCloseTheirOwnConnection) {
   EXPECT_EQ(to_string(good->get("after")), "2");
 }
 
+TEST(TcpStore, ConnectionsBeforeTheirHelloAreBoundedInBytesTimeAndNumber) {
+  TcpStoreServerOptions options;
+  options.max_hello_bytes = 256;
+  options.hello_timeout_ms = 300;
+  options.max_unauthenticated = 4;
+  TcpStoreServer server("127.0.0.1", 0, options);
+  // A silent connection is dropped at its hello deadline.
+  wire::Fd silent = raw_connect("127.0.0.1", server.port());
+  EXPECT_TRUE(closed_by_peer(silent, 2000ms));
+  // One that trickles a hello bigger than the pre-hello budget is dropped once over it.
+  wire::Fd big = raw_connect("127.0.0.1", server.port());
+  Bytes frame = {wire::kHello, 2, 0, 0, 0, 8, 0, 0, 0};
+  frame.insert(frame.end(), 8, 0);
+  frame.insert(frame.end(), {0x00, 0x10, 0, 0});  // a 4 KiB token follows
+  frame.insert(frame.end(), 1024, 'x');
+  send_raw(big, frame);
+  EXPECT_TRUE(closed_by_peer(big, 1000ms));
+  // Beyond max_unauthenticated pending connections, new ones are closed at once; the pending
+  // ones still go when their deadline passes, and an honest client then gets in.
+  std::vector<wire::Fd> pending;
+  for (int i = 0; i < 4; ++i) pending.push_back(raw_connect("127.0.0.1", server.port()));
+  std::this_thread::sleep_for(50ms);
+  wire::Fd refused = raw_connect("127.0.0.1", server.port());
+  EXPECT_TRUE(closed_by_peer(refused, 250ms));
+  for (auto& fd : pending) EXPECT_TRUE(closed_by_peer(fd, 2000ms));
+  auto honest = client(server);
+  honest->set("k", to_bytes("v"));
+  EXPECT_EQ(to_string(honest->get("k")), "v");
+}
+
 TEST(TcpStore, StoppingTheServerMakesABlockedGetRaise) {
   auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0);
   auto s = client(*server, "", 10000ms);
