@@ -18,7 +18,7 @@ PKGS="pkg-config pkgconf pkgconf-bin libpkgconf3
   coinor-libcbc-dev coinor-libcbc3 coinor-libcgl-dev coinor-libcgl1 coinor-libclp-dev
   coinor-libclp1 coinor-libcoinutils-dev coinor-libcoinutils3v5 coinor-libosi-dev
   coinor-libosi1v5
-  nlohmann-json3-dev libcpp-httplib-dev libcpp-httplib0.11 libbrotli1 libbrotli-dev"
+  nlohmann-json3-dev libcpp-httplib-dev libcpp-httplib0.11 libbrotli1 libbrotli-dev libcli11-dev"
 rm -rf .gpu-deps
 mkdir -p .gpu-deps
 ls /var/lib/apt/lists/*Packages* >/dev/null 2>&1 || apt-get update -q

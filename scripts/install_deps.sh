@@ -5,7 +5,7 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 PKGS="cmake g++ ninja-build pkg-config libtbb-dev libopenblas-dev libgloo-dev libgtest-dev pybind11-dev
-  coinor-libcbc-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev"
+  coinor-libcbc-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev libcli11-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -3,6 +3,8 @@
 // the example GPT's (examples/cpp/save_gpt.py saves one).
 //
 //   inference_server GRAPH_DIR [--host 127.0.0.1] [--port 8000] [--threads 16] [--max-batch 1]
+//                    [--max-body-bytes 1048576] [--read-timeout-ms 5000]
+//                    [--write-timeout-ms 5000] [--keep-alive-timeout-ms 5000] [--backlog 1024]
 //
 //   GET  /v1/health                                   {"block_size": T, "vocab_size": V}
 //   POST /v1/logits   {"tokens": [1, 2, 3]}           {"logits": [V floats]} (after the last)
@@ -13,25 +15,43 @@
 // Python model's generate(). --max-batch N > 1 gathers the requests waiting at once into one
 // forward of up to N rows (the graph was saved with a dynamic batch); with 1, each request's
 // thread calls forward itself, concurrently. Port 0 picks a free port; the first line printed
-// is "listening on http://HOST:PORT".
+// is "listening on http://HOST:PORT". --help lists the flags; a bad one exits with status 2.
+//
+// Each of the --threads threads serves one connection at a time, so what a client may hold one
+// for is bounded: a whole request within --read-timeout-ms of its first byte (a byte a second
+// no longer holds a thread forever), its answer within --write-timeout-ms, an idle kept-alive
+// connection --keep-alive-timeout-ms. Every error is JSON {"error": reason}: 400 for a body that
+// is not the JSON wanted or nests deeper than 32, 413 for one over --max-body-bytes, 411 / 415
+// for a body without a Content-Length or with a coding, 408 / 431 for a late or oversized head.
 #include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <oneflowlike/oneflowlike.h>
 #include <nlohmann/json.hpp>
+#include "json_limits.h"
 
 namespace {
 
@@ -156,7 +176,9 @@ std::vector<int64_t> tokens_of(const Json& body) {
     throw BadRequest("the body needs \"tokens\": a list of token ids");
   std::vector<int64_t> tokens;
   for (const Json& t : body["tokens"]) {
-    if (!t.is_number_integer()) throw BadRequest("\"tokens\" holds " + t.dump() + ", not an id");
+    // (An unsigned one over int64's range would wrap to a negative id.)
+    if (!t.is_number_integer() || (t.is_number_unsigned() && t.get<uint64_t>() > INT64_MAX))
+      throw BadRequest("\"tokens\" holds " + t.dump() + ", not an id");
     tokens.push_back(t.get<int64_t>());
   }
   return tokens;
@@ -166,12 +188,19 @@ int64_t argmax(const std::vector<float>& v) {
   return std::max_element(v.begin(), v.end()) - v.begin();
 }
 
+// The bodies here nest 2 deep; nlohmann/json recurses once per level when it copies, dumps or
+// destroys a value, so a deeper body is refused before it is parsed.
+constexpr size_t kMaxJsonDepth = 32;
+
 // Runs `answer` on the request's JSON body; a bad body or request gives 400 with the reason, a
 // failure of the model 500.
 template <class F>
 void handle(const httplib::Request& req, httplib::Response& res, F&& answer) {
   Json reply;
   try {
+    if (ofl_examples::json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth)
+      throw BadRequest("the body nests arrays and objects more than " +
+                       std::to_string(kMaxJsonDepth) + " deep");
     const Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded()) throw BadRequest("the body is not JSON");
     reply = answer(body);
@@ -185,31 +214,309 @@ void handle(const httplib::Request& req, httplib::Response& res, F&& answer) {
   res.set_content(reply.dump(), "application/json");
 }
 
+// What one connection may take from the server (see the top of the file).
+struct ConnectionLimits {
+  std::chrono::milliseconds read_timeout;   // a whole request, from its first byte
+  std::chrono::milliseconds write_timeout;  // a whole response
+  std::chrono::milliseconds keep_alive;     // idle before the next request
+  size_t max_body_bytes;
+  size_t max_head_bytes = 64 << 10;  // the request line and headers
+};
+
+std::string error_body(const std::string& reason) {
+  return Json{{"error", reason}}.dump();
+}
+
+// A connection's socket, read and written against a deadline for the whole request and one for
+// the whole response: httplib 0.11's own stream times out each recv() alone. A request late or
+// with an oversized head is answered here (408 / 431), and the stream refuses all I/O after.
+class DeadlineStream final : public httplib::Stream {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  DeadlineStream(socket_t sock, const ConnectionLimits& limits) : sock_(sock), limits_(limits) {}
+
+  // Waits up to the keep-alive time for a request to start, in short slices so that a stopping
+  // server (`listening` closed) is noticed; then the request's clock starts.
+  bool next_request(const std::atomic<socket_t>& listening) {
+    const Clock::time_point idle_until = Clock::now() + limits_.keep_alive;
+    while (begin_ == end_ && listening != INVALID_SOCKET) {
+      const auto slice = std::min<Clock::duration>(idle_until - Clock::now(), kSlice);
+      if (slice <= Clock::duration::zero()) return false;
+      if (wait(POLLIN, Clock::now() + slice)) break;
+    }
+    if (listening == INVALID_SOCKET) return false;
+    read_deadline_ = Clock::now() + limits_.read_timeout;
+    write_deadline_.reset();
+    head_left_ = limits_.max_head_bytes;
+    in_head_ = true;
+    return true;
+  }
+  void end_head() { in_head_ = false; }
+  bool refused() const { return refused_; }
+
+  bool is_readable() const override { return begin_ < end_ || wait(POLLIN, read_deadline_); }
+  bool is_writable() const override {
+    return !refused_ &&
+           wait(POLLOUT, write_deadline_.value_or(Clock::now() + limits_.write_timeout));
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (refused_) return -1;
+    if (begin_ == end_) {
+      ssize_t n;
+      do {
+        if (!wait(POLLIN, read_deadline_))
+          return refuse("408 Request Timeout", "the request did not arrive whole within " +
+                                                   std::to_string(limits_.read_timeout.count()) +
+                                                   " ms of its first byte");
+        n = ::recv(sock_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
+      } while (n < 0 && again());
+      if (n <= 0) return n;
+      begin_ = 0;
+      end_ = size_t(n);
+    }
+    size = std::min(size, end_ - begin_);
+    if (in_head_) {
+      if (size > head_left_)
+        return refuse("431 Request Header Fields Too Large",
+                      "the request line and headers are over " +
+                          std::to_string(limits_.max_head_bytes) + " bytes");
+      head_left_ -= size;
+    }
+    std::memcpy(ptr, buffer_.data() + begin_, size);
+    begin_ += size;
+    return ssize_t(size);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (refused_) return -1;
+    if (!write_deadline_) write_deadline_ = Clock::now() + limits_.write_timeout;
+    ssize_t n;
+    do {
+      if (!wait(POLLOUT, *write_deadline_)) return -1;
+      n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && again());
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  static constexpr std::chrono::milliseconds kSlice{100};
+
+  static bool again() { return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK; }
+
+  // Whether the socket is ready for `events` (or failed: the next call says how) by `deadline`.
+  bool wait(short events, Clock::time_point deadline) const {
+    for (;;) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd fd{sock_, events, 0};
+      const int n = ::poll(&fd, 1, int(std::min<int64_t>(left, 1 << 30)));
+      if (n > 0) return true;
+      if (n < 0 && errno != EINTR) return false;
+    }
+  }
+
+  // Answers the request with `status` itself, as far as the socket takes it at once (the client
+  // may not be reading), and refuses the stream's I/O from now on.
+  ssize_t refuse(const std::string& status, const std::string& reason) {
+    const std::string body = error_body(reason);
+    const std::string reply =
+        "HTTP/1.1 " + status +
+        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\nConnection: close\r\n\r\n" + body;
+    (void)!::send(sock_, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    refused_ = true;
+    return -1;
+  }
+
+  template <class Query>
+  void address(Query query, std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    std::array<char, NI_MAXHOST> host{};
+    std::array<char, NI_MAXSERV> serv{};
+    if (query(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host.data(), host.size(),
+                      serv.data(), serv.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+      return;
+    ip = host.data();
+    port = std::atoi(serv.data());
+  }
+
+  socket_t sock_;
+  const ConnectionLimits& limits_;
+  std::array<char, 16384> buffer_;
+  size_t begin_ = 0, end_ = 0;  // what buffer_ holds that was not read yet
+  Clock::time_point read_deadline_;
+  std::optional<Clock::time_point> write_deadline_;  // set by the response's first write
+  size_t head_left_ = 0;
+  bool in_head_ = false, refused_ = false;
+};
+
+// Why httplib must not read the request's body, if so: httplib 0.11 reads a chunked body, one
+// without a length and a compressed one's expansion with no limit, so only a body of a stated
+// Content-Length (over the limit: 413 without keeping it) and no coding is read.
+std::optional<std::pair<int, std::string>> unreadable_body(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding"))
+    return {{411, "send the body with a Content-Length, not a Transfer-Encoding"}};
+  const std::string coding = req.get_header_value("Content-Encoding");
+  if (!coding.empty() && coding != "identity")
+    return {{415, "a Content-Encoding of the body is not accepted: send it uncompressed"}};
+  const bool has_body =
+      req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "PRI";
+  if (has_body && !req.has_header("Content-Length"))
+    return {{411, "a " + req.method + " needs a Content-Length"}};
+  return std::nullopt;
+}
+
+// httplib's server with each connection served through a DeadlineStream, bodies read only when
+// unreadable_body allows, and every error answered as JSON.
+class GuardedServer : public httplib::Server {
+ public:
+  explicit GuardedServer(const ConnectionLimits& limits) : limits_(limits) {
+    set_payload_max_length(limits.max_body_bytes);
+    // Only for the Keep-Alive header: the keep-alive wait is DeadlineStream::next_request's.
+    set_keep_alive_timeout(std::chrono::ceil<std::chrono::seconds>(limits.keep_alive).count());
+    set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      const auto refusal = unreadable_body(req);
+      if (!refusal) return HandlerResponse::Unhandled;
+      res.status = refusal->first;
+      res.set_content(error_body(refusal->second), "application/json");
+      return HandlerResponse::Handled;
+    });
+    // httplib's own errors (413, 404, ...) come with no body; a route's come with their reason.
+    // (Wrapped: a bare lambda would fit both overloads.)
+    set_error_handler(
+        HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return HandlerResponse::Unhandled;
+          res.set_content(error_body(reason(req, res.status)), "application/json");
+          return HandlerResponse::Handled;
+        }));
+  }
+
+  // httplib 0.11, as Debian builds it, listens with a backlog of 5: under 64 clients connecting
+  // at once, SYNs were dropped and retried a second later. Listening again sets a new one.
+  bool set_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+
+ private:
+  std::string reason(const httplib::Request& req, int status) const {
+    switch (status) {
+      case 404:
+        return "no route for " + req.method + " " + req.path;
+      case 413:
+        return "the body is over " + std::to_string(limits_.max_body_bytes) + " bytes";
+      case 414:
+        return "the request line is too long";
+      case 500:
+        return "the server failed";
+      default:
+        return "the request is malformed (status " + std::to_string(status) + ")";
+    }
+  }
+
+  // Called once a request's head is read, before its body: drops what no route uses, and has a
+  // body that will not be read close the connection after the answer.
+  static void after_head(httplib::Request& req, DeadlineStream& stream, bool& close) {
+    stream.end_head();
+    // One "Range: bytes=0-0,0-0,..." line would ask for thousands of copies of the answer.
+    req.ranges.clear();
+    // Every route reads the body as JSON whatever its declared type; httplib would parse a form
+    // (refusing one over 8 KiB, as curl -d and urllib send) or a multipart body instead.
+    req.headers.erase("Content-Type");
+    if (unreadable_body(req)) {  // answered by the pre-routing handler, the body left unread
+      req.headers.erase("Connection");
+      req.set_header("Connection", "close");
+      close = true;
+    }
+  }
+
+  bool process_and_close_socket(socket_t sock) override {
+    DeadlineStream stream(sock, limits_);
+    bool ok = false;
+    for (size_t left = keep_alive_max_count_; left > 0 && stream.next_request(svr_sock_); --left) {
+      bool closed = false;
+      ok = process_request(stream, /*close_connection=*/left == 1, closed,
+                           [&](httplib::Request& req) { after_head(req, stream, closed); });
+      if (!ok || closed || stream.refused()) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  ConnectionLimits limits_;
+};
+
+struct Options {
+  std::string dir, host = "127.0.0.1";
+  int port = 8000, threads = 16, max_batch = 1, backlog = 1024;
+  // httplib's 5 s for each recv() and send(), now for the whole request and the whole answer.
+  int64_t read_timeout_ms = 5000, write_timeout_ms = 5000, keep_alive_timeout_ms = 5000;
+  size_t max_body_bytes = 1 << 20;
+};
+
+// Parses the command line into `opt`; a return value is the exit status (0 after --help, 2 for
+// a bad flag or value, with CLI11's message and usage hint on stderr).
+std::optional<int> parse_options(int argc, char** argv, Options& opt) {
+  CLI::App app{"Serves a GPT graph saved by nn.Graph.save over HTTP (/v1/health, /v1/logits, " +
+                   std::string("/v1/generate)."),
+               "inference_server"};
+  app.add_option("GRAPH_DIR", opt.dir, "the saved graph's directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--host", opt.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", opt.port, "port to listen on; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--threads", opt.threads, "connections served at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-batch", opt.max_batch, "rows of one batched forward (1: no batching)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", opt.max_body_bytes, "a larger request body is answered 413")
+      ->check(CLI::Range(size_t(1), size_t(1) << 30))
+      ->capture_default_str();
+  app.add_option("--read-timeout-ms", opt.read_timeout_ms,
+                 "time to send a whole request (line, headers, body) from its first byte")
+      ->check(CLI::Range(int64_t(1), int64_t(3600000)))
+      ->capture_default_str();
+  app.add_option("--write-timeout-ms", opt.write_timeout_ms, "time to take a whole response")
+      ->check(CLI::Range(int64_t(1), int64_t(3600000)))
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout-ms", opt.keep_alive_timeout_ms,
+                 "how long an idle connection keeps its thread")
+      ->check(CLI::Range(int64_t(1), int64_t(3600000)))
+      ->capture_default_str();
+  app.add_option("--backlog", opt.backlog, "connections waiting to be accepted")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: " << argv[0]
-              << " GRAPH_DIR [--host H] [--port P] [--threads N] [--max-batch N]\n";
-    return 2;
-  }
-  std::string dir = argv[1], host = "127.0.0.1";
-  int port = 8000, threads = 16, max_batch = 1;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--host")
-      host = value;
-    else if (flag == "--port")
-      port = std::stoi(value);
-    else if (flag == "--threads")
-      threads = std::stoi(value);
-    else if (flag == "--max-batch")
-      max_batch = std::stoi(value);
-    else {
-      std::cerr << "unknown flag " << flag << "\n";
-      return 2;
-    }
-  }
+  Options opt;
+  if (const std::optional<int> status = parse_options(argc, argv, opt)) return *status;
+  ConnectionLimits limits{std::chrono::milliseconds(opt.read_timeout_ms),
+                          std::chrono::milliseconds(opt.write_timeout_ms),
+                          std::chrono::milliseconds(opt.keep_alive_timeout_ms), opt.max_body_bytes};
   // SIGTERM and SIGINT stop the server: the handler (which may run on any thread, the
   // library's own included) only writes to a pipe; a thread reading it calls stop().
   static int stop_pipe[2];
@@ -219,10 +526,10 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &on_stop, nullptr);
   sigaction(SIGINT, &on_stop, nullptr);
   try {
-    Model model(dir, max_batch);
-    httplib::Server server;
+    Model model(opt.dir, opt.max_batch);
+    GuardedServer server(limits);
+    const int threads = opt.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-    server.set_payload_max_length(1 << 20);
     server.set_tcp_nodelay(true);  // the headers and the body are two writes: no Nagle wait
     server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(Json{{"status", "ok"},
@@ -250,11 +557,15 @@ int main(int argc, char** argv) {
         return Json{{"tokens", made}};
       });
     });
-    const int bound = port == 0                         ? server.bind_to_any_port(host)
-                      : server.bind_to_port(host, port) ? port
-                                                        : -1;
+    const std::string& host = opt.host;
+    const int bound = opt.port == 0                         ? server.bind_to_any_port(host)
+                      : server.bind_to_port(host, opt.port) ? opt.port
+                                                            : -1;
     if (bound < 0)
-      throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+      throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(opt.port));
+    if (!server.set_backlog(opt.backlog))
+      throw std::runtime_error("cannot set a listen backlog of " + std::to_string(opt.backlog) +
+                               ": " + std::strerror(errno));
     std::thread stopper([&] {
       char byte;
       while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
