@@ -279,3 +279,21 @@ def test_get_submodule_walks_dotted_paths():
     assert net.get_submodule("block.fc") is net.block.fc
     with pytest.raises(AttributeError):
         net.get_submodule("block.nope")
+
+
+def test_tied_weights_stay_one_parameter_through_conversions_and_loading():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(5, 4)
+            self.head = nn.Linear(4, 5, bias=False)
+            self.head.weight = self.emb.weight
+
+    model = Tied()
+    for convert in (lambda m: m.double(), lambda m: m.to("cpu"), lambda m: m.float()):
+        convert(model)
+        assert model.head.weight is model.emb.weight
+    state = {k: flow.full(tuple(v.shape), 2.0) for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    assert model.head.weight is model.emb.weight
+    assert len(list(model.parameters())) == 1
