@@ -51,8 +51,7 @@ void copy(const Tensor& src, const Tensor& dst) {
 void fill(const Tensor& dst, double value) {
   dispatch_all(dst.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = static_cast<T>(static_cast<opmath_t<T>>(value));
-    map1<T, T>(dst, dst, [v](auto) { return static_cast<opmath_t<T>>(v); });
+    fill_with<T>(dst, static_cast<T>(static_cast<opmath_t<T>>(value)));
   });
 }
 

@@ -24,6 +24,22 @@ void map1(const Tensor& in, const Tensor& out, F f) {
   });
 }
 
+// out = v everywhere, without reading out (its memory may be uninitialised: as a bool, such a
+// byte is not even a valid value to load).
+template <class Out>
+void fill_with(const Tensor& out, Out v) {
+  auto plan = make_loop<1>(out.shape(), {&out});
+  run_loop<1>(plan, [&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+    if (s[0] == sizeof(Out)) {
+      Out* o = reinterpret_cast<Out*>(p[0]);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = v;
+    } else {
+      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(p[0] + i * s[0]) = v;
+    }
+  });
+}
+
 // out = f(a, b) elementwise with broadcasting.
 template <class Out, class In, class F>
 void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
