@@ -188,6 +188,13 @@ int64_t argmax(const std::vector<float>& v) {
   return std::max_element(v.begin(), v.end()) - v.begin();
 }
 
+// A reply as text. Messages may quote what a client sent (a path of invalid UTF-8, say): such
+// bytes are replaced, where a plain dump() throws and the exception ended the server (found by
+// tests/fuzz/fuzz_server_request).
+std::string text_of(const Json& reply) {
+  return reply.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // The bodies here nest 2 deep; nlohmann/json recurses once per level when it copies, dumps or
 // destroys a value, so a deeper body is refused before it is parsed.
 constexpr size_t kMaxJsonDepth = 32;
@@ -211,7 +218,7 @@ void handle(const httplib::Request& req, httplib::Response& res, F&& answer) {
     res.status = 500;
     reply = {{"error", e.what()}};
   }
-  res.set_content(reply.dump(), "application/json");
+  res.set_content(text_of(reply), "application/json");
 }
 
 // What one connection may take from the server (see the top of the file).
@@ -224,7 +231,7 @@ struct ConnectionLimits {
 };
 
 std::string error_body(const std::string& reason) {
-  return Json{{"error", reason}}.dump();
+  return text_of(Json{{"error", reason}});
 }
 
 // A connection's socket, read and written against a deadline for the whole request and one for

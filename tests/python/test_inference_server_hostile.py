@@ -131,6 +131,19 @@ def test_unbounded_bodies_and_oversized_heads_are_refused_and_the_connection_clo
         server.stop()
 
 
+def test_a_path_of_invalid_utf8_gets_404_and_the_server_lives_on(binary, gpt):  # noqa: F811
+    """Found by tests/fuzz/fuzz_server_request: the 404's reason quoted the path, and dumping
+    its invalid UTF-8 as JSON threw in a worker thread, which ended the server."""
+    server = Server(binary, gpt[1])
+    try:
+        raw = b"POST /v1/gener\x9f\x88e HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        status, body = split_answer(exchange(server, raw))
+        assert status == 404 and "no route" in body["error"]
+        assert health(server) == 200
+    finally:
+        server.stop()
+
+
 def test_malformed_and_mistyped_bodies_get_400(binary, gpt):  # noqa: F811
     server = Server(binary, gpt[1])
     try:
