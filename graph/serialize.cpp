@@ -293,6 +293,10 @@ struct Reader {
     const Json& counters = at(j, "random_counters", what);
     if (!counters.is_number_unsigned()) bad(what, "'s random_counters is not a count");
     n.random_counters = counters.get<uint64_t>();
+    // The executor draws fresh counters for a random node through its seed and offset.
+    if (n.random_counters && !(n.attrs.has("seed") && n.attrs.has("offset")))
+      bad(what, " (", name, ") draws ", n.random_counters,
+          " random counters but has no seed and offset attributes");
     if (j.contains("replays_draws") && !j["replays_draws"].is_boolean())
       bad(what, "'s replays_draws is not true or false");
     n.replays_draws = j.value("replays_draws", false);

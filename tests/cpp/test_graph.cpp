@@ -134,6 +134,11 @@ TEST(Graph, LyingOrMalformedGraphsRaiseBeforeAnythingRuns) {
   reduce.replace(reduce.find("\"op\": \"gelu\""), 12,
                  "\"op\": \"reduce\", \"kind\": \"reduce\", \"axes\": [0]");
   expect(reduce, "node 2 (reduce)'s input 0 is no value");
+  // A node that says it draws random numbers without being a random op (found by fuzzing: the
+  // executor read its missing offset).
+  std::string drawing = text;
+  drawing.replace(drawing.find("\"random_counters\": 0"), 20, "\"random_counters\": 1");
+  expect(drawing, "node 0 (matmul) draws 1 random counters but has no seed and offset");
   // Nested 100,000 deep (a stack overflow in a recursive reader): refused before parsing.
   expect("{\"values\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
          "dir/graph.json: nests deeper than 64 levels");
