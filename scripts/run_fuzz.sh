@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-targets=("${@:-fuzz_safetensors fuzz_graph_json fuzz_store_wire}")
+targets=("${@:-fuzz_safetensors fuzz_graph_json fuzz_store_wire fuzz_server_request}")
 dir=build/fuzz
 # -O1 -g1 as the sanitizer builds (scripts/run_sanitizers.sh): a full -O2 build is too slow here.
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
@@ -18,6 +18,9 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="
   -DONEFLOWLIKE_BUILD_PYTHON=OFF -DONEFLOWLIKE_BUILD_CUDA=OFF -DONEFLOWLIKE_BUILD_TESTS=OFF \
   >/dev/null
 cmake --build "$dir" --target ${targets[@]}
+# The server target serves a graph: the example GPT, saved by the installed Python package.
+python3 examples/cpp/save_gpt.py "$dir/gpt" >/dev/null
+export OFL_FUZZ_GRAPH=$PWD/$dir/gpt
 status=0
 for target in ${targets[@]}; do
   corpus=$dir/corpus/$target findings=$dir/findings/$target
@@ -27,6 +30,6 @@ for target in ${targets[@]}; do
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=0 \
     "$dir/tests/fuzz/$target" "$corpus" -max_total_time="$seconds" -print_final_stats=1 \
     -rss_limit_mb=4096 -max_len=65536 -artifact_prefix="$findings/" -close_fd_mask=2 \
-    2>&1 | grep -E "^(#[0-9]+ +DONE|stat::|SUMMARY|==[0-9]+==ERROR|INFO: seed corpus)" || status=1
+    2>&1 | grep -E "(DONE|stat::|SUMMARY|==[0-9]+==ERROR|INFO: seed corpus|runtime error)" || status=1
 done
 exit $status

@@ -49,17 +49,26 @@ int server_port() {
   static const int port = [] {
     const char* graph = std::getenv("OFL_FUZZ_GRAPH");
     if (!graph) {
-      std::fprintf(stderr, "fuzz_server_request: set OFL_FUZZ_GRAPH to a graph save_gpt.py saved\n");
+      std::fprintf(stderr,
+                   "fuzz_server_request: set OFL_FUZZ_GRAPH to a graph save_gpt.py saved\n");
       std::exit(2);
     }
     const int p = free_port();
     std::thread([dir = std::string(graph), p] {
       const std::string port = std::to_string(p);
       // Short deadlines: an input that stalls is answered (or cut) quickly.
-      const char* argv[] = {"inference_server",  dir.c_str(),         "--port", port.c_str(),
-                            "--threads",         "4",                 "--read-timeout-ms",
-                            "200",               "--write-timeout-ms", "200",
-                            "--max-body-bytes",  "65536"};
+      const char* argv[] = {"inference_server",
+                            dir.c_str(),
+                            "--port",
+                            port.c_str(),
+                            "--threads",
+                            "4",
+                            "--read-timeout-ms",
+                            "200",
+                            "--write-timeout-ms",
+                            "200",
+                            "--max-body-bytes",
+                            "65536"};
       std::exit(inference_server_main(int(std::size(argv)), const_cast<char**>(argv)));
     }).detach();
     for (int i = 0; i < 600; ++i) {  // the graph loads, then the server listens

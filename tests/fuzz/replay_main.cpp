@@ -28,13 +28,15 @@ Bytes mutated(const Bytes& seed, std::mt19937_64& rng) {
         if (!b.empty()) b[at] ^= uint8_t(1u << (rng() % 8));
         break;
       case 1:  // an interesting byte
-        if (!b.empty()) b[at] = std::vector<uint8_t>{0, 1, 0x7f, 0x80, 0xff, '[', '{', '"', '-'}[rng() % 9];
+        if (!b.empty())
+          b[at] = std::vector<uint8_t>{0, 1, 0x7f, 0x80, 0xff, '[', '{', '"', '-'}[rng() % 9];
         break;
       case 2:  // insert random bytes
         b.insert(b.begin() + long(at), 1 + rng() % 8, uint8_t(rng()));
         break;
       case 3:  // delete a run
-        if (!b.empty()) b.erase(b.begin() + long(at), b.begin() + long(std::min(b.size(), at + 1 + rng() % 16)));
+        if (!b.empty())
+          b.erase(b.begin() + long(at), b.begin() + long(std::min(b.size(), at + 1 + rng() % 16)));
         break;
       case 4:  // cut short
         b.resize(at);
