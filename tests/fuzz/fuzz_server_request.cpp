@@ -54,6 +54,8 @@ int server_port() {
       std::exit(2);
     }
     const int p = free_port();
+    // The server runs until the process ends, which then skips the destruction of statics
+    // (_exit in an atexit handler): a request still running must not meet a destroyed allocator.
     std::thread([dir = std::string(graph), p] {
       const std::string port = std::to_string(p);
       // Short deadlines: an input that stalls is answered (or cut) quickly.
@@ -69,8 +71,9 @@ int server_port() {
                             "200",
                             "--max-body-bytes",
                             "65536"};
-      std::exit(inference_server_main(int(std::size(argv)), const_cast<char**>(argv)));
+      if (inference_server_main(int(std::size(argv)), const_cast<char**>(argv)) != 0) std::abort();
     }).detach();
+    std::atexit([] { ::_exit(0); });
     for (int i = 0; i < 600; ++i) {  // the graph loads, then the server listens
       if (const int fd = connect_to(p); fd >= 0) {
         ::close(fd);
