@@ -6,9 +6,12 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -64,10 +67,28 @@ bool mentions_timeout(const std::string& what) {
 
 }  // namespace
 
+namespace {
+
+// Gloo's TCP transport writes with writev, which cannot ask for MSG_NOSIGNAL: a write to a peer
+// that died raises SIGPIPE, whose default action ends the process before the write's EPIPE can
+// be reported as a lost connection. A process that left SIGPIPE at its default (C++ programs;
+// Python already ignores it) ignores it from its first communicator on.
+void ignore_sigpipe_by_default() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+      ::signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+}  // namespace
+
 GlooCommunicator::GlooCommunicator(const char* op, std::shared_ptr<GlooWorld> world, int my_index,
                                    std::vector<int> ranks, std::string name, Millis timeout)
     : Communicator(my_index, std::move(ranks), std::move(name)), world_(std::move(world)) {
   set_timeout(timeout);
+  ignore_sigpipe_by_default();
   const char* check = std::getenv("OFL_COMM_CHECK");
   check_calls_ = !(check && std::string(check) == "0");  // on unless turned off
   // Each rank numbers its own communicators of one name; SPMD ranks create them in the same
