@@ -21,6 +21,7 @@ import math
 import os
 import re
 import secrets
+import struct
 
 import numpy as np
 
@@ -285,6 +286,96 @@ def _tiling_error(shape, pieces):
     return None
 
 
+# ---- shard files ------------------------------------------------------------------------------
+# Read here, mapped, rather than by core/safetensors.cpp (which flow.load of a file uses): a rank
+# reads only the entries its shard overlaps, and the binding reads whole files. These go when
+# oneflowlike._C binds the reader's `only` argument, or the checkpoint reader itself.
+
+_MAX_HEADER_BYTES = 100 * 1024 * 1024  # as core/safetensors.cpp
+
+
+def _parse_header(data, where):
+    if len(data) < 8:
+        raise ValueError(f"{where}: not a safetensors file ({len(data)} bytes, need at least 8)")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > min(len(data) - 8, _MAX_HEADER_BYTES):
+        raise ValueError(
+            f"{where}: header length {length} does not fit in a file of {len(data)} bytes "
+            "(truncated or not a safetensors file)"
+        )
+    try:
+        header = json.loads(bytes(data[8 : 8 + length]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
+        raise ValueError(f"{where}: header is not valid UTF-8 JSON ({ex})") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{where}: header must be a JSON object, got {type(header).__name__}")
+    metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise ValueError(f"{where}: __metadata__ must map strings to strings")
+    return header, metadata, 8 + length
+
+
+def _checksums(metadata, where):
+    """The saved checksums by tensor name; None for a file without them (another writer's)."""
+    if _st._CRC_KEY not in metadata:
+        return None
+    try:
+        sums = json.loads(metadata[_st._CRC_KEY])
+    except json.JSONDecodeError:
+        sums = None
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise ValueError(
+            f"{where}: __metadata__[{_st._CRC_KEY!r}] is not a JSON object of checksums "
+            "(the file is damaged)"
+        )
+    return sums
+
+
+def _verify(name, code, shape, data, sums, where):
+    """Raises if a tensor's bytes (with its dtype and shape) fail the checksum saved for it."""
+    if sums is None:
+        return
+    if name not in sums:
+        raise ValueError(
+            f"{where}: tensor '{name}' has no checksum in a file that carries them "
+            "(the header is damaged)"
+        )
+    got = _st._tensor_crc(code, shape, data)
+    if got != sums[name]:
+        raise ValueError(
+            f"{where}: checksum mismatch for tensor '{name}' ({code} {shape}): computed {got}, "
+            f"saved {sums[name]}; the file is damaged"
+        )
+
+
+def _check_entry(name, entry, where):
+    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
+        raise ValueError(f"{where}: tensor '{name}' needs dtype, shape and data_offsets")
+    code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    if code not in _st._ITEMSIZE:
+        raise ValueError(f"{where}: tensor '{name}' has unsupported dtype {code!r}")
+    if not isinstance(shape, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
+        raise ValueError(f"{where}: tensor '{name}' has an invalid shape {shape!r}")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1]
+    ):
+        raise ValueError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
+    expected = math.prod(shape) * _st._ITEMSIZE[code]
+    if offsets[1] - offsets[0] != expected:
+        raise ValueError(
+            f"{where}: tensor '{name}' {code} {shape} needs {expected} bytes, "
+            f"data_offsets {offsets} span {offsets[1] - offsets[0]}"
+        )
+    return code, shape, offsets
+
+
 class _Files:
     """The rank files of a checkpoint, mapped (not read) on first use, checked like flow.load:
     each entry's dtype and shape against index.json's, its checksum on its first read."""
@@ -300,15 +391,15 @@ class _Files:
             if not os.path.isfile(file):
                 raise FileNotFoundError(f"{where}: the checkpoint's shard file is missing")
             data = np.memmap(file, np.uint8, "r") if os.path.getsize(file) else np.zeros(0)
-            header, metadata, start = _st._parse_header(memoryview(data), where)
-            entries = {k: _st._check_entry(k, e, where) for k, e in header.items()}
+            header, metadata, start = _parse_header(memoryview(data), where)
+            entries = {k: _check_entry(k, e, where) for k, e in header.items()}
             end = max((e[2][1] for e in entries.values()), default=0)
             if start + end > len(data):
                 raise ValueError(
                     f"{where}: truncated: the tensors need {start + end} bytes, the file has "
                     f"{len(data)}"
                 )
-            self.open[name] = (data, entries, start, _st._checksums(metadata, where))
+            self.open[name] = (data, entries, start, _checksums(metadata, where))
         data, entries, start, sums = self.open[name]
         key = piece["key"]
         if key not in entries:
@@ -322,7 +413,7 @@ class _Files:
             )
         raw = data[start + begin : start + end]
         if (name, key) not in self.verified:  # the whole entry: its checksum covers no less
-            _st._verify(key, code, shape, raw, sums, where)
+            _verify(key, code, shape, raw, sums, where)
             self.verified.add((name, key))
         return raw.view(_RAW[itemsize]).reshape(shape)
 

@@ -6,7 +6,8 @@ under their "."-joined paths and the structure itself as JSON in ``__metadata__`
 
 Every tensor's CRC-32 goes in ``__metadata__["ofl.crc32"]`` (a JSON object: name -> 8 lowercase
 hex digits, zlib.crc32 of "CODE:d0,d1,..." and then the tensor's bytes, CODE being the header's
-dtype); loading checks each tensor of a file that has them (core/safetensors.cpp does the same).
+dtype). flow.load reads files with core/safetensors.cpp (the reader of the C++ API), which checks
+each tensor of a file that has them.
 """
 
 import json
@@ -15,6 +16,7 @@ import re
 import secrets
 import socket
 import struct
+import tempfile
 import zlib
 
 import oneflowlike as flow
@@ -46,7 +48,6 @@ _ITEMSIZE = {
 }
 _TREE_KEY = "oneflowlike.tree"
 _CRC_KEY = "ofl.crc32"
-_MAX_HEADER_BYTES = 100 * 1024 * 1024
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -119,6 +120,13 @@ def _is_flat_state_dict(obj):
 
 
 # ---- save -----------------------------------------------------------------------------------
+
+
+def _numel(shape):
+    count = 1
+    for size in shape:
+        count *= size
+    return count
 
 
 def _tensor_crc(code, shape, data):
@@ -253,121 +261,39 @@ def _remove_stale_temps(path):
 # ---- load -----------------------------------------------------------------------------------
 
 
-def _numel(shape):
-    count = 1
-    for size in shape:
-        count *= size
-    return count
-
-
-def _parse_header(data, where):
-    if len(data) < 8:
-        raise ValueError(f"{where}: not a safetensors file ({len(data)} bytes, need at least 8)")
-    (length,) = struct.unpack("<Q", data[:8])
-    if length > min(len(data) - 8, _MAX_HEADER_BYTES):
-        raise ValueError(
-            f"{where}: header length {length} does not fit in a file of {len(data)} bytes "
-            "(truncated or not a safetensors file)"
-        )
-    try:
-        header = json.loads(bytes(data[8 : 8 + length]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
-        raise ValueError(f"{where}: header is not valid UTF-8 JSON ({ex})") from None
-    if not isinstance(header, dict):
-        raise ValueError(f"{where}: header must be a JSON object, got {type(header).__name__}")
+def _read(path, where, shown=None):
+    """A file's tensors in file order, read and checked (entries, bounds, checksums) by
+    core/safetensors.cpp, and its __metadata__; errors name `shown` (else path)."""
+    with open(path, "rb") as f:  # a missing file raises FileNotFoundError, as before
+        try:
+            tensors = flow._C.read_safetensors(path)
+        except flow._C.Error as ex:
+            message = str(ex) if shown is None else str(ex).replace(path, shown)
+            raise ValueError(message) from None
+        # The C++ reader neither returns __metadata__ nor rejects bytes that no tensor claims:
+        # both are read here from the header it accepted.
+        try:
+            (length,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(length))
+            data_bytes = os.fstat(f.fileno()).st_size - 8 - length
+        except (struct.error, ValueError):
+            raise ValueError(f"{where}: the file changed while it was read") from None
     metadata = header.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
     ):
         raise ValueError(f"{where}: __metadata__ must map strings to strings")
-    return header, metadata, 8 + length
-
-
-def _checksums(metadata, where):
-    """The saved checksums by tensor name; None for a file without them (another writer's)."""
-    if _CRC_KEY not in metadata:
-        return None
-    try:
-        sums = json.loads(metadata[_CRC_KEY])
-    except json.JSONDecodeError:
-        sums = None
-    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+    if set(header) != set(tensors):
+        raise ValueError(f"{where}: the file changed while it was read")
+    unclaimed = data_bytes - sum(
+        e["data_offsets"][1] - e["data_offsets"][0] for e in header.values()
+    )
+    if unclaimed:  # the reader refused overlaps: this is a gap or trailing bytes
         raise ValueError(
-            f"{where}: __metadata__[{_CRC_KEY!r}] is not a JSON object of checksums "
-            "(the file is damaged)"
+            f"{where}: {unclaimed} of the {data_bytes} data bytes belong to no tensor "
+            "(trailing bytes or a gap: damaged or not safetensors)"
         )
-    return sums
-
-
-def _verify(name, code, shape, data, sums, where):
-    """Raises if a tensor's bytes (with its dtype and shape) fail the checksum saved for it."""
-    if sums is None:
-        return
-    if name not in sums:
-        raise ValueError(
-            f"{where}: tensor '{name}' has no checksum in a file that carries them "
-            "(the header is damaged)"
-        )
-    got = _tensor_crc(code, shape, data)
-    if got != sums[name]:
-        raise ValueError(
-            f"{where}: checksum mismatch for tensor '{name}' ({code} {shape}): computed {got}, "
-            f"saved {sums[name]}; the file is damaged"
-        )
-
-
-def _check_entry(name, entry, where):
-    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
-        raise ValueError(f"{where}: tensor '{name}' needs dtype, shape and data_offsets")
-    code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if code not in _ITEMSIZE:
-        raise ValueError(f"{where}: tensor '{name}' has unsupported dtype {code!r}")
-    if not isinstance(shape, list) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-    ):
-        raise ValueError(f"{where}: tensor '{name}' has an invalid shape {shape!r}")
-    if (
-        not isinstance(offsets, list)
-        or len(offsets) != 2
-        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-        or not 0 <= offsets[0] <= offsets[1]
-    ):
-        raise ValueError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
-    expected = _numel(shape) * _ITEMSIZE[code]
-    if offsets[1] - offsets[0] != expected:
-        raise ValueError(
-            f"{where}: tensor '{name}' {code} {shape} needs {expected} bytes, "
-            f"data_offsets {offsets} span {offsets[1] - offsets[0]}"
-        )
-    return code, shape, offsets
-
-
-def _read_tensors(header, data, start, where, sums):
-    size = len(data) - start
-    entries = {name: _check_entry(name, entry, where) for name, entry in header.items()}
-    cursor = 0
-    for name, (_, _, (begin, end)) in sorted(entries.items(), key=lambda kv: kv[1][2]):
-        if end > size:
-            raise ValueError(
-                f"{where}: truncated: tensor '{name}' needs bytes [{begin}, {end}) "
-                f"but the data section has {size} bytes"
-            )
-        if begin != cursor:
-            raise ValueError(
-                f"{where}: tensor '{name}' data overlaps or leaves a gap at byte {cursor}"
-            )
-        cursor = end
-    if cursor != size:
-        raise ValueError(
-            f"{where}: {size - cursor} unexpected trailing bytes after the tensor data"
-        )
-    tensors = {}
-    for name, (code, shape, (begin, end)) in entries.items():
-        dtype = getattr(flow, next(k for k, v in _CODE_OF_DTYPE.items() if v == code))
-        raw = data[start + begin : start + end]
-        _verify(name, code, shape, raw, sums, where)
-        tensors[name] = flow._C.tensor_from_bytes(bytes(raw), dtype, shape)
-    return tensors
+    return {name: tensors[name] for name in header}, metadata
 
 
 def load(path, map_location=None, weights_only=None, like=None):
@@ -380,15 +306,16 @@ def load(path, map_location=None, weights_only=None, like=None):
     if _checkpoint.is_checkpoint(path):
         return _checkpoint.load(os.fspath(path), like)
     if hasattr(path, "read"):
-        data, where = path.read(), "flow.load(<file object>)"
+        where = "flow.load(<file object>)"
+        # The C++ reader reads files: the bytes go through a temporary one.
+        with tempfile.NamedTemporaryFile(suffix=".safetensors") as tmp:
+            tmp.write(path.read())
+            tmp.flush()
+            tensors, metadata = _read(tmp.name, where, shown="<file object>")
     else:
         path = os.fspath(path)
-        with open(path, "rb") as f:
-            data = f.read()
         where = f"flow.load('{path}')"
-    data = memoryview(data)
-    header, metadata, start = _parse_header(data, where)
-    tensors = _read_tensors(header, data, start, where, _checksums(metadata, where))
+        tensors, metadata = _read(path, where)
     if map_location is not None:
         tensors = {name: t.to(map_location) for name, t in tensors.items()}
     if _TREE_KEY not in metadata:

@@ -56,7 +56,9 @@ def test_a_flipped_byte_in_a_saved_tensor_raises_naming_the_file_and_tensor(tmp_
     path = tmp_path / "m.safetensors"
     save({"w": flow.randn(4, 5), "b": flow.randn(5)}, path)
     flip_byte(path, "b")
-    with pytest.raises(ValueError, match=r"m\.safetensors.*checksum mismatch.*'b'.*damaged"):
+    with pytest.raises(
+        ValueError, match=r"m\.safetensors: tensor 'b'.*fails its checksum.*damaged"
+    ):
         load(path)
 
 
@@ -66,7 +68,9 @@ def test_a_relabelled_dtype_in_a_header_raises(tmp_path):
     data = open(path, "rb").read()
     assert data.count(b'"F32"') == 1
     path.write_bytes(data.replace(b'"F32"', b'"I32"'))  # the same length: a valid header
-    with pytest.raises(ValueError, match=r"m\.safetensors.*checksum mismatch.*'w' \(I32"):
+    with pytest.raises(
+        ValueError, match=r"m\.safetensors: tensor 'w' \(\(3,\) int32\) fails its checksum"
+    ):
         load(path)
     with pytest.raises(RuntimeError, match=r"m\.safetensors: tensor 'w'.*checksum"):
         flow._C.read_safetensors(str(path))  # the C++ reader too
@@ -118,7 +122,7 @@ def test_a_tensor_without_a_checksum_in_a_file_that_has_them_raises(tmp_path):
     with pytest.raises(ValueError, match=r"m\.safetensors.*'b' has no checksum"):
         load(path)
     rewrite_header(path, lambda h: h["__metadata__"].update({"ofl.crc32": "[1]"}))
-    with pytest.raises(ValueError, match=r"m\.safetensors.*ofl\.crc32"):
+    with pytest.raises(ValueError, match=r"m\.safetensors: the checksums in __metadata__"):
         load(path)
 
 

@@ -161,6 +161,29 @@ def test_save_and_load_through_file_objects():
     np.testing.assert_array_equal(load(buffer)["a"].numpy(), [1.0, 1.0])
 
 
+def test_a_damaged_file_object_raises_naming_it_not_a_temporary_file():
+    buffer = io.BytesIO()
+    save({"a": flow.ones(2)}, buffer)
+    with pytest.raises(ValueError, match=r"^\[load\] <file object>: tensor 'a'.*truncated"):
+        load(io.BytesIO(buffer.getvalue()[:-1]))
+
+
+def test_load_keeps_the_order_the_tensors_were_saved_in(tmp_path):
+    save({"z": flow.ones(1), "a": flow.ones(2), "m": flow.ones(3)}, tmp_path / "o.safetensors")
+    assert list(load(tmp_path / "o.safetensors")) == ["z", "a", "m"]
+
+
+def test_map_location_moves_every_tensor(tmp_path):
+    save({"a": flow.ones(2), "n": {"b": flow.zeros(1)}}, tmp_path / "d.safetensors")
+    loaded = load(tmp_path / "d.safetensors", map_location="meta")
+    assert loaded["a"].device.type == "meta" and loaded["n"]["b"].device.type == "meta"
+
+
+def test_a_missing_file_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "absent.safetensors")
+
+
 def test_unsupported_object_raises_type_error_naming_its_path(tmp_path):
     with pytest.raises(TypeError, match="opt.fn"):
         save({"opt": {"fn": object()}}, tmp_path / "x.safetensors")
@@ -190,11 +213,11 @@ GOOD_ENTRY = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 @pytest.mark.parametrize(
     "raw, message",
     [
-        (b"", "at least 8"),
-        (b"\x01\x02\x03", "at least 8"),
-        (struct.pack("<Q", 1 << 40) + b"{}", "header length"),
-        (struct.pack("<Q", 4) + b"\xff\xfe{}", "UTF-8 JSON"),
-        (struct.pack("<Q", 5) + b"{oops", "UTF-8 JSON"),
+        (b"", "0 bytes: too short"),
+        (b"\x01\x02\x03", "3 bytes: too short"),
+        (struct.pack("<Q", 1 << 40) + b"{}", "header claims 1099511627776 bytes"),
+        (struct.pack("<Q", 4) + b"\xff\xfe{}", "not a JSON object"),
+        (struct.pack("<Q", 5) + b"{oops", "not a JSON object"),
         (struct.pack("<Q", 2) + b"[]", "JSON object"),
         (bytes(np.random.RandomState(1).randint(0, 256, 64, dtype=np.uint8)), None),
     ],
@@ -212,18 +235,25 @@ def test_garbage_files_raise_value_error(tmp_path, raw, message):
     [
         (dict(GOOD_ENTRY, dtype="F8"), b"\0" * 8, "dtype"),
         (dict(GOOD_ENTRY, shape=[-2]), b"\0" * 8, "shape"),
-        (dict(GOOD_ENTRY, shape=[3]), b"\0" * 8, "needs 12 bytes"),
-        (dict(GOOD_ENTRY, data_offsets=[8, 0]), b"\0" * 8, "data_offsets"),
+        (dict(GOOD_ENTRY, shape=[3]), b"\0" * 8, r"12 bytes\) claims bytes \[0, 8\)"),
+        (dict(GOOD_ENTRY, data_offsets=[8, 0]), b"\0" * 8, r"claims bytes \[8, 0\)"),
         ({"dtype": "F32"}, b"", "data_offsets"),
         (GOOD_ENTRY, b"\0" * 5, "truncated"),
-        (GOOD_ENTRY, b"\0" * 12, "trailing"),
+        (GOOD_ENTRY, b"\0" * 12, "4 of the 12 data bytes belong to no tensor"),
+        (dict(GOOD_ENTRY, data_offsets=[4, 12]), b"\0" * 12, "4 of the 12 data bytes"),
     ],
-    ids=["dtype", "shape", "size", "offsets", "missing-keys", "truncated", "trailing"],
+    ids=["dtype", "shape", "size", "offsets", "missing-keys", "truncated", "trailing", "gap"],
 )
 def test_inconsistent_headers_raise_value_error(tmp_path, entry, payload, message):
     write_raw(tmp_path / "bad.safetensors", {"x": entry}, payload)
     with pytest.raises(ValueError, match=message):
         load(tmp_path / "bad.safetensors")
+
+
+def test_metadata_that_is_not_strings_raises_value_error(tmp_path):
+    write_raw(tmp_path / "m.safetensors", {"__metadata__": {"epoch": 3}})
+    with pytest.raises(ValueError, match="__metadata__ must map strings to strings"):
+        load(tmp_path / "m.safetensors")
 
 
 def test_truncated_checkpoint_raises_value_error(tmp_path):
