@@ -13,7 +13,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get install -y -q $missing
 fi
 python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11 \
-  matplotlib
+  matplotlib tqdm
 # cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
 # the Python package's requirements).
 python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import oneflowlike as flow
 
@@ -44,34 +45,6 @@ def parse_args(argv=None):
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--out", default=None, help="save the trained state_dict to this path")
     return p.parse_args(argv)
-
-
-class _PlainProgress:
-    """Fallback for flow.utils.progress: prints a line every `every` steps."""
-
-    def __init__(self, iterable, desc="", every=10):
-        self.iterable, self.desc, self.every, self.postfix = iterable, desc, every, {}
-
-    def set_postfix(self, **kw):
-        self.postfix = kw
-
-    def __iter__(self):
-        n = len(self.iterable)
-        for i, item in enumerate(self.iterable):
-            yield item
-            if (i + 1) % self.every == 0 or i + 1 == n:
-                info = " ".join(f"{k}={v}" for k, v in self.postfix.items())
-                print(f"{self.desc} {i + 1}/{n} {info}", flush=True)
-
-
-def _progress(iterable, desc):
-    try:
-        from oneflowlike.utils import progress
-    except ImportError:
-        return _PlainProgress(iterable, desc)
-    if not callable(progress):  # the module oneflowlike.utils.progress
-        progress = progress.progress
-    return progress(iterable, desc=desc)
 
 
 def _lr_lambda(warmup: int, steps: int):
@@ -139,7 +112,7 @@ def main(argv=None):
     model.train()
     losses = []
     start = time.perf_counter()
-    bar = _progress(range(args.steps), desc="train")
+    bar = tqdm(range(args.steps), desc="train")
     for _ in bar:
         x, y = ds.get_batch("train", args.batch_size)
         _, loss = model(x, y)

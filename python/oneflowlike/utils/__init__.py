@@ -1,12 +1,11 @@
-"""Small utilities (progress bars, activation checkpointing, where the C++ API is installed)."""
+"""Small utilities (activation checkpointing, where the C++ API is installed)."""
 
 import os
 
 from . import checkpoint
-from .progress import Progress, progress
 
 # The folder to add to CMAKE_PREFIX_PATH for find_package(oneflowlike CONFIG): the C++ API's
 # headers, library and CMake package are installed inside this Python package.
 cmake_prefix_path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "share", "cmake")
 
-__all__ = ["Progress", "progress", "cmake_prefix_path"]
+__all__ = ["cmake_prefix_path"]
