@@ -17,3 +17,7 @@ python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-
 # cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
 # the Python package's requirements).
 python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend
+# The documentation's tools: scripts/run_tests.sh builds docs/ with MkDocs in strict mode, and the
+# API reference page comes from the package's docstrings through mkdocstrings.
+python3 -m pip install -q --disable-pip-version-check mkdocs==1.6.1 mkdocstrings==1.0.8 \
+  mkdocstrings-python==2.0.11
