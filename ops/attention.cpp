@@ -10,17 +10,19 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/nn.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 #include "ops/scan.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 std::atomic<bool>& attention_allow_fused() {
   static std::atomic<bool> allow{true};
@@ -173,11 +175,34 @@ OpCost attention_backward_cost(const std::vector<Shape>& in, const Shape& out, D
 const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
                                            {"causal", AttrType::kBool}};
 
+// flash_attention (q, k, v) -> (out, lse), typed attribute causal: batch or heads split
+// everywhere; without the causal mask also query rows (q, out, lse S(2), k and v B).
+Sigs attention_sbp(const SbpQuery& q) {
+  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1))};
+  const Sbp rows = Sbp::split(2);
+  if (!q.typed->get<bool>("causal")) sigs.push_back({{rows, kB, kB}, {rows, rows}});
+  return sigs;
+}
+
+// flash_attention_backward (grad, q, k, v, out, lse) -> (dq, dk, dv): as the forward (split
+// query rows give P(sum) dk and dv); linear in grad (the row sums g.out too), so a P(sum) grad
+// gives P(sum) gradients.
+Sigs attention_grad_sbp(const SbpQuery& q) {
+  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1)), one_input(q, 0, kPSum, kPSum)};
+  const Sbp rows = Sbp::split(2);
+  if (!q.typed->get<bool>("causal"))
+    sigs.push_back({{rows, rows, kB, kB, rows, rows}, {rows, kPSum, kPSum}});
+  return sigs;
+}
+
+const SbpRule kAttention{"attention", attention_sbp};
+const SbpRule kAttentionGrad{"attention_grad", attention_grad_sbp};
+
 OFL_REGISTER_OPS({
     {.name = "flash_attention",
      .num_inputs = 3,
      .cost = attention_cost,
-     .sbp = &sbp_rules::kAttention,
+     .sbp = &kAttention,
      .attrs = kAttentionAttrs,
      .infer = infer_attention,
      .compute = compute_attention,
@@ -188,7 +213,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 6,
      .differentiable = false,
      .cost = attention_backward_cost,
-     .sbp = &sbp_rules::kAttentionGrad,
+     .sbp = &kAttentionGrad,
      .attrs = kAttentionAttrs,
      .infer = infer_attention_backward,
      .compute = compute_attention_backward},

@@ -6,9 +6,9 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
 
@@ -23,29 +23,29 @@ struct BinaryInfo {
 };
 
 // Indexed by BinaryOp.
-const BinaryInfo kBinary[] = {{"add", &sbp_rules::kAddLike},
-                              {"sub", &sbp_rules::kAddLike},
-                              {"mul", &sbp_rules::kMulLike},
-                              {"div", &sbp_rules::kDivLike},
-                              {"pow", &sbp_rules::kElementwise},
-                              {"maximum", &sbp_rules::kMaximum},
-                              {"minimum", &sbp_rules::kMinimum},
-                              {"eq", &sbp_rules::kElementwise},
-                              {"ne", &sbp_rules::kElementwise},
-                              {"lt", &sbp_rules::kElementwise},
-                              {"le", &sbp_rules::kElementwise},
-                              {"gt", &sbp_rules::kElementwise},
-                              {"ge", &sbp_rules::kElementwise},
-                              {"logical_and", &sbp_rules::kElementwise},
-                              {"logical_or", &sbp_rules::kElementwise},
-                              {"logical_xor", &sbp_rules::kElementwise},
-                              {"floor_divide", &sbp_rules::kElementwise},
-                              {"remainder", &sbp_rules::kElementwise},
-                              {"gelu_backward", &sbp_rules::kActivationGrad},
-                              {"gelu_tanh_backward", &sbp_rules::kActivationGrad},
-                              {"silu_backward", &sbp_rules::kActivationGrad},
-                              {"sigmoid_backward", &sbp_rules::kActivationGrad},
-                              {"tanh_backward", &sbp_rules::kActivationGrad}};
+const BinaryInfo kBinary[] = {{"add", &elementwise_sbp::kAddLike},
+                              {"sub", &elementwise_sbp::kAddLike},
+                              {"mul", &elementwise_sbp::kMulLike},
+                              {"div", &elementwise_sbp::kDivLike},
+                              {"pow", &elementwise_sbp::kElementwise},
+                              {"maximum", &elementwise_sbp::kMaximum},
+                              {"minimum", &elementwise_sbp::kMinimum},
+                              {"eq", &elementwise_sbp::kElementwise},
+                              {"ne", &elementwise_sbp::kElementwise},
+                              {"lt", &elementwise_sbp::kElementwise},
+                              {"le", &elementwise_sbp::kElementwise},
+                              {"gt", &elementwise_sbp::kElementwise},
+                              {"ge", &elementwise_sbp::kElementwise},
+                              {"logical_and", &elementwise_sbp::kElementwise},
+                              {"logical_or", &elementwise_sbp::kElementwise},
+                              {"logical_xor", &elementwise_sbp::kElementwise},
+                              {"floor_divide", &elementwise_sbp::kElementwise},
+                              {"remainder", &elementwise_sbp::kElementwise},
+                              {"gelu_backward", &elementwise_sbp::kActivationGrad},
+                              {"gelu_tanh_backward", &elementwise_sbp::kActivationGrad},
+                              {"silu_backward", &elementwise_sbp::kActivationGrad},
+                              {"sigmoid_backward", &elementwise_sbp::kActivationGrad},
+                              {"tanh_backward", &elementwise_sbp::kActivationGrad}};
 
 bool is_comparison(BinaryOp op) {
   return op >= BinaryOp::kEq && op <= BinaryOp::kLogicalXor;
@@ -218,7 +218,7 @@ OFL_REGISTER_OPS({
     {.name = "where",
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kElementwise,
+     .sbp = &elementwise_sbp::kElementwise,
      .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
        const TensorMeta &c = a.in[0], &x = a.in[1], &y = a.in[2];
        if (c.dtype != DType::kBool)

@@ -6,13 +6,15 @@
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 #include "ops/window.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 std::atomic<bool>& conv_allow_tf32() {
   static std::atomic<bool> allow{true};
@@ -340,12 +342,71 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
   return to_dtype(y, x_in.dtype());
 }
 
+namespace {
+
+// SBP rules of conv2d (x, weight, bias) and its gradients conv2d_input_grad (grad, weight) and
+// conv2d_weight_grad (grad, x): batch and channel splits (channels only when typed attribute
+// groups is 1), the reduced channel or batch split -> P(sum), and P(sum) through one operand.
+
+bool ungrouped(const SbpQuery& q) {
+  return q.typed->get<int64_t>("groups") == 1;
+}
+
+// x (N, C, H, W) or (C, H, W), w (O, C / groups, kH, kW), b (O) -> (N, O, H', W'). Spatial
+// splits would need halos, so none; a channel split must not cut through a group.
+Sigs conv_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), kB, kB}, {Sbp::split(0)}});
+  if (ungrouped(q)) {
+    sigs.push_back({{kB, Sbp::split(0), Sbp::split(0)}, {Sbp::split(channel)}});
+    sigs.push_back({{Sbp::split(channel), Sbp::split(1), kPSum}, {kPSum}});
+  }
+  sigs.push_back({{kPSum, kB, kPSum}, {kPSum}});
+  sigs.push_back({{kB, kPSum, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// gy (N, O, H', W'), w (O, C / groups, kH, kW) -> gx (N, C, H, W): the adjoint of conv in x.
+Sigs conv_input_grad_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), kB}, {Sbp::split(0)}});
+  if (ungrouped(q)) {
+    sigs.push_back({{kB, Sbp::split(1)}, {Sbp::split(channel)}});
+    sigs.push_back({{Sbp::split(channel), Sbp::split(0)}, {kPSum}});
+  }
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// gy (N, O, H', W'), x (N, C, H, W) -> gw (O, C / groups, kH, kW): a sum over the batch.
+Sigs conv_weight_grad_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t channel = rank_of(q.in[0]) - 3;
+  if (channel == 1) sigs.push_back({{Sbp::split(0), Sbp::split(0)}, {kPSum}});
+  if (ungrouped(q)) {
+    sigs.push_back({{Sbp::split(channel), kB}, {Sbp::split(0)}});
+    sigs.push_back({{kB, Sbp::split(channel)}, {Sbp::split(1)}});
+  }
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+const SbpRule kConv{"conv", conv_sbp};
+const SbpRule kConvInputGrad{"conv_input_grad", conv_input_grad_sbp};
+const SbpRule kConvWeightGrad{"conv_weight_grad", conv_weight_grad_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "conv2d",
      .num_inputs = 3,
      .optional_inputs = 1u << 2,  // bias
      .cost = conv2d_cost,
-     .sbp = &sbp_rules::kConv,
+     .sbp = &kConv,
      .attrs = kConvAttrs,
      .infer = infer_conv2d,
      .compute = compute_conv2d,
@@ -356,7 +417,7 @@ OFL_REGISTER_OPS({
     {.name = "conv2d_input_grad",
      .num_inputs = 2,
      .cost = input_grad_cost,
-     .sbp = &sbp_rules::kConvInputGrad,
+     .sbp = &kConvInputGrad,
      .attrs = conv_attrs_and({"input_size", AttrType::kInts}),
      .infer = infer_conv2d_input_grad,
      .compute = compute_conv2d_input_grad,
@@ -365,7 +426,7 @@ OFL_REGISTER_OPS({
     {.name = "conv2d_weight_grad",
      .num_inputs = 2,
      .cost = weight_grad_cost,
-     .sbp = &sbp_rules::kConvWeightGrad,
+     .sbp = &kConvWeightGrad,
      .attrs = conv_attrs_and({"kernel_size", AttrType::kInts}),
      .infer = infer_conv2d_weight_grad,
      .compute = compute_conv2d_weight_grad,

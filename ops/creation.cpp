@@ -5,12 +5,14 @@
 
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -104,13 +106,19 @@ OpDef random_def(const char* name, int kind, std::vector<AttrDef> extra = {}) {
               }};
 }
 
+// uniform_ / normal_: any split or B (each shard draws its block by logical index).
+Sigs random_fill_sbp(const SbpQuery& q) {
+  return broadcast_splits(q);
+}
+const SbpRule kRandomFill{"random_fill", random_fill_sbp};
+
 // uniform_ / normal_: draws into self (nn.init's fills).
 OpDef random_fill_def(const char* name, int kind, const char* a_name, const char* b_name) {
   return {.name = name,
           .num_inputs = 1,
           .differentiable = false,
           .cost = elementwise_cost,
-          .sbp = &sbp_rules::kRandomFill,
+          .sbp = &kRandomFill,
           .attrs = {{a_name, AttrType::kFloat},
                     {b_name, AttrType::kFloat},
                     {"seed", AttrType::kInt},
@@ -262,6 +270,19 @@ void normal_(const Tensor& t, double mean, double std, Generator* gen) {
   dispatch(def, {t}, random_attrs(std::move(attrs), numel_of(meta_of(t).shape), gen, t.device()));
 }
 
+namespace {
+
+// full_like(x): the output ignores the input's values, so splits map and a partial x gives a B
+// output.
+Sigs fill_like_sbp(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {kB}});
+  return sigs;
+}
+const SbpRule kFillLike{"fill_like", fill_like_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "full",
      .num_inputs = 0,
@@ -341,7 +362,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kFillLike,
+     .sbp = &kFillLike,
      .attrs = {{"value", AttrType::kFloat}, {"dtype", AttrType::kDType}},
      .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
        return single_output(a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device);

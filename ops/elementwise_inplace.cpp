@@ -7,11 +7,13 @@
 #include "core/dispatcher.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 using elementwise_grad::grad_for;
 using elementwise_grad::scaled;
@@ -86,11 +88,27 @@ Tensor& clamp_(Tensor& self, std::optional<double> lo, std::optional<double> hi)
                      {{"min", lo.value_or(-INFINITY)}, {"max", hi.value_or(INFINITY)}});
 }
 
+namespace {
+
+// copy_(self, src): every layout, self and src alike.
+const SbpRule kCopy{"copy", identity};
+
+// fill_ / zero_ (typed attr value; zero_ has none): partials pass only when filling zeros.
+Sigs fill_sbp(const SbpQuery& q) {
+  Sigs sigs = broadcast_splits(q);
+  if (!q.typed->has("value") || q.typed->get<double>("value") == 0.0)
+    for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back(uniform(q, p));
+  return sigs;
+}
+const SbpRule kFill{"fill", fill_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "copy_",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kCopy,
+     .sbp = &kCopy,
      .infer = infer_copy,
      .compute = compute_copy,
      .backward =
@@ -103,7 +121,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kFill,
+     .sbp = &kFill,
      .attrs = {{"value", AttrType::kFloat}},
      .infer = [](const InferArgs& a) { return self_meta(a.in[0]); },
      .compute = compute_fill,
@@ -112,7 +130,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kFill,
+     .sbp = &kFill,
      .infer = [](const InferArgs& a) { return self_meta(a.in[0]); },
      .compute = compute_fill,
      .inplace = true},

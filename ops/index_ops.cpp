@@ -5,12 +5,14 @@
 #include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -377,11 +379,97 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
   return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), axis);
 }
 
+namespace {
+
+// index_select(x, dim, index): typed attr dim; x split on another axis, a 1-d index split along
+// it, or P(sum) x with B index.
+Sigs index_select_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t axis = q.typed->axis("dim", rank_of(q.in[0]), "index");
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != axis) sigs.push_back({{Sbp::split(d), kB}, {Sbp::split(d)}});
+  if (rank_of(q.in[1]) == 1) sigs.push_back({{kB, Sbp::split(0)}, {Sbp::split(axis)}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  return sigs;
+}
+
+// gather(x, dim, index): typed attr dim; x and index split on another axis where they agree.
+Sigs gather_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const Shape &x = q.in[0], &index = q.in[1];
+  const int64_t axis = q.typed->axis("dim", rank_of(x), "index");
+  for (int64_t d = 0; d < rank_of(index); ++d)
+    if (d != axis && x[d] == index[d]) sigs.push_back(uniform(q, Sbp::split(d)));
+  return sigs;
+}
+
+// embedding(weight, indices): split indices, or the weight's embedding dim, or its vocabulary
+// (S(0) weight, B indices -> P(sum): each rank looks up only the rows it holds).
+Sigs embedding_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t ni = rank_of(q.in[1]);
+  for (int64_t d = 0; d < ni; ++d) sigs.push_back({{kB, Sbp::split(d)}, {Sbp::split(d)}});
+  sigs.push_back({{Sbp::split(1), kB}, {Sbp::split(ni)}});
+  sigs.push_back({{Sbp::split(0), kB}, {kPSum}});  // vocabulary split: each part its own rows
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  return sigs;
+}
+
+// cat: typed attr dim; split on another axis, or all P(sum).
+Sigs cat_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const int64_t axis = q.typed->axis("dim", rank_of(q.out[0]), "index");
+  for (int64_t d = 0; d < rank_of(q.out[0]); ++d)
+    if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+
+// scatter / scatter_add / index_add (x, index, src), typed attr dim: every input split on
+// another axis (index B for index_add), or P(sum) x and src with B index.
+Sigs scatter_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
+  const bool index_select_like = rank_of(index) == 1 && rank_of(x) > 1;  // index_add
+  for (int64_t d = 0; d < rank_of(x); ++d) {
+    if (d == q.typed->axis("dim", rank_of(x), "index") || src[d] != x[d]) continue;
+    if (index_select_like)
+      sigs.push_back({{Sbp::split(d), kB, Sbp::split(d)}, {Sbp::split(d)}});
+    else if (index[d] == x[d])
+      sigs.push_back(uniform(q, Sbp::split(d)));
+  }
+  sigs.push_back({{kPSum, kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// The additive scatters (scatter_add, index_add) also let each rank add its own part of index and
+// source, split along `dim` (where the index's values, not positions, say where each goes), into
+// a partial self; the parts sum to the whole.
+Sigs scatter_add_sbp(const SbpQuery& q) {
+  Sigs sigs = scatter_sbp(q);
+  const Shape &x = q.in[0], &index = q.in[1], &src = q.in[2];
+  const int64_t dim = q.typed->axis("dim", rank_of(x), "index");
+  if (rank_of(index) == 1 && rank_of(x) > 1)  // index_add: index (n,), source's dim of n
+    sigs.push_back({{kPSum, Sbp::split(0), Sbp::split(dim)}, {kPSum}});
+  else if (dim < rank_of(index) && index[dim] == src[dim])
+    sigs.push_back({{kPSum, Sbp::split(dim), Sbp::split(dim)}, {kPSum}});
+  return sigs;
+}
+
+const SbpRule kIndexSelect{"index_select", index_select_sbp};
+const SbpRule kGather{"gather", gather_sbp};
+const SbpRule kEmbedding{"embedding", embedding_sbp};
+const SbpRule kCat{"cat", cat_sbp};
+const SbpRule kScatter{"scatter", scatter_sbp};
+const SbpRule kScatterAdd{"scatter_add", scatter_add_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "index_select",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kIndexSelect,
+     .sbp = &kIndexSelect,
      .attrs = kDimAttr,
      .infer = infer_index_select,
      .compute = compute_index_select,
@@ -397,7 +485,7 @@ OFL_REGISTER_OPS({
     {.name = "gather",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kGather,
+     .sbp = &kGather,
      .attrs = kDimAttr,
      .infer = infer_gather,
      .compute = compute_gather,
@@ -411,7 +499,7 @@ OFL_REGISTER_OPS({
     {.name = "embedding",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kEmbedding,
+     .sbp = &kEmbedding,
      .attrs = {{"padding_idx", AttrType::kInt}},
      .infer = infer_embedding,
      .compute = compute_embedding,
@@ -423,7 +511,7 @@ OFL_REGISTER_OPS({
     {.name = "cat",
      .num_inputs = -1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kCat,
+     .sbp = &kCat,
      .attrs = kDimAttr,
      .infer = infer_cat,
      .compute = compute_cat,
@@ -432,7 +520,7 @@ OFL_REGISTER_OPS({
     {.name = "scatter_add",
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kScatterAdd,
+     .sbp = &kScatterAdd,
      .attrs = kDimAttr,
      .infer = infer_scatter_add,
      .compute = compute_scatter_add,
@@ -447,7 +535,7 @@ OFL_REGISTER_OPS({
     {.name = "scatter",
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kScatter,
+     .sbp = &kScatter,
      .attrs = kDimAttr,
      .infer = infer_scatter,
      .compute = compute_scatter,
@@ -456,7 +544,7 @@ OFL_REGISTER_OPS({
     {.name = "index_add",
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kScatterAdd,
+     .sbp = &kScatterAdd,
      .attrs = kDimAttr,
      .infer = infer_index_add,
      .compute = compute_index_add,

@@ -6,12 +6,14 @@
 #include "core/dispatcher.h"
 #include "core/primitives.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -184,11 +186,61 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   return add(y, bias);
 }
 
+namespace {
+
+// matmul with numpy broadcasting and 1-d operands: batch splits, S(n), S(m), S(k) -> P(sum),
+// and P(sum) through either operand.
+Sigs matmul_sbp(const SbpQuery& q) {
+  const Shape &a = q.in[0], &b = q.in[1], &out = q.out[0];
+  const int64_t na = rank_of(a), nb = rank_of(b), no = rank_of(out);
+  const int64_t batch = no - (na >= 2 ? 1 : 0) - (nb >= 2 ? 1 : 0);
+  Sigs sigs;
+  for (int64_t j = 0; j < batch; ++j) {  // batch axes, broadcast like elementwise
+    SbpSignature sig{{kB, kB}, {Sbp::split(j)}};
+    bool any_split = false;
+    const Shape* ops[2] = {&a, &b};
+    for (int k = 0; k < 2; ++k) {
+      int64_t nbatch = rank_of(*ops[k]) - 2;
+      int64_t dk = j - (batch - nbatch);
+      if (nbatch > 0 && dk >= 0 && (*ops[k])[dk] == out[j]) {
+        sig.in[k] = Sbp::split(dk);
+        any_split = true;
+      }
+    }
+    if (any_split) sigs.push_back(std::move(sig));
+  }
+  if (na >= 2) sigs.push_back({{Sbp::split(na - 2), kB}, {Sbp::split(batch)}});
+  if (nb >= 2) sigs.push_back({{kB, Sbp::split(nb - 1)}, {Sbp::split(no - 1)}});
+  sigs.push_back({{Sbp::split(na - 1), Sbp::split(nb >= 2 ? nb - 2 : 0)}, {kPSum}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+// matmul_sum: a (..., n, k), b (..., k, m) -> sum over the batch (n, m): a split batch or k gives
+// partial sums; n and m split as in matmul.
+Sigs matmul_sum_sbp(const SbpQuery& q) {
+  const int64_t nd = rank_of(q.in[0]);
+  Sigs sigs;
+  for (int64_t j = 0; j < nd - 2; ++j) sigs.push_back({{Sbp::split(j), Sbp::split(j)}, {kPSum}});
+  sigs.push_back({{Sbp::split(nd - 1), Sbp::split(nd - 2)}, {kPSum}});
+  sigs.push_back({{Sbp::split(nd - 2), kB}, {Sbp::split(0)}});
+  sigs.push_back({{kB, Sbp::split(nd - 1)}, {Sbp::split(1)}});
+  sigs.push_back({{kPSum, kB}, {kPSum}});
+  sigs.push_back({{kB, kPSum}, {kPSum}});
+  return sigs;
+}
+
+const SbpRule kMatmul{"matmul", matmul_sbp};
+const SbpRule kMatmulSum{"matmul_sum", matmul_sum_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "matmul",
      .num_inputs = 2,
      .cost = matmul_cost,
-     .sbp = &sbp_rules::kMatmul,
+     .sbp = &kMatmul,
      .infer = infer_matmul,
      .compute = compute_matmul,
      .backward = matmul_backward,
@@ -197,7 +249,7 @@ OFL_REGISTER_OPS({
     {.name = "matmul_sum",
      .num_inputs = 2,
      .cost = matmul_sum_cost,
-     .sbp = &sbp_rules::kMatmulSum,
+     .sbp = &kMatmulSum,
      .infer = infer_matmul_sum,
      .compute = compute_matmul_sum,
      .backward = matmul_sum_backward,

@@ -4,14 +4,16 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/nn.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 using elementwise_grad::k;
 
@@ -68,11 +70,36 @@ Tensor int64_contiguous(const Tensor& t) {
   return contiguous_local(converted(t, DType::kInt64));
 }
 
+// nll_loss (x, target) -> losses and nll_loss_backward (grad, target) -> gx. x (N, C, d...) or
+// (C), target and the losses (N, d...): every axis but the classes may be split, and a P(sum) x
+// (or grad) with B target gives P(sum) (the losses are linear in it). The backward maps the
+// same axes the other way.
+Sigs nll_splits(const SbpQuery& q, const Shape& x, bool backward) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(x); ++d) {
+    if (d == 1 || rank_of(x) < 2) continue;
+    const int64_t t = d == 0 ? 0 : d - 1;
+    sigs.push_back(backward ? SbpSignature{{Sbp::split(t), Sbp::split(t)}, {Sbp::split(d)}}
+                            : SbpSignature{{Sbp::split(d), Sbp::split(t)}, {Sbp::split(t)}});
+  }
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+Sigs nll_loss_sbp(const SbpQuery& q) {
+  return nll_splits(q, q.in[0], false);
+}
+Sigs nll_loss_grad_sbp(const SbpQuery& q) {
+  return nll_splits(q, q.out[0], true);
+}
+
+const SbpRule kNllLoss{"nll_loss", nll_loss_sbp};
+const SbpRule kNllLossGrad{"nll_loss_grad", nll_loss_grad_sbp};
+
 OFL_REGISTER_OPS({
     {.name = "nll_loss",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kNllLoss,
+     .sbp = &kNllLoss,
      .attrs = {{"ignore_index", AttrType::kInt}},
      .infer = infer_nll_loss,
      .compute =
@@ -99,7 +126,7 @@ OFL_REGISTER_OPS({
     {.name = "nll_loss_backward",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kNllLossGrad,
+     .sbp = &kNllLossGrad,
      .attrs = {{"ignore_index", AttrType::kInt}, {"classes", AttrType::kInt}},
      .infer = infer_nll_loss_backward,
      .compute =

@@ -5,14 +5,16 @@
 #include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -156,6 +158,17 @@ Tensor& scatter_(Tensor& self, int64_t axis, const Tensor& index, double value) 
   return scatter_(self, axis, index, full_like(index, value, self.dtype()));
 }
 
+namespace {
+
+// masked_scatter (x, mask, source): no split (source is read in the whole tensor's row-major
+// order); P(sum) through x and source with a B mask (the result is linear in both).
+Sigs masked_scatter_sbp(const SbpQuery&) {
+  return {{{kPSum, kB, kPSum}, {kPSum}}};
+}
+const SbpRule kMaskedScatter{"masked_scatter", masked_scatter_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "masked_select",
      .num_inputs = 2,
@@ -168,7 +181,7 @@ OFL_REGISTER_OPS({
     {.name = "masked_scatter",
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kMaskedScatter,
+     .sbp = &kMaskedScatter,
      .attrs = {},
      .infer = infer_masked_scatter,
      .compute = compute_masked_scatter,

@@ -11,16 +11,18 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 #include "ops/scan.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 using elementwise_grad::k;
 
@@ -68,8 +70,25 @@ void over_axis(int64_t axis, std::vector<Tensor> in, const Tensor& out, Kernel k
   copy_into(out, transpose(tmp, axis, last));
 }
 
+// softmax / log_softmax: typed attribute axis; any other axis may be split.
+Sigs softmax_sbp(const SbpQuery& q) {
+  const int64_t nd = rank_of(q.in[0]);
+  return splits_except(q, nd == 0 ? -1 : q.typed->axis("axis", nd, "softmax"));
+}
+
+// softmax_backward / log_softmax_backward (grad, y): + a P(sum) grad -> P(sum) (f(grad, y) is
+// linear in grad).
+Sigs softmax_grad_sbp(const SbpQuery& q) {
+  Sigs sigs = softmax_sbp(q);
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+const SbpRule kSoftmax{"softmax", softmax_sbp};
+const SbpRule kSoftmaxGrad{"softmax_grad", softmax_grad_sbp};
+
 OpDef softmax_def(const char* name, bool log) {
-  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmax};
+  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &kSoftmax};
   def.attrs = {{"axis", AttrType::kInt}};
   def.autocast = Autocast::kFloat32;
   def.infer = infer_softmax;
@@ -111,8 +130,7 @@ std::vector<Tensor> softmax_backward_grad(bool log, const char* name, const Back
 }
 
 OpDef softmax_backward_def(const char* name, bool log) {
-  OpDef def{
-      .name = name, .num_inputs = 2, .cost = elementwise_cost, .sbp = &sbp_rules::kSoftmaxGrad};
+  OpDef def{.name = name, .num_inputs = 2, .cost = elementwise_cost, .sbp = &kSoftmaxGrad};
   def.attrs = {{"axis", AttrType::kInt}};
   def.infer = infer_softmax_backward;
   def.compute = [name, log](const ComputeArgs& c) {
@@ -218,9 +236,45 @@ std::vector<Tensor> norm_grad_in_ops(bool rms, const BackwardArgs& b) {
   return result;
 }
 
+// Axes of input 0 before the normalized ones (typed attribute normalized_shape).
+int64_t norm_lead(const SbpQuery& q) {
+  return rank_of(q.in[0]) - rank_of(normalized_shape(*q.typed));
+}
+
+// layer_norm / rms_norm (x, weight[, bias]) -> (y[, mean], rstd): x and every output split on a
+// leading axis.
+Sigs norm_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < norm_lead(q); ++d) {
+    SbpSignature sig{std::vector<Sbp>(q.in.size(), kB),
+                     std::vector<Sbp>(q.out.size(), Sbp::split(d))};
+    sig.in[0] = Sbp::split(d);
+    sigs.push_back(std::move(sig));
+  }
+  return sigs;
+}
+
+// layer_norm_backward / rms_norm_backward (grad, x, weight[, mean], rstd) -> (gx, gweight[,
+// gbias]): the rows split with the grad, the parameter gradients summed over rows are P(sum);
+// all of it is linear in grad, so a P(sum) grad gives P(sum) everywhere.
+Sigs norm_grad_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < norm_lead(q); ++d) {
+    SbpSignature sig{std::vector<Sbp>(q.in.size(), Sbp::split(d)),
+                     std::vector<Sbp>(q.out.size(), kPSum)};
+    sig.in[2] = kB;
+    sig.out[0] = Sbp::split(d);
+    sigs.push_back(std::move(sig));
+  }
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+const SbpRule kNorm{"norm", norm_sbp};
+const SbpRule kNormGrad{"norm_grad", norm_grad_sbp};
+
 OpDef norm_def(const char* name, bool rms) {
-  OpDef def{
-      .name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &sbp_rules::kNorm};
+  OpDef def{.name = name, .num_inputs = rms ? 2 : 3, .cost = elementwise_cost, .sbp = &kNorm};
   def.optional_inputs = rms ? 1u << 1 : (1u << 1) | (1u << 2);  // weight, bias
   def.attrs = {{"normalized_shape", AttrType::kInts}, {"eps", AttrType::kFloat}};
   def.autocast = Autocast::kFloat32;
@@ -258,7 +312,7 @@ OpDef norm_backward_def(const char* name, bool rms) {
             .optional_inputs = 1u << 2,  // weight
             .differentiable = false,
             .cost = elementwise_cost,
-            .sbp = &sbp_rules::kNormGrad};
+            .sbp = &kNormGrad};
   def.attrs = {{"normalized_shape", AttrType::kInts}};
   def.infer = [rms](const InferArgs& a) { return infer_norm_backward(rms, a); };
   def.compute = [name, rms](const ComputeArgs& c) {
@@ -309,6 +363,17 @@ void compute_dropout(const ComputeArgs& c) {
   binary_kernel().get(dev)(BinaryOp::kMul, kept, full({}, keep_scale(p), y.dtype()), y);
 }
 
+// dropout (x) -> (y, mask): the values do not depend on the layout (counters by logical index),
+// so splits map to both outputs; a P(sum) x gives a P(sum) y, scaled by the whole mask (B).
+Sigs dropout_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    sigs.push_back({{Sbp::split(d)}, {Sbp::split(d), Sbp::split(d)}});
+  sigs.push_back({{kPSum}, {kPSum, kB}});
+  return sigs;
+}
+const SbpRule kDropout{"dropout", dropout_sbp};
+
 OFL_REGISTER_OPS({
     softmax_def("softmax", false),
     softmax_def("log_softmax", true),
@@ -321,7 +386,7 @@ OFL_REGISTER_OPS({
     {.name = "dropout",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kDropout,
+     .sbp = &kDropout,
      .attrs = {{"p", AttrType::kFloat}, {"seed", AttrType::kInt}, {"offset", AttrType::kInt}},
      .infer = infer_dropout,
      .compute = compute_dropout,

@@ -3,9 +3,9 @@
 // kernels, each reading and writing the whole tensor).
 #include "ops/optim.h"
 #include "core/dispatcher.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
 namespace {
@@ -59,7 +59,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 2,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kElementwise,
+     .sbp = &elementwise_sbp::kElementwise,
      .attrs = {{"decay", AttrType::kFloat}, {"square", AttrType::kBool}},
      .infer = [](const InferArgs& a) { return infer_update(a, 2); },
      .compute = compute_moment,
@@ -68,7 +68,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 6,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kElementwise,
+     .sbp = &elementwise_sbp::kElementwise,
      .attrs = {{"eps", AttrType::kFloat}},
      .infer = [](const InferArgs& a) { return infer_update(a, 3); },
      .compute = compute_step,

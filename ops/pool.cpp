@@ -3,13 +3,15 @@
 // the argmax), so gradients of gradients work on local, meta and global tensors alike.
 #include "core/dispatcher.h"
 #include "ops/conv.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 #include "ops/window.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 using namespace window;
 
@@ -196,13 +198,43 @@ Tensor avg_pool_backward(const Tensor& g, const Attrs& attrs) {
   return dispatch1(def, {g}, attrs);
 }
 
+// Batch and channel splits of every input and output; the window's axes stay whole. Alone, the
+// rule of max_pool2d_indices (indices, of which a partial max has no layout, take no partial).
+Sigs pool_splits(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]) - 2; ++d) sigs.push_back(uniform(q, Sbp::split(d)));
+  return sigs;
+}
+
+// max_pool2d / avg_pool2d: batch and channel splits; max passes P(max), avg P(sum).
+template <PartialOp kOp>
+Sigs pool_sbp(const SbpQuery& q) {
+  Sigs sigs = pool_splits(q);
+  sigs.push_back(uniform(q, Sbp::partial(kOp)));
+  return sigs;
+}
+
+// max_pool2d_backward (grad, indices) / avg_pool2d_backward (grad): batch and channel splits,
+// and a P(sum) gradient (indices B) -> P(sum): linear in the gradient (input 0);
+// max_pool2d_backward's indices (input 1) stay whole.
+Sigs pool_backward_sbp(const SbpQuery& q) {
+  Sigs sigs = pool_splits(q);
+  sigs.push_back(one_input(q, 0, kPSum, kPSum));
+  return sigs;
+}
+
+const SbpRule kMaxPool{"max_pool", pool_sbp<PartialOp::kMax>};
+const SbpRule kAvgPool{"avg_pool", pool_sbp<PartialOp::kSum>};
+const SbpRule kMaxPoolIndices{"max_pool_indices", pool_splits};
+const SbpRule kPoolBackward{"pool_backward", pool_backward_sbp};
+
 OFL_REGISTER_OPS({
     // Saves its input, not the indices (an op has no way to save one output of two), so that
     // its output may be changed in place; the backward recomputes the argmax.
     {.name = "max_pool2d",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kMaxPool,
+     .sbp = &kMaxPool,
      .attrs = kPoolAttrs,
      .infer = infer_max_pool2d,
      .compute = compute_max_pool2d,
@@ -215,14 +247,14 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kMaxPoolIndices,
+     .sbp = &kMaxPoolIndices,
      .attrs = kPoolAttrs,
      .infer = infer_max_pool2d_indices,
      .compute = compute_max_pool2d_indices},
     {.name = "max_pool2d_backward",
      .num_inputs = 2,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kPoolBackward,
+     .sbp = &kPoolBackward,
      .attrs = {kInputSize},
      .infer = infer_max_pool2d_backward,
      .compute = compute_max_pool2d_backward,
@@ -231,7 +263,7 @@ OFL_REGISTER_OPS({
     {.name = "avg_pool2d",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kAvgPool,
+     .sbp = &kAvgPool,
      .attrs = pool_attrs({kCountIncludePad}),
      .infer = infer_avg_pool2d,
      .compute = compute_avg_pool2d,
@@ -241,7 +273,7 @@ OFL_REGISTER_OPS({
     {.name = "avg_pool2d_backward",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kPoolBackward,
+     .sbp = &kPoolBackward,
      .attrs = pool_attrs({kCountIncludePad, kInputSize}),
      .infer = infer_avg_pool2d_backward,
      .compute = compute_avg_pool2d_backward,

@@ -9,13 +9,15 @@
 #include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 Axes reduction_axes(const Axes& axes, int64_t ndim, const char* op) {
   Axes out;
@@ -183,6 +185,50 @@ std::vector<Tensor> extreme_backward(const BackwardArgs& b) {
   return {div(mul(mask, unreduce(b.grads[0], axes, keepdim)), count)};
 }
 
+// SBP rules of the reductions: typed attributes keepdim and axes (empty: all) or axis. Splits of
+// kept axes map; a split of a reduced axis gives P(sum) (sum), P(max) / P(min) when every shard
+// is non-empty (amax / amin), or nothing (kReduceExact: prod, all, any, max / min with indices,
+// argmax).
+enum class ReduceKind { kSum, kMax, kMin, kExact };
+
+// The axes a reduction reduces: typed attribute `axes` (empty: all) or `axis`.
+std::vector<int64_t> reduced_axes(const SbpQuery& q) {
+  const int64_t ndim = rank_of(q.in[0]);
+  if (q.typed->has("axis")) {
+    if (ndim == 0) return {};
+    return {q.typed->axis("axis", ndim, "reduce")};
+  }
+  return reduction_axes(q.typed->get<std::vector<int64_t>>("axes"), ndim, "reduce");
+}
+
+template <ReduceKind kKind>
+Sigs reduce_sbp(const SbpQuery& q) {
+  const bool keepdim = q.typed->get<bool>("keepdim");
+  const std::vector<int64_t> axes = reduced_axes(q);
+  const Shape& in = q.in[0];
+  const Sbp partial = kKind == ReduceKind::kSum ? kPSum : kKind == ReduceKind::kMax ? kPMax : kPMin;
+  Sigs sigs;
+  int64_t out_axis = 0;
+  for (int64_t d = 0; d < rank_of(in); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced) {
+      sigs.push_back({{Sbp::split(d)}, std::vector<Sbp>(q.out.size(), Sbp::split(out_axis))});
+    } else if (kKind == ReduceKind::kSum) {
+      sigs.push_back({{Sbp::split(d)}, {partial}});
+    } else if (kKind != ReduceKind::kExact && in[d] >= q.parallel_num) {
+      sigs.push_back({{Sbp::split(d)}, {partial}});  // max/min need every shard non-empty
+    }
+    if (!reduced || keepdim) ++out_axis;
+  }
+  if (kKind != ReduceKind::kExact) sigs.push_back({{partial}, {partial}});
+  return sigs;
+}
+
+const SbpRule kReduceSum{"reduce_sum", reduce_sbp<ReduceKind::kSum>};
+const SbpRule kReduceMax{"reduce_max", reduce_sbp<ReduceKind::kMax>};
+const SbpRule kReduceMin{"reduce_min", reduce_sbp<ReduceKind::kMin>};
+const SbpRule kReduceExact{"reduce_exact", reduce_sbp<ReduceKind::kExact>};
+
 OpDef reduce_def(const char* name, ReduceOp op, const SbpRule& sbp, uint8_t saves = kSaveNone,
                  std::vector<Tensor> (*backward)(const BackwardArgs&) = nullptr) {
   OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp};
@@ -239,7 +285,7 @@ OpDef arg_reduce_def(const char* name, bool is_max, bool with_values) {
             .num_inputs = 1,
             .differentiable = with_values,
             .cost = elementwise_cost,
-            .sbp = &sbp_rules::kReduceExact};
+            .sbp = &kReduceExact};
   def.attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool}};
   def.infer = [with_values](const InferArgs& a) { return infer_arg_reduce(with_values, a); };
   def.compute = [is_max, with_values, name](const ComputeArgs& c) {
@@ -255,14 +301,14 @@ OpDef arg_reduce_def(const char* name, bool is_max, bool with_values) {
 const uint8_t kXY = kSaveInputs | kSaveOutputs;
 
 OFL_REGISTER_OPS({
-    under_autocast(Autocast::kFloat32, reduce_def("sum", ReduceOp::kSum, sbp_rules::kReduceSum,
-                                                  kSaveNone, sum_backward)),
-    under_autocast(Autocast::kFloat32, reduce_def("prod", ReduceOp::kProd, sbp_rules::kReduceExact,
-                                                  kXY, prod_backward)),
-    reduce_def("amax", ReduceOp::kMax, sbp_rules::kReduceMax, kXY, extreme_backward),
-    reduce_def("amin", ReduceOp::kMin, sbp_rules::kReduceMin, kXY, extreme_backward),
-    reduce_def("all", ReduceOp::kAll, sbp_rules::kReduceExact),
-    reduce_def("any", ReduceOp::kAny, sbp_rules::kReduceExact),
+    under_autocast(Autocast::kFloat32,
+                   reduce_def("sum", ReduceOp::kSum, kReduceSum, kSaveNone, sum_backward)),
+    under_autocast(Autocast::kFloat32,
+                   reduce_def("prod", ReduceOp::kProd, kReduceExact, kXY, prod_backward)),
+    reduce_def("amax", ReduceOp::kMax, kReduceMax, kXY, extreme_backward),
+    reduce_def("amin", ReduceOp::kMin, kReduceMin, kXY, extreme_backward),
+    reduce_def("all", ReduceOp::kAll, kReduceExact),
+    reduce_def("any", ReduceOp::kAny, kReduceExact),
     arg_reduce_def("max", true, true),
     arg_reduce_def("min", false, true),
     arg_reduce_def("argmax", true, false),

@@ -3,12 +3,14 @@
 #include "ops/sampling.h"
 
 #include "core/dispatcher.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -74,12 +76,23 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   return dispatch1(def, {probs}, attrs);
 }
 
+namespace {
+
+// multinomial (probs 1-d or 2-d): rows may be split (each shard draws its rows' counters).
+Sigs multinomial_sbp(const SbpQuery& q) {
+  if (rank_of(q.in[0]) != 2) return {};
+  return {uniform(q, Sbp::split(0))};
+}
+const SbpRule kMultinomial{"multinomial", multinomial_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "multinomial",
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kMultinomial,
+     .sbp = &kMultinomial,
      .attrs = {{"num_samples", AttrType::kInt},
                {"replacement", AttrType::kBool},
                {"seed", AttrType::kInt},

@@ -4,12 +4,14 @@
 
 #include "core/dispatcher.h"
 #include "ops/elementwise.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -66,9 +68,12 @@ Attrs triangular_shard(const Attrs& attrs, const ShardArgs& s) {
   return out;
 }
 
+// tril / triu: any axis may be split (each shard shifts the typed attr diagonal by its row and
+// column offsets); partials pass (the mask keeps or zeroes elements).
+const SbpRule kTriangular{"triangular", identity};
+
 OpDef triangular_def(const char* name, bool upper) {
-  OpDef def{
-      .name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp_rules::kTriangular};
+  OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &kTriangular};
   def.attrs = {{"diagonal", AttrType::kInt}};
   def.infer = infer_triangular;
   def.compute = [name, upper](const ComputeArgs& c) {
@@ -99,11 +104,23 @@ Tensor triu(const Tensor& x, int64_t diagonal) {
   return dispatch1(def, {x}, {{"diagonal", diagonal}});
 }
 
+namespace {
+
+// cumsum (typed attr dim): any other axis may be split; P(sum) passes (a prefix sum is linear).
+Sigs cumsum_sbp(const SbpQuery& q) {
+  Sigs sigs = splits_except(q, q.typed->axis("dim", rank_of(q.in[0]), "index"));
+  sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+const SbpRule kCumsum{"cumsum", cumsum_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "cumsum",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kCumsum,
+     .sbp = &kCumsum,
      .attrs = {{"dim", AttrType::kInt}, {"dtype", AttrType::kDType}, {"reverse", AttrType::kBool}},
      .infer = infer_cumsum,
      .compute = compute_cumsum,

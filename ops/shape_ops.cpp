@@ -7,11 +7,13 @@
 #include "core/dispatcher.h"
 #include "core/primitives.h"
 #include "ops/creation.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/op_def.h"
 #include "ops/reduce.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -73,6 +75,41 @@ std::vector<Tensor> regroup_without_copy(const ViewArgs& v) {
 std::vector<Tensor> regroup_grad(const BackwardArgs& b) {
   return {reshape(b.grads[0], b.in_meta[0].shape)};
 }
+
+// reshape / view / flatten / squeeze / unsqueeze: a split maps through merged or split
+// dimensions when it sits on the leading dimension of its group and the pieces coincide;
+// partials pass.
+Sigs reshape_sbp(const SbpQuery& q) {
+  const Shape &in = q.in[0], &out = q.out[0];
+  Sigs sigs;
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  if (std::find(in.begin(), in.end(), 0) != in.end()) return sigs;
+  // Walk matching groups of dimensions: in[i0, i) holds as many elements as out[j0, j).
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = i < in.size() ? in[i++] : 1, pj = j < out.size() ? out[j++] : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in.size())
+        pi *= in[i++];
+      else if (pj < pi && j < out.size())
+        pj *= out[j++];
+      else
+        return sigs;  // inconsistent shapes: leave it to the op's own check
+    }
+    auto lead = [](const Shape& s, size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k)
+        if (s[k] > 1) return static_cast<int64_t>(k);
+      return int64_t{-1};
+    };
+    int64_t d = lead(in, i0, i), o = lead(out, j0, j);
+    if (d < 0 || o < 0) continue;
+    if (in[d] == out[o] || (in[d] % q.parallel_num == 0 && out[o] % q.parallel_num == 0))
+      sigs.push_back({{Sbp::split(d)}, {Sbp::split(o)}});
+  }
+  return sigs;
+}
+const SbpRule kReshape{"reshape", reshape_sbp};
 
 std::vector<TensorMeta> shaped(const InferArgs& a, Shape shape) {
   return single_output(std::move(shape), a.in[0].dtype, a.in[0].device);
@@ -159,6 +196,18 @@ std::vector<Tensor> permute_grad(const BackwardArgs& b) {
   for (int64_t i = 0; i < n; ++i) inverse[dims[i] < 0 ? dims[i] + n : dims[i]] = i;
   return {permute(b.grads[0], inverse)};
 }
+
+// permute / transpose (typed attr dims): a split follows its axis; partials pass.
+Sigs permute_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  const std::vector<int64_t>& dims = q.typed->get<std::vector<int64_t>>("dims");
+  const int64_t n = rank_of(q.in[0]);
+  for (int64_t i = 0; i < n; ++i)
+    sigs.push_back({{Sbp::split(dims[i] < 0 ? dims[i] + n : dims[i])}, {Sbp::split(i)}});
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+const SbpRule kPermute{"permute", permute_sbp};
 
 // --- slice, select and the backward of both ---
 
@@ -248,6 +297,19 @@ std::vector<Tensor> slice_backward_grad(const BackwardArgs& b) {
                 a.get<int64_t>("step"))};
 }
 
+// slice / narrow / slice_backward and select (typed attr dim, which select removes): splits of
+// every other axis (renumbered past a removed one) and partials pass through.
+Sigs slice_axis_sbp(const SbpQuery& q, bool removed) {
+  const int64_t axis = q.typed->axis("dim", rank_of(q.in[0]), "slice");
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(q.in[0]); ++d)
+    if (d != axis) sigs.push_back({{Sbp::split(d)}, {Sbp::split(removed && d > axis ? d - 1 : d)}});
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+const SbpRule kSlice{"slice", [](const SbpQuery& q) { return slice_axis_sbp(q, false); }};
+const SbpRule kSelect{"select", [](const SbpQuery& q) { return slice_axis_sbp(q, true); }};
+
 // --- expand ---
 
 std::vector<TensorMeta> infer_expand(const InferArgs& a) {
@@ -280,6 +342,20 @@ std::vector<Tensor> expand_view(const ViewArgs& v) {
   return {view_of(x, shape, strides, x.offset())};
 }
 
+// expand: splits of kept axes map; new or size-1 axes may be split from B; partials pass.
+Sigs expand_sbp(const SbpQuery& q) {
+  const Shape &in = q.in[0], &out = q.out[0];
+  Sigs sigs;
+  for (int64_t d = 0; d < rank_of(out); ++d) {
+    int64_t di = d - (rank_of(out) - rank_of(in));
+    bool kept = di >= 0 && in[di] == out[d];
+    sigs.push_back({{kept ? Sbp::split(di) : kB}, {Sbp::split(d)}});
+  }
+  for (const Sbp& p : {kPSum, kPMax, kPMin}) sigs.push_back({{p}, {p}});
+  return sigs;
+}
+const SbpRule kExpand{"expand", expand_sbp};
+
 // --- clone ---
 
 std::vector<TensorMeta> infer_same(const InferArgs& a) {
@@ -294,7 +370,7 @@ OpDef regroup_def(const char* name, std::vector<AttrDef> attrs,
                   std::vector<TensorMeta> (*infer)(const InferArgs&)) {
   return {.name = name,
           .cost = view_cost,
-          .sbp = &sbp_rules::kReshape,
+          .sbp = &kReshape,
           .attrs = std::move(attrs),
           .infer = infer,
           .view = regroup,
@@ -451,7 +527,7 @@ const std::vector<AttrDef> kSliceAttrs{{"dim", AttrType::kInt},
 OFL_REGISTER_OPS({
     {.name = "view",
      .cost = view_cost,
-     .sbp = &sbp_rules::kReshape,
+     .sbp = &kReshape,
      .attrs = {kShapeAttr},
      .infer = infer_reshape,
      .view = regroup_without_copy,
@@ -463,23 +539,23 @@ OFL_REGISTER_OPS({
                 infer_flatten),
     {.name = "permute",
      .cost = view_cost,
-     .sbp = &sbp_rules::kPermute,
+     .sbp = &kPermute,
      .attrs = {{"dims", AttrType::kInts}},
      .infer = infer_permute,
      .view = permute_view,
      .backward = permute_grad},
-    {.name = "transpose", .sbp = &sbp_rules::kPermute},
-    {.name = "narrow", .sbp = &sbp_rules::kSlice},
+    {.name = "transpose", .sbp = &kPermute},
+    {.name = "narrow", .sbp = &kSlice},
     {.name = "slice",
      .cost = view_cost,
-     .sbp = &sbp_rules::kSlice,
+     .sbp = &kSlice,
      .attrs = kSliceAttrs,
      .infer = infer_slice,
      .view = slice_view,
      .backward = slice_grad},
     {.name = "slice_backward",
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kSlice,
+     .sbp = &kSlice,
      .attrs = {kSliceAttrs[0],
                kSliceAttrs[1],
                kSliceAttrs[2],
@@ -490,14 +566,14 @@ OFL_REGISTER_OPS({
      .backward = slice_backward_grad},
     {.name = "select",
      .cost = view_cost,
-     .sbp = &sbp_rules::kSelect,
+     .sbp = &kSelect,
      .attrs = {{"dim", AttrType::kInt}, {"index", AttrType::kInt}},
      .infer = infer_select,
      .view = select_view,
      .backward = select_grad},
     {.name = "expand",
      .cost = view_cost,
-     .sbp = &sbp_rules::kExpand,
+     .sbp = &kExpand,
      .attrs = {kShapeAttr},
      .infer = infer_expand,
      .view = expand_view,
@@ -505,14 +581,14 @@ OFL_REGISTER_OPS({
          [](const BackwardArgs& b) {
            return std::vector<Tensor>{sum_to(b.grads[0], b.in_meta[0].shape)};
          }},
-    {.name = "contiguous", .sbp = &sbp_rules::kIdentity},
+    {.name = "contiguous", .sbp = &kIdentity},
     {.name = "clone",
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kIdentity,
+     .sbp = &kIdentity,
      .infer = infer_same,
      .compute = compute_clone,
      .backward = [](const BackwardArgs& b) { return std::vector<Tensor>{b.grads[0]}; }},
-    {.name = "detach", .differentiable = false, .sbp = &sbp_rules::kIdentity},
+    {.name = "detach", .differentiable = false, .sbp = &kIdentity},
 });
 
 }  // namespace ofl::internal

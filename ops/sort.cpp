@@ -4,13 +4,15 @@
 
 #include "core/dispatcher.h"
 #include "ops/creation.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 namespace {
 
@@ -96,11 +98,21 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   return {out[0], out[1]};
 }
 
+namespace {
+
+// sort / argsort / topk (typed attr dim): any other axis may be split, on every output alike.
+Sigs along_dim_sbp(const SbpQuery& q) {
+  return splits_except(q, q.typed->axis("dim", rank_of(q.in[0]), "index"));
+}
+const SbpRule kAlongDim{"along_dim", along_dim_sbp};
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "sort",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kAlongDim,
+     .sbp = &kAlongDim,
      .attrs = kSortAttrs,
      .infer = infer_sort,
      .compute =
@@ -113,7 +125,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .differentiable = false,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kAlongDim,
+     .sbp = &kAlongDim,
      .attrs = kSortAttrs,
      .infer = infer_sort,
      .compute =
@@ -123,7 +135,7 @@ OFL_REGISTER_OPS({
     {.name = "topk",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kAlongDim,
+     .sbp = &kAlongDim,
      .attrs = {{"k", AttrType::kInt},
                {"dim", AttrType::kInt},
                {"largest", AttrType::kBool},

@@ -5,11 +5,13 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
+#include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_def.h"
-#include "ops/sbp_rules.h"
 
 namespace ofl::internal {
+
+using namespace elementwise_sbp;
 
 using elementwise_grad::k;
 
@@ -92,12 +94,20 @@ OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves,
   return def;
 }
 
+// to: typed attribute dtype; P(max|min) pass (casts are monotone), P(sum) into floats.
+Sigs cast_sbp(const SbpQuery& q) {
+  Sigs sigs = kMonotoneUnary.signatures(q);
+  if (is_floating(q.typed->get<DType>("dtype"))) sigs.push_back(uniform(q, kPSum));
+  return sigs;
+}
+const SbpRule kCast{"cast", cast_sbp};
+
 const uint8_t kX = kSaveInputs, kY = kSaveOutputs;
-const auto& kEw = sbp_rules::kElementwise;
-const auto& kMono = sbp_rules::kMonotoneUnary;
+const auto& kEw = kElementwise;
+const auto& kMono = kMonotoneUnary;
 
 OFL_REGISTER_OPS({
-    unary_def("neg", UnaryOp::kNeg, sbp_rules::kLinearUnary, kSaveNone,
+    unary_def("neg", UnaryOp::kNeg, kLinearUnary, kSaveNone,
               [](const Tensor& g, const Tensor&, const Tensor&, const Attrs&) { return neg(g); }),
     unary_def("abs", UnaryOp::kAbs, kEw, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
@@ -194,7 +204,7 @@ OFL_REGISTER_OPS({
     {.name = "to",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .sbp = &sbp_rules::kCast,
+     .sbp = &kCast,
      .attrs = {{"dtype", AttrType::kDType}},
      .infer = [](const InferArgs& a) -> std::vector<TensorMeta> {
        return single_output(a.in[0].shape, a.attrs.get<DType>("dtype"), a.in[0].device);

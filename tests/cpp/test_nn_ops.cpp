@@ -6,9 +6,10 @@
 #include <algorithm>
 
 #include "core/dispatcher.h"
+#include "core/op_def.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
-#include "ops/sbp_rules.h"
+#include "sbp/signature.h"
 #include "test_util.h"
 
 using namespace ofl::internal;
@@ -174,19 +175,19 @@ TEST(NnOps, SbpRulesSplitAroundTheReducedAxes) {
   };
   Attrs axis{{"axis", int64_t(-1)}};
   SbpQuery soft{{{4, 6}}, {{4, 6}}, &axis, 2};
-  auto sigs = sbp_rules::kSoftmax.signatures(soft);
+  auto sigs = op_def("softmax").sbp->signatures(soft);
   EXPECT_TRUE(has(sigs, "S(0) -> S(0)"));
   EXPECT_FALSE(has(sigs, "S(1) -> S(1)"));
   // The norms' backward: split rows give partial weight and bias gradients.
   Attrs ns{{"normalized_shape", Ints{6}}};
   SbpQuery norm{{{4, 6}, {4, 6}, {6}, {4}, {4}}, {{4, 6}, {6}, {6}}, &ns, 2};
-  sigs = sbp_rules::kNormGrad.signatures(norm);
+  sigs = op_def("layer_norm_backward").sbp->signatures(norm);
   EXPECT_TRUE(has(sigs, "S(0), S(0), B, S(0), S(0) -> S(0), P(sum), P(sum)")) << sigs[0].str();
   EXPECT_TRUE(has(sigs, "P(sum), B, B, B, B -> P(sum), P(sum), P(sum)"));
   EXPECT_FALSE(has(sigs, "S(1), S(1), B, S(1), S(1) -> S(1), P(sum), P(sum)"));
   // nll_loss: never the class axis.
   SbpQuery nll{{{4, 5, 3}, {4, 3}}, {{4, 3}}, nullptr, 2};
-  sigs = sbp_rules::kNllLoss.signatures(nll);
+  sigs = op_def("nll_loss").sbp->signatures(nll);
   EXPECT_TRUE(has(sigs, "S(0), S(0) -> S(0)"));
   EXPECT_TRUE(has(sigs, "S(2), S(1) -> S(1)"));
   EXPECT_FALSE(has(sigs, "S(1), B -> S(1)"));

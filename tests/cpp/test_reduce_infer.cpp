@@ -6,8 +6,9 @@
 
 #include "core/autograd/engine.h"
 #include "core/dispatcher.h"
+#include "core/op_def.h"
 #include "ops/ops.h"
-#include "ops/sbp_rules.h"
+#include "sbp/signature.h"
 #include "test_util.h"
 
 using namespace ofl::internal;
@@ -178,7 +179,7 @@ TEST(ReduceSbp, RulesReadTheTypedAttributes) {
   Attrs sum_attrs = over({1});
   sum_attrs.set("dtype", DType::kFloat32);
   SbpQuery q{.in = {{4, 6}}, .out = {{4}}, .typed = &sum_attrs, .parallel_num = 2};
-  auto sigs = sbp_rules::kReduceSum.signatures(q);
+  auto sigs = op_def("sum").sbp->signatures(q);
   EXPECT_TRUE(has(sigs, "S(0) -> S(0)"));
   EXPECT_TRUE(has(sigs, "S(1) -> P(sum)"));
   EXPECT_TRUE(has(sigs, "P(sum) -> P(sum)"));
@@ -186,17 +187,17 @@ TEST(ReduceSbp, RulesReadTheTypedAttributes) {
   // amax over an axis of 2 on 3 ranks: a shard would be empty, so no S(1) -> P(max).
   Attrs amax_attrs = over({-1}, true);
   SbpQuery m{.in = {{4, 2}}, .out = {{4, 1}}, .typed = &amax_attrs, .parallel_num = 3};
-  sigs = sbp_rules::kReduceMax.signatures(m);
+  sigs = op_def("amax").sbp->signatures(m);
   EXPECT_TRUE(has(sigs, "S(0) -> S(0)"));
   EXPECT_FALSE(has(sigs, "S(1) -> P(max)"));
   EXPECT_TRUE(has(sigs, "P(max) -> P(max)"));
   m.parallel_num = 2;
-  EXPECT_TRUE(has(sbp_rules::kReduceMax.signatures(m), "S(1) -> P(max)"));
+  EXPECT_TRUE(has(op_def("amax").sbp->signatures(m), "S(1) -> P(max)"));
 
   // max with indices along axis 0, keepdim: splits of the other axis only, on both outputs.
   Attrs max_attrs = along(0, false);
   SbpQuery e{.in = {{4, 6, 2}}, .out = {{6, 2}, {6, 2}}, .typed = &max_attrs, .parallel_num = 2};
-  sigs = sbp_rules::kReduceExact.signatures(e);
+  sigs = op_def("max").sbp->signatures(e);
   ASSERT_EQ(sigs.size(), 2u);
   EXPECT_EQ(sigs[0].str(), "S(1) -> S(0), S(0)");
   EXPECT_EQ(sigs[1].str(), "S(2) -> S(1), S(1)");
