@@ -338,4 +338,46 @@ Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs&
   return dispatch1(op_def(name), inputs, attrs);
 }
 
+CallResult call_api(const OpDef& def, const Api& api, const CallArgs& args) {
+  if (api.call) return api.call(args);
+  std::vector<Tensor> inputs;
+  Attrs attrs;
+  const std::vector<Param>& params = api.parsed.params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ArgValue& v = args[i];
+    switch (params[i].type) {
+      case ParamType::kTensor:
+      case ParamType::kOperand:
+        inputs.push_back(args.optional_tensor(i));
+        continue;
+      case ParamType::kTensors:
+        for (const Tensor& t : args.tensors(i)) inputs.push_back(t);
+        continue;
+      default:
+        break;
+    }
+    if (args.is_none(i)) continue;  // the op's infer names an attribute it needs
+    auto attr = std::find_if(def.attrs.begin(), def.attrs.end(),
+                             [&](const AttrDef& a) { return params[i].name == a.name; });
+    OFL_CHECK(attr != def.attrs.end(), "signature ", api.schema, " of ", def.name,
+              ": no attribute ", params[i].name);
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
+                        std::is_same_v<T, double> || std::is_same_v<T, std::string> ||
+                        std::is_same_v<T, DType> || std::is_same_v<T, std::vector<int64_t>>)
+            attrs.set(attr->name, x);
+          else
+            OFL_CHECK(false, "signature ", api.schema, ": ", params[i].name,
+                      " is not an attribute type");
+        },
+        v);
+  }
+  std::vector<Tensor> out = dispatch(def, inputs, attrs);
+  if (out.size() == 1 && !api.parsed.returns_list && api.parsed.returns.empty())
+    return std::move(out[0]);
+  return out;
+}
+
 }  // namespace ofl::internal

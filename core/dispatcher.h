@@ -51,6 +51,10 @@ Tensor dispatch1(const OpDef& def, const std::vector<Tensor>& inputs, const Attr
 // By name, for callers below ops/ (autograd's gradient sums): the op must be registered.
 Tensor call_op(const char* name, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
 
+// Runs one of def's public signatures with its parsed arguments: the signature's call, or else
+// the op itself (tensor arguments as its inputs in order, the others as its attributes by name).
+CallResult call_api(const OpDef& def, const Api& api, const CallArgs& args);
+
 // Runs the op's infer alone: the output metas, or the op's error for bad inputs.
 std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs);

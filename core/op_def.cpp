@@ -85,6 +85,7 @@ std::string TensorMeta::str() const {
 bool register_ops(std::vector<OpDef> defs) {
   for (auto& def : defs) {
     OFL_CHECK(!find_op(def.name), "op registered twice: ", def.name);
+    for (Api& api : def.api) api.parsed = parse_schema(api.schema);
     const OpDef& kept = table().emplace_back(std::move(def));
     by_name().emplace(kept.name, &kept);
   }

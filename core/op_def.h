@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_schema.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 
@@ -147,6 +148,10 @@ struct OpDef {
   // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for
   // shards as they are.
   std::function<Attrs(const Attrs&, const ShardArgs&)> shard_attrs;
+  // The op's public signatures (core/op_schema.h), which Python binds as functions and Tensor
+  // methods, and a one-line description for help(); ops without one are internal.
+  std::vector<Api> api;
+  const char* doc = nullptr;
 
   bool dispatched() const { return infer && (compute || view); }
 };

@@ -208,7 +208,14 @@ OFL_REGISTER_OPS({
      .compute = compute_attention,
      .backward = attention_backward,
      .saves = kSaveInputs | kSaveOutputs,
-     .autocast = Autocast::kLowPrecision},
+     .autocast = Autocast::kLowPrecision,
+     .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
+              "is_causal=False) -> Tensor",
+              [](const CallArgs& a) {
+                return flash_attention(a.tensor(0), a.tensor(1), a.tensor(2), a.number(3),
+                                       a.flag(4));
+              },
+              kInternal}}},
     {.name = "flash_attention_backward",
      .num_inputs = 6,
      .differentiable = false,
@@ -217,7 +224,18 @@ OFL_REGISTER_OPS({
      .attrs = kAttentionAttrs,
      .infer = infer_attention_backward,
      .compute = compute_attention_backward},
-    {.name = "scaled_dot_product_attention", .num_inputs = 4, .cost = matmul_cost},
+    {.name = "scaled_dot_product_attention",
+     .num_inputs = 4,
+     .cost = matmul_cost,
+     .api = {{"scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? "
+              "attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None) -> "
+              "Tensor",
+              [](const CallArgs& a) {
+                return scaled_dot_product_attention(a.tensor(0), a.tensor(1), a.tensor(2),
+                                                    a.optional_tensor(3), a.number(4), a.flag(5),
+                                                    a.optional_number(6));
+              },
+              kInternal}}},
 });
 
 // Whether flash_attention serves this call: no mask tensor or dropout, 4-d operands of one

@@ -8,6 +8,7 @@
 #include "ops/elementwise_grad.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
+#include "ops/masked.h"
 #include "ops/op_def.h"
 
 namespace ofl::internal {
@@ -41,6 +42,8 @@ const BinaryInfo kBinary[] = {{"add", &elementwise_sbp::kAddLike},
                               {"logical_xor", &elementwise_sbp::kElementwise},
                               {"floor_divide", &elementwise_sbp::kElementwise},
                               {"remainder", &elementwise_sbp::kElementwise},
+                              {"logaddexp", &elementwise_sbp::kElementwise},
+                              {"hypot", &elementwise_sbp::kElementwise},
                               {"gelu_backward", &elementwise_sbp::kActivationGrad},
                               {"gelu_tanh_backward", &elementwise_sbp::kActivationGrad},
                               {"silu_backward", &elementwise_sbp::kActivationGrad},
@@ -54,7 +57,7 @@ bool is_comparison(BinaryOp op) {
 // The dtype the kernel computes in.
 DType compute_dtype(BinaryOp op, const TensorMeta& a, const TensorMeta& b) {
   DType dt = result_type(a, b);
-  const bool needs_float = op == BinaryOp::kDiv || op >= BinaryOp::kGeluGrad;
+  const bool needs_float = op == BinaryOp::kDiv || op >= BinaryOp::kLogAddExp;
   return needs_float && !is_floating(dt) ? DType::kFloat32 : dt;
 }
 
@@ -104,6 +107,10 @@ OpDef binary_def(BinaryOp op, uint8_t saves = kSaveNone, BinaryGrad grad = nullp
   def.saves = saves;
   def.differentiable = grad != nullptr;
   if (grad) def.backward = grad;
+  if (op < BinaryOp::kGeluGrad && op != BinaryOp::kPow) def.api = {binary_api(info.name)};
+  // max(input, other) and min(input, other): the overloads of max(input, dim) taking a tensor.
+  if (op == BinaryOp::kMaximum) def.api.push_back({"max(Tensor input, Tensor other) -> Tensor"});
+  if (op == BinaryOp::kMinimum) def.api.push_back({"min(Tensor input, Tensor other) -> Tensor"});
   return def;
 }
 
@@ -162,11 +169,21 @@ std::vector<Tensor> extremum_grad(const BackwardArgs& b, bool is_max) {
 
 const uint8_t kX = kSaveInputs, kXY = kSaveInputs | kSaveOutputs;
 
+// add(input, other, alpha) and sub: other scaled by alpha.
+Api alpha_api(const char* schema, Tensor (*fn)(const Tensor&, const Tensor&, double)) {
+  return {schema, [fn](const CallArgs& a) { return fn(a.tensor(0), a.tensor(1), a.number(2)); }};
+}
+
 OFL_REGISTER_OPS({
-    binary_def(BinaryOp::kAdd, kSaveNone,
-               [](const BackwardArgs& b) { return both(b, b.grads[0], b.grads[0]); }),
-    binary_def(BinaryOp::kSub, kSaveNone,
-               [](const BackwardArgs& b) { return both(b, b.grads[0], neg(b.grads[0])); }),
+    with_api({alpha_api("add(Tensor|Number input, Tensor|Number other, float alpha=1) -> Tensor",
+                        &add)},
+             binary_def(BinaryOp::kAdd, kSaveNone,
+                        [](const BackwardArgs& b) { return both(b, b.grads[0], b.grads[0]); })),
+    with_api({alpha_api("sub(Tensor|Number input, Tensor|Number other, float alpha=1) -> Tensor",
+                        &sub)},
+             binary_def(BinaryOp::kSub, kSaveNone, [](const BackwardArgs& b) {
+               return both(b, b.grads[0], neg(b.grads[0]));
+             })),
     binary_def(BinaryOp::kMul, kX,
                [](const BackwardArgs& b) {
                  const Tensor& g = b.grads[0];
@@ -180,7 +197,9 @@ OFL_REGISTER_OPS({
                              b.needs[1] ? neg(div(mul(g, x), mul(y, y))) : Tensor());
                }),
     under_autocast(Autocast::kFloat32,
-                   binary_def(BinaryOp::kPow, kXY,
+                   with_api({{"pow(Tensor|Number input, Tensor|Number exponent) -> Tensor",
+                              [](const CallArgs& a) { return pow(a.tensor(0), a.tensor(1)); }}},
+                            binary_def(BinaryOp::kPow, kXY,
                               [](const BackwardArgs& b) {
                                 const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0],
                                              &g = b.grads[0];
@@ -191,7 +210,7 @@ OFL_REGISTER_OPS({
                                 if (b.needs[1])
                                   ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y), log(x))));
                                 return both(b, gx, ge);
-                              })),
+                              }))),
     binary_def(BinaryOp::kMaximum, kX,
                [](const BackwardArgs& b) { return extremum_grad(b, true); }),
     binary_def(BinaryOp::kMinimum, kX,
@@ -207,6 +226,20 @@ OFL_REGISTER_OPS({
     binary_def(BinaryOp::kLogicalXor),
     binary_def(BinaryOp::kFloorDiv),
     binary_def(BinaryOp::kRemainder),
+    // d/dx = exp(x - out) (the softmax weight of x); d/dy likewise.
+    binary_def(BinaryOp::kLogAddExp, kXY,
+               [](const BackwardArgs& b) {
+                 const Tensor &x = b.in[0], &y = b.in[1], &out = b.out[0], &g = b.grads[0];
+                 return both(b, b.needs[0] ? mul(g, exp(sub(x, out))) : Tensor(),
+                             b.needs[1] ? mul(g, exp(sub(y, out))) : Tensor());
+               }),
+    // d/dx = x / out, d/dy = y / out (NaN at the origin, as in PyTorch).
+    binary_def(BinaryOp::kHypot, kXY,
+               [](const BackwardArgs& b) {
+                 const Tensor &x = b.in[0], &y = b.in[1], &out = b.out[0], &g = b.grads[0];
+                 return both(b, b.needs[0] ? mul(g, div(x, out)) : Tensor(),
+                             b.needs[1] ? mul(g, div(y, out)) : Tensor());
+               }),
     // The fused backward of activations: f'(a) * grad in one pass, differentiable in turn.
     binary_def(BinaryOp::kGeluGrad, kSaveInputs, activation_grad<BinaryOp::kGeluGrad>),
     binary_def(BinaryOp::kGeluTanhGrad, kSaveInputs, activation_grad<BinaryOp::kGeluTanhGrad>),
@@ -239,8 +272,34 @@ OFL_REGISTER_OPS({
        return {Tensor(), b.needs[1] ? grad_for(where(c, g, z), b.in_meta[1]) : Tensor(),
                b.needs[2] ? grad_for(where(c, z, g), b.in_meta[2]) : Tensor()};
      },
-     .saves = kSaveInputs},
-    {.name = "masked_fill", .num_inputs = 3, .cost = elementwise_cost},  // where(mask, value, x)
+     .saves = kSaveInputs,
+     .api = {{"where(Tensor condition, Tensor|Number input, Tensor|Number other) -> Tensor",
+              nullptr, kFunction},
+             {"where(Tensor input, Tensor condition, Tensor|Number other) -> Tensor",
+              [](const CallArgs& a) { return where(a.tensor(1), a.tensor(0), a.tensor(2)); },
+              kMethod}}},
+    {.name = "lerp",  // input + weight * (end - input)
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .api = {{"lerp(Tensor input, Tensor end, Tensor|Number weight) -> Tensor",
+              [](const CallArgs& a) { return lerp(a.tensor(0), a.tensor(1), a.tensor(2)); }},
+             {"lerp_(Tensor input, Tensor end, Tensor|Number weight) -> Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return copy_(self, lerp(self, a.tensor(1), a.tensor(2)));
+              },
+              kMethod}}},
+    {.name = "masked_fill",  // where(mask, value, x)
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .api = {{"masked_fill(Tensor input, Tensor mask, Tensor|Number value) -> Tensor",
+              [](const CallArgs& a) { return masked_fill(a.tensor(0), a.tensor(1), a.tensor(2)); }},
+             {"masked_fill_(Tensor input, Tensor mask, Tensor|Number value) -> Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return masked_fill_(self, a.tensor(1), a.tensor(2));
+              },
+              kMethod}}},
 });
 
 const OpDef& binary_def_of(BinaryOp op) {
@@ -259,8 +318,26 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 // add_, sub_, mul_, div_: the in-place forms, registered once their bases are (same file).
-OFL_REGISTER_OPS({inplace_variant("add_", op_def("add")), inplace_variant("sub_", op_def("sub")),
-                  inplace_variant("mul_", op_def("mul")), inplace_variant("div_", op_def("div"))});
+OFL_REGISTER_OPS({
+    with_api({{"add_(Tensor input, Tensor|Number other, float alpha=1) -> Tensor",
+               [](const CallArgs& a) {
+                 Tensor self = a.tensor(0);
+                 return add_(self, a.tensor(1), a.number(2));
+               },
+               kMethod}},
+             inplace_variant("add_", op_def("add"))),
+    with_api({{"sub_(Tensor input, Tensor|Number other, float alpha=1) -> Tensor",
+               [](const CallArgs& a) {
+                 Tensor self = a.tensor(0);
+                 return sub_(self, a.tensor(1), a.number(2));
+               },
+               kMethod}},
+             inplace_variant("sub_", op_def("sub"))),
+    with_api({{"mul_(Tensor input, Tensor|Number other) -> Tensor", nullptr, kMethod}},
+             inplace_variant("mul_", op_def("mul"))),
+    with_api({{"div_(Tensor input, Tensor|Number other) -> Tensor", nullptr, kMethod}},
+             inplace_variant("div_", op_def("div"))),
+});
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
   return binary_op(BinaryOp::kAdd, a, elementwise_grad::scaled(b, alpha));
@@ -275,11 +352,12 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
   }
 OFL_BINARY_FRONT_END(mul, kMul)
 OFL_BINARY_FRONT_END(div, kDiv)
-OFL_BINARY_FRONT_END(pow, kPow)
 OFL_BINARY_FRONT_END(maximum, kMaximum)
 OFL_BINARY_FRONT_END(minimum, kMinimum)
 OFL_BINARY_FRONT_END(floor_divide, kFloorDiv)
 OFL_BINARY_FRONT_END(remainder, kRemainder)
+OFL_BINARY_FRONT_END(logaddexp, kLogAddExp)
+OFL_BINARY_FRONT_END(hypot, kHypot)
 OFL_BINARY_FRONT_END(eq, kEq)
 OFL_BINARY_FRONT_END(ne, kNe)
 OFL_BINARY_FRONT_END(lt, kLt)
@@ -290,6 +368,20 @@ OFL_BINARY_FRONT_END(logical_and, kLogicalAnd)
 OFL_BINARY_FRONT_END(logical_or, kLogicalOr)
 OFL_BINARY_FRONT_END(logical_xor, kLogicalXor)
 #undef OFL_BINARY_FRONT_END
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  // A number exponent that keeps a's dtype (an int, or a float for a floating a) takes the
+  // scalar kernel, as PyTorch's pow(Tensor, Scalar) does.
+  if (b.is_wrapped_number() && !a.is_wrapped_number() && b.dtype() != DType::kBool) {
+    const bool keeps = is_floating(b.dtype()) ? is_floating(a.dtype()) : a.dtype() != DType::kBool;
+    if (keeps) return pow(a, b.item<double>());
+  }
+  return binary_op(BinaryOp::kPow, a, b);
+}
+
+Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight) {
+  return add(input, mul(weight, sub(end, input)));
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   static const OpDef& def = op_def("where");

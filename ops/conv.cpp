@@ -401,6 +401,12 @@ const SbpRule kConvWeightGrad{"conv_weight_grad", conv_weight_grad_sbp};
 
 }  // namespace
 
+Pair to_pair(const std::vector<int64_t>& v, const char* op, const char* what) {
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) fail(op, what, " must be an int or a pair of ints, got ", shape_str(v));
+  return {v[0], v[1]};
+}
+
 OFL_REGISTER_OPS({
     {.name = "conv2d",
      .num_inputs = 3,
@@ -412,7 +418,16 @@ OFL_REGISTER_OPS({
      .compute = compute_conv2d,
      .backward = conv2d_backward,
      .saves = kSaveInputs,
-     .autocast = Autocast::kLowPrecision},
+     .autocast = Autocast::kLowPrecision,
+     .api = {{"conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=1, int[] "
+              "padding=0, int[] dilation=1, int groups=1) -> Tensor",
+              [](const CallArgs& a) {
+                const char* op = "conv2d";
+                return conv2d(a.tensor(0), a.tensor(1), a.optional_tensor(2),
+                              to_pair(a.ints(3), op, "stride"), to_pair(a.ints(4), op, "padding"),
+                              to_pair(a.ints(5), op, "dilation"), a.integer(6));
+              },
+              kInternal}}},
     // The gradients of conv2d, and each other's adjoints.
     {.name = "conv2d_input_grad",
      .num_inputs = 2,
@@ -432,7 +447,18 @@ OFL_REGISTER_OPS({
      .compute = compute_conv2d_weight_grad,
      .backward = conv2d_weight_grad_backward,
      .saves = kSaveInputs},
-    {.name = "batch_norm", .num_inputs = 5, .cost = elementwise_cost},
+    {.name = "batch_norm",
+     .num_inputs = 5,
+     .cost = elementwise_cost,
+     .api = {{"batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? "
+              "weight=None, Tensor? bias=None, bool training=False, float momentum=0.1, float "
+              "eps=1e-05) -> Tensor",
+              [](const CallArgs& a) {
+                return batch_norm(a.tensor(0), a.optional_tensor(1), a.optional_tensor(2),
+                                  a.optional_tensor(3), a.optional_tensor(4), a.flag(5),
+                                  a.number(6), a.number(7));
+              },
+              kInternal}}},
 });
 
 }  // namespace ofl::internal

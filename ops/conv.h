@@ -2,12 +2,15 @@
 #pragma once
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
 namespace ofl::internal {
 
 using Pair = std::array<int64_t, 2>;
+// An int or a pair of ints (a signature's int[] argument) as a pair; raises naming op and what.
+Pair to_pair(const std::vector<int64_t>& v, const char* op, const char* what);
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, Pair stride = {1, 1},
               Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);

@@ -356,8 +356,21 @@ OFL_REGISTER_OPS({
     random_def("rand", 0),
     random_def("randn", 1),
     random_def("randint", 2, {{"low", AttrType::kInt}, {"high", AttrType::kInt}}),
-    random_fill_def("uniform_", 0, "low", "high"),
-    random_fill_def("normal_", 1, "mean", "std"),
+    with_api({{"uniform_(Tensor input, float a=0, float b=1, Generator? generator=None) -> Tensor",
+               [](const CallArgs& a) {
+                 uniform_(a.tensor(0), a.number(1), a.number(2), a.generator(3));
+                 return a.tensor(0);
+               },
+               kMethod}},
+             random_fill_def("uniform_", 0, "low", "high")),
+    with_api({{"normal_(Tensor input, float mean=0, float std=1, Generator? generator=None) -> "
+               "Tensor",
+               [](const CallArgs& a) {
+                 normal_(a.tensor(0), a.number(1), a.number(2), a.generator(3));
+                 return a.tensor(0);
+               },
+               kMethod}},
+             random_fill_def("normal_", 1, "mean", "std")),
     {.name = "full_like",
      .num_inputs = 1,
      .differentiable = false,

@@ -56,6 +56,8 @@ enum class BinaryOp {
   kLogicalXor,
   kFloorDiv,
   kRemainder,
+  kLogAddExp,  // log(exp(x) + exp(y)), floating only
+  kHypot,      // sqrt(x^2 + y^2) without overflow, floating only
   // Backward helpers: f(x, grad) fused so the backward of an activation is one pass.
   kGeluGrad,
   kGeluTanhGrad,
@@ -110,6 +112,10 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logaddexp(const Tensor& a, const Tensor& b);
+Tensor hypot(const Tensor& a, const Tensor& b);
+// input + weight * (end - input).
+Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 // A Python scalar as a 0-d "wrapped number" tensor (int64, float64 or bool).

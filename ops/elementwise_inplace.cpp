@@ -116,7 +116,13 @@ OFL_REGISTER_OPS({
            return std::vector<Tensor>{Tensor(),
                                       b.needs[1] ? grad_for(b.grads[0], b.in_meta[1]) : Tensor()};
          },
-     .inplace = true},
+     .inplace = true,
+     .api = {{"copy_(Tensor input, Tensor|Number src) -> Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return copy_(self, a.tensor(1));
+              },
+              kMethod}}},
     {.name = "fill_",
      .num_inputs = 1,
      .differentiable = false,
@@ -125,7 +131,13 @@ OFL_REGISTER_OPS({
      .attrs = {{"value", AttrType::kFloat}},
      .infer = [](const InferArgs& a) { return self_meta(a.in[0]); },
      .compute = compute_fill,
-     .inplace = true},
+     .inplace = true,
+     .api = {{"fill_(Tensor input, float value) -> Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return fill_(self, a.number(1));
+              },
+              kMethod}}},
     {.name = "zero_",
      .num_inputs = 1,
      .differentiable = false,
@@ -133,7 +145,13 @@ OFL_REGISTER_OPS({
      .sbp = &kFill,
      .infer = [](const InferArgs& a) { return self_meta(a.in[0]); },
      .compute = compute_fill,
-     .inplace = true},
+     .inplace = true,
+     .api = {{"zero_(Tensor input) -> Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return zero_(self);
+              },
+              kMethod}}},
 });
 
 }  // namespace ofl::internal

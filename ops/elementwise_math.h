@@ -49,7 +49,9 @@ OFL_EW_MATH1(ceil)
 OFL_EW_MATH1(nearbyint)
 OFL_EW_MATH1(log1p)
 OFL_EW_MATH1(expm1)
+OFL_EW_MATH1(fabs)
 OFL_EW_MATH2(pow)
+OFL_EW_MATH2(hypot)
 OFL_EW_MATH2(fmod)
 OFL_EW_MATH2(fmax)
 #undef OFL_EW_MATH1
@@ -251,6 +253,12 @@ struct Binary {
           const M r = fmod(x, y);
           return (r != 0 && ((r < 0) != (y < 0))) ? M(r + y) : r;
         }
+        if constexpr (kOp == B::kLogAddExp) {  // as PyTorch: equal infinities give themselves
+          if (isinf(x) && x == y) return x;
+          const M m = x > y ? x : y;
+          return M(m + log1p(exp(-fabs(x - y))));
+        }
+        if constexpr (kOp == B::kHypot) return M(hypot(x, y));
         if constexpr (kOp == B::kGeluGrad) {  // x, then the incoming gradient
           const M cdf = M(0.5) * (M(1) + erf(x / M(kSqrt2)));
           const M pdf = exp(M(-0.5) * x * x) * M(kInvSqrt2Pi);
@@ -318,6 +326,8 @@ void visit_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
   if constexpr (std::is_floating_point_v<M>) {
     switch (op) {
       OFL_EW_CASE(arith, kDiv)
+      OFL_EW_CASE(arith, kLogAddExp)
+      OFL_EW_CASE(arith, kHypot)
       OFL_EW_CASE(arith, kGeluGrad)
       OFL_EW_CASE(arith, kGeluTanhGrad)
       OFL_EW_CASE(arith, kSiluGrad)

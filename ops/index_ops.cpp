@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
+#include "ops/masked.h"
 #include "ops/op_def.h"
 #include "ops/shape_ops.h"
 
@@ -481,7 +482,9 @@ OFL_REGISTER_OPS({
                                  b.grads[0]);
            return std::vector<Tensor>{reshape(gx, b.in_meta[0].shape), Tensor()};
          },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"index_select(Tensor input, int dim, Tensor index) -> Tensor",
+              [](const CallArgs& a) { return index_select(a.tensor(0), a.integer(1), a.tensor(2)); }}}},
     {.name = "gather",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -495,7 +498,9 @@ OFL_REGISTER_OPS({
                scatter_add(zeros_like(b.in[0]), b.attrs.get<int64_t>("dim"), b.in[1], b.grads[0]),
                Tensor()};
          },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"gather(Tensor input, int dim, Tensor index) -> Tensor",
+              [](const CallArgs& a) { return gather(a.tensor(0), a.integer(1), a.tensor(2)); }}}},
     {.name = "embedding",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -505,9 +510,26 @@ OFL_REGISTER_OPS({
      .compute = compute_embedding,
      .backward = embedding_grad,
      .saves = kSaveInputs,
-     .shard_attrs = embedding_shard},
-    {.name = "split", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "chunk", .num_inputs = 1, .cost = elementwise_cost},
+     .shard_attrs = embedding_shard,
+     .api = {{"embedding(Tensor input, Tensor weight, int? padding_idx=None) -> Tensor",
+              [](const CallArgs& a) {
+                return embedding(a.tensor(1), a.tensor(0), a.optional_integer(2));
+              },
+              kInternal}}},
+    {.name = "split",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .api = {{"split(Tensor input, int split_size_or_sections, int dim=0) -> Tensor[]",
+              [](const CallArgs& a) { return split(a.tensor(0), a.integer(1), a.integer(2)); }},
+             {"split(Tensor input, int[] split_size_or_sections, int dim=0) -> Tensor[]",
+              [](const CallArgs& a) {
+                return split_sizes(a.tensor(0), a.ints(1), a.integer(2));
+              }}}},
+    {.name = "chunk",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .api = {{"chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
+              [](const CallArgs& a) { return chunk(a.tensor(0), a.integer(1), a.integer(2)); }}}},
     {.name = "cat",
      .num_inputs = -1,
      .cost = elementwise_cost,
@@ -515,8 +537,14 @@ OFL_REGISTER_OPS({
      .attrs = kDimAttr,
      .infer = infer_cat,
      .compute = compute_cat,
-     .backward = cat_grad},
-    {.name = "stack", .num_inputs = -1, .cost = elementwise_cost},
+     .backward = cat_grad,
+     .api = {{"cat(Tensor[] tensors, int dim=0) -> Tensor",
+              [](const CallArgs& a) { return cat(a.tensors(0), a.integer(1)); }, kFunction}}},
+    {.name = "stack",
+     .num_inputs = -1,
+     .cost = elementwise_cost,
+     .api = {{"stack(Tensor[] tensors, int dim=0) -> Tensor",
+              [](const CallArgs& a) { return stack(a.tensors(0), a.integer(1)); }, kFunction}}},
     {.name = "scatter_add",
      .num_inputs = 3,
      .cost = elementwise_cost,
@@ -531,7 +559,11 @@ OFL_REGISTER_OPS({
            if (b.needs[2]) gsrc = pad_to(gather(b.grads[0], dim, b.in[1]), b.in_meta[2].shape);
            return std::vector<Tensor>{b.needs[0] ? b.grads[0] : Tensor(), Tensor(), gsrc};
          },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"scatter_add(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+              [](const CallArgs& a) {
+                return scatter_add(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
+              }}}},
     {.name = "scatter",
      .num_inputs = 3,
      .cost = elementwise_cost,
@@ -540,7 +572,15 @@ OFL_REGISTER_OPS({
      .infer = infer_scatter,
      .compute = compute_scatter,
      .backward = scatter_grad,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"scatter(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+              [](const CallArgs& a) {
+                return scatter(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
+              }},
+             {"scatter(Tensor input, int dim, Tensor index, float value) -> Tensor",
+              [](const CallArgs& a) {
+                return scatter(a.tensor(0), a.integer(1), a.tensor(2), a.number(3));
+              }}}},
     {.name = "index_add",
      .num_inputs = 3,
      .cost = elementwise_cost,
@@ -555,9 +595,26 @@ OFL_REGISTER_OPS({
            if (b.needs[2]) gsrc = index_select(b.grads[0], dim, reshape(b.in[1], {-1}));
            return std::vector<Tensor>{b.needs[0] ? b.grads[0] : Tensor(), Tensor(), gsrc};
          },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"index_add(Tensor input, int dim, Tensor index, Tensor source) -> Tensor",
+              [](const CallArgs& a) {
+                return index_add(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
+              }}}},
 });
 
-OFL_REGISTER_OPS({inplace_variant("scatter_", op_def("scatter"))});
+OFL_REGISTER_OPS({with_api(
+    {{"scatter_(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+      [](const CallArgs& a) {
+        Tensor self = a.tensor(0);
+        return scatter_(self, a.integer(1), a.tensor(2), a.tensor(3));
+      },
+      kMethod},
+     {"scatter_(Tensor input, int dim, Tensor index, float value) -> Tensor",
+      [](const CallArgs& a) {
+        Tensor self = a.tensor(0);
+        return scatter_(self, a.integer(1), a.tensor(2), a.number(3));
+      },
+      kMethod}},
+    inplace_variant("scatter_", op_def("scatter")))});
 
 }  // namespace ofl::internal

@@ -236,6 +236,52 @@ const SbpRule kMatmulSum{"matmul_sum", matmul_sum_sbp};
 
 }  // namespace
 
+namespace {
+
+// beta * input + alpha * product, input broadcasting to the product's shape; with beta 0 the
+// input is not read (NaN in it does not propagate), as in PyTorch.
+Tensor scaled_sum(const char* op, const Tensor& input, const Tensor& product, double beta,
+                  double alpha) {
+  const Shape ps = meta_of(product).shape, is = meta_of(input).shape;
+  if (broadcast_shapes(is, ps, op) != ps)
+    fail(op, "input of shape ", shape_str(is), " does not broadcast to the product's ",
+         shape_str(ps));
+  if (beta == 0) return alpha == 1 ? product : mul(product, wrap_scalar(alpha, DType::kFloat64));
+  const Tensor base = beta == 1 ? input : mul(input, wrap_scalar(beta, DType::kFloat64));
+  return add(base, product, alpha);
+}
+
+void require_dims(const char* op, const char* name, const Tensor& t, size_t ndim) {
+  const Shape s = meta_of(t).shape;
+  if (s.size() != ndim)
+    fail(op, name, " must be ", ndim, "-d, got shape ", shape_str(s));
+}
+
+Api scaled_product_api(const char* schema, Tensor (*fn)(const Tensor&, const Tensor&,
+                                                        const Tensor&, double, double)) {
+  return {schema, [fn](const CallArgs& a) {
+            return fn(a.tensor(0), a.tensor(1), a.tensor(2), a.number(3), a.number(4));
+          }};
+}
+
+}  // namespace
+
+Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  require_dims("addmm", "mat1", a, 2);
+  require_dims("addmm", "mat2", b, 2);
+  return scaled_sum("addmm", input, matmul(a, b), beta, alpha);
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
+               double alpha) {
+  require_dims("baddbmm", "batch1", a, 3);
+  require_dims("baddbmm", "batch2", b, 3);
+  if (meta_of(a).shape[0] != meta_of(b).shape[0])
+    fail("baddbmm", "batch1 ", shape_str(meta_of(a).shape), " and batch2 ",
+         shape_str(meta_of(b).shape), " have different batch sizes");
+  return scaled_sum("baddbmm", input, matmul(a, b), beta, alpha);
+}
+
 OFL_REGISTER_OPS({
     {.name = "matmul",
      .num_inputs = 2,
@@ -245,7 +291,9 @@ OFL_REGISTER_OPS({
      .compute = compute_matmul,
      .backward = matmul_backward,
      .saves = kSaveInputs,
-     .autocast = Autocast::kLowPrecision},
+     .autocast = Autocast::kLowPrecision,
+     .api = {{"matmul(Tensor input, Tensor other) -> Tensor",
+              [](const CallArgs& a) { return matmul(a.tensor(0), a.tensor(1)); }}}},
     {.name = "matmul_sum",
      .num_inputs = 2,
      .cost = matmul_sum_cost,
@@ -254,8 +302,32 @@ OFL_REGISTER_OPS({
      .compute = compute_matmul_sum,
      .backward = matmul_sum_backward,
      .saves = kSaveInputs,
-     .autocast = Autocast::kLowPrecision},
-    {.name = "linear", .num_inputs = 3, .cost = matmul_cost},
+     .autocast = Autocast::kLowPrecision,
+     .api = {{"matmul_sum(Tensor input, Tensor other) -> Tensor",
+              [](const CallArgs& a) { return matmul_sum(a.tensor(0), a.tensor(1)); }, kInternal}},
+     .doc = "sum(matmul(input, other)) over the leading batch dimensions, in one op"},
+    {.name = "linear",
+     .num_inputs = 3,
+     .cost = matmul_cost,
+     .api = {{"linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+              [](const CallArgs& a) {
+                return linear(a.tensor(0), a.tensor(1), a.optional_tensor(2));
+              },
+              kInternal}}},
+    {.name = "addmm",
+     .num_inputs = 3,
+     .cost = matmul_cost,
+     .api = {scaled_product_api("addmm(Tensor input, Tensor mat1, Tensor mat2, *, float beta=1, "
+                                "float alpha=1) -> Tensor",
+                                &addmm)},
+     .doc = "beta * input + alpha * (mat1 @ mat2)"},
+    {.name = "baddbmm",
+     .num_inputs = 3,
+     .cost = matmul_cost,
+     .api = {scaled_product_api("baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, float "
+                                "beta=1, float alpha=1) -> Tensor",
+                                &baddbmm)},
+     .doc = "beta * input + alpha * (batch1 @ batch2), batch by batch"},
 });
 
 }  // namespace ofl::internal

@@ -1,5 +1,8 @@
 // Matrix products on the BLAS.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace ofl::internal {
@@ -11,5 +14,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor matmul_sum(const Tensor& a, const Tensor& b);
 // y = x @ w^T + bias (bias may be undefined).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias);
+// beta * input + alpha * (a @ b): a and b matrices (addmm) or batches of them (baddbmm).
+Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta = 1,
+             double alpha = 1);
+Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta = 1,
+               double alpha = 1);
+// Einstein summation ("ij,jk->ik"), with ellipses; diagonals (a repeated subscript) are not
+// supported.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 }  // namespace ofl::internal

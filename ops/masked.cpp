@@ -177,7 +177,9 @@ OFL_REGISTER_OPS({
      .infer = infer_masked_select,
      .compute = compute_masked_select,
      .backward = masked_select_grad,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"masked_select(Tensor input, Tensor mask) -> Tensor",
+              [](const CallArgs& a) { return masked_select(a.tensor(0), a.tensor(1)); }}}},
     {.name = "masked_scatter",
      .num_inputs = 3,
      .cost = elementwise_cost,
@@ -186,9 +188,19 @@ OFL_REGISTER_OPS({
      .infer = infer_masked_scatter,
      .compute = compute_masked_scatter,
      .backward = masked_scatter_grad,
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor",
+              [](const CallArgs& a) {
+                return masked_scatter(a.tensor(0), a.tensor(1), a.tensor(2));
+              }}}},
 });
 
-OFL_REGISTER_OPS({inplace_variant("masked_scatter_", op_def("masked_scatter"))});
+OFL_REGISTER_OPS({with_api({{"masked_scatter_(Tensor input, Tensor mask, Tensor source) -> Tensor",
+                             [](const CallArgs& a) {
+                               Tensor self = a.tensor(0);
+                               return masked_scatter_(self, a.tensor(1), a.tensor(2));
+                             },
+                             kMethod}},
+                           inplace_variant("masked_scatter_", op_def("masked_scatter")))});
 
 }  // namespace ofl::internal

@@ -101,6 +101,9 @@ OpDef softmax_def(const char* name, bool log) {
               });
   };
   def.saves = kSaveOutputs;
+  def.api = {{str_cat(name, "(Tensor input, int dim) -> Tensor"), [log](const CallArgs& a) {
+                return log ? log_softmax(a.tensor(0), a.integer(1)) : softmax(a.tensor(0), a.integer(1));
+              }}};
   const std::string backward = std::string(name) + "_backward";
   def.backward = [backward](const BackwardArgs& b) -> std::vector<Tensor> {
     return {dispatch1(op_def(backward), {b.grads[0], b.out[0]}, b.attrs)};
@@ -288,6 +291,23 @@ OpDef norm_def(const char* name, bool rms) {
                                        c.out[0], mean, c.out.back());
   };
   def.saves = kSaveInputs | kSaveOutputs;
+  if (rms) {
+    def.api = {{"rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? "
+                "eps=None) -> Tensor",
+                [](const CallArgs& a) {
+                  return rms_norm(a.tensor(0), a.ints(1), a.optional_tensor(2),
+                                  a.optional_number(3));
+                },
+                kInternal}};
+  } else {
+    def.api = {{"layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? "
+                "bias=None, float eps=1e-05) -> Tensor",
+                [](const CallArgs& a) {
+                  return layer_norm(a.tensor(0), a.ints(1), a.optional_tensor(2),
+                                    a.optional_tensor(3), a.number(4));
+                },
+                kInternal}};
+  }
   const std::string backward = std::string(name) + "_backward";
   def.backward = [rms, backward](const BackwardArgs& b) -> std::vector<Tensor> {
     // With create_graph the gradient must be differentiable itself; the fused op is not.
@@ -394,7 +414,10 @@ OFL_REGISTER_OPS({
        return {mul(mul(b.grads[0], b.out[1]), k(keep_scale(b.attrs.get<double>("p"))))};
      },
      .saves = kSaveOutputs,
-     .shard_attrs = with_block},
+     .shard_attrs = with_block,
+     .api = {{"dropout(Tensor input, float p=0.5, bool training=True) -> Tensor",
+              [](const CallArgs& a) { return dropout(a.tensor(0), a.number(1), a.flag(2)); },
+              kInternal}}},
 });
 
 }  // namespace

@@ -28,6 +28,14 @@ void require_output_shapes(const OpDef& def, const ComputeArgs& c) {
   }
 }
 
+Api unary_api(const std::string& name) {
+  return {.schema = name + "(Tensor input) -> Tensor"};
+}
+
+Api binary_api(const std::string& name) {
+  return {.schema = name + "(Tensor|Number input, Tensor|Number other) -> Tensor"};
+}
+
 Device common_device(const InferArgs& a) {
   const TensorMeta* first = nullptr;
   for (const TensorMeta& m : a.in) {
@@ -55,6 +63,7 @@ OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, D
 OpDef inplace_variant(const char* name, const OpDef& base) {
   OpDef def = base;
   def.name = name;
+  def.api.clear();  // the in-place form's signature is its own
   def.inplace = true;
   def.infer = [infer = base.infer](const InferArgs& a) {
     std::vector<TensorMeta> out = infer(a);

@@ -30,6 +30,16 @@ inline OpDef under_autocast(Autocast a, OpDef def) {
   return def;
 }
 
+// `def` with the public signatures `api` (for ops a family's helper makes).
+inline OpDef with_api(std::vector<Api> api, OpDef def) {
+  def.api = std::move(api);
+  return def;
+}
+// "name(Tensor input) -> Tensor", running the op itself, as a function and a method.
+Api unary_api(const std::string& name);
+// "name(Tensor|Number input, Tensor|Number other) -> Tensor", the same.
+Api binary_api(const std::string& name);
+
 // Costs shared by op families.
 OpCost elementwise_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 // Views move no data (a reshape that must copy is counted as free too: it is rare and local).

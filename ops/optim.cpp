@@ -63,7 +63,10 @@ OFL_REGISTER_OPS({
      .attrs = {{"decay", AttrType::kFloat}, {"square", AttrType::kBool}},
      .infer = [](const InferArgs& a) { return infer_update(a, 2); },
      .compute = compute_moment,
-     .inplace = true},
+     .inplace = true,
+     .api = {{"adam_moment_(Tensor x, Tensor grad, float decay, bool square=False) -> Tensor",
+              nullptr, kInternal}},
+     .doc = "x = decay * x + (1 - decay) * grad (grad squared with square), in place"},
     {.name = "adam_step_",
      .num_inputs = 6,
      .differentiable = false,
@@ -72,7 +75,11 @@ OFL_REGISTER_OPS({
      .attrs = {{"eps", AttrType::kFloat}},
      .infer = [](const InferArgs& a) { return infer_update(a, 3); },
      .compute = compute_step,
-     .inplace = true},
+     .inplace = true,
+     .api = {{"adam_step_(Tensor param, Tensor exp_avg, Tensor exp_avg_sq, Tensor|Number decay, "
+              "Tensor|Number step_size, Tensor|Number bias2_sqrt, float eps) -> Tensor",
+              nullptr, kInternal}},
+     .doc = "Adam's parameter update from its moments, in place"},
 });
 
 }  // namespace

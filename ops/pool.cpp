@@ -242,7 +242,17 @@ OFL_REGISTER_OPS({
        return {max_pool_backward(b.grads[0], max_pool_indices(b.in[0], b.attrs),
                                  spatial(b.in_meta[0].shape))};
      },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .api = {{"max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0) "
+              "-> Tensor",
+              [](const CallArgs& a) {
+                const char* op = "max_pool2d";
+                const Pair kernel = to_pair(a.ints(1), op, "kernel_size");
+                return max_pool2d(a.tensor(0), kernel,
+                                  a.is_none(2) ? kernel : to_pair(a.ints(2), op, "stride"),
+                                  to_pair(a.ints(3), op, "padding"));
+              },
+              kInternal}}},
     {.name = "max_pool2d_indices",
      .num_inputs = 1,
      .differentiable = false,
@@ -269,7 +279,17 @@ OFL_REGISTER_OPS({
      .compute = compute_avg_pool2d,
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
        return {avg_pool_backward(b.grads[0], backward_attrs(b.attrs, spatial(b.in_meta[0].shape)))};
-     }},
+     },
+     .api = {{"avg_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, "
+              "bool count_include_pad=True) -> Tensor",
+              [](const CallArgs& a) {
+                const char* op = "avg_pool2d";
+                const Pair kernel = to_pair(a.ints(1), op, "kernel_size");
+                return avg_pool2d(a.tensor(0), kernel,
+                                  a.is_none(2) ? kernel : to_pair(a.ints(2), op, "stride"),
+                                  to_pair(a.ints(3), op, "padding"), a.flag(4));
+              },
+              kInternal}}},
     {.name = "avg_pool2d_backward",
      .num_inputs = 1,
      .cost = elementwise_cost,

@@ -300,24 +300,76 @@ OpDef arg_reduce_def(const char* name, bool is_max, bool with_values) {
 
 const uint8_t kXY = kSaveInputs | kSaveOutputs;
 
+// "name(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor" calling fn.
+Api axes_api(const std::string& name, Tensor (*fn)(const Tensor&, const Axes&, bool)) {
+  return {name + "(Tensor input, int[]? dim=None, bool keepdim=False) -> Tensor",
+          [fn](const CallArgs& a) { return fn(a.tensor(0), a.optional_ints(1), a.flag(2)); }};
+}
+
+// max(input, dim, keepdim) -> (values, indices), or the whole tensor's max without a dim.
+Api extreme_dim_api(const char* name, bool is_max) {
+  return {str_cat(name, "(Tensor input, int? dim=None, bool keepdim=False) -> (Tensor values, "
+                        "Tensor indices)"),
+          [is_max](const CallArgs& a) -> CallResult {
+            const Tensor& x = a.tensor(0);
+            if (a.is_none(1)) return is_max ? amax(x) : amin(x);
+            auto [v, i] = is_max ? max_dim(x, a.integer(1), a.flag(2))
+                                 : min_dim(x, a.integer(1), a.flag(2));
+            return std::vector<Tensor>{v, i};
+          }};
+}
+
+Api arg_extreme_api(const char* name, bool is_max) {
+  return {str_cat(name, "(Tensor input, int? dim=None, bool keepdim=False) -> Tensor"),
+          [is_max](const CallArgs& a) {
+            return is_max ? argmax(a.tensor(0), a.optional_integer(1), a.flag(2))
+                          : argmin(a.tensor(0), a.optional_integer(1), a.flag(2));
+          }};
+}
+
+// var and std: Bessel's correction by `unbiased` or by `correction`.
+Api spread_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double, bool)) {
+  return {str_cat(name, "(Tensor input, int[]? dim=None, bool unbiased=True, bool keepdim=False, "
+                        "float? correction=None) -> Tensor"),
+          [fn](const CallArgs& a) {
+            const double correction = a.optional_number(4).value_or(a.flag(2) ? 1.0 : 0.0);
+            return fn(a.tensor(0), a.optional_ints(1), correction, a.flag(3));
+          }};
+}
+
 OFL_REGISTER_OPS({
-    under_autocast(Autocast::kFloat32,
-                   reduce_def("sum", ReduceOp::kSum, kReduceSum, kSaveNone, sum_backward)),
-    under_autocast(Autocast::kFloat32,
-                   reduce_def("prod", ReduceOp::kProd, kReduceExact, kXY, prod_backward)),
-    reduce_def("amax", ReduceOp::kMax, kReduceMax, kXY, extreme_backward),
-    reduce_def("amin", ReduceOp::kMin, kReduceMin, kXY, extreme_backward),
-    reduce_def("all", ReduceOp::kAll, kReduceExact),
-    reduce_def("any", ReduceOp::kAny, kReduceExact),
-    arg_reduce_def("max", true, true),
-    arg_reduce_def("min", false, true),
-    arg_reduce_def("argmax", true, false),
-    arg_reduce_def("argmin", false, false),
+    with_api({{"sum(Tensor input, int[]? dim=None, bool keepdim=False, dtype? dtype=None) -> Tensor",
+               [](const CallArgs& a) {
+                 return sum(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
+               }}},
+             under_autocast(Autocast::kFloat32, reduce_def("sum", ReduceOp::kSum,
+                                                           kReduceSum, kSaveNone,
+                                                           sum_backward))),
+    with_api({axes_api("prod", &prod)},
+             under_autocast(Autocast::kFloat32, reduce_def("prod", ReduceOp::kProd,
+                                                           kReduceExact, kXY,
+                                                           prod_backward))),
+    with_api({axes_api("amax", &amax)},
+             reduce_def("amax", ReduceOp::kMax, kReduceMax, kXY, extreme_backward)),
+    with_api({axes_api("amin", &amin)},
+             reduce_def("amin", ReduceOp::kMin, kReduceMin, kXY, extreme_backward)),
+    with_api({axes_api("all", &all)}, reduce_def("all", ReduceOp::kAll, kReduceExact)),
+    with_api({axes_api("any", &any)}, reduce_def("any", ReduceOp::kAny, kReduceExact)),
+    with_api({extreme_dim_api("max", true)}, arg_reduce_def("max", true, true)),
+    with_api({extreme_dim_api("min", false)}, arg_reduce_def("min", false, true)),
+    with_api({arg_extreme_api("argmax", true)}, arg_reduce_def("argmax", true, false)),
+    with_api({arg_extreme_api("argmin", false)}, arg_reduce_def("argmin", false, false)),
     // Composites: they run as the ops above and elementwise ones.
-    {.name = "mean", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "var", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "std", .num_inputs = 1, .cost = elementwise_cost},
-    {.name = "logsumexp", .num_inputs = 1, .cost = elementwise_cost},
+    {.name = "mean", .num_inputs = 1, .cost = elementwise_cost, .api = {axes_api("mean", &mean)}},
+    {.name = "var", .num_inputs = 1, .cost = elementwise_cost, .api = {spread_api("var", &var)}},
+    {.name = "std", .num_inputs = 1, .cost = elementwise_cost, .api = {spread_api("std", &std)}},
+    {.name = "logsumexp",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .api = {{"logsumexp(Tensor input, int[]? dim, bool keepdim=False) -> Tensor",
+              [](const CallArgs& a) {
+                return logsumexp(a.tensor(0), a.optional_ints(1), a.flag(2));
+              }}}},
 });
 
 Tensor reduce_call(const OpDef& def, const Tensor& x, const Axes& axes, bool keepdim) {

@@ -99,7 +99,12 @@ OFL_REGISTER_OPS({
                {"offset", AttrType::kInt}},
      .infer = infer_multinomial,
      .compute = compute_multinomial,
-     .shard_attrs = multinomial_shard},
+     .shard_attrs = multinomial_shard,
+     .api = {{"multinomial(Tensor input, int num_samples, bool replacement=False, *, "
+              "Generator? generator=None) -> Tensor",
+              [](const CallArgs& a) {
+                return multinomial(a.tensor(0), a.integer(1), a.flag(2), a.generator(3));
+              }}}},
 });
 
 }  // namespace ofl::internal

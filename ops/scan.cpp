@@ -125,9 +125,13 @@ OFL_REGISTER_OPS({
      .infer = infer_cumsum,
      .compute = compute_cumsum,
      .backward = cumsum_backward,
-     .autocast = Autocast::kFloat32},
-    triangular_def("tril", false),
-    triangular_def("triu", true),
+     .autocast = Autocast::kFloat32,
+     .api = {{"cumsum(Tensor input, int dim, *, dtype? dtype=None) -> Tensor",
+              [](const CallArgs& a) {
+                return cumsum(a.tensor(0), a.integer(1), a.optional_dtype(2));
+              }}}},
+    with_api({{"tril(Tensor input, int diagonal=0) -> Tensor"}}, triangular_def("tril", false)),
+    with_api({{"triu(Tensor input, int diagonal=0) -> Tensor"}}, triangular_def("triu", true)),
 });
 
 }  // namespace ofl::internal

@@ -524,6 +524,28 @@ const std::vector<AttrDef> kSliceAttrs{{"dim", AttrType::kInt},
                                        {"stop", AttrType::kInt},
                                        {"step", AttrType::kInt}};
 
+namespace {
+
+// x.unflatten(dim, sizes): dimension dim as the dimensions sizes.
+Tensor unflatten(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t dim = normalize_axis(a.integer(1), x.dim(), "unflatten");
+  Shape s(x.shape().begin(), x.shape().begin() + dim);
+  s.insert(s.end(), a.ints(2).begin(), a.ints(2).end());
+  s.insert(s.end(), x.shape().begin() + dim + 1, x.shape().end());
+  return reshape(x, s);
+}
+
+// x.t(): a matrix's transpose; 0-d and 1-d tensors as they are.
+Tensor transpose_2d(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  if (x.dim() > 2)
+    fail("t", "expects a tensor with <= 2 dimensions, got ", shape_str(x.shape()));
+  return x.dim() < 2 ? x : transpose(x, 0, 1);
+}
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "view",
      .cost = view_cost,
@@ -531,21 +553,55 @@ OFL_REGISTER_OPS({
      .attrs = {kShapeAttr},
      .infer = infer_reshape,
      .view = regroup_without_copy,
-     .backward = regroup_grad},
-    regroup_def("reshape", {kShapeAttr}, infer_reshape),
-    regroup_def("squeeze", {{"dims", AttrType::kInts}}, infer_squeeze),
-    regroup_def("unsqueeze", {{"dim", AttrType::kInt}}, infer_unsqueeze),
-    regroup_def("flatten", {{"start_dim", AttrType::kInt}, {"end_dim", AttrType::kInt}},
-                infer_flatten),
+     .backward = regroup_grad,
+     .api = {{"view(Tensor input, int[] shape) -> Tensor",
+              [](const CallArgs& a) { return view(a.tensor(0), a.ints(1)); }, kMethod},
+             {"view(Tensor input, dtype dtype) -> Tensor",
+              [](const CallArgs& a) { return view_as_dtype(a.tensor(0), a.dtype(1)); }, kMethod},
+             {"view_as(Tensor input, Tensor other) -> Tensor",
+              [](const CallArgs& a) { return view(a.tensor(0), a.tensor(1).shape()); }, kMethod}}},
+    with_api({{"reshape(Tensor input, int[] shape) -> Tensor",
+               [](const CallArgs& a) { return reshape(a.tensor(0), a.ints(1)); }},
+              {"reshape_as(Tensor input, Tensor other) -> Tensor",
+               [](const CallArgs& a) { return reshape(a.tensor(0), a.tensor(1).shape()); },
+               kMethod},
+              {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor", unflatten, kMethod}},
+             regroup_def("reshape", {kShapeAttr}, infer_reshape)),
+    with_api({{"squeeze(Tensor input, int[]? dim=None) -> Tensor",
+               [](const CallArgs& a) {
+                 if (a.is_none(1)) return squeeze(a.tensor(0));
+                 return squeeze(a.tensor(0), a.ints(1));
+               }}},
+             regroup_def("squeeze", {{"dims", AttrType::kInts}}, infer_squeeze)),
+    with_api({{"unsqueeze(Tensor input, int dim) -> Tensor",
+               [](const CallArgs& a) { return unsqueeze(a.tensor(0), a.integer(1)); }}},
+             regroup_def("unsqueeze", {{"dim", AttrType::kInt}}, infer_unsqueeze)),
+    with_api({{"flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor",
+               [](const CallArgs& a) {
+                 return flatten(a.tensor(0), a.integer(1), a.integer(2));
+               }}},
+             regroup_def("flatten", {{"start_dim", AttrType::kInt}, {"end_dim", AttrType::kInt}},
+                         infer_flatten)),
     {.name = "permute",
      .cost = view_cost,
      .sbp = &kPermute,
      .attrs = {{"dims", AttrType::kInts}},
      .infer = infer_permute,
      .view = permute_view,
-     .backward = permute_grad},
-    {.name = "transpose", .sbp = &kPermute},
-    {.name = "narrow", .sbp = &kSlice},
+     .backward = permute_grad,
+     .api = {{"permute(Tensor input, int[] dims) -> Tensor",
+              [](const CallArgs& a) { return permute(a.tensor(0), a.ints(1)); }}}},
+    {.name = "transpose",
+     .sbp = &kPermute,
+     .api = {{"transpose(Tensor input, int dim0, int dim1) -> Tensor",
+              [](const CallArgs& a) { return transpose(a.tensor(0), a.integer(1), a.integer(2)); }},
+             {"t(Tensor input) -> Tensor", transpose_2d}}},
+    {.name = "narrow",
+     .sbp = &kSlice,
+     .api = {{"narrow(Tensor input, int dim, int start, int length) -> Tensor",
+              [](const CallArgs& a) {
+                return narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
+              }}}},
     {.name = "slice",
      .cost = view_cost,
      .sbp = &kSlice,
@@ -570,7 +626,9 @@ OFL_REGISTER_OPS({
      .attrs = {{"dim", AttrType::kInt}, {"index", AttrType::kInt}},
      .infer = infer_select,
      .view = select_view,
-     .backward = select_grad},
+     .backward = select_grad,
+     .api = {{"select(Tensor input, int dim, int index) -> Tensor",
+              [](const CallArgs& a) { return select(a.tensor(0), a.integer(1), a.integer(2)); }}}},
     {.name = "expand",
      .cost = view_cost,
      .sbp = &kExpand,
@@ -580,15 +638,28 @@ OFL_REGISTER_OPS({
      .backward =
          [](const BackwardArgs& b) {
            return std::vector<Tensor>{sum_to(b.grads[0], b.in_meta[0].shape)};
-         }},
-    {.name = "contiguous", .sbp = &kIdentity},
+         },
+     .api = {{"expand(Tensor input, int[] size) -> Tensor",
+              [](const CallArgs& a) { return expand(a.tensor(0), a.ints(1)); }, kMethod},
+             {"expand_as(Tensor input, Tensor other) -> Tensor",
+              [](const CallArgs& a) { return expand(a.tensor(0), a.tensor(1).shape()); },
+              kMethod}}},
+    {.name = "contiguous",
+     .sbp = &kIdentity,
+     .api = {{"contiguous(Tensor input) -> Tensor",
+              [](const CallArgs& a) { return contiguous(a.tensor(0)); }}}},
     {.name = "clone",
      .cost = elementwise_cost,
      .sbp = &kIdentity,
      .infer = infer_same,
      .compute = compute_clone,
-     .backward = [](const BackwardArgs& b) { return std::vector<Tensor>{b.grads[0]}; }},
-    {.name = "detach", .differentiable = false, .sbp = &kIdentity},
+     .backward = [](const BackwardArgs& b) { return std::vector<Tensor>{b.grads[0]}; },
+     .api = {unary_api("clone")}},
+    {.name = "detach",
+     .differentiable = false,
+     .sbp = &kIdentity,
+     .api = {{"detach(Tensor input) -> Tensor",
+              [](const CallArgs& a) { return detach(a.tensor(0)); }}}},
 });
 
 }  // namespace ofl::internal

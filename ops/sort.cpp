@@ -120,7 +120,13 @@ OFL_REGISTER_OPS({
            compute_sort(c, "sort", c.attrs.get<bool>("descending"), c.out[0], c.out[1]);
          },
      .backward = sort_backward,
-     .saves = kSaveOutputs},
+     .saves = kSaveOutputs,
+     .api = {{"sort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> "
+              "(Tensor values, Tensor indices)",
+              [](const CallArgs& a) {
+                auto [v, i] = sort(a.tensor(0), a.integer(1), a.flag(2), a.flag(3));
+                return std::vector<Tensor>{v, i};
+              }}}},
     {.name = "argsort",
      .num_inputs = 1,
      .differentiable = false,
@@ -131,7 +137,12 @@ OFL_REGISTER_OPS({
      .compute =
          [](const ComputeArgs& c) {
            compute_sort(c, "argsort", c.attrs.get<bool>("descending"), Tensor(), c.out[0]);
-         }},
+         },
+     .api = {{"argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> "
+              "Tensor",
+              [](const CallArgs& a) {
+                return argsort(a.tensor(0), a.integer(1), a.flag(2), a.flag(3));
+              }}}},
     {.name = "topk",
      .num_inputs = 1,
      .cost = elementwise_cost,
@@ -146,7 +157,13 @@ OFL_REGISTER_OPS({
            compute_sort(c, "topk", c.attrs.get<bool>("largest"), c.out[0], c.out[1]);
          },
      .backward = sort_backward,
-     .saves = kSaveOutputs},
+     .saves = kSaveOutputs,
+     .api = {{"topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True) -> "
+              "(Tensor values, Tensor indices)",
+              [](const CallArgs& a) {
+                auto [v, i] = topk(a.tensor(0), a.integer(1), a.integer(2), a.flag(3), a.flag(4));
+                return std::vector<Tensor>{v, i};
+              }}}},
 });
 
 }  // namespace ofl::internal

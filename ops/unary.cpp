@@ -91,6 +91,7 @@ OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves,
     };
   }
   def.differentiable = grad && grad != zero_grad;
+  def.api = {unary_api(name)};
   return def;
 }
 
@@ -101,6 +102,18 @@ Sigs cast_sbp(const SbpQuery& q) {
   return sigs;
 }
 const SbpRule kCast{"cast", cast_sbp};
+
+// clamp's public signature: a float bound turns an integer input into float32, as in PyTorch.
+Tensor clamp_numbers(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const Tensor lo = a.optional_tensor(1), hi = a.optional_tensor(2);
+  auto bound = [](const Tensor& b) {
+    return b.defined() ? std::optional<double>(b.item<double>()) : std::nullopt;
+  };
+  auto floating = [](const Tensor& b) { return b.defined() && is_floating(b.dtype()); };
+  const bool promote = (floating(lo) || floating(hi)) && !is_floating(x.dtype());
+  return clamp(promote ? to_dtype(x, DType::kFloat32) : x, bound(lo), bound(hi));
+}
 
 const uint8_t kX = kSaveInputs, kY = kSaveOutputs;
 const auto& kEw = kElementwise;
@@ -148,31 +161,38 @@ OFL_REGISTER_OPS({
               [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
                 return mul(g, gt(y, k(0)));
               }),
-    unary_def("gelu", UnaryOp::kGelu, kEw, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
-                const bool tanh = a.get<std::string>("approximate") == "tanh";
-                return binary_op(tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad, x, g);
-              },
-              {{"approximate", AttrType::kString}}),
+    with_api({{"gelu(Tensor input, str approximate='none') -> Tensor",
+               [](const CallArgs& a) { return gelu(a.tensor(0), a.str(1)); }}},
+             unary_def("gelu", UnaryOp::kGelu, kEw, kX,
+                       [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                         const bool tanh = a.get<std::string>("approximate") == "tanh";
+                         return binary_op(tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad,
+                                          x, g);
+                       },
+                       {{"approximate", AttrType::kString}})),
     unary_def("silu", UnaryOp::kSilu, kEw, kX,
               [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                 return binary_op(BinaryOp::kSiluGrad, x, g);
               }),
-    under_autocast(Autocast::kFloat32,
-                   unary_def("pow_scalar", UnaryOp::kPowScalar, kEw, kX,
-                             [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
-                               const double p = a.get<double>("exponent");
-                               if (p == 0.0) return zeros_like(g);
-                               return mul(g, mul(pow(x, p - 1.0), k(p)));
-                             },
-                             {{"exponent", AttrType::kFloat}})),
-    unary_def("clamp", UnaryOp::kClamp, kMono, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
-                Tensor inside =
-                    logical_and(ge(x, k(a.get<double>("min"))), le(x, k(a.get<double>("max"))));
-                return mul(g, inside);
-              },
-              {{"min", AttrType::kFloat}, {"max", AttrType::kFloat}}),
+    // x ** p for a number p: internal (Python's pow takes it when p keeps x's dtype).
+    with_api({}, under_autocast(Autocast::kFloat32,
+                                unary_def("pow_scalar", UnaryOp::kPowScalar, kEw, kX,
+                                          [](const Tensor& g, const Tensor& x, const Tensor&,
+                                             const Attrs& a) {
+                                            const double p = a.get<double>("exponent");
+                                            if (p == 0.0) return zeros_like(g);
+                                            return mul(g, mul(pow(x, p - 1.0), k(p)));
+                                          },
+                                          {{"exponent", AttrType::kFloat}}))),
+    with_api({{"clamp(Tensor input, Tensor|Number? min=None, Tensor|Number? max=None) -> Tensor",
+               clamp_numbers}},
+             unary_def("clamp", UnaryOp::kClamp, kMono, kX,
+                       [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
+                         Tensor inside = logical_and(ge(x, k(a.get<double>("min"))),
+                                                     le(x, k(a.get<double>("max"))));
+                         return mul(g, inside);
+                       },
+                       {{"min", AttrType::kFloat}, {"max", AttrType::kFloat}})),
     under_autocast(Autocast::kFloat32,
                    unary_def("reciprocal", UnaryOp::kReciprocal, kEw, kY,
                              [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
@@ -216,7 +236,13 @@ OFL_REGISTER_OPS({
      }},
 });
 
-OFL_REGISTER_OPS({inplace_variant("clamp_", op_def("clamp"))});
+OFL_REGISTER_OPS({with_api({{"clamp_(Tensor input, float? min=None, float? max=None) -> Tensor",
+                             [](const CallArgs& a) {
+                               Tensor self = a.tensor(0);
+                               return clamp_(self, a.optional_number(1), a.optional_number(2));
+                             },
+                             kMethod}},
+                           inplace_variant("clamp_", op_def("clamp")))});
 
 const OpDef& def(const char* name) {
   return op_def(name);

@@ -197,95 +197,6 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(_C.eye(n, m, dt, **_on(device)), requires_grad)
 
 
-def max(input, dim=None, keepdim=False):
-    if isinstance(dim, _C.Tensor):
-        return _C.maximum(input, dim)
-    return input.max(dim, keepdim)
-
-
-def min(input, dim=None, keepdim=False):
-    if isinstance(dim, _C.Tensor):
-        return _C.minimum(input, dim)
-    return input.min(dim, keepdim)
-
-
-def amax(input, dim=None, keepdim=False):
-    return input.amax(dim, keepdim)
-
-
-def amin(input, dim=None, keepdim=False):
-    return input.amin(dim, keepdim)
-
-
-def argmax(input, dim=None, keepdim=False):
-    return input.argmax(dim, keepdim)
-
-
-def argmin(input, dim=None, keepdim=False):
-    return input.argmin(dim, keepdim)
-
-
-def var(input, dim=None, unbiased=True, keepdim=False, correction=None):
-    return input.var(dim, unbiased, keepdim, correction)
-
-
-def std(input, dim=None, unbiased=True, keepdim=False, correction=None):
-    return input.std(dim, unbiased, keepdim, correction)
-
-
-def prod(input, dim=None, keepdim=False):
-    return input.prod(dim, keepdim)
-
-
-def all(input, dim=None, keepdim=False):
-    return input.all(dim, keepdim)
-
-
-def any(input, dim=None, keepdim=False):
-    return input.any(dim, keepdim)
-
-
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    """(values, indices) of the k largest (or smallest) elements along dim."""
-    return input.topk(k, dim, largest, sorted)
-
-
-def sort(input, dim=-1, descending=False, stable=False):
-    return input.sort(dim, descending, stable=stable)
-
-
-def argsort(input, dim=-1, descending=False, stable=False):
-    return input.argsort(dim, descending, stable=stable)
-
-
-def cumsum(input, dim, dtype=None):
-    return input.cumsum(dim, dtype=dtype)
-
-
-def tril(input, diagonal=0):
-    return input.tril(diagonal)
-
-
-def triu(input, diagonal=0):
-    return input.triu(diagonal)
-
-
-def multinomial(input, num_samples, replacement=False, generator=None):
-    return input.multinomial(num_samples, replacement, generator=generator)
-
-
-def masked_select(input, mask):
-    return input.masked_select(mask)
-
-
-def masked_scatter(input, mask, source):
-    return input.masked_scatter(mask, source)
-
-
-def scatter(input, dim, index, src=None, value=None):
-    return input.scatter(dim, index, src, value)
-
-
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     return _py_bool(np.allclose(np.asarray(a), np.asarray(b), rtol, atol, equal_nan))
 
@@ -388,9 +299,6 @@ def _install_tensor_methods():
     def addcdiv_(self, t1, t2, value=1.0):
         return self.add_(t1 / t2, alpha=value)
 
-    def lerp_(self, end, weight):
-        return self.add_((end - self) * weight)
-
     def __deepcopy__(self, memo):
         copy = self.detach().clone()
         if self.requires_grad and self.is_leaf:
@@ -417,7 +325,6 @@ def _install_tensor_methods():
     for fn in (
         addcmul_,
         addcdiv_,
-        lerp_,
         __deepcopy__,
         type_as,
         new_zeros,

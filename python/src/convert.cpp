@@ -155,48 +155,5 @@ std::optional<DType> to_dtype_opt(py::handle obj) {
   return obj.cast<DType>();
 }
 
-Tensor pow_arg(const Tensor& a, py::handle b) {
-  // The scalar fast path keeps a's dtype, so it only serves exponents that don't promote.
-  bool keeps_dtype = py::isinstance<py::int_>(b)
-                         ? a.dtype() != DType::kBool
-                         : py::isinstance<py::float_>(b) && is_floating(a.dtype());
-  if (keeps_dtype && !py::isinstance<py::bool_>(b)) return pow(a, b.cast<double>());
-  return pow(a, as_tensor(b, "pow"));
-}
-
-Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi) {
-  auto bound = [](py::handle b) {
-    return b.is_none() ? std::nullopt : std::optional<double>(b.cast<double>());
-  };
-  bool float_bound = py::isinstance<py::float_>(lo) || py::isinstance<py::float_>(hi);
-  Tensor in = float_bound && !is_floating(x.dtype()) ? to_dtype(x, DType::kFloat32) : x;
-  return clamp(in, bound(lo), bound(hi));
-}
-
-const std::vector<std::pair<const char*, UnaryFn>>& unary_functions() {
-  static const std::vector<std::pair<const char*, UnaryFn>> table = {{"neg", &neg},
-                                                                     {"abs", &abs},
-                                                                     {"exp", &exp},
-                                                                     {"log", &log},
-                                                                     {"sqrt", &sqrt},
-                                                                     {"rsqrt", &rsqrt},
-                                                                     {"sin", &sin},
-                                                                     {"cos", &cos},
-                                                                     {"tanh", &tanh},
-                                                                     {"sigmoid", &sigmoid},
-                                                                     {"relu", &relu},
-                                                                     {"silu", &silu},
-                                                                     {"sign", &sign},
-                                                                     {"floor", &floor},
-                                                                     {"ceil", &ceil},
-                                                                     {"round", &round},
-                                                                     {"reciprocal", &reciprocal},
-                                                                     {"square", &square},
-                                                                     {"log1p", &log1p},
-                                                                     {"expm1", &expm1},
-                                                                     {"erf", &erf},
-                                                                     {"logical_not", &logical_not}};
-  return table;
-}
 
 }  // namespace ofl::internal::py_bind

@@ -27,12 +27,4 @@ DType dtype_of_array(const py::array& arr);
 py::dtype numpy_dtype(DType t);
 std::optional<DType> to_dtype_opt(py::handle obj);
 
-// The one-tensor ops bound both as flow.<name>(x) and as x.<name>().
-using UnaryFn = Tensor (*)(const Tensor&);
-const std::vector<std::pair<const char*, UnaryFn>>& unary_functions();
-// a ** b with a Python-number or tensor exponent, promoting like the tensor-tensor pow.
-Tensor pow_arg(const Tensor& a, py::handle b);
-// clamp(x, lo, hi): a Python float bound promotes an integer x to float32, as in PyTorch.
-Tensor clamp_arg(const Tensor& x, py::handle lo, py::handle hi);
-
 }  // namespace ofl::internal::py_bind

@@ -16,6 +16,7 @@ namespace ofl::internal::py_bind {
 
 void bind_tensor(py::module_& m);
 void bind_functions(py::module_& m);
+void bind_ops(py::module_& m, py::handle tensor_cls);
 void bind_distributed(py::module_& m);
 void bind_global(py::module_& m);
 void bind_cluster(py::module_& m);
@@ -166,6 +167,7 @@ PYBIND11_MODULE(_C, m) {
   bind_autograd(m);
   bind_tensor(m);
   bind_functions(m);
+  bind_ops(m, m.attr("Tensor"));
   bind_sbp(m);
   bind_distributed(m);
   bind_cluster(m);

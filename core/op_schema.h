@@ -1,0 +1,120 @@
+// An op's public signatures (DESIGN.md, "The row is the only source"): written in its row in
+// PyTorch's schema spelling, parsed once at registration, and the arguments of one call by
+// position. The Python bindings bind every signature generically (python/src/op_binding.cpp);
+// help text and the API reference print them.
+//
+//   "cumsum(Tensor input, int dim, *, dtype? dtype=None) -> Tensor"
+//   "topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True)
+//        -> (Tensor values, Tensor indices)"
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace ofl::internal {
+
+class Generator;
+
+enum class ParamType : uint8_t {
+  kTensor,     // Tensor
+  kOperand,    // Tensor|Number: a tensor, or a number (array-like data) as a 0-d wrapped tensor
+  kTensors,    // Tensor[]
+  kBool,       // bool
+  kInt,        // int
+  kFloat,      // float
+  kStr,        // str
+  kDType,      // dtype
+  kInts,       // int[]: an int or a sequence of ints (a shape, axes); f(2, 3) as f((2, 3)) where
+               // it is the only positional parameter
+  kGenerator,  // Generator
+  kDevice,     // Device: a device or its name
+};
+const char* param_type_name(ParamType t);
+
+// One argument's value; std::monostate is None.
+using ArgValue = std::variant<std::monostate, Tensor, std::vector<Tensor>, bool, int64_t, double,
+                              std::string, DType, std::vector<int64_t>, Generator*, Device>;
+
+struct Param {
+  std::string name;
+  ParamType type = ParamType::kTensor;
+  bool optional = false;      // "T?": None is allowed
+  bool keyword_only = false;  // after "*"
+  bool has_default = false;
+  ArgValue default_value;
+};
+
+struct Schema {
+  std::string name;                  // the function's or method's name
+  std::vector<Param> params;         // a method's self is params[0]
+  std::vector<std::string> returns;  // "-> (Tensor values, Tensor indices)": a named tuple
+  bool returns_list = false;         // "-> Tensor[]"
+  std::string text;                  // as written
+  // The parameter taking f(2, 3) as f((2, 3)): an int[] that is the only positional one
+  // besides self (`view`, `permute`), or a Tensor[] that is the last positional one
+  // (`einsum(equation, a, b)`); -1 if none.
+  int varargs_param(bool method) const;
+};
+
+// Parses a row's schema; malformed text (a bug in the row) is an internal error naming it.
+Schema parse_schema(std::string_view text);
+
+// The arguments of one call by the signature's parameter order, defaults filled in.
+class CallArgs {
+ public:
+  explicit CallArgs(std::vector<ArgValue> values) : values_(std::move(values)) {}
+  size_t size() const { return values_.size(); }
+  const ArgValue& operator[](size_t i) const { return values_[i]; }
+  bool is_none(size_t i) const { return std::holds_alternative<std::monostate>(values_[i]); }
+
+  const Tensor& tensor(size_t i) const { return get<Tensor>(i); }
+  Tensor optional_tensor(size_t i) const { return is_none(i) ? Tensor() : tensor(i); }
+  const std::vector<Tensor>& tensors(size_t i) const { return get<std::vector<Tensor>>(i); }
+  bool flag(size_t i) const { return get<bool>(i); }
+  int64_t integer(size_t i) const { return get<int64_t>(i); }
+  std::optional<int64_t> optional_integer(size_t i) const;
+  double number(size_t i) const { return get<double>(i); }
+  std::optional<double> optional_number(size_t i) const;
+  const std::string& str(size_t i) const { return get<std::string>(i); }
+  DType dtype(size_t i) const { return get<DType>(i); }
+  std::optional<DType> optional_dtype(size_t i) const;
+  const std::vector<int64_t>& ints(size_t i) const { return get<std::vector<int64_t>>(i); }
+  // None as the empty list (axes: all of them).
+  std::vector<int64_t> optional_ints(size_t i) const;
+  Generator* generator(size_t i) const { return is_none(i) ? nullptr : get<Generator*>(i); }
+  Device device(size_t i) const { return is_none(i) ? Device{} : get<Device>(i); }
+
+ private:
+  template <class T>
+  const T& get(size_t i) const;
+  std::vector<ArgValue> values_;
+};
+
+// What a call returns: one tensor, or several (a list, or the named tuple the schema names).
+using CallResult = std::variant<Tensor, std::vector<Tensor>>;
+using ApiCall = std::function<CallResult(const CallArgs&)>;
+
+// Where Python binds a signature: flow.<name>(input, ...), input.<name>(...), or both; or, for
+// the package's own use (an optimizer's fused update), only on the extension module.
+enum ApiBind : uint8_t { kFunction = 1, kMethod = 2, kFunctionAndMethod = 3, kInternal = 4 };
+
+// One public signature of an op and the call it makes with the parsed arguments. Without a
+// call, the op itself runs: tensor arguments are its inputs in order, the others its attributes
+// by name. Several ops may share a name (max(input), max(input, dim), max(input, other)): the
+// first signature the arguments fit is called, as PyTorch resolves overloads.
+struct Api {
+  std::string schema;
+  ApiCall call;
+  uint8_t bind = kFunctionAndMethod;
+  Schema parsed;  // filled at registration
+};
+
+}  // namespace ofl::internal
