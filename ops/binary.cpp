@@ -179,11 +179,10 @@ OFL_REGISTER_OPS({
                         &add)},
              binary_def(BinaryOp::kAdd, kSaveNone,
                         [](const BackwardArgs& b) { return both(b, b.grads[0], b.grads[0]); })),
-    with_api({alpha_api("sub(Tensor|Number input, Tensor|Number other, float alpha=1) -> Tensor",
-                        &sub)},
-             binary_def(BinaryOp::kSub, kSaveNone, [](const BackwardArgs& b) {
-               return both(b, b.grads[0], neg(b.grads[0]));
-             })),
+    with_api(
+        {alpha_api("sub(Tensor|Number input, Tensor|Number other, float alpha=1) -> Tensor", &sub)},
+        binary_def(BinaryOp::kSub, kSaveNone,
+                   [](const BackwardArgs& b) { return both(b, b.grads[0], neg(b.grads[0])); })),
     binary_def(BinaryOp::kMul, kX,
                [](const BackwardArgs& b) {
                  const Tensor& g = b.grads[0];
@@ -200,17 +199,18 @@ OFL_REGISTER_OPS({
                    with_api({{"pow(Tensor|Number input, Tensor|Number exponent) -> Tensor",
                               [](const CallArgs& a) { return pow(a.tensor(0), a.tensor(1)); }}},
                             binary_def(BinaryOp::kPow, kXY,
-                              [](const BackwardArgs& b) {
-                                const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0],
-                                             &g = b.grads[0];
-                                Tensor gx, ge;
-                                if (b.needs[0]) gx = mul(g, mul(e, pow(x, sub(e, k(1)))));
-                                // d/de x^e = x^e log x, taken as 0 where x == 0 (PyTorch's
-                                // convention).
-                                if (b.needs[1])
-                                  ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y), log(x))));
-                                return both(b, gx, ge);
-                              }))),
+                                       [](const BackwardArgs& b) {
+                                         const Tensor &x = b.in[0], &e = b.in[1], &y = b.out[0],
+                                                      &g = b.grads[0];
+                                         Tensor gx, ge;
+                                         if (b.needs[0]) gx = mul(g, mul(e, pow(x, sub(e, k(1)))));
+                                         // d/de x^e = x^e log x, taken as 0 where x == 0 (PyTorch's
+                                         // convention).
+                                         if (b.needs[1])
+                                           ge = mul(g, mul(y, where(eq(x, k(0)), zeros_like(y),
+                                                                    log(x))));
+                                         return both(b, gx, ge);
+                                       }))),
     binary_def(BinaryOp::kMaximum, kX,
                [](const BackwardArgs& b) { return extremum_grad(b, true); }),
     binary_def(BinaryOp::kMinimum, kX,

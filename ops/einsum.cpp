@@ -163,8 +163,8 @@ Tensor einsum(const std::string& equation_in, const std::vector<Tensor>& operand
     start = comma + 1;
   }
   if (terms.size() != operands.size())
-    fail(kOp, "equation '", equation_in, "' names ", terms.size(), " operands, ",
-         operands.size(), " given");
+    fail(kOp, "equation '", equation_in, "' names ", terms.size(), " operands, ", operands.size(),
+         " given");
   std::vector<Labeled> xs;
   int64_t ellipsis_dims = 0;
   std::map<int, int> count;
@@ -200,7 +200,8 @@ Tensor einsum(const std::string& equation_in, const std::vector<Tensor>& operand
   // Left to right: sum what no one else wants, then contract with the next operand.
   auto wanted_after = [&](size_t i) {
     std::vector<int> keep = out;
-    for (size_t j = i; j < xs.size(); ++j) keep.insert(keep.end(), xs[j].labels.begin(), xs[j].labels.end());
+    for (size_t j = i; j < xs.size(); ++j)
+      keep.insert(keep.end(), xs[j].labels.begin(), xs[j].labels.end());
     return keep;
   };
   Labeled acc = sum_unwanted(xs[0], wanted_after(1));

@@ -484,7 +484,9 @@ OFL_REGISTER_OPS({
          },
      .saves = kSaveInputs,
      .api = {{"index_select(Tensor input, int dim, Tensor index) -> Tensor",
-              [](const CallArgs& a) { return index_select(a.tensor(0), a.integer(1), a.tensor(2)); }}}},
+              [](const CallArgs& a) {
+                return index_select(a.tensor(0), a.integer(1), a.tensor(2));
+              }}}},
     {.name = "gather",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -602,19 +604,18 @@ OFL_REGISTER_OPS({
               }}}},
 });
 
-OFL_REGISTER_OPS({with_api(
-    {{"scatter_(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
-      [](const CallArgs& a) {
-        Tensor self = a.tensor(0);
-        return scatter_(self, a.integer(1), a.tensor(2), a.tensor(3));
-      },
-      kMethod},
-     {"scatter_(Tensor input, int dim, Tensor index, float value) -> Tensor",
-      [](const CallArgs& a) {
-        Tensor self = a.tensor(0);
-        return scatter_(self, a.integer(1), a.tensor(2), a.number(3));
-      },
-      kMethod}},
-    inplace_variant("scatter_", op_def("scatter")))});
+OFL_REGISTER_OPS({with_api({{"scatter_(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+                             [](const CallArgs& a) {
+                               Tensor self = a.tensor(0);
+                               return scatter_(self, a.integer(1), a.tensor(2), a.tensor(3));
+                             },
+                             kMethod},
+                            {"scatter_(Tensor input, int dim, Tensor index, float value) -> Tensor",
+                             [](const CallArgs& a) {
+                               Tensor self = a.tensor(0);
+                               return scatter_(self, a.integer(1), a.tensor(2), a.number(3));
+                             },
+                             kMethod}},
+                           inplace_variant("scatter_", op_def("scatter")))});
 
 }  // namespace ofl::internal

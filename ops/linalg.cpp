@@ -253,12 +253,11 @@ Tensor scaled_sum(const char* op, const Tensor& input, const Tensor& product, do
 
 void require_dims(const char* op, const char* name, const Tensor& t, size_t ndim) {
   const Shape s = meta_of(t).shape;
-  if (s.size() != ndim)
-    fail(op, name, " must be ", ndim, "-d, got shape ", shape_str(s));
+  if (s.size() != ndim) fail(op, name, " must be ", ndim, "-d, got shape ", shape_str(s));
 }
 
-Api scaled_product_api(const char* schema, Tensor (*fn)(const Tensor&, const Tensor&,
-                                                        const Tensor&, double, double)) {
+Api scaled_product_api(const char* schema,
+                       Tensor (*fn)(const Tensor&, const Tensor&, const Tensor&, double, double)) {
   return {schema, [fn](const CallArgs& a) {
             return fn(a.tensor(0), a.tensor(1), a.tensor(2), a.number(3), a.number(4));
           }};
@@ -272,8 +271,7 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
   return scaled_sum("addmm", input, matmul(a, b), beta, alpha);
 }
 
-Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
-               double alpha) {
+Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta, double alpha) {
   require_dims("baddbmm", "batch1", a, 3);
   require_dims("baddbmm", "batch2", b, 3);
   if (meta_of(a).shape[0] != meta_of(b).shape[0])

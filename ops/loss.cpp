@@ -158,8 +158,7 @@ OFL_REGISTER_OPS({
      .api = {{"cross_entropy(Tensor input, Tensor target, int ignore_index=-100, str "
               "reduction='mean', float label_smoothing=0.0) -> Tensor",
               [](const CallArgs& a) {
-                return cross_entropy(a.tensor(0), a.tensor(1), a.integer(2), a.str(3),
-                                     a.number(4));
+                return cross_entropy(a.tensor(0), a.tensor(1), a.integer(2), a.str(3), a.number(4));
               },
               kInternal}}},
     {.name = "mse_loss",

@@ -102,7 +102,8 @@ OpDef softmax_def(const char* name, bool log) {
   };
   def.saves = kSaveOutputs;
   def.api = {{str_cat(name, "(Tensor input, int dim) -> Tensor"), [log](const CallArgs& a) {
-                return log ? log_softmax(a.tensor(0), a.integer(1)) : softmax(a.tensor(0), a.integer(1));
+                return log ? log_softmax(a.tensor(0), a.integer(1))
+                           : softmax(a.tensor(0), a.integer(1));
               }}};
   const std::string backward = std::string(name) + "_backward";
   def.backward = [backward](const BackwardArgs& b) -> std::vector<Tensor> {
@@ -292,21 +293,22 @@ OpDef norm_def(const char* name, bool rms) {
   };
   def.saves = kSaveInputs | kSaveOutputs;
   if (rms) {
-    def.api = {{"rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? "
-                "eps=None) -> Tensor",
-                [](const CallArgs& a) {
-                  return rms_norm(a.tensor(0), a.ints(1), a.optional_tensor(2),
-                                  a.optional_number(3));
-                },
-                kInternal}};
+    def.api = {
+        {"rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? "
+         "eps=None) -> Tensor",
+         [](const CallArgs& a) {
+           return rms_norm(a.tensor(0), a.ints(1), a.optional_tensor(2), a.optional_number(3));
+         },
+         kInternal}};
   } else {
-    def.api = {{"layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? "
-                "bias=None, float eps=1e-05) -> Tensor",
-                [](const CallArgs& a) {
-                  return layer_norm(a.tensor(0), a.ints(1), a.optional_tensor(2),
-                                    a.optional_tensor(3), a.number(4));
-                },
-                kInternal}};
+    def.api = {
+        {"layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? "
+         "bias=None, float eps=1e-05) -> Tensor",
+         [](const CallArgs& a) {
+           return layer_norm(a.tensor(0), a.ints(1), a.optional_tensor(2), a.optional_tensor(3),
+                             a.number(4));
+         },
+         kInternal}};
   }
   const std::string backward = std::string(name) + "_backward";
   def.backward = [rms, backward](const BackwardArgs& b) -> std::vector<Tensor> {

@@ -308,13 +308,14 @@ Api axes_api(const std::string& name, Tensor (*fn)(const Tensor&, const Axes&, b
 
 // max(input, dim, keepdim) -> (values, indices), or the whole tensor's max without a dim.
 Api extreme_dim_api(const char* name, bool is_max) {
-  return {str_cat(name, "(Tensor input, int? dim=None, bool keepdim=False) -> (Tensor values, "
-                        "Tensor indices)"),
+  return {str_cat(name,
+                  "(Tensor input, int? dim=None, bool keepdim=False) -> (Tensor values, "
+                  "Tensor indices)"),
           [is_max](const CallArgs& a) -> CallResult {
             const Tensor& x = a.tensor(0);
             if (a.is_none(1)) return is_max ? amax(x) : amin(x);
-            auto [v, i] = is_max ? max_dim(x, a.integer(1), a.flag(2))
-                                 : min_dim(x, a.integer(1), a.flag(2));
+            auto [v, i] =
+                is_max ? max_dim(x, a.integer(1), a.flag(2)) : min_dim(x, a.integer(1), a.flag(2));
             return std::vector<Tensor>{v, i};
           }};
 }
@@ -329,8 +330,9 @@ Api arg_extreme_api(const char* name, bool is_max) {
 
 // var and std: Bessel's correction by `unbiased` or by `correction`.
 Api spread_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double, bool)) {
-  return {str_cat(name, "(Tensor input, int[]? dim=None, bool unbiased=True, bool keepdim=False, "
-                        "float? correction=None) -> Tensor"),
+  return {str_cat(name,
+                  "(Tensor input, int[]? dim=None, bool unbiased=True, bool keepdim=False, "
+                  "float? correction=None) -> Tensor"),
           [fn](const CallArgs& a) {
             const double correction = a.optional_number(4).value_or(a.flag(2) ? 1.0 : 0.0);
             return fn(a.tensor(0), a.optional_ints(1), correction, a.flag(3));
@@ -338,17 +340,16 @@ Api spread_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double
 }
 
 OFL_REGISTER_OPS({
-    with_api({{"sum(Tensor input, int[]? dim=None, bool keepdim=False, dtype? dtype=None) -> Tensor",
-               [](const CallArgs& a) {
-                 return sum(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
-               }}},
-             under_autocast(Autocast::kFloat32, reduce_def("sum", ReduceOp::kSum,
-                                                           kReduceSum, kSaveNone,
-                                                           sum_backward))),
+    with_api(
+        {{"sum(Tensor input, int[]? dim=None, bool keepdim=False, dtype? dtype=None) -> Tensor",
+          [](const CallArgs& a) {
+            return sum(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
+          }}},
+        under_autocast(Autocast::kFloat32,
+                       reduce_def("sum", ReduceOp::kSum, kReduceSum, kSaveNone, sum_backward))),
     with_api({axes_api("prod", &prod)},
-             under_autocast(Autocast::kFloat32, reduce_def("prod", ReduceOp::kProd,
-                                                           kReduceExact, kXY,
-                                                           prod_backward))),
+             under_autocast(Autocast::kFloat32,
+                            reduce_def("prod", ReduceOp::kProd, kReduceExact, kXY, prod_backward))),
     with_api({axes_api("amax", &amax)},
              reduce_def("amax", ReduceOp::kMax, kReduceMax, kXY, extreme_backward)),
     with_api({axes_api("amin", &amin)},

@@ -539,8 +539,7 @@ Tensor unflatten(const CallArgs& a) {
 // x.t(): a matrix's transpose; 0-d and 1-d tensors as they are.
 Tensor transpose_2d(const CallArgs& a) {
   const Tensor& x = a.tensor(0);
-  if (x.dim() > 2)
-    fail("t", "expects a tensor with <= 2 dimensions, got ", shape_str(x.shape()));
+  if (x.dim() > 2) fail("t", "expects a tensor with <= 2 dimensions, got ", shape_str(x.shape()));
   return x.dim() < 2 ? x : transpose(x, 0, 1);
 }
 
@@ -577,9 +576,7 @@ OFL_REGISTER_OPS({
                [](const CallArgs& a) { return unsqueeze(a.tensor(0), a.integer(1)); }}},
              regroup_def("unsqueeze", {{"dim", AttrType::kInt}}, infer_unsqueeze)),
     with_api({{"flatten(Tensor input, int start_dim=0, int end_dim=-1) -> Tensor",
-               [](const CallArgs& a) {
-                 return flatten(a.tensor(0), a.integer(1), a.integer(2));
-               }}},
+               [](const CallArgs& a) { return flatten(a.tensor(0), a.integer(1), a.integer(2)); }}},
              regroup_def("flatten", {{"start_dim", AttrType::kInt}, {"end_dim", AttrType::kInt}},
                          infer_flatten)),
     {.name = "permute",

@@ -166,8 +166,8 @@ OFL_REGISTER_OPS({
              unary_def("gelu", UnaryOp::kGelu, kEw, kX,
                        [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
                          const bool tanh = a.get<std::string>("approximate") == "tanh";
-                         return binary_op(tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad,
-                                          x, g);
+                         return binary_op(tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad, x,
+                                          g);
                        },
                        {{"approximate", AttrType::kString}})),
     unary_def("silu", UnaryOp::kSilu, kEw, kX,

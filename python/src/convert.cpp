@@ -155,5 +155,4 @@ std::optional<DType> to_dtype_opt(py::handle obj) {
   return obj.cast<DType>();
 }
 
-
 }  // namespace ofl::internal::py_bind

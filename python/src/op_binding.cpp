@@ -27,9 +27,8 @@ const char* py_type_name(py::handle obj) {
 // A Python int or another integer with __index__ (a numpy integer); not a tensor or a dtype
 // (pybind's enums have __index__ too).
 bool is_int(py::handle obj) {
-  return PyLong_Check(obj.ptr()) ||
-         (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) && !py::isinstance<Tensor>(obj) &&
-          !py::isinstance<DType>(obj));
+  return PyLong_Check(obj.ptr()) || (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
+                                     !py::isinstance<Tensor>(obj) && !py::isinstance<DType>(obj));
 }
 
 std::optional<int64_t> to_int(py::handle obj) {
@@ -171,8 +170,8 @@ bool parse(const Schema& s, bool method, const py::args& args, const py::kwargs&
   for (size_t i = 0; i < n && a < npos; ++i) {
     const Param& p = s.params[i];
     if (p.keyword_only) break;
-    const bool spread = npos - a > 1 || (p.type == ParamType::kTensors &&
-                                         py::isinstance<Tensor>(args[a]));
+    const bool spread =
+        npos - a > 1 || (p.type == ParamType::kTensors && py::isinstance<Tensor>(args[a]));
     if (static_cast<int>(i) == varargs && spread) {  // f(2, 3) as f((2, 3))
       if (!gather_varargs(p, args, a, out[i], why)) return false;
       a = npos;
@@ -258,8 +257,7 @@ py::object call(const std::string& name, const Overloads& overloads, bool method
   std::string whys;
   for (const Overload& o : overloads) {
     if (parse(o.api->parsed, method, args, kwargs, name.c_str(), values, why))
-      return to_python(call_api(*o.def, *o.api, CallArgs(std::move(values))), o.api->parsed,
-                       args);
+      return to_python(call_api(*o.def, *o.api, CallArgs(std::move(values))), o.api->parsed, args);
     whys += str_cat(whys.empty() ? " " : "; ", o.api->parsed.text, ": ", why);
   }
   if (overloads.size() == 1)

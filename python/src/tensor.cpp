@@ -181,6 +181,13 @@ void bind_tensor(py::module_& m) {
             return to_device(t, {DeviceType::kCUDA, index});
           },
           py::arg("device") = 0)
+      .def_property_readonly("T",
+                             [](const Tensor& t) {
+                               std::vector<int64_t> dims(t.dim());
+                               for (int64_t i = 0; i < t.dim(); ++i) dims[i] = t.dim() - 1 - i;
+                               return permute(t, dims);
+                             })
+      .def_property_readonly("mT", [](const Tensor& t) { return transpose(t, -2, -1); })
       .def("__getitem__", [](const Tensor& t, py::handle key) { return index(t, key); })
       .def("__setitem__", [](Tensor& t, py::handle key, py::handle v) { set_index(t, key, v); })
       .def("__len__",

@@ -36,21 +36,25 @@ TEST(OpSchema, ParsesTypesDefaultsKeywordOnlyAndNamedOutputs) {
 TEST(OpSchema, VarargsAreTheOnlyPositionalIntListOrATrailingTensorList) {
   EXPECT_EQ(parse_schema("view(Tensor input, int[] shape) -> Tensor").varargs_param(true), 1);
   EXPECT_EQ(parse_schema("zeros(int[] size, *, dtype? dtype=None)").varargs_param(false), 0);
-  EXPECT_EQ(parse_schema("sum(Tensor input, int[]? dim=None, bool keepdim=False)")
-                .varargs_param(true),
-            -1);
+  EXPECT_EQ(
+      parse_schema("sum(Tensor input, int[]? dim=None, bool keepdim=False)").varargs_param(true),
+      -1);
   EXPECT_EQ(parse_schema("einsum(str equation, Tensor[] operands)").varargs_param(false), 1);
   EXPECT_EQ(parse_schema("cat(Tensor[] tensors, int dim=0)").varargs_param(false), -1);
 }
 
 TEST(OpSchema, MalformedSchemasAreInternalErrorsNamingTheText) {
-  EXPECT_NE(error_of<std::logic_error>([] { parse_schema("f(Tensor input"); }).find("f(Tensor input"),
-            std::string::npos);
-  EXPECT_NE(error_of<std::logic_error>([] { parse_schema("f(Tensr input)"); }).find("unknown type Tensr"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of<std::logic_error>([] { parse_schema("f(Tensor input"); }).find("f(Tensor input"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of<std::logic_error>([] { parse_schema("f(Tensr input)"); }).find("unknown type Tensr"),
+      std::string::npos);
   EXPECT_NE(error_of<std::logic_error>([] { parse_schema("f(int x=None)"); }).find("not optional"),
             std::string::npos);
-  EXPECT_NE(error_of<std::logic_error>([] { parse_schema("f(Tensor x) -> Tensor[2]"); }).find("bad return"),
+  EXPECT_NE(error_of<std::logic_error>([] {
+              parse_schema("f(Tensor x) -> Tensor[2]");
+            }).find("bad return"),
             std::string::npos);
 }
 
