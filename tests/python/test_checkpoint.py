@@ -37,6 +37,7 @@ def _run(nproc, *args):
     return json_lines(r.stdout)[0]
 
 
+@pytest.mark.multiprocess
 def test_zero_on_4_ranks_resumes_tensor_parallel_on_2_zero_on_3_and_in_one_process(tmp_path):
     saved = _run(4, "save", str(tmp_path / "ckpt"), "zero")
     assert saved["reads_own_shards"] and saved["reloads_equal"]

@@ -67,6 +67,7 @@ def test_set_cluster_spec_changes_boxing_cost():
     assert _C.get_cluster_spec() == old
 
 
+@pytest.mark.multiprocess
 def test_env_var_picks_the_default_spec(tmp_path):
     path = tmp_path / "spec.json"
     spec = _C.ClusterSpec.h100_ib(1, 8)
@@ -88,6 +89,7 @@ _within_40s = pytest.mark.timeout(40) if importlib.util.find_spec("pytest_timeou
 
 
 @_within_40s  # the subprocess timeout bounds it too
+@pytest.mark.multiprocess
 def test_profiler_writes_a_loadable_spec(tmp_path):
     out = tmp_path / "measured.json"
     r = subprocess.run(

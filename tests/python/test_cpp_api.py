@@ -18,9 +18,13 @@ import oneflowlike as flow
 from examples.char_gpt.model import GPT, GPTConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pytestmark = pytest.mark.skipif(
-    shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"
-)
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif(
+        shutil.which("cmake") is None or shutil.which("ninja") is None,
+        reason="needs cmake and ninja",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

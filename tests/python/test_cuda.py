@@ -10,11 +10,7 @@ from oneflowlike import nn
 from test_ops_elementwise import CAST_DTYPES as DTYPES  # every dtype
 
 GPU = flow.cuda.is_available()
-needs_gpu = pytest.mark.skipif(
-    not GPU,
-    reason="no CUDA device visible"
-    + ("" if flow._C.has_backend("cuda") else " (this build has no CUDA backend)"),
-)
+needs_gpu = pytest.mark.gpu  # the GPU tier: conftest.py skips it, saying why, without a GPU
 
 
 @pytest.mark.skipif(GPU, reason="checks the errors of a machine without a GPU")
@@ -106,6 +102,7 @@ def test_modules_move_with_their_parameters():
     np.testing.assert_array_equal(m.weight.numpy(), w.numpy())
 
 
+@needs_gpu
 @pytest.mark.skipif(flow.cuda.device_count() < 2, reason="needs two CUDA devices")
 def test_from_one_gpu_to_another():
     x = flow.arange(10, dtype=flow.float32).cuda()

@@ -130,6 +130,7 @@ def test_store_rejects_a_client_with_the_wrong_token(token):
 
 @needs_comm
 @pytest.mark.parametrize("nproc", [2, 3, 4])
+@pytest.mark.multiprocess
 def test_every_collective_and_dtype_class(tmp_path, nproc):
     reports = _run_ok(tmp_path, nproc, "collectives_worker.py")
     assert sorted(reports) == list(range(nproc))
@@ -140,6 +141,7 @@ def test_every_collective_and_dtype_class(tmp_path, nproc):
 
 
 @needs_comm
+@pytest.mark.multiprocess
 def test_sub_groups(tmp_path):
     reports = _run_ok(tmp_path, 4, "groups_worker.py")
     assert [reports[r]["groups"] for r in range(4)] == ["ok"] * 4
@@ -166,11 +168,13 @@ def _timeout_job(tmp_path, phase):
 
 
 @needs_comm
+@pytest.mark.multiprocess
 def test_a_rank_that_never_joins_times_out_naming_it(tmp_path):
     _timeout_job(tmp_path, "init")
 
 
 @needs_comm
+@pytest.mark.multiprocess
 def test_a_rank_that_skips_a_collective_times_out_naming_it(tmp_path):
     message = _timeout_job(tmp_path, "collective")
     assert "all_reduce" in message
@@ -181,6 +185,7 @@ def test_a_rank_that_skips_a_collective_times_out_naming_it(tmp_path):
     ("exit:5", 5, "exited with code 5"),
     ("kill", 137, "was killed by SIGKILL"),
 ])  # fmt: skip
+@pytest.mark.multiprocess
 def test_a_rank_dying_mid_job_stops_the_job(tmp_path, how, code, cause):
     r = launch(
         ["--nproc_per_node", "4", "--log_dir", str(tmp_path), "--rdzv_timeout", "30"],
@@ -193,6 +198,7 @@ def test_a_rank_dying_mid_job_stops_the_job(tmp_path, how, code, cause):
 
 
 @needs_comm
+@pytest.mark.multiprocess
 def test_launchers_with_different_tokens_do_not_meet(tmp_path):
     port = free_port()
     common = ["--nnodes", "2", "--nproc_per_node", "1", "--master_port", str(port)]

@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "meta" / "gpt3_175b.py"
 
 

@@ -4,6 +4,8 @@ import pytest
 
 from _launch import expect_clean_ranks
 
+pytestmark = pytest.mark.multiprocess
+
 
 @pytest.mark.parametrize("nproc", [1, 2, 3, 4])
 def test_global_tensors_behave_on_every_rank(nproc):

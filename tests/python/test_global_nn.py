@@ -6,6 +6,8 @@ import pytest
 
 from _launch import expect_clean_ranks
 
+pytestmark = pytest.mark.multiprocess
+
 
 @pytest.mark.parametrize("nproc,mesh", [(2, "1d"), (3, "1d"), (4, "2x2")])
 def test_global_dropout_and_layer_norm_equal_the_single_process_ones(nproc, mesh):

@@ -15,9 +15,13 @@ import pytest
 
 from test_cpp_api import Server, examples, gpt  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"
-)
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif(
+        shutil.which("cmake") is None or shutil.which("ninja") is None,
+        reason="needs cmake and ninja",
+    ),
+]
 
 
 def post(server, route, data, timeout=60):

@@ -12,6 +12,8 @@ import pytest
 from _launch import LAUNCH, WORKERS, alive, clean_env, json_lines, launch, logs_by_rank, worker
 from oneflowlike.distributed import launch as launch_mod
 
+pytestmark = pytest.mark.multiprocess  # all but child_envs' test start the launcher
+
 
 def _cpus():
     return len(os.sched_getaffinity(0))

@@ -14,6 +14,8 @@ import pytest
 import oneflowlike as flow
 from _launch import LAUNCH, clean_env, json_lines, worker
 
+pytestmark = pytest.mark.multiprocess
+
 ADDRS = ("10.231.0.1", "10.231.0.2")
 
 

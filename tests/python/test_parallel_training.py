@@ -12,6 +12,8 @@ import pytest
 
 from _launch import clean_env, json_lines, launch
 
+pytestmark = pytest.mark.multiprocess
+
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "parallel" / "gpt_layouts.py")
 RTOL = 1e-5
 

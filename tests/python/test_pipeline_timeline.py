@@ -10,6 +10,8 @@ import pytest
 import oneflowlike as flow
 from _launch import launch
 
+pytestmark = pytest.mark.multiprocess
+
 EXAMPLE = str(
     Path(__file__).resolve().parents[2] / "examples" / "parallel" / "pipeline_timeline.py"
 )

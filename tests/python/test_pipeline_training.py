@@ -12,6 +12,8 @@ import pytest
 from _launch import clean_env, expect_clean_ranks, json_lines, launch
 from test_parallel_training import EXAMPLE, RTOL
 
+pytestmark = pytest.mark.multiprocess
+
 STEPS = 6
 
 

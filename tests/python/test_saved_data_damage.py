@@ -156,6 +156,7 @@ def edit_index(path, change):
     (path / "index.json").write_text(json.dumps(index))
 
 
+@pytest.mark.multiprocess
 def test_a_flipped_byte_in_one_ranks_shard_raises_naming_the_file_and_tensor(ckpt):
     damaged = shard(ckpt, 1, 2)
     flip_byte(damaged, "w", at=5)
@@ -168,12 +169,14 @@ def test_a_flipped_byte_in_one_ranks_shard_raises_naming_the_file_and_tensor(ckp
     assert "checksum" not in (reports[0]["error"] or "")
 
 
+@pytest.mark.multiprocess
 def test_a_relabelled_dtype_in_index_json_raises_naming_the_shard_and_tensor(ckpt):
     edit_index(ckpt, lambda index: index["tensors"]["w"].update(dtype="int32"))
     with pytest.raises(ValueError, match=r"shard-0000\d-of-00002.*'w' is F32 \[3, 4\].*I32"):
         flow.load(ckpt)
 
 
+@pytest.mark.multiprocess
 def test_a_relabelled_dtype_in_a_shard_header_raises(ckpt):
     damaged = shard(ckpt, 0, 2)
     rewrite_header(damaged, lambda header: header["w"].update(dtype="I32"))
@@ -181,6 +184,7 @@ def test_a_relabelled_dtype_in_a_shard_header_raises(ckpt):
         flow.load(ckpt)
 
 
+@pytest.mark.multiprocess
 def test_a_duplicated_piece_in_index_json_raises_instead_of_leaving_zeros(ckpt):
     def duplicate(index):
         pieces = index["tensors"]["w"]["pieces"]
@@ -226,6 +230,7 @@ def test_pieces_must_tile_the_tensor_exactly():
         assert (_tiling_error(shape, pieces) is None) == (count == 1).all(), (shape, pieces)
 
 
+@pytest.mark.multiprocess
 def test_checkpoint_shards_without_checksums_still_load(ckpt):
     for rank in range(2):
         rewrite_header(shard(ckpt, rank, 2), lambda header: header.pop("__metadata__", None))
@@ -318,6 +323,7 @@ def live_pid():
     p.wait()
 
 
+@pytest.mark.multiprocess
 def test_a_save_removes_the_temporary_files_of_killed_saves_of_its_path(tmp_path, live_pid):
     path = tmp_path / "m.safetensors"
     for _ in range(3):  # each removes the one before's: they no longer pile up
@@ -338,6 +344,7 @@ def test_a_save_removes_the_temporary_files_of_killed_saves_of_its_path(tmp_path
     np.testing.assert_array_equal(load(path)["w"].numpy(), [1.0, 1.0])
 
 
+@pytest.mark.multiprocess
 def test_a_checkpoint_save_removes_what_killed_saves_left_and_keeps_live_ones(tmp_path, live_pid):
     path = tmp_path / "ckpt"
     save_in_a_process(path, "checkpoint", value=4.0)  # committed; that process has ended since

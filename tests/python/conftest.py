@@ -1,0 +1,60 @@
+"""The test tiers as pytest markers, so that each runs alone (`-m unit`, `-m multiprocess`,
+`-m gpu`; docs/install.md). Every test is in exactly one tier:
+
+- gpu: needs a CUDA device (test_cuda.py's `needs_gpu`); skipped here, saying why, without one;
+- multiprocess: starts processes, ranks through the launcher (_launch.py) or a subprocess;
+  marked in its file (`pytestmark = pytest.mark.multiprocess` or a decorator);
+- unit: everything else, one process and no device (inference, plans, numerics of ops and
+  gradients). A unit test that starts a process fails, naming the marker it lacks."""
+
+import subprocess
+
+import pytest
+
+import oneflowlike as flow
+
+TIERS = ("unit", "multiprocess", "gpu")
+_NO_GPU = None  # why the GPU tier skips here; None where it runs
+if not flow.cuda.is_available():
+    _NO_GPU = "no CUDA device visible"
+    if not flow._C.has_backend("cuda"):
+        _NO_GPU += " (this build has no CUDA backend)"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tiers = [t for t in TIERS if item.get_closest_marker(t)]
+        if len(tiers) > 1:
+            raise pytest.UsageError(f"{item.nodeid} is marked {' and '.join(tiers)}: pick one")
+        if not tiers:
+            item.add_marker(pytest.mark.unit)
+        elif tiers == ["gpu"] and _NO_GPU:
+            item.add_marker(pytest.mark.skip(reason=_NO_GPU))
+
+
+# The unit test running now (None between tests and in the other tiers): processes it starts are
+# refused, so that `-m unit` stays one process as the suite grows.
+_running_unit_test = None
+_execute_child = subprocess.Popen._execute_child
+
+
+def _refuse_in_unit_tests(self, args, *rest, **kwargs):
+    if _running_unit_test is not None:
+        raise AssertionError(
+            f"{_running_unit_test} starts a process ({args!r}) but is in the unit tier: mark it "
+            "pytest.mark.multiprocess (tests/python/conftest.py)"
+        )
+    return _execute_child(self, args, *rest, **kwargs)
+
+
+subprocess.Popen._execute_child = _refuse_in_unit_tests
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _running_unit_test
+    _running_unit_test = item.nodeid if item.get_closest_marker("unit") else None
+    try:
+        return (yield)
+    finally:
+        _running_unit_test = None
