@@ -5,13 +5,18 @@
 - multiprocess: starts processes, ranks through the launcher (_launch.py) or a subprocess;
   marked in its file (`pytestmark = pytest.mark.multiprocess` or a decorator);
 - unit: everything else, one process and no device (inference, plans, numerics of ops and
-  gradients). A unit test that starts a process fails, naming the marker it lacks."""
+  gradients). A unit test that starts a process fails, naming the marker it lacks.
+
+And `one_process`, the single-process reference runs, set up once a session."""
 
 import subprocess
+import sys
 
+import numpy as np
 import pytest
 
 import oneflowlike as flow
+from _launch import clean_env, json_lines
 
 TIERS = ("unit", "multiprocess", "gpu")
 _NO_GPU = None  # why the GPU tier skips here; None where it runs
@@ -58,3 +63,30 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
     finally:
         _running_unit_test = None
+
+
+@pytest.fixture(scope="session")
+def one_process(tmp_path_factory):
+    """one_process(script, *args, save=False): (the first JSON line printed, and with save the
+    arrays it wrote to `--save FILE`) of `python script *args` run alone, without the launcher.
+    Run once a session for each command line: the single-process reference that every case of a
+    parametrized multi-process test compares with, the same for all of them."""
+    runs = {}
+
+    def run(script, *args, save=False):
+        key = (str(script), *map(str, args), save)
+        if key not in runs:
+            out = tmp_path_factory.mktemp("one_process") / "saved.npz"
+            cmd = [sys.executable, *key[:-1], *(["--save", str(out)] if save else [])]
+            p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, f"{' '.join(cmd)}\n{p.stderr}"
+            arrays = None
+            if save:
+                with np.load(out) as saved:
+                    arrays = {name: saved[name] for name in saved.files}
+                for a in arrays.values():
+                    a.flags.writeable = False  # shared by the tests: none may change it
+            runs[key] = json_lines(p.stdout)[0], arrays
+        return runs[key]
+
+    return run

@@ -31,10 +31,12 @@ def test_a_2x2_mesh_of_gpus_reshards_through_nccl():
 
 
 @pytest.mark.parametrize("layout", ["dp", "tp", "zero"])
-def test_the_example_gpt_trains_on_cuda_placements_like_one_cpu_process(tmp_path, layout):
+def test_the_example_gpt_trains_on_cuda_placements_like_one_cpu_process(
+    tmp_path, one_process, layout
+):
     # four ranks: NCCL on four GPUs, else host staging through Gloo
-    want_losses, want_params = _single(tmp_path, "sgd")
+    want_losses, want_params = _single(one_process, "sgd")
     report, params = _parallel(tmp_path, layout, "sgd", extra=["--device", "cuda"])
     np.testing.assert_allclose(report["losses"], want_losses, rtol=1e-4)
-    for name in want_params.files:
+    for name in want_params:
         np.testing.assert_allclose(params[name], want_params[name], rtol=1e-3, atol=1e-4)

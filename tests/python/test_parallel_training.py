@@ -2,15 +2,12 @@
 launcher under each parallel layout, eagerly and in graph mode, and every step's loss and every
 final parameter match the single-process eager run (examples/parallel/gpt_layouts.py)."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from _launch import clean_env, json_lines, launch
+from _launch import json_lines, launch
 
 pytestmark = pytest.mark.multiprocess
 
@@ -18,17 +15,10 @@ EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "parallel" / "g
 RTOL = 1e-5
 
 
-def _single(tmp_path, optimizer):
-    out = tmp_path / f"single_{optimizer}.npz"
-    p = subprocess.run(
-        [sys.executable, EXAMPLE, "--layout", "single", "--optimizer", optimizer, "--save", out],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr
-    return json_lines(p.stdout)[0]["losses"], np.load(out)
+def _single(one_process, optimizer):
+    """The single-process eager run's losses and final parameters (run once a session)."""
+    report, params = one_process(EXAMPLE, "--layout", "single", "--optimizer", optimizer, save=True)
+    return report["losses"], params
 
 
 def _parallel(tmp_path, layout, optimizer, mode="eager", extra=()):
@@ -69,11 +59,11 @@ EXPECTED_SBP = {
     [(layout, mode) for layout in ["dp", "tp", "zero", "2d", "seq"] for mode in ["eager", "graph"]]
     + [("auto", "graph")],  # the planner's layouts (flow.auto_parallel)
 )
-def test_layout_trains_like_one_process(tmp_path, layout, mode):
-    want_losses, want_params = _single(tmp_path, "sgd")
+def test_layout_trains_like_one_process(tmp_path, one_process, layout, mode):
+    want_losses, want_params = _single(one_process, "sgd")
     report, params = _parallel(tmp_path, layout, "sgd", mode)
     _check_losses(report["losses"], want_losses)
-    for name in want_params.files:
+    for name in want_params:
         a, b = want_params[name], params[name]
         err = np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-3)
         assert err <= RTOL, f"{layout}: parameter {name} differs by {err:.2e}"
@@ -89,16 +79,16 @@ def test_layout_trains_like_one_process(tmp_path, layout, mode):
 
 
 def test_auto_under_a_budget_too_small_for_data_parallel_shards_and_trains_like_one_process(
-    tmp_path,
+    tmp_path, one_process
 ):
     """Data parallel holds 382 kB a rank in parameters, gradients and momentum alone; within
     300 kB for those and the activations the backward reads, the planner shards, and the step
     still trains like one process."""
-    want_losses, want_params = _single(tmp_path, "sgd")
+    want_losses, want_params = _single(one_process, "sgd")
     budget = 300_000
     report, params = _parallel(tmp_path, "auto", "sgd", "graph", ["--memory-budget", str(budget)])
     _check_losses(report["losses"], want_losses)
-    for name in want_params.files:
+    for name in want_params:
         a, b = want_params[name], params[name]
         assert np.linalg.norm(a - b) <= RTOL * max(np.linalg.norm(a), 1e-3), name
     assert report["state_bytes"] <= budget
@@ -107,12 +97,12 @@ def test_auto_under_a_budget_too_small_for_data_parallel_shards_and_trains_like_
 
 @pytest.mark.parametrize("optimizer", ["adamw", "adamw-fused"])
 @pytest.mark.parametrize("mode", ["eager", "graph"])
-def test_zero_with_adamw_matches_one_process(tmp_path, mode, optimizer):
+def test_zero_with_adamw_matches_one_process(tmp_path, one_process, mode, optimizer):
     """Adam's states are sharded with the parameters; the losses match step for step (fused:
     its update ops on the shards). (The final parameters are not compared: the attention key's
     bias has a zero gradient in exact arithmetic, and Adam turns its rounding noise into
     full-size steps in any run.)"""
-    want_losses, _ = _single(tmp_path, optimizer)
+    want_losses, _ = _single(one_process, optimizer)
     report, _ = _parallel(tmp_path, "zero", optimizer, mode)
     _check_losses(report["losses"], want_losses)
     assert report["state_sbp"]["blocks.0.mlp.fc.weight"] == ["(S(0))"]
@@ -123,14 +113,10 @@ CNN = str(Path(__file__).resolve().parent / "dist_workers" / "cnn_worker.py")
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 @pytest.mark.parametrize("layout,ranks", [("dp", 2), ("dp", 4), ("cp", 3)])
-def test_cnn_layout_trains_like_one_process(layout, ranks, mode):
+def test_cnn_layout_trains_like_one_process(one_process, layout, ranks, mode):
     """conv2d, batch_norm, max/avg pooling on global tensors: data parallel (batch norm's
     statistics are the whole batch's, as SyncBatchNorm's) and channel parallel, uneven."""
-    p = subprocess.run(
-        [sys.executable, CNN], env=clean_env(), capture_output=True, text=True, timeout=120
-    )
-    assert p.returncode == 0, p.stderr
-    want = json_lines(p.stdout)[0]
+    want, _ = one_process(CNN)
     graph = ["--graph"] if mode == "graph" else []
     r = launch(["--nproc_per_node", str(ranks)], [CNN, "--layout", layout, *graph], timeout=120)
     assert r.returncode == 0, r

@@ -3,13 +3,10 @@ GPT in 2 and 4 stages (GraphModule.set_stage), alone, with data parallel and wit
 inside the stages, under every schedule, trains like one process: every step's loss and every
 final parameter match the single-process eager run."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from _launch import clean_env, expect_clean_ranks, json_lines, launch
+from _launch import expect_clean_ranks, json_lines, launch
 from test_parallel_training import EXAMPLE, RTOL
 
 pytestmark = pytest.mark.multiprocess
@@ -17,27 +14,24 @@ pytestmark = pytest.mark.multiprocess
 STEPS = 6
 
 
-def _run(tmp_path, name, args, nproc=None):
+def _single(one_process, args):
+    """The single-process eager run of the model `args` (once a session for each model)."""
+    return one_process(EXAMPLE, *args, "--optimizer", "sgd", "--steps", str(STEPS), save=True)
+
+
+def _run(tmp_path, name, args, nproc):
     out = tmp_path / f"{name}.npz"
     cmd = [EXAMPLE, *args, "--optimizer", "sgd", "--steps", str(STEPS), "--save", str(out)]
-    if nproc is None:
-        p = subprocess.run(
-            [sys.executable, *cmd], env=clean_env(), capture_output=True, text=True, timeout=120
-        )
-        assert p.returncode == 0, p.stderr
-        stdout = p.stdout
-    else:
-        r = launch(["--nproc_per_node", str(nproc)], cmd, timeout=300)
-        assert r.returncode == 0, r
-        stdout = r.stdout
-    return json_lines(stdout)[0], np.load(out)
+    r = launch(["--nproc_per_node", str(nproc)], cmd, timeout=300)
+    assert r.returncode == 0, r
+    return json_lines(r.stdout)[0], np.load(out)
 
 
 def _check_like_one_process(got, params, want, want_params):
     """Every step's loss and every final parameter as the single-process run's."""
     for step, (g, w) in enumerate(zip(got["losses"], want["losses"], strict=True)):
         assert abs(g - w) <= RTOL * abs(w), f"step {step}: {g} vs {w}"
-    for name in want_params.files:
+    for name in want_params:
         a, b = want_params[name], params[name]
         err = np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-3)
         assert err <= RTOL, f"{got['layout']}: parameter {name} differs by {err:.2e}"
@@ -57,9 +51,11 @@ def _check_like_one_process(got, params, want, want_params):
         ("pp2xtp", 2, "gpipe", 1, 1),
     ],
 )
-def test_pipeline_trains_like_one_process(tmp_path, layout, n_layer, schedule, micro, chunks):
+def test_pipeline_trains_like_one_process(
+    tmp_path, one_process, layout, n_layer, schedule, micro, chunks
+):
     model = ["--n-layer", str(n_layer)]
-    want, want_params = _run(tmp_path, "single", model)
+    want, want_params = _single(one_process, model)
     args = [*model, "--layout", layout, "--graph", "--schedule", schedule]
     args += ["--micro-batches", str(micro), "--chunks", str(chunks)]
     got, params = _run(tmp_path, layout, args, nproc=4)
@@ -69,9 +65,9 @@ def test_pipeline_trains_like_one_process(tmp_path, layout, n_layer, schedule, m
 
 
 @pytest.mark.parametrize("layout", ["pp2", "pp2xtp"])
-def test_eager_stages_train_like_one_process(tmp_path, layout):
+def test_eager_stages_train_like_one_process(tmp_path, one_process, layout):
     """Without a graph the stages run one after another on their ranks: the same losses."""
-    want, want_params = _run(tmp_path, "single", [])
+    want, want_params = _single(one_process, [])
     got, params = _run(tmp_path, layout, ["--layout", layout], nproc=4)
     _check_like_one_process(got, params, want, want_params)
 
@@ -80,14 +76,14 @@ def test_bad_pipelines_raise_naming_the_modules_and_stages():
     expect_clean_ranks("pipeline_errors_worker.py", 4)
 
 
-def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp_path):
+def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp_path, one_process):
     """graph.config.enable_auto_parallel(True, memory_budget=600000, pipeline=True): the model
     and the batch on every rank; the first call plans stages, micro-batches and layouts on meta
     copies of the graph's modules (flow.auto_parallel.plan_pipeline), lays the model out and
     moves the targets to the last stage. Within 600 kB a device (a 4-block model holds about
     700 kB in parameters, gradients and momentum in one process) the plan is a pipeline."""
     model = ["--n-layer", "4"]
-    want, want_params = _run(tmp_path, "single", model)
+    want, want_params = _single(one_process, model)
     args = [*model, "--layout", "auto", "--pipeline", "--graph", "--memory-budget", "600000"]
     got, params = _run(tmp_path, "auto_stages", args, nproc=4)
     assert got["pipeline"].split(" ")[1] == "stages", got["pipeline"]
