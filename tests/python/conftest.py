@@ -7,8 +7,10 @@
 - unit: everything else, one process and no device (inference, plans, numerics of ops and
   gradients). A unit test that starts a process fails, naming the marker it lacks.
 
-And `one_process`, the single-process reference runs, set up once a session."""
+And the fixtures several files share, set up once a session: `one_process`, the single-process
+reference runs; `examples` and `gpt`, the C++ examples and the model they serve."""
 
+import os
 import subprocess
 import sys
 
@@ -90,3 +92,37 @@ def one_process(tmp_path_factory):
         return runs[key]
 
     return run
+
+
+# test_cpp_api.py and test_inference_server_hostile.py both serve the model: build and save once.
+@pytest.fixture(scope="session")
+def examples(tmp_path_factory):
+    """examples/cpp configured and built as a separate project, as a user's would be."""
+    from test_cpp_api import ROOT
+
+    build = tmp_path_factory.mktemp("examples")
+    prefix = subprocess.run(
+        [sys.executable, "-m", "oneflowlike", "--cmake-prefix-path"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert os.path.isfile(os.path.join(prefix, "oneflowlike", "oneflowlikeConfig.cmake"))
+    for cmd in (
+        ["cmake", "-S", os.path.join(ROOT, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
+        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
+        ["cmake", "--build", str(build)],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return build
+
+
+@pytest.fixture(scope="session")
+def gpt(tmp_path_factory):
+    """The example GPT, eval mode, and its graph saved by save_gpt.py (a dynamic batch)."""
+    from test_cpp_api import SAVE_GPT, SIZES, small_gpt
+
+    path = tmp_path_factory.mktemp("saved") / "gpt"
+    subprocess.run([sys.executable, SAVE_GPT, str(path), *SIZES], check=True, timeout=120)
+    return small_gpt(), str(path)

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 
@@ -27,27 +26,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory):
-    """examples/cpp configured and built as a separate project, as a user's would be."""
-    build = tmp_path_factory.mktemp("examples")
-    prefix = subprocess.run(
-        [sys.executable, "-m", "oneflowlike", "--cmake-prefix-path"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    assert os.path.isfile(os.path.join(prefix, "oneflowlike", "oneflowlikeConfig.cmake"))
-    for cmd in (
-        ["cmake", "-S", os.path.join(ROOT, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
-        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
-        ["cmake", "--build", str(build)],
-    ):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout + done.stderr
-    return build
-
-
 SAVE_GPT = os.path.join(ROOT, "examples", "cpp", "save_gpt.py")
 SIZES = ["--vocab-size", "23", "--block-size", "12", "--n-embd", "16", "--n-head", "2"]
 
@@ -56,14 +34,6 @@ def small_gpt():
     """The model save_gpt.py saves with SIZES: the same seed and sizes."""
     flow.manual_seed(0)
     return GPT(GPTConfig(vocab_size=23, block_size=12, n_layer=2, n_head=2, n_embd=16)).eval()
-
-
-@pytest.fixture(scope="module")
-def gpt(tmp_path_factory):
-    """The example GPT, eval mode, and its graph saved by save_gpt.py (a dynamic batch)."""
-    path = tmp_path_factory.mktemp("saved") / "gpt"
-    subprocess.run([sys.executable, SAVE_GPT, str(path), *SIZES], check=True, timeout=120)
-    return small_gpt(), str(path)
 
 
 def next_logits(model, tokens):

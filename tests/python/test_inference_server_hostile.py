@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from test_cpp_api import Server, examples, gpt  # noqa: F401 (fixtures)
+from test_cpp_api import Server
 
 pytestmark = [
     pytest.mark.multiprocess,
@@ -69,11 +69,11 @@ def split_answer(raw):
 
 
 @pytest.fixture(scope="module")
-def binary(examples):  # noqa: F811
+def binary(examples):
     return examples / "inference_server"
 
 
-def test_a_body_nested_100000_deep_is_refused_and_the_server_lives_on(binary, gpt):  # noqa: F811
+def test_a_body_nested_100000_deep_is_refused_and_the_server_lives_on(binary, gpt):
     server = Server(binary, gpt[1])
     try:
         deep = b'{"tokens": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
@@ -89,7 +89,7 @@ def test_a_body_nested_100000_deep_is_refused_and_the_server_lives_on(binary, gp
         server.stop()
 
 
-def test_a_body_over_the_limit_is_answered_413_with_the_reason(binary, gpt):  # noqa: F811
+def test_a_body_over_the_limit_is_answered_413_with_the_reason(binary, gpt):
     server = Server(binary, gpt[1], "--max-body-bytes", "4096")
     try:
         fits = json.dumps({"tokens": [1] * 1300}).encode()
@@ -115,9 +115,7 @@ def test_a_body_over_the_limit_is_answered_413_with_the_reason(binary, gpt):  # 
         server.stop()
 
 
-def test_unbounded_bodies_and_oversized_heads_are_refused_and_the_connection_closed(
-    binary, gpt  # noqa: F811
-):
+def test_unbounded_bodies_and_oversized_heads_are_refused_and_the_connection_closed(binary, gpt):
     server = Server(binary, gpt[1])
     try:
         head = b"POST /v1/logits HTTP/1.1\r\nHost: x\r\n"
@@ -135,7 +133,7 @@ def test_unbounded_bodies_and_oversized_heads_are_refused_and_the_connection_clo
         server.stop()
 
 
-def test_a_path_of_invalid_utf8_gets_404_and_the_server_lives_on(binary, gpt):  # noqa: F811
+def test_a_path_of_invalid_utf8_gets_404_and_the_server_lives_on(binary, gpt):
     """Found by tests/fuzz/fuzz_server_request: the 404's reason quoted the path, and dumping
     its invalid UTF-8 as JSON threw in a worker thread, which ended the server."""
     server = Server(binary, gpt[1])
@@ -148,7 +146,7 @@ def test_a_path_of_invalid_utf8_gets_404_and_the_server_lives_on(binary, gpt):  
         server.stop()
 
 
-def test_malformed_and_mistyped_bodies_get_400(binary, gpt):  # noqa: F811
+def test_malformed_and_mistyped_bodies_get_400(binary, gpt):
     server = Server(binary, gpt[1])
     try:
         for route, data in [
@@ -186,14 +184,14 @@ def test_malformed_and_mistyped_bodies_get_400(binary, gpt):  # noqa: F811
         (["--no-such-flag", "1"], "--no-such-flag"),
     ],
 )
-def test_a_bad_command_line_exits_2_with_a_message(binary, gpt, flags, message):  # noqa: F811
+def test_a_bad_command_line_exits_2_with_a_message(binary, gpt, flags, message):
     done = subprocess.run([str(binary), gpt[1], *flags], capture_output=True, text=True, timeout=20)
     assert done.returncode == 2, done
     assert message in done.stderr and "--help" in done.stderr, done.stderr
     assert done.stdout == ""
 
 
-def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):  # noqa: F811
+def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):
     """20 clients (16 threads serve) send a request's head a byte a second, reconnecting when cut
     off, and 4 more connect and say nothing: each is cut off after the 1 s read deadline or the
     0.5 s keep-alive time, so a normal request is still answered within a few seconds."""
@@ -245,7 +243,7 @@ def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):  # 
 
 
 @pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
-def test_the_listen_backlog_is_set_by_the_flag(binary, gpt):  # noqa: F811
+def test_the_listen_backlog_is_set_by_the_flag(binary, gpt):
     """httplib 0.11 listens with a backlog of 5: 64 clients connecting at once had SYNs dropped
     (a second's wait and retry, or a reset)."""
     server = Server(binary, gpt[1], "--backlog", "300")
