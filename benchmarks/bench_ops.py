@@ -68,6 +68,10 @@ def make_cases(quick, device="cpu"):
         cases.append(("causal attention 8x12x1024x64 bf16", qkv, "attention"))
         cases.append(("causal attention 8x12x1024x64 bf16, fwd+bwd", qkv, "attention_backward"))
     cases.append(("dispatch: add of 100 floats", (arr(100), arr(100)), "add"))
+    # Through the generic op binding (arguments parsed by the op's signature).
+    cases.append(("dispatch: x.add(y, alpha=2), 100", (arr(100), arr(100)), "add_method"))
+    cases.append(("dispatch: x.sum(0, keepdim=True), 10x10", (arr(10, 10),), "sum_keepdim"))
+    cases.append(("dispatch: flow.cumsum(x, 0), 100", (arr(100),), "cumsum"))
     cases.append(("dispatch: (x*2).sum().backward(), 100", (arr(100),), "backward"))
     return cases
 
@@ -109,6 +113,9 @@ def ops_for(lib, device="cpu"):
         "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
         "sum": lambda x: x.sum(),
         "sum_rows": lambda x: x.sum(0),
+        "add_method": lambda x, y: x.add(y, alpha=2),
+        "sum_keepdim": lambda x: x.sum(0, keepdim=True),
+        "cumsum": lambda x: mod.cumsum(x, 0),
         "backward": backward,
         "attention": attention,
         "attention_backward": attention_backward,
