@@ -166,6 +166,10 @@ void set_kind_handler(TensorKind kind, KindHandler* h) {
   handlers()[static_cast<int>(kind)] = h;
 }
 
+KindHandler* kind_handler(TensorKind kind) {
+  return handlers()[static_cast<int>(kind)];
+}
+
 namespace {
 thread_local bool tracing_on = false;
 }  // namespace

@@ -26,6 +26,7 @@ class KindHandler {
   virtual const Shape& logical_shape(const Tensor& t) const { return t.shape(); }
 };
 void set_kind_handler(TensorKind kind, KindHandler* handler);
+KindHandler* kind_handler(TensorKind kind);
 
 // The kind of a call: traced over global over meta over local. While a trace is open on this
 // thread, every call is traced (tensors from outside the trace become graph variables).

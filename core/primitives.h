@@ -2,7 +2,7 @@
 // (autograd's zero gradients, contiguous copies) and boxing run on these, not on op front ends.
 // Backends register a kernel per device type; on meta tensors both do nothing.
 #pragma once
-#include "core/dispatch.h"
+#include "core/kernel_table.h"
 #include "core/tensor.h"
 
 namespace ofl::internal {

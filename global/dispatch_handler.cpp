@@ -1,20 +1,24 @@
 // The global kind of the dispatcher: a call with global inputs runs through the global executor,
 // which picks a signature from the op's SBP rule, reshards, and runs the op's compute on shards.
 #include "core/dispatcher.h"
+#include "global/forced.h"
+#include "global/global_op.h"
 #include "global/shards.h"
-#include "ops/global_op.h"
 #include "sbp/global_info.h"
 
 namespace ofl::internal {
 
 namespace {
 
+// Runs calls on global tensors through the executor; the forcing variant, installed while the
+// conformance checker has a ForcedCall in scope (global/forced.h), runs them as it asks.
 class GlobalHandler : public KindHandler {
  public:
+  explicit GlobalHandler(bool forcing) : forcing_(forcing) {}
   std::vector<Tensor> run(const OpDef& def, const std::vector<Tensor>& in, const Attrs& attrs,
                           const std::vector<TensorMeta>& out) override {
     GlobalOp op;
-    op.name = def.name.c_str();
+    op.def = &def;
     op.inputs = in;
     for (const TensorMeta& m : out) {
       op.out_shapes.push_back(m.shape);
@@ -30,10 +34,19 @@ class GlobalHandler : public KindHandler {
         for (const Tensor& t : in) in_shapes.push_back(meta_of(t).shape);
       return run_shards(def, locals, attrs, metas, in_shapes, shard_offsets);
     };
-    return run_global(op);
+    ForcedCall* forced = forcing_ ? forced_call() : nullptr;
+    return forced && !forced->seen ? run_global_forced(op, *forced) : run_global(op);
   }
   const Shape& logical_shape(const Tensor& t) const override { return t.impl()->global->shape; }
+
+ private:
+  const bool forcing_;
 };
+
+GlobalHandler& forcing_handler() {
+  static GlobalHandler handler(true);
+  return handler;
+}
 
 }  // namespace
 
@@ -52,11 +65,15 @@ std::vector<Tensor> run_shards(const OpDef& def, const std::vector<Tensor>& loca
 namespace {
 
 const bool registered = [] {
-  static GlobalHandler handler;
+  static GlobalHandler handler(false);
   set_kind_handler(TensorKind::kGlobal, &handler);
   return true;
 }();
 
 }  // namespace
+
+KindHandler& forcing_global_handler() {
+  return forcing_handler();
+}
 
 }  // namespace ofl::internal

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatcher.h"
 #include "core/tensor.h"
 #include "sbp/signature.h"
 
@@ -20,6 +21,8 @@ struct ForcedCall {
 };
 
 ForcedCall* forced_call();
+// Puts f in scope on this thread, and the dispatcher's forcing global handler in place of the
+// executor's own (global/dispatch_handler.cpp), so that run_global itself has no hook.
 class ForcedScope {
  public:
   explicit ForcedScope(ForcedCall* f);
@@ -27,7 +30,9 @@ class ForcedScope {
 
  private:
   ForcedCall* prev_;
+  KindHandler* prev_handler_;
 };
+KindHandler& forcing_global_handler();
 [[noreturn]] void stop_forced_call();
 
 }  // namespace ofl::internal

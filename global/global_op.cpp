@@ -5,7 +5,7 @@
 // Meta global tensors take the same path, on any placement (a simulated 1024-rank one too): their
 // shards are meta, so boxing only plans and the local function allocates nothing. With
 // ctx->costs set, every call logs what the cost model predicts for it (PredictedCost).
-#include "ops/global_op.h"
+#include "global/global_op.h"
 
 #include <cmath>
 #include <sstream>
@@ -15,7 +15,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "global/forced.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "sbp/global_info.h"
 #include "sbp/select.h"
 
@@ -69,12 +69,16 @@ class ShardScope {
   const ShardContext* prev_;
 };
 
+const char* op_name(const GlobalOp& op) {
+  return op.def->name.c_str();
+}
+
 // The conformance checker's first op (global/forced.h): report the declared 1-d signatures, or
 // run the local function on the inputs' pieces as they are and record the local outputs.
 [[noreturn]] std::vector<Tensor> run_forced(const GlobalOp& op, const OpDef* def, const SbpQuery& q,
                                             ForcedCall& f) {
   f.seen = true;
-  f.op = op.name;
+  f.op = op_name(op);
   if (f.probe) {
     if (def->sbp) f.declared = def->sbp->signatures(q);
     f.declared.push_back(all_broadcast_signature(op.inputs.size(), op.out_shapes.size()));
@@ -135,7 +139,19 @@ int64_t logical_numel(const Tensor& t) {
   return numel_of(logical_shape(t));
 }
 
-std::vector<Tensor> run_global(const GlobalOp& op) {
+namespace {
+
+// What a global call is checked for and gathers before a signature is chosen.
+struct Prepared {
+  const Tensor* first = nullptr;  // the first global input
+  std::optional<Placement> placement;
+  std::shared_ptr<BoxingContext> ctx;
+  std::optional<std::vector<int64_t>> coords;  // this rank's; none off the placement
+  SbpCall call;
+};
+
+// Fills p (its call points into it: p must stay where it is).
+void prepare(const GlobalOp& op, Prepared& p) {
   // One placement for every global input; local tensors only as 0-d constants.
   const Tensor* first = nullptr;
   for (const Tensor& t : op.inputs) {
@@ -144,30 +160,28 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       if (!first)
         first = &t;
       else if (!(info(t).placement == info(*first).placement))
-        fail(op.name, "inputs are on different placements: ", describe_inputs(op),
+        fail(op_name(op), "inputs are on different placements: ", describe_inputs(op),
              "; move them onto one with to_global(placement=...)");
       else if (t.device().is_meta() != first->device().is_meta())
-        fail(op.name, "mixes meta and real global tensors: ", describe_inputs(op));
+        fail(op_name(op), "mixes meta and real global tensors: ", describe_inputs(op));
     } else if (t.dim() != 0) {
-      fail(op.name, "mixes local and global tensors: ", describe_inputs(op),
+      fail(op_name(op), "mixes local and global tensors: ", describe_inputs(op),
            "; make the local tensor global with to_global(placement, sbp)");
     }
   }
   OFL_CHECK(first, "run_global without a global input");
   const Placement placement = info(*first).placement;
   const std::shared_ptr<BoxingContext> ctx = info(*first).ctx;
-  if (!ctx) fail(op.name, "the global tensor ", describe(*first), " has no communicator");
+  if (!ctx) fail(op_name(op), "the global tensor ", describe(*first), " has no communicator");
   const int me = ctx->world->ranks()[static_cast<size_t>(ctx->world->rank())];
   const auto coords = placement.coords_of(me);
   // A rank outside the placement (another pipeline stage's) computes nothing but still plans the
   // call as the others do: its outputs are empty shards, and an in-place call leaves its input
   // (empty there too) as it is.
   if (op.inplace && !op.inputs[0].is_global())
-    fail(op.name, "writes into a local tensor from global ones: ", describe_inputs(op));
+    fail(op_name(op), "writes into a local tensor from global ones: ", describe_inputs(op));
 
-  const OpDef* def = find_op(op.name);
-  OFL_CHECK(def, "run_global: unregistered op ", op.name);
-  SbpCall call{.def = def,
+  SbpCall call{.def = op.def,
                .out_shapes = &op.out_shapes,
                .out_dtype = op.out_dtypes.empty() ? first->dtype() : op.out_dtypes[0],
                .placement = &placement,
@@ -180,7 +194,30 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     in.dtype = t.dtype();
     if (t.is_global()) in.layout = &info(t).nd_sbp;
   }
-  if (ForcedCall* f = forced_call(); f && !f->seen) return run_forced(op, def, sbp_query(call), *f);
+  p.first = first;
+  p.placement = placement;
+  p.ctx = ctx;
+  p.coords = coords;
+  p.call = std::move(call);
+  p.call.placement = &*p.placement;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_global_forced(const GlobalOp& op, ForcedCall& forced) {
+  Prepared p;
+  prepare(op, p);
+  return run_forced(op, op.def, sbp_query(p.call), forced);
+}
+
+std::vector<Tensor> run_global(const GlobalOp& op) {
+  Prepared p;
+  prepare(op, p);
+  const Tensor* first = p.first;
+  const Placement& placement = *p.placement;
+  const std::shared_ptr<BoxingContext>& ctx = p.ctx;
+  const auto& coords = p.coords;
+  const SbpCall& call = p.call;
 
   if (!ctx->cache)
     ctx->cache = std::make_shared<PlanCache>(ClusterSpec::default_for(ctx->world->size()));
@@ -192,7 +229,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
                          return Transition{plan->seconds, plan->num_communication_steps()};
                        });
   const NdSbpSignature& sig = choice.sig;
-  PredictedCost predicted{.op = op.name, .signature = sig.str()};
+  PredictedCost predicted{.op = op_name(op), .signature = sig.str()};
   predicted.flops = choice.flops;
   predicted.compute_seconds = choice.compute_seconds;
 
@@ -223,7 +260,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       locals[i] = t;
       continue;
     }
-    GlobalTensor g = as_global(t, op.name);
+    GlobalTensor g = as_global(t, op_name(op));
     locals[i] =
         g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx, &predicted).local;
   }
@@ -236,13 +273,13 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     ShardScope scope(&shards);
     outs = op.local(locals, local_shapes);
   }
-  OFL_CHECK(outs.size() == op.out_shapes.size(), op.name, ": local function gave ", outs.size(),
+  OFL_CHECK(outs.size() == op.out_shapes.size(), op_name(op), ": local function gave ", outs.size(),
             " outputs");
   if (ctx->costs) ctx->costs->push_back(std::move(predicted));
   std::vector<Tensor> result;
   for (size_t j = 0; j < outs.size(); ++j) {
     if (outs[j].shape() != local_shapes[j])
-      fail(op.name, "internal error: signature ", sig.str(), " gave a local output of shape ",
+      fail(op_name(op), "internal error: signature ", sig.str(), " gave a local output of shape ",
            shape_str(outs[j].shape()), " where ", shape_str(local_shapes[j]), " was expected (",
            describe_inputs(op), ")");
     result.push_back(op.inplace && j == 0

@@ -29,11 +29,14 @@ thread_local ForcedCall* current = nullptr;
 ForcedCall* forced_call() {
   return current;
 }
-ForcedScope::ForcedScope(ForcedCall* f) : prev_(current) {
+ForcedScope::ForcedScope(ForcedCall* f)
+    : prev_(current), prev_handler_(kind_handler(TensorKind::kGlobal)) {
   current = f;
+  set_kind_handler(TensorKind::kGlobal, &forcing_global_handler());
 }
 ForcedScope::~ForcedScope() {
   current = prev_;
+  set_kind_handler(TensorKind::kGlobal, prev_handler_);
 }
 
 Tensor simulated_global(const Tensor& piece, const Shape& shape, const Sbp& sbp, int rank, int n) {

@@ -6,7 +6,7 @@
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "core/random.h"
-#include "ops/global_op.h"
+#include "global/global_op.h"
 #include "sbp/global_info.h"
 
 namespace ofl::internal::graph {

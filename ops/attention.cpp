@@ -11,11 +11,10 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
 #include "ops/elementwise_sbp.h"
-#include "ops/global_op.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/nn.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
 #include "ops/shape_ops.h"
@@ -33,14 +32,14 @@ namespace {
 
 using elementwise_grad::k;
 
-// The causal mask (true above the diagonal) where `scores` lives: a constant every rank builds
-// alike (B on a global placement), without data on the meta device. Built on scores' device
-// (a host mask would not combine with device scores) by kernels only: no host copy, no sync.
+// The causal mask (true above the diagonal) where `scores` lives, without data on the meta
+// device. Built on scores' device (a host mask would not combine with device scores) by kernels
+// only: no host copy, no sync. For global scores, as ops on scores' layout (each shard masks its
+// own block: triu's rule shifts the diagonal by the shard's offsets).
 Tensor future_positions(int64_t rows, int64_t cols, const Tensor& scores) {
-  Tensor future = scores.device().is_meta()
-                      ? Tensor::empty({rows, cols}, DType::kBool, scores.device())
-                      : triu(ones({rows, cols}, DType::kBool, scores.device()), 1);
-  return scores.is_global() ? broadcast_on(future, scores) : future;
+  if (scores.is_global()) return triu(full_like(scores, 1.0, DType::kBool), 1);
+  if (scores.device().is_meta()) return Tensor::empty({rows, cols}, DType::kBool, scores.device());
+  return triu(ones({rows, cols}, DType::kBool, scores.device()), 1);
 }
 
 // softmax(scale q k^T) as ops, masked: causally, or by `mask` where it is defined (bool: true
@@ -50,7 +49,8 @@ Tensor attention_probs(const Tensor& q, const Tensor& key, double scale, bool ca
   Tensor scores = matmul(mul(q, wrap_scalar(scale, DType::kFloat64)), transpose(key, -2, -1));
   const Tensor neg_inf = wrap_scalar(-INFINITY, DType::kFloat64);
   if (causal) {
-    const int64_t rows = logical_shape(q)[q.dim() - 2], cols = logical_shape(key)[key.dim() - 2];
+    const Shape qs = meta_of(q).shape, ks = meta_of(key).shape;
+    const int64_t rows = qs[qs.size() - 2], cols = ks[ks.size() - 2];
     scores = masked_fill(scores, future_positions(rows, cols, scores), neg_inf);
   } else if (mask.defined()) {
     scores = mask.dtype() == DType::kBool ? masked_fill(scores, logical_not(mask), neg_inf)
@@ -253,7 +253,7 @@ bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool mask
   else if (key.dtype() != dt || v.dtype() != dt)
     return false;
   // (Batch and heads broadcast by the composite's matmuls are not the fused kernels'.)
-  const Shape &qs = logical_shape(q), &ks = logical_shape(key), &vs = logical_shape(v);
+  const Shape qs = meta_of(q).shape, ks = meta_of(key).shape, vs = meta_of(v).shape;
   for (int d = 0; d < 2; ++d)
     if (ks[d] != qs[d] || vs[d] != qs[d]) return false;
   const int64_t d = qs[3];
@@ -272,7 +272,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen) {
-  const Shape &qs = logical_shape(q), &ks = logical_shape(k), &vs = logical_shape(v);
+  const Shape qs = meta_of(q).shape, ks = meta_of(k).shape, vs = meta_of(v).shape;
   if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
     fail("scaled_dot_product_attention", "q, k, v need at least 2 dims, got ", shape_str(qs), ", ",
          shape_str(ks), ", ", shape_str(vs));

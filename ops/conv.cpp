@@ -7,7 +7,7 @@
 #include "core/dispatcher.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 #include "ops/window.h"

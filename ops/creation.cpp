@@ -6,9 +6,8 @@
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
 #include "ops/elementwise_sbp.h"
-#include "ops/global_op.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 
 namespace ofl::internal {
 

@@ -6,7 +6,7 @@
 
 #include "core/dispatcher.h"
 #include "ops/linalg.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 

@@ -6,7 +6,7 @@
 #include "core/primitives.h"
 #include "ops/creation.h"
 #include "ops/elementwise_grad.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {

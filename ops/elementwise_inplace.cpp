@@ -9,7 +9,7 @@
 #include "ops/elementwise_grad.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 
 namespace ofl::internal {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <atomic>
 
-#include "core/dispatch.h"
+#include "core/kernel_table.h"
 #include "core/primitives.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"

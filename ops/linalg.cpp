@@ -8,7 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {

@@ -7,7 +7,7 @@
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/nn.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 

@@ -8,7 +8,7 @@
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 #include "ops/shape_ops.h"
 

@@ -5,7 +5,7 @@
 #include "core/dispatcher.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 
 namespace ofl::internal {
 namespace {

@@ -5,7 +5,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
 #include "ops/window.h"
 

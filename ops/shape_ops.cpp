@@ -8,7 +8,7 @@
 #include "core/primitives.h"
 #include "ops/creation.h"
 #include "ops/elementwise_sbp.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/reduce.h"
 
 namespace ofl::internal {

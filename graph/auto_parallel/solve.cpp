@@ -15,8 +15,8 @@
 #include <optional>
 
 #include "core/error.h"
+#include "graph/auto_parallel/presolve.h"
 #include "graph/auto_parallel/problem.h"
-#include "graph/auto_parallel/reduce.h"
 
 namespace ofl::internal::auto_parallel {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/dispatch.h"
+#include "core/kernel_table.h"
 #include "core/primitives.h"
 #include "core/storage.h"
 #include "ops/cuda/common.cuh"

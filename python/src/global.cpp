@@ -6,9 +6,9 @@
 #include "boxing/reshard.h"
 #include "convert.h"
 #include "core/autograd/node.h"
+#include "global/global_op.h"
 #include "global/simulate.h"
 #include "graph/trace.h"
-#include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 

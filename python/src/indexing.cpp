@@ -3,7 +3,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"
-#include "ops/global_op.h"
+#include "global/global_op.h"
 #include "ops/ops.h"
 
 namespace ofl::internal::py_bind {

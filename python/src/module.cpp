@@ -8,7 +8,7 @@
 #include "core/dispatcher.h"
 #include "core/parallel.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/ops.h"
 #include "sbp/signature.h"
 

@@ -12,14 +12,6 @@
 
 namespace ofl::internal::py_bind {
 
-namespace {
-
-Tensor T(py::handle h, const char* op) {
-  return as_tensor(h, op);
-}
-
-}  // namespace
-
 void bind_tensor(py::module_& m) {
   auto cls = py::class_<Tensor>(m, "Tensor", py::dynamic_attr());
   cls.def(py::init([](const Tensor& other) { return other; }), py::arg("data"))
@@ -224,10 +216,11 @@ void bind_tensor(py::module_& m) {
   // Arithmetic: x op other, other op x, x op= other.
   auto bin = [&](const char* name, const char* rname, Tensor (*f)(const Tensor&, const Tensor&)) {
     cls.def(
-        name, [f, name](const Tensor& a, py::handle b) { return f(a, T(b, name)); },
+        name, [f, name](const Tensor& a, py::handle b) { return f(a, as_tensor(b, name)); },
         py::arg("other"));
     if (rname)
-      cls.def(rname, [f, rname](const Tensor& a, py::handle b) { return f(T(b, rname), a); });
+      cls.def(rname,
+              [f, rname](const Tensor& a, py::handle b) { return f(as_tensor(b, rname), a); });
   };
   bin("__mul__", "__rmul__", &mul);
   bin("__truediv__", "__rtruediv__", &div);
@@ -243,27 +236,31 @@ void bind_tensor(py::module_& m) {
   bin("__le__", nullptr, &le);
   bin("__gt__", nullptr, &gt);
   bin("__ge__", nullptr, &ge);
-  cls.def("__add__", [](const Tensor& a, py::handle b) { return add(a, T(b, "add")); })
-      .def("__radd__", [](const Tensor& a, py::handle b) { return add(T(b, "add"), a); })
-      .def("__sub__", [](const Tensor& a, py::handle b) { return sub(a, T(b, "sub")); })
-      .def("__rsub__", [](const Tensor& a, py::handle b) { return sub(T(b, "sub"), a); })
-      .def("__pow__", [](const Tensor& a, py::handle b) { return pow(a, T(b, "pow")); })
-      .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(T(b, "pow"), a); })
+  cls.def("__add__", [](const Tensor& a, py::handle b) { return add(a, as_tensor(b, "add")); })
+      .def("__radd__", [](const Tensor& a, py::handle b) { return add(as_tensor(b, "add"), a); })
+      .def("__sub__", [](const Tensor& a, py::handle b) { return sub(a, as_tensor(b, "sub")); })
+      .def("__rsub__", [](const Tensor& a, py::handle b) { return sub(as_tensor(b, "sub"), a); })
+      .def("__pow__", [](const Tensor& a, py::handle b) { return pow(a, as_tensor(b, "pow")); })
+      .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(as_tensor(b, "pow"), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
       .def("__invert__", [](const Tensor& a) { return logical_not(a); })
       // in-place
       .def(
-          "__iadd__", [](Tensor& a, py::handle b) -> Tensor& { return add_(a, T(b, "add_")); },
+          "__iadd__",
+          [](Tensor& a, py::handle b) -> Tensor& { return add_(a, as_tensor(b, "add_")); },
           py::return_value_policy::reference)
       .def(
-          "__isub__", [](Tensor& a, py::handle b) -> Tensor& { return sub_(a, T(b, "sub_")); },
+          "__isub__",
+          [](Tensor& a, py::handle b) -> Tensor& { return sub_(a, as_tensor(b, "sub_")); },
           py::return_value_policy::reference)
       .def(
-          "__imul__", [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, T(b, "mul_")); },
+          "__imul__",
+          [](Tensor& a, py::handle b) -> Tensor& { return mul_(a, as_tensor(b, "mul_")); },
           py::return_value_policy::reference)
       .def(
-          "__itruediv__", [](Tensor& a, py::handle b) -> Tensor& { return div_(a, T(b, "div_")); },
+          "__itruediv__",
+          [](Tensor& a, py::handle b) -> Tensor& { return div_(a, as_tensor(b, "div_")); },
           py::return_value_policy::reference);
 }
 

@@ -10,8 +10,8 @@
 
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
+#include "graph/auto_parallel/presolve.h"
 #include "graph/auto_parallel/problem.h"
-#include "graph/auto_parallel/reduce.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "ops/ops.h"

@@ -10,8 +10,8 @@
 
 #include "boxing/reshard.h"
 #include "core/autograd/engine.h"
+#include "global/global_op.h"
 #include "gloo_test_util.h"
-#include "ops/global_op.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
 

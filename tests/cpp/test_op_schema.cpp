@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "core/dispatcher.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/ops.h"
 #include "test_util.h"
 

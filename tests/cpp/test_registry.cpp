@@ -8,7 +8,7 @@
 
 #include "core/stream.h"
 #include "ops/kernels.h"
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 #include "ops/ops.h"
 #include "test_util.h"
 

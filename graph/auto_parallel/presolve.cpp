@@ -1,4 +1,4 @@
-#include "graph/auto_parallel/reduce.h"
+#include "graph/auto_parallel/presolve.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-// The global executor's interface (implemented in global/): the dispatcher's global kind
-// (global/dispatch_handler.cpp) hands it a call as a GlobalOp: the op's name (its OpDef's
-// SbpRule lists the signatures), the logical output shapes and a function that runs the op on
-// local shards. The executor picks the cheapest signature, reshards the inputs, runs the local
-// function and wraps the outputs; autograd is the dispatcher's.
+// The global executor's interface: the dispatcher's global kind (global/dispatch_handler.cpp)
+// hands it a call as a GlobalOp: the op's definition (its SbpRule lists the signatures), the
+// logical output shapes and a function that runs the op on local shards. The executor picks the
+// cheapest signature, reshards the inputs, runs the local function and wraps the outputs; autograd
+// is the dispatcher's.
 #pragma once
 #include <functional>
 #include <string>
@@ -14,8 +14,10 @@
 
 namespace ofl::internal {
 
+struct ForcedCall;
+
 struct GlobalOp {
-  const char* name;               // a registered op
+  const OpDef* def;               // a registered op
   std::vector<Tensor> inputs;     // global tensors; wrapped numbers act as B; undefined = absent
   std::vector<Shape> out_shapes;  // logical
   // Runs the op on this rank's shards; `out_shapes` are the local output shapes expected.
@@ -28,6 +30,9 @@ struct GlobalOp {
 };
 
 std::vector<Tensor> run_global(const GlobalOp& op);
+// The conformance checker's run of op (global/forced.h): only the dispatcher's forcing handler,
+// installed while a ForcedCall is in scope, calls it.
+std::vector<Tensor> run_global_forced(const GlobalOp& op, ForcedCall& forced);
 
 bool any_global(std::initializer_list<Tensor> ts);
 // Inside a local function the executor runs: where input `input`'s shard begins in its logical

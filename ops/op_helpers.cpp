@@ -1,4 +1,4 @@
-#include "ops/op_def.h"
+#include "ops/op_helpers.h"
 
 #include "core/dispatcher.h"
 #include "core/error.h"

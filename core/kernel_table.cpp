@@ -1,4 +1,4 @@
-#include "core/dispatch.h"
+#include "core/kernel_table.h"
 
 #include <algorithm>
 #include <mutex>
