@@ -73,6 +73,7 @@ std::optional<ArgValue> convert(py::handle obj, const Param& p, const char* op) 
       return std::nullopt;
     case ParamType::kOperand:
       if (py::isinstance<Tensor>(obj)) return obj.cast<Tensor>();
+      if (py::isinstance<DType>(obj) || PyUnicode_Check(o)) return std::nullopt;
       if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyTuple_Check(o) ||
           PyList_Check(o) || py::isinstance<py::array>(obj) ||
           PyObject_HasAttrString(o, "__array_interface__") || PyNumber_Check(o))
