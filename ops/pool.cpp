@@ -228,6 +228,16 @@ const SbpRule kAvgPool{"avg_pool", pool_sbp<PartialOp::kSum>};
 const SbpRule kMaxPoolIndices{"max_pool_indices", pool_splits};
 const SbpRule kPoolBackward{"pool_backward", pool_backward_sbp};
 
+// A pooling signature's kernel_size, stride (the kernel's when None) and padding arguments.
+struct Windows {
+  Pair kernel, stride, padding;
+};
+Windows windows_of(const CallArgs& a, const char* op) {
+  const Pair kernel = to_pair(a.ints(1), op, "kernel_size");
+  return {kernel, a.is_none(2) ? kernel : to_pair(a.ints(2), op, "stride"),
+          to_pair(a.ints(3), op, "padding")};
+}
+
 OFL_REGISTER_OPS({
     // Saves its input, not the indices (an op has no way to save one output of two), so that
     // its output may be changed in place; the backward recomputes the argmax.
@@ -246,11 +256,8 @@ OFL_REGISTER_OPS({
      .api = {{"max_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0) "
               "-> Tensor",
               [](const CallArgs& a) {
-                const char* op = "max_pool2d";
-                const Pair kernel = to_pair(a.ints(1), op, "kernel_size");
-                return max_pool2d(a.tensor(0), kernel,
-                                  a.is_none(2) ? kernel : to_pair(a.ints(2), op, "stride"),
-                                  to_pair(a.ints(3), op, "padding"));
+                const Windows w = windows_of(a, "max_pool2d");
+                return max_pool2d(a.tensor(0), w.kernel, w.stride, w.padding);
               },
               kInternal}}},
     {.name = "max_pool2d_indices",
@@ -283,11 +290,8 @@ OFL_REGISTER_OPS({
      .api = {{"avg_pool2d(Tensor input, int[] kernel_size, int[]? stride=None, int[] padding=0, "
               "bool count_include_pad=True) -> Tensor",
               [](const CallArgs& a) {
-                const char* op = "avg_pool2d";
-                const Pair kernel = to_pair(a.ints(1), op, "kernel_size");
-                return avg_pool2d(a.tensor(0), kernel,
-                                  a.is_none(2) ? kernel : to_pair(a.ints(2), op, "stride"),
-                                  to_pair(a.ints(3), op, "padding"), a.flag(4));
+                const Windows w = windows_of(a, "avg_pool2d");
+                return avg_pool2d(a.tensor(0), w.kernel, w.stride, w.padding, a.flag(4));
               },
               kInternal}}},
     {.name = "avg_pool2d_backward",
