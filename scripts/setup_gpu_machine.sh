@@ -50,3 +50,12 @@ defines+=(-Ccmake.define.CMAKE_INSTALL_RPATH_USE_LINK_PATH=ON)
 echo "== build"
 # --no-index: nothing to fetch there, and pip would otherwise retry an unreachable index.
 time scripts/build.sh --no-index "${defines[@]}"
+# A copy of the C++ runtime in the library crashed every error message on such a machine
+# (CMakeLists.txt): say which link input brought it, if it is back.
+lib=build/py/liboneflowlike.so
+if nm -D --defined-only "$lib" | grep -q _ZNSt6locale7classicEv; then
+  echo "!! $lib carries libstdc++'s own symbols; g++ finds: $(g++ -print-file-name=libstdc++.so)"
+  cmd=$(cd build/py && ninja -t commands liboneflowlike.so | tail -1)
+  cmd=${cmd% && :}  # ninja's command is ": && g++ ... && :"
+  (cd build/py && eval "${cmd/-o liboneflowlike.so/-o /tmp/relink.so} -Wl,-y,_ZNSt6locale7classicEv")
+fi
