@@ -57,5 +57,6 @@ if nm -D --defined-only "$lib" | grep -q _ZNSt6locale7classicEv; then
   echo "!! $lib carries libstdc++'s own symbols; g++ finds: $(g++ -print-file-name=libstdc++.so)"
   cmd=$(cd build/py && ninja -t commands liboneflowlike.so | tail -1)
   cmd=${cmd% && :}  # ninja's command is ": && g++ ... && :"
-  (cd build/py && eval "${cmd/-o liboneflowlike.so/-o /tmp/relink.so} -Wl,-y,_ZNSt6locale7classicEv")
+  relink=${cmd/-o liboneflowlike.so/-o /tmp/relink.so}
+  (cd build/py && eval "$relink -Wl,-y,_ZNSt6locale7classicEv")
 fi
