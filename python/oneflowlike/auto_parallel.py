@@ -12,8 +12,6 @@ each op's signature and each parameter's and optimizer state's layout, with ever
 gradient in its parameter's layout, within the per-device memory budget."""
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import oneflowlike as flow
 from oneflowlike import _C, _global
@@ -271,19 +269,20 @@ class PipelinePlan:
     (devices per stage, micro-batches) of every option the search weighed, one per stage layout
     planned."""
 
-    def __init__(self, choice, intra, layers, options):
-        self.stages = choice["stages"]
-        self.devices_per_stage = choice["devices_per_stage"]
-        self.micro_batches = choice["micro_batches"]
-        self.recompute = choice["recompute"]
-        self.first_layer = list(choice["first_layer"])
-        self.stage_seconds = list(choice["stage_seconds"])
-        self.stage_bytes = list(choice["stage_bytes"])
-        self.seconds = choice["seconds"]
-        self.description = choice["description"]
+    def __init__(self, found, intra, layers, device_type):
+        self.stages = found["stages"]
+        self.devices_per_stage = found["devices_per_stage"]
+        self.micro_batches = found["micro_batches"]
+        self.recompute = found["recompute"]
+        self.first_layer = list(found["first_layer"])
+        self.stage_seconds = list(found["stage_seconds"])
+        self.stage_bytes = list(found["stage_bytes"])
+        self.seconds = found["seconds"]
+        self.description = found["description"]
+        self.options = list(found["options"])
         self.intra = intra
         self.layers = layers
-        self.options = options
+        self.device_type = device_type
 
     def stage_layers(self):
         """Each stage's repeated layers, as index ranges (the first and last stages also run what
@@ -299,12 +298,13 @@ class PipelinePlan:
         return max(s for s in range(self.stages) if self.first_layer[s] <= row)
 
     def placements(self, cluster=None):
-        """Each stage's placement: stage s on ranks s*d .. (s+1)*d - 1, shaped as
-        stage_placement(d, cluster) (default: flow.boxing.get_cluster_spec()). Inputs given on
-        the first stage's and targets on the last's need no moving."""
+        """Each stage's placement on the plan's device type: stage s on ranks s*d .. (s+1)*d - 1,
+        shaped as stage_placement(d, cluster) (default: flow.boxing.get_cluster_spec()). Inputs
+        given on the first stage's and targets on the last's need no moving."""
         cluster = cluster if cluster is not None else _C.get_cluster_spec()
+        d = self.devices_per_stage
         return [
-            stage_placement(self.devices_per_stage, cluster, s * self.devices_per_stage)
+            stage_placement(d, cluster, s * d, device_type=self.device_type)
             for s in range(self.stages)
         ]
 
@@ -370,20 +370,10 @@ class PipelinePlan:
         return f"PipelinePlan({self.description}; {self.seconds * 1e3:.3f} ms per step)"
 
 
-def _layer_rows(p, cache):
-    """A plan's per-layer costs (_C layer_costs): rows of (forward, backward, update seconds,
-    state, activation and input bytes), the embeddings first and the head last."""
-    return [list(r) for r in p._result.layer_costs(cache)]
-
-
-def stage_placement(devices, cluster, first=0):
+def stage_placement(devices, cluster, first=0, device_type="cpu"):
     """The placement of one stage of `devices` devices on `cluster` (ranks first .. first +
     devices - 1): a (nodes, devices per node) mesh once it spans nodes, else a line."""
-    per_node = cluster.devices_per_node
-    ranks = list(range(first, first + devices))
-    if per_node > 1 and devices > per_node and devices % per_node == 0:
-        ranks = [ranks[i : i + per_node] for i in range(0, devices, per_node)]
-    return flow.placement("cpu", ranks=ranks)
+    return _C.stage_placement(device_type, devices, cluster, first)
 
 
 def plan_pipeline(
@@ -395,6 +385,7 @@ def plan_pipeline(
     stage_devices=None,
     micro_batches=(1, 2, 4, 8),
     keep=None,
+    device_type="cpu",
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -402,91 +393,36 @@ def plan_pipeline(
     least in predicted time within `memory_budget` bytes per device.
 
     step_for(placement, micro_batches) -> (nn.Graph, example inputs of one micro-batch): the
-    training step of the model on one stage's placement (stage_placement(d, cluster)), as the
-    micro-batches of a step of `micro_batches` cut it. Its model may hold any number (>= 2) of
-    the repeated layers: each one's costs are per layer, priced once and used `layers` times.
+    training step of the model on one stage's placement (stage_placement(d, cluster,
+    device_type=device_type)), as the micro-batches of a step of `micro_batches` cut it. Its
+    model may hold any number (>= 2) of the repeated layers: each one's costs are per layer,
+    priced once and used `layers` times.
 
-    For each stage size (stage_devices, default every power of two dividing `devices` that leaves
-    no more stages than layers) and micro-batch count, the intra-op planner lays one stage out
-    (its update weighing 1/m, shared by the micro-batches): its fastest layouts, and where those
-    overrun the budget's share for the stage's layers, layouts within that share, without and
-    with one micro-batch's activations counted (skipped where the fastest layouts, with no budget
-    at all, already predict no faster a step than the best pipeline found that fits); the
-    inter-op search (_C.plan_stages, exact under its model) then weighs every split. `keep`
-    (as plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when
-    nothing fits, naming the least memory any choice needs."""
+    Every stage size (stage_devices, default every power of two dividing `devices` that leaves
+    no more stages than layers) and micro-batch count is traced here; the search is C++'s
+    (_C.search_pipeline, graph/auto_parallel/pipeline.h), planned on every core: each traced
+    step's fastest layouts, layouts within the budget's share for the stage's layers where those
+    overrun it, then the inter-op search (exact under its model) over every split. `keep` (as
+    plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when nothing
+    fits, naming the least memory any choice needs."""
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
-    cache = _C.PlanCache(cluster)  # conversions priced once for every plan below
+    budget = float(budget) if budget else math.inf
+    cache = _C.PlanCache(cluster)  # conversions priced once for every plan
     if stage_devices is None:
         stage_devices = [
             d
             for d in (1 << k for k in range(devices.bit_length()))
             if devices % d == 0 and devices // d <= layers
         ]
-    budget = float(budget) if budget else math.inf
-    options, intra = [], []
-
-    def add(d, m, p, rows):
-        middle = rows[1:-1]
-        layer = [sum(c) / len(middle) for c in zip(*middle)]
-        send = cluster.send_recv(0, d, layer[5]) if d < devices else 0.0
-        intra.append(p)
-        options.append((d, m, send, [rows[0]] + [layer] * layers + [rows[-1]]))
-        return options[-1]
-
-    def best_seconds(opts, within):
-        try:
-            return _C.plan_stages(opts, devices, within)["seconds"]
-        except RuntimeError:  # nothing fits
-            return math.inf
-
-    # (The C++ planner runs without the GIL: the plans of different stages run on every core.)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        # Each stage size and micro-batch count's fastest layouts (the stage's update weighs 1/m:
-        # its micro-batches share it), traced here and planned on every core ...
-        jobs = []
-        for d in stage_devices:
-            placement = stage_placement(d, cluster)
-            for m in micro_batches:
-                traced = _Traced(*step_for(placement, m), keep)
-                jobs.append(
-                    (d, m, traced, pool.submit(traced.plan, cluster, math.inf, False, 1 / m, cache))
-                )
-        pending = []
-        for d, m, traced, job in jobs:
-            fastest = job.result()
-            rows = _layer_rows(fastest, cache)
-            if len(rows) < 3:
-                raise ValueError(
-                    "[auto_parallel] plan_pipeline: step_for's model has no repeated layers "
-                    "(nn.Graph finds them as the children of a ModuleList that share one "
-                    "structure): give it at least two of them"
-                )
-            option = add(d, m, fastest, rows)
-            pending.append((best_seconds([option], math.inf), d, m, traced, rows))
-        # ... then, where those overrun the budget's share for the stage's layers (in the proxy),
-        # layouts within it, without and with one micro-batch's activations counted (the search
-        # multiplies them by the micro-batches in flight); skipped where even the fastest layouts,
-        # with no budget at all, are no faster than the best pipeline found that fits.
-        found = best_seconds(options, budget)
-        for bound, d, m, traced, rows in sorted(pending, key=lambda t: (t[0], t[1], t[2])):
-            if keep is not None or bound >= found:
-                continue
-            share = budget * (len(rows) - 2) / math.ceil(layers / (devices // d))
-            state = sum(r[3] for r in rows[1:-1])
-            held = state + sum(r[4] for r in rows[1:-1])
-            variants = [
-                pool.submit(traced.plan, cluster, share, activations, 1 / m, cache)
-                for activations, needed in ((False, state), (True, held))
-                if needed > share
-            ]
-            for job in variants:
-                try:
-                    p = job.result()
-                except RuntimeError:
-                    continue  # nothing fits the share: other layouts stay the options
-                add(d, m, p, _layer_rows(p, cache))
-            found = best_seconds(options, budget)
-    choice = _C.plan_stages(options, devices, budget)
-    return PipelinePlan(choice, intra[choice["option"]], layers, [(o[0], o[1]) for o in options])
+    traced = [
+        (d, m, _Traced(*step_for(stage_placement(d, cluster, device_type=device_type), m), keep))
+        for d in stage_devices
+        for m in micro_batches
+    ]
+    found = _C.search_pipeline(
+        [(d, m, t.traced, t.kept, t.names) for d, m, t in traced], layers, devices, budget, cache
+    )
+    chosen = traced[found["step"]][2]
+    intra = Plan(found["plan"], chosen.names, chosen.placement)
+    return PipelinePlan(found, intra, layers, device_type)

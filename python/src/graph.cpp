@@ -10,6 +10,7 @@
 
 #include "boxing/reshard.h"
 #include "core/autograd/node.h"
+#include "graph/auto_parallel/pipeline.h"
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/stages.h"
@@ -26,11 +27,46 @@ namespace {
 
 // A plan with the traced graph it lays out, for Python (flow.auto_parallel.Plan).
 struct PlanResult {
-  std::shared_ptr<graph::Graph> graph;
+  std::shared_ptr<const graph::Graph> graph;
   auto_parallel::Plan plan;
   double budget;
   bool activations = true;  // counted in plan.memory
 };
+
+// The variables of `g` capturing the tensors in `keep` (they keep their layouts), and a name for
+// each variable by value id from `names` (by _impl_id; "%<id>" for the others), for errors.
+std::pair<std::set<int>, std::function<std::string(int)>> kept_and_names(
+    const graph::Graph& g, const std::vector<Tensor>& keep,
+    const std::map<uintptr_t, std::string>& names) {
+  std::set<const void*> kept;
+  for (const Tensor& t : keep) kept.insert(t.impl());
+  std::set<int> fixed;
+  std::map<int, std::string> name_of_value;
+  for (const graph::Variable& v : g.variables()) {
+    if (kept.count(v.tensor.impl())) fixed.insert(v.value);
+    const auto it = names.find(reinterpret_cast<uintptr_t>(v.tensor.impl()));
+    if (it != names.end()) name_of_value[v.value] = it->second;
+  }
+  return {fixed, [name_of_value](int value) {
+            const auto it = name_of_value.find(value);
+            return it != name_of_value.end() ? it->second : "%" + std::to_string(value);
+          }};
+}
+
+py::dict choice_dict(const auto_parallel::PipelineChoice& c) {
+  py::dict out;
+  out["option"] = c.option;
+  out["stages"] = c.stages;
+  out["devices_per_stage"] = c.devices_per_stage;
+  out["micro_batches"] = c.micro_batches;
+  out["recompute"] = c.recompute;
+  out["first_layer"] = c.first_layer;
+  out["stage_seconds"] = c.stage_seconds;
+  out["stage_bytes"] = c.stage_bytes;
+  out["seconds"] = c.seconds;
+  out["description"] = c.str();
+  return out;
+}
 
 std::string megabytes(double bytes) {
   std::ostringstream os;
@@ -251,22 +287,54 @@ void bind_graph(py::module_& m) {
           py::gil_scoped_release release;
           c = auto_parallel::plan_stages(opts, total_devices, budget);
         }
-        py::dict out;
-        out["option"] = c.option;
-        out["stages"] = c.stages;
-        out["devices_per_stage"] = c.devices_per_stage;
-        out["micro_batches"] = c.micro_batches;
-        out["recompute"] = c.recompute;
-        out["first_layer"] = c.first_layer;
-        out["stage_seconds"] = c.stage_seconds;
-        out["stage_bytes"] = c.stage_bytes;
-        out["seconds"] = c.seconds;
-        out["description"] = c.str();
-        return out;
+        return choice_dict(c);
       },
       py::arg("options"), py::arg("total_devices"), py::arg("budget"),
       "The pipeline (stages, layer split, micro-batches, recomputation) least in predicted step "
       "time that fits the budget, over per-layer cost tables (auto_parallel/stages.h).");
+  m.def(
+      "search_pipeline",
+      [](const py::list& steps, int layers, int total_devices, double budget,
+         std::shared_ptr<PlanCache> cache) {
+        // steps: (devices per stage, micro-batches, traced Graph, keep, names) each
+        std::vector<auto_parallel::StageStep> in;
+        for (py::handle h : steps) {
+          auto t = h.cast<py::tuple>();
+          auto g = t[2].cast<std::shared_ptr<Graph>>();
+          auto [fixed, name_of] = kept_and_names(*g, t[3].cast<std::vector<Tensor>>(),
+                                                 t[4].cast<std::map<uintptr_t, std::string>>());
+          in.push_back({t[0].cast<int>(), t[1].cast<int>(), g, std::move(fixed), name_of});
+        }
+        auto_parallel::PipelineSearch found;
+        {
+          py::gil_scoped_release release;
+          found = auto_parallel::search_pipeline(in, layers, total_devices, budget, *cache);
+        }
+        py::dict out = choice_dict(found.choice);
+        py::list options;
+        for (const auto_parallel::StagePlan& o : found.options)
+          options.append(py::make_tuple(o.costs.devices_per_stage, o.costs.micro_batches));
+        out["options"] = options;
+        const auto_parallel::StagePlan& chosen = found.options[size_t(found.choice.option)];
+        out["plan"] = PlanResult{in[size_t(chosen.step)].traced, chosen.plan, chosen.budget,
+                                 chosen.activations};
+        out["step"] = chosen.step;
+        return out;
+      },
+      py::arg("steps"), py::arg("layers"), py::arg("total_devices"), py::arg("budget"),
+      py::arg("cache"),
+      "plan_pipeline's search after the tracing (auto_parallel/pipeline.h): the chosen pipeline "
+      "(plan_stages' fields), every option weighed as (devices per stage, micro-batches), and the "
+      "chosen option's intra-op plan and step.");
+  m.def(
+      "stage_placement",
+      [](const std::string& device_type, int devices, const ClusterSpec& cluster, int first) {
+        return auto_parallel::stage_placement(Device::parse(device_type).type, devices, cluster,
+                                              first);
+      },
+      py::arg("device_type"), py::arg("devices"), py::arg("cluster"), py::arg("first") = 0,
+      "One pipeline stage's placement: ranks first .. first + devices - 1, a (nodes, devices per "
+      "node) mesh once it spans whole nodes, else a line.");
   m.def("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   // Sets one field of where ops are called from (autograd::Place); returns its value before.
   const auto place_setter = [](int autograd::Place::*field) {
@@ -286,21 +354,7 @@ void bind_graph(py::module_& m) {
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
          const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names,
          bool activations, double update_weight, std::shared_ptr<PlanCache> shared) {
-        // The variables capturing the tensors in `keep` keep their layouts; `names` (by
-        // _impl_id) names them in errors.
-        std::set<const void*> kept;
-        for (const Tensor& t : keep) kept.insert(t.impl());
-        std::set<int> fixed;
-        std::map<int, std::string> name_of_value;
-        for (const graph::Variable& v : g->variables()) {
-          if (kept.count(v.tensor.impl())) fixed.insert(v.value);
-          const auto it = names.find(reinterpret_cast<uintptr_t>(v.tensor.impl()));
-          if (it != names.end()) name_of_value[v.value] = it->second;
-        }
-        const auto name_of = [&](int value) {
-          const auto it = name_of_value.find(value);
-          return it != name_of_value.end() ? it->second : "%" + std::to_string(value);
-        };
+        const auto [fixed, name_of] = kept_and_names(*g, keep, names);
         // A shared cache (plan_pipeline's) keeps the conversions priced for the next plans.
         std::shared_ptr<PlanCache> own = shared ? shared : std::make_shared<PlanCache>(cluster);
         PlanCache& cache = *own;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "graph/auto_parallel/pipeline.h"
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/presolve.h"
@@ -385,4 +386,97 @@ TEST(AutoParallelPredict, AddsTheOpsRooflinesAndTheConversionsPlans) {
   // The threads overlap: the step is at least each thread's busy time, at most their sum.
   EXPECT_GE(q.step_seconds, std::max(q.compute_seconds, q.comm_seconds));
   EXPECT_LE(q.step_seconds, q.compute_seconds + q.comm_seconds + 1e-12);
+}
+
+// --- plan_pipeline's search (auto_parallel/pipeline.h) on hand-built stage steps ---
+
+namespace {
+
+// A stage's step on `devices` devices: `layers` tagged layers of x @ w -> gelu between an
+// untagged projection before them and one after, the batch split over the stage.
+StageStep stage_step(const ClusterSpec& cluster, int devices, int micro_batches, int layers,
+                     int64_t width = 64) {
+  PlanGraph pg{stage_placement(DeviceType::kCPU, devices, cluster), {}};
+  const int64_t rows = 4096 / micro_batches;
+  int x = pg.input({rows, width}, "S(0)");
+  x = pg.op("matmul", {x, pg.variable({width, width})}, {rows, width});
+  for (int k = 0; k < layers; ++k) {
+    pg.layer = k;
+    x = pg.op("matmul", {x, pg.variable({width, width})}, {rows, width});
+    x = pg.op("gelu", {x}, {rows, width}, {{"approximate", std::string("none")}});
+  }
+  pg.layer = -1;
+  x = pg.op("matmul", {x, pg.variable({width, width})}, {rows, width});
+  pg.g.set_outputs({x});
+  return {devices, micro_batches, std::make_shared<const graph::Graph>(std::move(pg.g)), {}, {}};
+}
+
+std::vector<StageOption> costs_of(const PipelineSearch& found) {
+  std::vector<StageOption> out;
+  for (const StagePlan& o : found.options) out.push_back(o.costs);
+  return out;
+}
+
+}  // namespace
+
+TEST(PipelineSearch, AStageIsALineWithinANodeAndAMeshOverWholeNodes) {
+  const ClusterSpec cluster = ClusterSpec::a100_nvlink(4, 4);
+  EXPECT_EQ(stage_placement(DeviceType::kCUDA, 4, cluster, 4),
+            Placement(DeviceType::kCUDA, {4, 5, 6, 7}, {4}));
+  EXPECT_EQ(stage_placement(DeviceType::kCPU, 8, cluster, 8),
+            Placement(DeviceType::kCPU, {8, 9, 10, 11, 12, 13, 14, 15}, {2, 4}));
+  EXPECT_EQ(stage_placement(DeviceType::kCPU, 6, cluster).mesh(), Shape{6});  // not whole nodes
+}
+
+TEST(PipelineSearch, PricesEveryStepPerLayerAndChoosesAsPlanStagesOverItsOptions) {
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  PlanCache cache(cluster);
+  std::vector<StageStep> steps;
+  for (int d : {1, 2, 4})
+    for (int m : {1, 2}) steps.push_back(stage_step(cluster, d, m, 3));
+  const PipelineSearch found = search_pipeline(steps, 8, 4, INFINITY, cache);
+  // No budget: each step's fastest layouts only, each priced for the model's 8 layers.
+  ASSERT_EQ(found.options.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StagePlan& o = found.options[i];
+    EXPECT_EQ(o.step, int(i));
+    EXPECT_EQ(o.costs.devices_per_stage, steps[i].devices_per_stage);
+    EXPECT_EQ(o.costs.micro_batches, steps[i].micro_batches);
+    ASSERT_EQ(o.costs.layers.size(), 10u);  // before, 8 layers, after
+    EXPECT_GT(o.costs.layers[1].forward, 0);
+    EXPECT_EQ(o.costs.layers[1].forward, o.costs.layers[8].forward);  // one layer's mean, 8 times
+    // Stages of 4 devices are the whole machine: nothing to send.
+    EXPECT_EQ(o.costs.send_seconds > 0, steps[i].devices_per_stage < 4);
+  }
+  const PipelineChoice want = plan_stages(costs_of(found), 4, INFINITY);
+  EXPECT_EQ(found.choice.option, want.option);
+  EXPECT_DOUBLE_EQ(found.choice.seconds, want.seconds);
+}
+
+TEST(PipelineSearch, ABudgetAddsLayoutsWithinTheStagesShareAndTheChoiceFitsIt) {
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  PlanCache cache(cluster);
+  // Wide layers: replicated weights (the fastest layout) are what overruns a stage's share.
+  std::vector<StageStep> steps{stage_step(cluster, 4, 1, 2, 1024),
+                               stage_step(cluster, 2, 1, 2, 1024)};
+  const PipelineSearch fastest = search_pipeline(steps, 4, 4, INFINITY, cache);
+  const double replicated = fastest.choice.stage_bytes[0];
+  const double budget = replicated / 3;
+  const PipelineSearch found = search_pipeline(steps, 4, 4, budget, cache);
+  EXPECT_GT(found.options.size(), steps.size());  // layouts within a share were added
+  for (size_t i = steps.size(); i < found.options.size(); ++i)
+    EXPECT_LT(found.options[i].budget, INFINITY);
+  for (double bytes : found.choice.stage_bytes) EXPECT_LE(bytes, budget);
+  EXPECT_GE(found.choice.seconds, fastest.choice.seconds);
+}
+
+TEST(PipelineSearch, AStepWithoutRepeatedLayersRaisesNamingIt) {
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  PlanCache cache(cluster);
+  EXPECT_NE(error_of([&] {
+              search_pipeline({stage_step(cluster, 4, 1, 0)}, 4, 4, INFINITY, cache);
+            }).find("has no repeated layers"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { search_pipeline({}, 4, 4, INFINITY, cache); }).find("no stage size"),
+            std::string::npos);
 }

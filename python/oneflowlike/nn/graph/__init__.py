@@ -498,6 +498,7 @@ class Graph:
             cluster=cluster,
             memory_budget=self.config.auto_parallel_memory_budget,
             micro_batches=micro,
+            device_type=placement.type,  # the stages on the inputs' kind of device
         )
         plan.apply(top, container, children[:cut], children[cut + 1 :], cluster)
         self.config.gradient_accumulation_steps = plan.micro_batches

@@ -1,0 +1,157 @@
+#include "graph/auto_parallel/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "graph/passes/passes.h"
+
+namespace ofl::internal::auto_parallel {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Each step's plan runs as a task of its own (the planner's solves are long and independent).
+template <class F>
+void each_in_parallel(size_t n, F&& f) {
+  parallel_for(int64_t(n), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) f(size_t(i));
+  });
+}
+
+// The step as the plan lays it out and graph mode compiles it, priced per row: the embeddings,
+// each traced layer, the head.
+std::vector<LayerCost> rows_of(const StageStep& step, const Plan& plan, PlanCache& cache) {
+  std::vector<LayerCost> rows =
+      layer_costs(graph::lower_layout(apply(*step.traced, plan), &cache), cache);
+  if (rows.size() < 3)
+    fail("auto_parallel",
+         "plan_pipeline: the stage's step has no repeated layers (nn.Graph finds them as the "
+         "children of a ModuleList that share one structure): give its model at least two");
+  return rows;
+}
+
+// The option a step's plan gives: its traced layers' mean costs (rows between the first and the
+// last) for each of the model's layers.
+StagePlan option_of(int step_index, const StageStep& step, Plan plan, double budget,
+                    bool activations, const std::vector<LayerCost>& rows, int layers,
+                    int total_devices, const ClusterSpec& cluster) {
+  const double traced = double(rows.size() - 2);
+  LayerCost layer;
+  for (size_t r = 1; r + 1 < rows.size(); ++r) {
+    layer.forward += rows[r].forward / traced;
+    layer.backward += rows[r].backward / traced;
+    layer.update += rows[r].update / traced;
+    layer.state_bytes += rows[r].state_bytes / traced;
+    layer.activation_bytes += rows[r].activation_bytes / traced;
+    layer.input_bytes += rows[r].input_bytes / traced;
+  }
+  StageOption costs{.devices_per_stage = step.devices_per_stage,
+                    .micro_batches = step.micro_batches};
+  // A stage boundary sends one micro-batch's layer input to the next stage's first device.
+  if (step.devices_per_stage < total_devices)
+    costs.send_seconds = cluster.send_recv(0, step.devices_per_stage, layer.input_bytes);
+  costs.layers.push_back(rows.front());
+  costs.layers.insert(costs.layers.end(), size_t(layers), layer);
+  costs.layers.push_back(rows.back());
+  return {step_index, std::move(plan), budget, activations, std::move(costs)};
+}
+
+// The least predicted step over `options` within the budget (inf when nothing fits).
+double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget) {
+  std::vector<StageOption> costs;
+  for (const StagePlan& o : options) costs.push_back(o.costs);
+  try {
+    return plan_stages(costs, total_devices, budget).seconds;
+  } catch (const Error&) {
+    return kInf;
+  }
+}
+
+}  // namespace
+
+PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
+                               double budget, PlanCache& cache) {
+  if (steps.empty()) fail("auto_parallel", "plan_pipeline: no stage size to plan");
+  const auto plan_step = [&](const StageStep& s, double within, bool activations) {
+    return plan(*s.traced, cache, within, s.fixed, s.name_of, activations, 1.0 / s.micro_batches);
+  };
+  const ClusterSpec& cluster = cache.cluster();
+  PipelineSearch out;
+  const auto add = [&](size_t i, Plan p, double within, bool activations) {
+    const std::vector<LayerCost> rows = rows_of(steps[i], p, cache);
+    out.options.push_back(option_of(int(i), steps[i], std::move(p), within, activations, rows,
+                                    layers, total_devices, cluster));
+    return rows;
+  };
+  // Each step's fastest layouts, on every core.
+  std::vector<Plan> fastest(steps.size());
+  each_in_parallel(steps.size(), [&](size_t i) { fastest[i] = plan_step(steps[i], kInf, false); });
+  struct Pending {
+    double alone;  // the step's fastest layouts' predicted pipeline, with no budget
+    int devices, micro_batches;
+    size_t step;
+    std::vector<LayerCost> rows;
+    bool operator<(const Pending& o) const {
+      return std::tie(alone, devices, micro_batches) <
+             std::tie(o.alone, o.devices, o.micro_batches);
+    }
+  };
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<LayerCost> rows = add(i, std::move(fastest[i]), kInf, false);
+    pending.push_back({best_seconds({out.options.back()}, total_devices, kInf),
+                       steps[i].devices_per_stage, steps[i].micro_batches, i, std::move(rows)});
+  }
+  // Where those overrun the budget's share for the stage's layers, layouts within the share,
+  // without and with one micro-batch's activations counted (plan_stages multiplies them by the
+  // micro-batches in flight).
+  double found = best_seconds(out.options, total_devices, budget);
+  std::stable_sort(pending.begin(), pending.end());
+  for (const Pending& p : pending) {
+    const StageStep& step = steps[p.step];
+    if (!step.fixed.empty() || p.alone >= found) continue;
+    const int stages = total_devices / step.devices_per_stage;
+    const double traced = double(p.rows.size() - 2);
+    const double share = budget * traced / std::ceil(double(layers) / stages);
+    double state = 0, held = 0;
+    for (size_t r = 1; r + 1 < p.rows.size(); ++r) {
+      state += p.rows[r].state_bytes;
+      held += p.rows[r].state_bytes + p.rows[r].activation_bytes;
+    }
+    std::vector<bool> counted;  // the variants: activations counted or not
+    if (state > share) counted.push_back(false);
+    if (held > share) counted.push_back(true);
+    std::vector<std::optional<Plan>> variants(counted.size());
+    each_in_parallel(counted.size(), [&](size_t v) {
+      try {
+        variants[v] = plan_step(step, share, counted[v]);
+      } catch (const Error&) {
+        // nothing fits the share: the other layouts stay the options
+      }
+    });
+    for (size_t v = 0; v < counted.size(); ++v)
+      if (variants[v]) add(p.step, std::move(*variants[v]), share, counted[v]);
+    found = best_seconds(out.options, total_devices, budget);
+  }
+  std::vector<StageOption> costs;
+  for (const StagePlan& o : out.options) costs.push_back(o.costs);
+  out.choice = plan_stages(costs, total_devices, budget);
+  return out;
+}
+
+Placement stage_placement(DeviceType type, int devices, const ClusterSpec& cluster, int first) {
+  std::vector<int> ranks(static_cast<size_t>(devices));
+  for (int r = 0; r < devices; ++r) ranks[size_t(r)] = first + r;
+  const int per_node = cluster.devices_per_node;
+  if (per_node > 1 && devices > per_node && devices % per_node == 0)
+    return Placement(type, std::move(ranks), Shape{devices / per_node, per_node});
+  return Placement(type, std::move(ranks), Shape{devices});
+}
+
+}  // namespace ofl::internal::auto_parallel

@@ -1,0 +1,58 @@
+// plan_pipeline's search (DESIGN.md, "The planner"): a stage's step laid out by the intra-op
+// planner at every stage size and micro-batch count, each plan priced per layer (stages.h's
+// LayerCost), and the inter-op search (plan_stages) over all of them. Python traces the steps
+// (the model is Python code); everything after the tracing is here, planned on every core.
+#pragma once
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/auto_parallel/planner.h"
+#include "graph/auto_parallel/stages.h"
+#include "sbp/placement.h"
+
+namespace ofl::internal::auto_parallel {
+
+// The training step of one micro-batch on one stage's placement (stage_placement), traced for a
+// step of `micro_batches` micro-batches. Its model holds two or more of the repeated layers
+// (graph::Node::layer): each one's costs are per layer, used for every layer of the model.
+struct StageStep {
+  int devices_per_stage = 1;
+  int micro_batches = 1;
+  std::shared_ptr<const graph::Graph> traced;  // dead code dropped
+  std::set<int> fixed;  // variables (value ids) that keep their layouts: a hand layout priced
+  std::function<std::string(int)> name_of;  // a variable's name by value id, for errors
+};
+
+// One option the search weighed: a step's intra-op plan and the costs priced from it.
+struct StagePlan {
+  int step = 0;  // index into the steps
+  Plan plan;
+  double budget = 0;         // bytes per device the plan was made within (inf: its fastest)
+  bool activations = false;  // whether the budget counted one micro-batch's activations
+  StageOption costs;         // rows: before the layers, each of the model's layers, after them
+};
+
+struct PipelineSearch {
+  std::vector<StagePlan> options;  // in the order weighed
+  PipelineChoice choice;           // choice.option indexes options
+};
+
+// The pipeline least in predicted step time within `budget` bytes per device, for a model of
+// `layers` repeated layers on `total_devices` devices. For each step, its fastest layouts (the
+// stage's update weighing 1/m: its micro-batches share it); then, in the order of the step each
+// alone predicts, where those layouts overrun the budget's share for the stage's layers, layouts
+// within that share, without and with one micro-batch's activations counted, skipped where even
+// the fastest layouts predict no faster a step than the best pipeline found that fits, and for
+// steps that keep layouts (nothing to choose). plan_stages then weighs every option. Raises
+// when a step has no repeated layers, and when nothing fits (naming the least memory needed).
+PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
+                               double budget, PlanCache& cache);
+
+// The placement of one stage of `devices` devices on `cluster`, ranks first .. first + devices
+// - 1: a (nodes, devices per node) mesh once it spans whole nodes, else a line.
+Placement stage_placement(DeviceType type, int devices, const ClusterSpec& cluster, int first = 0);
+
+}  // namespace ofl::internal::auto_parallel
