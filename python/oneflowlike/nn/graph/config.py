@@ -1,0 +1,59 @@
+"""graph.config: how an nn.Graph compiles (GraphConfig), and the pipeline schedules it can use
+(pipeline_schedule)."""
+
+from oneflowlike import _C
+
+
+def pipeline_schedule(kind, devices, micro_batches, chunks=1):
+    """The pipeline schedule `kind` ("gpipe", "1f1b" or "interleaved_1f1b") of `micro_batches`
+    over `devices` stages (`chunks` virtual stages per device, interleaved only), as data: each
+    device's order of forwards and backwards with their sends and receives, what it holds in
+    flight, its timeline and bubble. print() shows the orders and a grid of time slots."""
+    return _C.pipeline_schedule(kind, devices, micro_batches, chunks)
+
+
+class GraphConfig:
+    """graph.config: how a graph compiles (OneFlow's names)."""
+
+    def __init__(self):
+        self.gradient_accumulation_steps = 1
+        self.auto_parallel = False
+        self.auto_parallel_memory_budget = None
+        self.auto_parallel_pipeline = False
+        self.pipeline_schedule = "1f1b"
+        self.timeline = False
+
+    def set_gradient_accumulation_steps(self, n):
+        """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
+        gradients accumulate as for the mean of the micro-batch losses, the optimizers step
+        once, and the call returns the n micro-batch outputs stacked."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"[graph] gradient accumulation steps must be an int >= 1, got {n!r}")
+        self.gradient_accumulation_steps = n
+
+    def set_pipeline_schedule(self, kind):
+        """How the micro-batches go through the pipeline stages (GraphModule.set_stage): "gpipe"
+        (every forward, then every backward), "1f1b" (the default: at most as many micro-batches
+        in flight as stages) or "interleaved_1f1b" (for more stages than placements: each
+        device runs several, Megatron-LM's virtual stages)."""
+        _C.pipeline_schedule(kind, 1, 1)  # raises naming the known schedules
+        self.pipeline_schedule = kind
+
+    def enable_timeline(self, on=True):
+        """Record when each node runs on this rank at every call (graph.timeline)."""
+        self.timeline = bool(on)
+
+    def enable_auto_parallel(self, on=True, memory_budget=None, pipeline=False):
+        """Let the planner choose every layout (flow.auto_parallel): on the first call, the
+        parameters' and optimizer states' layouts (applied to them, in place), then every op's
+        signature, exactly under the cost model, within `memory_budget` bytes per device
+        (default: the cluster's device capacity). The inputs' SBPs are kept.
+
+        With `pipeline`, the planner also chooses pipeline stages (flow.auto_parallel.
+        plan_pipeline): the number of stages, which of the repeated layers (a ModuleList directly
+        in a module of the graph) each runs, the micro-batch count, recomputation and the
+        layouts inside a stage; the modules registered before the list run in the first stage,
+        those after it in the last. Inputs given on every rank are moved where they are read."""
+        self.auto_parallel = bool(on)
+        self.auto_parallel_memory_budget = memory_budget
+        self.auto_parallel_pipeline = bool(pipeline)
