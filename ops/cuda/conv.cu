@@ -217,12 +217,9 @@ void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Window2d& win, 
               op);
 }
 
-const bool registered = [] {
-  conv2d_kernel().set(DeviceType::kCUDA, conv2d);
-  conv2d_input_grad_kernel().set(DeviceType::kCUDA, conv2d_input_grad);
-  conv2d_weight_grad_kernel().set(DeviceType::kCUDA, conv2d_weight_grad);
-  return true;
-}();
+OFL_REGISTER_KERNEL(conv2d_kernel, DeviceType::kCUDA, conv2d);
+OFL_REGISTER_KERNEL(conv2d_input_grad_kernel, DeviceType::kCUDA, conv2d_input_grad);
+OFL_REGISTER_KERNEL(conv2d_weight_grad_kernel, DeviceType::kCUDA, conv2d_weight_grad);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -200,37 +200,9 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
   check(cudaGetLastError(), "where");
 }
 
-// tril / triu of the last two dims of a contiguous x: x where kept, 0 elsewhere.
-template <class T>
-__global__ void keep_triangle(const T* x, T* out, int64_t n, int64_t rows, int64_t cols, bool upper,
-                              int64_t diagonal) {
-  const int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (e >= n) return;
-  const int64_t j = e % cols, i = (e / cols) % rows;
-  const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
-  out[e] = keep ? x[e] : convert<T>(0);
-}
-
-void triangular(const Tensor& x, bool upper, int64_t diagonal, const Tensor& out) {
-  const int64_t rows = x.shape()[x.dim() - 2], cols = x.shape()[x.dim() - 1], n = x.numel();
-  if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "triu");
-  dispatch_all(out.dtype(), [&](auto tag) {
-    using T = device_t<typename decltype(tag)::type>;
-    keep_triangle<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
-        static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, rows, cols, upper,
-        diagonal);
-  });
-  check(cudaGetLastError(), "triu");
-}
-
-const bool registered = [] {
-  triangular_kernel().set(DeviceType::kCUDA, triangular);
-  unary_kernel().set(DeviceType::kCUDA, unary);
-  binary_kernel().set(DeviceType::kCUDA, binary);
-  where_kernel().set(DeviceType::kCUDA, where);
-  return true;
-}();
+OFL_REGISTER_KERNEL(unary_kernel, DeviceType::kCUDA, unary);
+OFL_REGISTER_KERNEL(binary_kernel, DeviceType::kCUDA, binary);
+OFL_REGISTER_KERNEL(where_kernel, DeviceType::kCUDA, where);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -86,11 +86,8 @@ void masked_scatter(const Tensor& mask_given, const Tensor& source_given, const 
   check(cudaGetLastError(), "masked_scatter");
 }
 
-const bool registered = [] {
-  masked_select_kernel().set(DeviceType::kCUDA, masked_select);
-  masked_scatter_kernel().set(DeviceType::kCUDA, masked_scatter);
-  return true;
-}();
+OFL_REGISTER_KERNEL(masked_select_kernel, DeviceType::kCUDA, masked_select);
+OFL_REGISTER_KERNEL(masked_scatter_kernel, DeviceType::kCUDA, masked_scatter);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

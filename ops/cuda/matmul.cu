@@ -122,10 +122,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
              "cublasGemmStridedBatchedEx");
 }
 
-const bool registered = [] {
-  matmul_kernel().set(DeviceType::kCUDA, matmul);
-  return true;
-}();
+OFL_REGISTER_KERNEL(matmul_kernel, DeviceType::kCUDA, matmul);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -51,11 +51,8 @@ void adam_step(const Tensor& param, const Tensor& m, const Tensor& v, double dec
   check(cudaGetLastError(), "adam_step_");
 }
 
-const bool registered = [] {
-  adam_moment_kernel().set(DeviceType::kCUDA, adam_moment);
-  adam_step_kernel().set(DeviceType::kCUDA, adam_step);
-  return true;
-}();
+OFL_REGISTER_KERNEL(adam_moment_kernel, DeviceType::kCUDA, adam_moment);
+OFL_REGISTER_KERNEL(adam_step_kernel, DeviceType::kCUDA, adam_step);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -165,13 +165,10 @@ void avg_pool2d_bw(const Tensor& grad, const Window2d& win, bool count_include_p
   check(cudaGetLastError(), "avg_pool2d_backward");
 }
 
-const bool registered = [] {
-  max_pool2d_kernel().set(DeviceType::kCUDA, max_pool2d);
-  max_pool2d_backward_kernel().set(DeviceType::kCUDA, max_pool2d_bw);
-  avg_pool2d_kernel().set(DeviceType::kCUDA, avg_pool2d);
-  avg_pool2d_backward_kernel().set(DeviceType::kCUDA, avg_pool2d_bw);
-  return true;
-}();
+OFL_REGISTER_KERNEL(max_pool2d_kernel, DeviceType::kCUDA, max_pool2d);
+OFL_REGISTER_KERNEL(max_pool2d_backward_kernel, DeviceType::kCUDA, max_pool2d_bw);
+OFL_REGISTER_KERNEL(avg_pool2d_kernel, DeviceType::kCUDA, avg_pool2d);
+OFL_REGISTER_KERNEL(avg_pool2d_backward_kernel, DeviceType::kCUDA, avg_pool2d_bw);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -85,10 +85,7 @@ void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed,
   check(cudaGetLastError(), "random");
 }
 
-const bool registered = [] {
-  random_kernel().set(DeviceType::kCUDA, random_fill);
-  return true;
-}();
+OFL_REGISTER_KERNEL(random_kernel, DeviceType::kCUDA, random_fill);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

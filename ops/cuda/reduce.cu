@@ -208,11 +208,8 @@ void arg_reduce(bool is_max, const Tensor& in, int64_t outer, int64_t red, int64
   check(cudaGetLastError(), "argmax");
 }
 
-const bool registered = [] {
-  reduce_kernel().set(DeviceType::kCUDA, reduce);
-  arg_reduce_kernel().set(DeviceType::kCUDA, arg_reduce);
-  return true;
-}();
+OFL_REGISTER_KERNEL(reduce_kernel, DeviceType::kCUDA, reduce);
+OFL_REGISTER_KERNEL(arg_reduce_kernel, DeviceType::kCUDA, arg_reduce);
 
 }  // namespace
 }  // namespace ofl::internal::cuda

@@ -335,10 +335,10 @@ const bool registered = [] {
   static CachingAllocator* allocator = new CachingAllocator();  // outlives static tensors
   register_allocator(DeviceType::kCUDA, allocator);
   register_runtime(DeviceType::kCUDA, allocator);
-  copy_kernel().set(DeviceType::kCUDA, copy);
-  fill_kernel().set(DeviceType::kCUDA, fill);
   return true;
 }();
+OFL_REGISTER_KERNEL(copy_kernel, DeviceType::kCUDA, copy);
+OFL_REGISTER_KERNEL(fill_kernel, DeviceType::kCUDA, fill);
 
 }  // namespace
 }  // namespace ofl::internal::cuda
