@@ -1,4 +1,4 @@
-// Graph mode's C++ side for nn.Graph (python/oneflowlike/nn/graph.py): a trace of build() and
+// Graph mode's C++ side for nn.Graph (python/oneflowlike/nn/graph/graph.py): a trace of build() and
 // the compiled graph it gives, run by the C++ executor.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,4 +1,4 @@
-// Pipeline schedules (graph/pipeline/schedule.h) for Python: flow.nn.graph.pipeline.
+// Pipeline schedules (graph/pipeline/schedule.h) for Python: flow.nn.graph.pipeline_schedule.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
