@@ -27,11 +27,9 @@ import subprocess
 import sys
 import time
 
+from oneflowlike.distributed.launch import JOB_ENV_VARS
+
 _TAG = "OFL_PROFILE_RESULT "
-_JOB_VARS = (
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
-    "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OFL_STORE_TOKEN", "OFL_COMM_TIMEOUT_S",
-)  # fmt: skip
 
 
 def _mean(fn, repeat):
@@ -120,7 +118,7 @@ def _worker(args):
 def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=120):
     """The ranks' measurements: world, t_small and t_large (mean all_reduce seconds over nproc
     local ranks), and rank 0's flops_fp32 and mem_bandwidth while every rank measured them."""
-    env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
+    env = {k: v for k, v in os.environ.items() if k not in JOB_ENV_VARS}
     cmd = [
         sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(nproc),
         "--rdzv_timeout", "30", "-m", "oneflowlike.profile_cluster", "--worker",

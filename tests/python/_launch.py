@@ -12,12 +12,11 @@ from oneflowlike.distributed.launch import JOB_ENV_VARS
 
 WORKERS = Path(__file__).resolve().parent / "dist_workers"
 LAUNCH = [sys.executable, "-m", "oneflowlike.distributed.launch"]
-# Variables a surrounding launcher (or the caller's shell) may have set; tests start clean.
-_JOB_VARS = JOB_ENV_VARS
 
 
 def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in _JOB_VARS}
+    # Without what a surrounding launcher (or the caller's shell) set: tests start clean.
+    env = {k: v for k, v in os.environ.items() if k not in JOB_ENV_VARS}
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
