@@ -22,6 +22,11 @@ class TypeError : public Error {
  public:
   using Error::Error;
 };
+// Thrown for a file or folder that is not there (maps to Python FileNotFoundError).
+class NotFoundError : public Error {
+ public:
+  using Error::Error;
+};
 
 namespace detail {
 inline void append(std::ostringstream&) {}

@@ -144,3 +144,84 @@ TEST(Safetensors, ChecksumsCatchFlippedBytesAndRelabelledDtypes) {
   e = error_of([&] { safetensors::read(relabelled); });
   EXPECT_NE(e.find("tensor 'w' ((2, 2) int32) fails its checksum"), std::string::npos) << e;
 }
+
+namespace {
+
+std::string file_bytes(const std::string& header, const std::string& data) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+}  // namespace
+
+TEST(Safetensors, ReturnsTheMetadataAndTheTensorsInFileOrder) {
+  // "w" before "ids" in the file, though not by name.
+  const std::string path = write_file("ofl_order.safetensors", kHeader, data());
+  for (const safetensors::Contents& c :
+       {safetensors::read_file(path), safetensors::read_bytes(file_bytes(kHeader, data()))}) {
+    EXPECT_EQ(c.metadata, (std::map<std::string, std::string>{{"format", "pt"}}));
+    ASSERT_EQ(c.tensors.size(), 2u);
+    EXPECT_EQ(c.tensors[0].first, "w");
+    EXPECT_EQ(c.tensors[1].first, "ids");
+    EXPECT_EQ(c.tensors[1].second.data<int64_t>()[2], int64_t(1) << 40);
+  }
+  const std::set<std::string> only = {"ids"};
+  const auto some = safetensors::read_file(path, &only);
+  ASSERT_EQ(some.tensors.size(), 1u);
+  EXPECT_EQ(some.tensors[0].first, "ids");
+}
+
+TEST(Safetensors, BytesNoTensorClaimsRaiseFromAPathAndFromBytes) {
+  const std::string one = R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
+  const std::string gap = R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})";
+  for (const auto& [header, payload] :
+       {std::pair{one, std::string(12, '\0')}, std::pair{gap, std::string(12, '\0')}}) {
+    const std::string path = write_file("ofl_unclaimed.safetensors", header, payload);
+    std::string e = error_of([&] { safetensors::read_file(path); });
+    EXPECT_NE(e.find(path + ": 4 of the 12 data bytes belong to no tensor"), std::string::npos)
+        << e;
+    e = error_of([&] { safetensors::read_bytes(file_bytes(header, payload)); });
+    EXPECT_NE(e.find("<bytes>: 4 of the 12 data bytes belong to no tensor"), std::string::npos)
+        << e;
+  }
+}
+
+TEST(Safetensors, TruncatedBytesRaiseNamingThemAndTheEntry) {
+  const std::string e =
+      error_of([&] { safetensors::read_bytes(file_bytes(kHeader, data().substr(0, 30)), "<f>"); });
+  EXPECT_NE(e.find("<f>: tensor 'ids' ((3,) int64, 24 bytes) claims bytes [16, 40) of 30"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(error_of([] { safetensors::read_bytes("abc"); }).find("<bytes> is 3 bytes"),
+            std::string::npos);
+}
+
+TEST(Safetensors, MetadataMustMapStringsToStrings) {
+  for (const std::string meta : {R"({"epoch": 3})", R"([1])", R"("x")"}) {
+    const std::string header = R"({"__metadata__": )" + meta + "}";
+    const std::string path = write_file("ofl_meta.safetensors", header, "");
+    std::string e = error_of([&] { safetensors::read_file(path); });
+    EXPECT_NE(e.find(path + ": __metadata__ must map strings to strings"), std::string::npos) << e;
+    e = error_of([&] { safetensors::read_bytes(file_bytes(header, "")); });
+    EXPECT_NE(e.find("<bytes>: __metadata__ must map strings to strings"), std::string::npos) << e;
+  }
+  const std::string null_meta = R"({"__metadata__": null})";
+  EXPECT_TRUE(safetensors::read_bytes(file_bytes(null_meta, "")).metadata.empty());
+}
+
+TEST(Safetensors, BadChecksumsRaiseFromBytesToo) {
+  std::string flipped = data();
+  flipped[17] ^= 0x10;  // in ids
+  const std::string e = error_of(
+      [&] { safetensors::read_bytes(file_bytes(checksummed_header("9d68b901"), flipped)); });
+  EXPECT_NE(e.find("<bytes>: tensor 'ids' ((3,) int64) fails its checksum"), std::string::npos)
+      << e;
+  EXPECT_EQ(
+      safetensors::read_bytes(file_bytes(checksummed_header("9d68b901"), data())).tensors.size(),
+      2u);
+}
+
+TEST(Safetensors, AMissingFileRaisesNotFound) {
+  EXPECT_THROW(safetensors::read_file("/nonexistent/x.safetensors"), NotFoundError);
+}
