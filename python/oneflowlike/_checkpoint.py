@@ -12,16 +12,15 @@ Atomic: shards go to new files named by the save, and index.json, written aside 
 the old one, is the commit; only then are the files of the previous save removed. A save killed
 at any point leaves the previous checkpoint loadable; the next save removes what it left.
 
-Loading checks everything before trusting it: index.json's shape and types, that each tensor's
-pieces tile it exactly, each piece's dtype and shape against its shard file's entry, and the
-checksum of each shard entry it reads."""
+Loading is global/checkpoint.h's Reader (the C++ API's too), which checks everything before
+trusting it: index.json's shape and types, that each tensor's pieces tile it exactly, each
+piece's dtype and shape against its shard file's entry, and the checksum of each shard entry it
+reads. Here the shards become global tensors and the saved structure is rebuilt."""
 
 import json
-import math
 import os
 import re
 import secrets
-import struct
 
 import numpy as np
 
@@ -32,8 +31,6 @@ INDEX = "index.json"
 FORMAT = "oneflowlike-checkpoint"
 VERSION = 1
 last_bytes_read = {}  # of the last load on this rank: shard file (without the save id) -> bytes
-# numpy moves bytes: one unsigned type per item size (bfloat16 has no numpy type).
-_RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 # A save's files are named by its token, "<random>-<host>-<pid>" of the rank 0 process that
 # commits it ("<random>" before): the shards, their temporaries (serialization.save's) and the
 # index written aside. A save whose rank 0 is dead can never commit: its files are garbage.
@@ -178,10 +175,10 @@ def _committed_tokens(path):
     if not os.path.exists(os.path.join(path, INDEX)):
         return set()
     try:
-        _, entries = _read_index(path)
-    except (OSError, ValueError):
+        files = flow._C.CheckpointReader(path).files()
+    except (OSError, flow._C.Error):
         return None
-    return {_token_of(p["file"]) for _, _, pieces in entries.values() for p in pieces} - {None}
+    return {_token_of(file) for file in files} - {None}
 
 
 def _barrier():
@@ -189,306 +186,54 @@ def _barrier():
         _dist().barrier()
 
 
-def _read_index(path):
-    """index.json, checked: (the index, {tensor: (dtype name, shape, pieces)}). Raises
-    ValueError naming it and what is wrong."""
-    where = f"flow.load('{path}'): {INDEX}"
-    with open(os.path.join(path, INDEX), "rb") as f:
-        text = f.read()
+def _reader(path):
+    """The checkpoint reader of global/checkpoint.h over path, which checks all of index.json
+    (each tensor's pieces must tile it) before anything is read."""
     try:
-        index = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as ex:
-        raise ValueError(f"{where} is not JSON ({ex}; truncated or damaged?)") from None
-    if not isinstance(index, dict):
-        raise ValueError(f"{where} is not a JSON object but a {type(index).__name__}")
-    if index.get("format") != FORMAT:
-        raise ValueError(f"{where} is not a {FORMAT} index (format {index.get('format')!r})")
-    if index.get("format_version") != VERSION:
-        raise ValueError(
-            f"{where}: checkpoint format version {index.get('format_version')!r}, this build "
-            f"reads {VERSION}"
-        )
-    for key in ("tree", "tensors"):
-        if key not in index:
-            raise ValueError(f"{where} has no {key!r}")
-    if not isinstance(index["tensors"], dict):
-        raise ValueError(
-            f"{where}: 'tensors' is a {type(index['tensors']).__name__}, not an object"
-        )
-    entries = {
-        name: _check_tensor(entry, f"{where}: tensor '{name}'")
-        for name, entry in index["tensors"].items()
-    }
-    return index, entries
-
-
-def _is_size(v, limit=2**62):
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < limit
-
-
-def _check_tensor(entry, where):
-    if not isinstance(entry, dict) or not {"dtype", "shape", "pieces"} <= set(entry):
-        raise ValueError(f"{where} is not an object with a dtype, a shape and pieces")
-    dtype, shape, pieces = entry["dtype"], entry["shape"], entry["pieces"]
-    if not isinstance(dtype, str) or dtype not in _st._CODE_OF_DTYPE:
-        raise ValueError(f"{where} has an unsupported dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(_is_size(n) for n in shape):
-        raise ValueError(f"{where} has an invalid shape {shape!r}")
-    if not isinstance(pieces, list):
-        raise ValueError(f"{where}: pieces is a {type(pieces).__name__}, not a list")
-    for i, piece in enumerate(pieces):
-        if not isinstance(piece, dict) or not {"file", "key", "ranges"} <= set(piece):
-            raise ValueError(f"{where}: piece {i} is not an object with a file, a key and ranges")
-        file, ranges = piece["file"], piece["ranges"]
-        if not isinstance(file, str) or os.path.basename(file) != file or file in ("", ".", ".."):
-            raise ValueError(f"{where}: piece {i} names {file!r}, not a file of the folder")
-        if not isinstance(piece["key"], str):
-            raise ValueError(f"{where}: piece {i} has a key {piece['key']!r}, not a string")
-        if (
-            not isinstance(ranges, list)
-            or len(ranges) != len(shape)
-            or not all(
-                isinstance(r, list) and len(r) == 2 and all(_is_size(v, n + 1) for v in r)
-                for r, n in zip(ranges, shape)
-            )
-            or any(b > e for b, e in ranges)
-        ):
-            raise ValueError(
-                f"{where}: piece {i} has ranges {ranges!r}, not a [begin, end] per axis inside "
-                f"the shape {shape}"
-            )
-    why = _tiling_error(shape, [p["ranges"] for p in pieces])
-    if why:
-        raise ValueError(f"{where}: {why}, so they do not tile it (the index is damaged)")
-    return dtype, shape, pieces
-
-
-def _tiling_error(shape, pieces):
-    """Why pieces ([begin, end) per axis, inside shape) do not tile it exactly, or None: they
-    must be disjoint, their volumes adding up to the whole."""
-    total = sum(math.prod(e - b for b, e in ranges) for ranges in pieces)
-    if total != math.prod(shape):
-        return f"its pieces hold {total} elements, its shape {shape} has {math.prod(shape)}"
-    boxes = [i for i, ranges in enumerate(pieces) if all(b < e for b, e in ranges)]
-    if len(boxes) < 2 or not shape:
-        return None
-    lo = np.array([[b for b, _ in pieces[i]] for i in boxes], np.int64)
-    hi = np.array([[e for _, e in pieces[i]] for i in boxes], np.int64)
-    axis = max(range(len(shape)), key=lambda d: len(np.unique(lo[:, d])))
-    order = np.argsort(lo[:, axis], kind="stable")
-    lo, hi = lo[order], hi[order]
-    for i in range(len(boxes)):  # only the boxes that start on `axis` before box i ends can meet it
-        j = int(np.searchsorted(lo[:, axis], hi[i, axis], side="left"))
-        meet = np.all((lo[i + 1 : j] < hi[i]) & (lo[i] < hi[i + 1 : j]), axis=1)
-        if meet.any():
-            a, b = sorted((boxes[order[i]], boxes[order[i + 1 + int(np.argmax(meet))]]))
-            return f"pieces {a} and {b} overlap"
-    return None
-
-
-# ---- shard files ------------------------------------------------------------------------------
-# Read here, mapped, rather than by core/safetensors.cpp (which flow.load of a file uses): a rank
-# reads only the entries its shard overlaps, and the binding reads whole files. These go when
-# oneflowlike._C binds the reader's `only` argument, or the checkpoint reader itself.
-
-_MAX_HEADER_BYTES = 100 * 1024 * 1024  # as core/safetensors.cpp
-
-
-def _parse_header(data, where):
-    if len(data) < 8:
-        raise ValueError(f"{where}: not a safetensors file ({len(data)} bytes, need at least 8)")
-    (length,) = struct.unpack("<Q", data[:8])
-    if length > min(len(data) - 8, _MAX_HEADER_BYTES):
-        raise ValueError(
-            f"{where}: header length {length} does not fit in a file of {len(data)} bytes "
-            "(truncated or not a safetensors file)"
-        )
-    try:
-        header = json.loads(bytes(data[8 : 8 + length]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
-        raise ValueError(f"{where}: header is not valid UTF-8 JSON ({ex})") from None
-    if not isinstance(header, dict):
-        raise ValueError(f"{where}: header must be a JSON object, got {type(header).__name__}")
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
-    ):
-        raise ValueError(f"{where}: __metadata__ must map strings to strings")
-    return header, metadata, 8 + length
-
-
-def _checksums(metadata, where):
-    """The saved checksums by tensor name; None for a file without them (another writer's)."""
-    if _st._CRC_KEY not in metadata:
-        return None
-    try:
-        sums = json.loads(metadata[_st._CRC_KEY])
-    except json.JSONDecodeError:
-        sums = None
-    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
-        raise ValueError(
-            f"{where}: __metadata__[{_st._CRC_KEY!r}] is not a JSON object of checksums "
-            "(the file is damaged)"
-        )
-    return sums
-
-
-def _verify(name, code, shape, data, sums, where):
-    """Raises if a tensor's bytes (with its dtype and shape) fail the checksum saved for it."""
-    if sums is None:
-        return
-    if name not in sums:
-        raise ValueError(
-            f"{where}: tensor '{name}' has no checksum in a file that carries them "
-            "(the header is damaged)"
-        )
-    got = _st._tensor_crc(code, shape, data)
-    if got != sums[name]:
-        raise ValueError(
-            f"{where}: checksum mismatch for tensor '{name}' ({code} {shape}): computed {got}, "
-            f"saved {sums[name]}; the file is damaged"
-        )
-
-
-def _check_entry(name, entry, where):
-    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
-        raise ValueError(f"{where}: tensor '{name}' needs dtype, shape and data_offsets")
-    code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-    if code not in _st._ITEMSIZE:
-        raise ValueError(f"{where}: tensor '{name}' has unsupported dtype {code!r}")
-    if not isinstance(shape, list) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-    ):
-        raise ValueError(f"{where}: tensor '{name}' has an invalid shape {shape!r}")
-    if (
-        not isinstance(offsets, list)
-        or len(offsets) != 2
-        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-        or not 0 <= offsets[0] <= offsets[1]
-    ):
-        raise ValueError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
-    expected = math.prod(shape) * _st._ITEMSIZE[code]
-    if offsets[1] - offsets[0] != expected:
-        raise ValueError(
-            f"{where}: tensor '{name}' {code} {shape} needs {expected} bytes, "
-            f"data_offsets {offsets} span {offsets[1] - offsets[0]}"
-        )
-    return code, shape, offsets
-
-
-class _Files:
-    """The rank files of a checkpoint, mapped (not read) on first use, checked like flow.load:
-    each entry's dtype and shape against index.json's, its checksum on its first read."""
-
-    def __init__(self, path):
-        self.path, self.open, self.read, self.verified = path, {}, {}, set()
-
-    def piece(self, piece, dtype, itemsize):
-        name = piece["file"]
-        where = f"flow.load('{os.path.join(self.path, name)}')"
-        if name not in self.open:
-            file = os.path.join(self.path, name)
-            if not os.path.isfile(file):
-                raise FileNotFoundError(f"{where}: the checkpoint's shard file is missing")
-            data = np.memmap(file, np.uint8, "r") if os.path.getsize(file) else np.zeros(0)
-            header, metadata, start = _parse_header(memoryview(data), where)
-            entries = {k: _check_entry(k, e, where) for k, e in header.items()}
-            end = max((e[2][1] for e in entries.values()), default=0)
-            if start + end > len(data):
-                raise ValueError(
-                    f"{where}: truncated: the tensors need {start + end} bytes, the file has "
-                    f"{len(data)}"
-                )
-            self.open[name] = (data, entries, start, _checksums(metadata, where))
-        data, entries, start, sums = self.open[name]
-        key = piece["key"]
-        if key not in entries:
-            raise ValueError(f"{where}: has no tensor '{key}' that index.json names")
-        code, shape, (begin, end) = entries[key]
-        want_code, want = _st._CODE_OF_DTYPE[dtype], [e - b for b, e in piece["ranges"]]
-        if shape != want or code != want_code:
-            raise ValueError(
-                f"{where}: tensor '{key}' is {code} {shape}, index.json says {want_code} "
-                f"({dtype}) {want}"
-            )
-        raw = data[start + begin : start + end]
-        if (name, key) not in self.verified:  # the whole entry: its checksum covers no less
-            _verify(key, code, shape, raw, sums, where)
-            self.verified.add((name, key))
-        return raw.view(_RAW[itemsize]).reshape(shape)
-
-    def count(self, piece, nbytes):
-        self.read[piece["file"]] = self.read.get(piece["file"], 0) + nbytes
-
-
-def _fill(out, region, pieces, files, dtype, itemsize, name, where):
-    """Copies into `out` (the region [begin, end) per axis) every overlapping piece."""
-    covered = 0
-    for piece in pieces:
-        lo = [max(b, pb) for (b, _), (pb, _) in zip(region, piece["ranges"])]
-        hi = [min(e, pe) for (_, e), (_, pe) in zip(region, piece["ranges"])]
-        if any(a >= b for a, b in zip(lo, hi)):
-            continue
-        src = files.piece(piece, dtype, itemsize)
-        dst_idx = tuple(slice(a - b, c - b) for a, c, (b, _) in zip(lo, hi, region))
-        src_idx = tuple(slice(a - b, c - b) for a, c, (b, _) in zip(lo, hi, piece["ranges"]))
-        out[dst_idx] = src[src_idx]
-        n = int(np.prod([c - a for a, c in zip(lo, hi)]))
-        files.count(piece, n * itemsize)
-        covered += n
-    if covered != out.size:
-        raise ValueError(
-            f"{where}: the pieces of '{name}' cover {covered} of the {out.size} elements this "
-            "rank needs (a shard file of the save is missing or the index is damaged)"
-        )
+        return flow._C.CheckpointReader(path)
+    except flow._C.Error as ex:
+        raise ValueError(str(ex)) from None
 
 
 def load(path, like=None):
+    """The saved structure, each tensor as this rank's shard of `like`'s global tensor at the same
+    place (in its placement and SBP), else whole; global/checkpoint.h reads and checks it all."""
     where = f"flow.load('{path}')"
-    index, entries = _read_index(path)
+    reader = _reader(path)
     targets = {}
     if like is not None:
         encoder = _st._Encoder()
         encoder.encode(like, [])
         targets = encoder.tensors
-    files, tensors = _Files(path), {}
+    tensors = {}
     rank = _dist().get_rank()
-    for name, (dtype_name, shape, pieces) in entries.items():
-        dtype = getattr(flow, dtype_name)
-        itemsize = _st._ITEMSIZE[_st._CODE_OF_DTYPE[dtype_name]]
-        target = targets.get(name)
-        if target is not None and target.is_global:
-            if list(target.shape) != shape:
+    try:
+        for name, shape, dtype in reader.tensors():
+            target = targets.get(name)
+            if target is None or not target.is_global:
+                tensors[name] = reader.read(name, list(shape), dtype)
+                continue
+            if tuple(target.shape) != shape:
                 raise ValueError(
-                    f"{where}: '{name}' is {tuple(shape)} in the checkpoint but "
+                    f"{where}: '{name}' is {shape} in the checkpoint but "
                     f"{tuple(target.shape)} where it is loaded"
                 )
-            sbp = list(target.sbp)
-            region = _ranges(shape, target.placement, sbp, rank)
-            local = np.zeros([e - b for b, e in region or []], _RAW[itemsize])
-            if region is not None and not _zero_partial(target.placement, sbp, rank):
-                _fill(local, region, pieces, files, dtype_name, itemsize, name, where)
-            t = flow._C.tensor_from_bytes(local.tobytes(), dtype, list(local.shape))
-            if target.placement.type != "cpu":  # the shard where the placement keeps it
-                t = t.to(flow._global.shard_device(target.placement))
+            placement, sbp = target.placement, flow._C.NdSbp(list(target.sbp))
+            coords = placement.coords_of(rank)
+            if coords is None:  # this rank holds none of it
+                t = flow._C.full([], 0, dtype)
+            else:
+                t = reader.read(name, list(shape), dtype, placement, sbp, list(coords))
+            if placement.type != "cpu":  # the shard where the placement keeps it
+                t = t.to(flow._global.shard_device(placement))
             tensors[name] = flow._C.make_global(
-                t, target.placement, flow._C.NdSbp(sbp), _dist().world(), False, False
+                t, placement, sbp, _dist().world(), False, False
             )  # each rank read its own shard of the same logical tensor
-        else:
-            full = np.zeros(shape, _RAW[itemsize])
-            region = [[0, n] for n in shape]
-            _fill(full, region, pieces, files, dtype_name, itemsize, name, where)
-            tensors[name] = flow._C.tensor_from_bytes(full.tobytes(), dtype, shape)
+    except flow._C.Error as ex:
+        raise ValueError(str(ex)) from None
     global last_bytes_read
-    last_bytes_read = {name.split(".")[0]: n for name, n in files.read.items()}
+    last_bytes_read = {name.split(".")[0]: n for name, n in reader.bytes_read().items()}
     try:
-        return _st._decode(index["tree"], tensors, f"{where}: {INDEX}")
+        return _st._decode(json.loads(reader.tree()), tensors, f"{where}: {INDEX}")
     except (TypeError, KeyError, AttributeError) as ex:
         raise ValueError(f"{where}: {INDEX}: the stored structure is malformed ({ex})") from None
-
-
-def _zero_partial(placement, sbp, rank):
-    """A partial-sum target holds the value on coordinate 0 of its partial axes, zeros elsewhere."""
-    i = list(placement.flat_ranks).index(rank)
-    coords = np.unravel_index(i, list(placement.mesh))
-    return any(c != 0 for c, s in zip(coords, sbp) if s.is_partial())

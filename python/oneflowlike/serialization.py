@@ -16,7 +16,6 @@ import re
 import secrets
 import socket
 import struct
-import tempfile
 import zlib
 
 import oneflowlike as flow
@@ -261,39 +260,15 @@ def _remove_stale_temps(path):
 # ---- load -----------------------------------------------------------------------------------
 
 
-def _read(path, where, shown=None):
-    """A file's tensors in file order, read and checked (entries, bounds, checksums) by
-    core/safetensors.cpp, and its __metadata__; errors name `shown` (else path)."""
-    with open(path, "rb") as f:  # a missing file raises FileNotFoundError, as before
-        try:
-            tensors = flow._C.read_safetensors(path)
-        except flow._C.Error as ex:
-            message = str(ex) if shown is None else str(ex).replace(path, shown)
-            raise ValueError(message) from None
-        # The C++ reader neither returns __metadata__ nor rejects bytes that no tensor claims:
-        # both are read here from the header it accepted.
-        try:
-            (length,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(length))
-            data_bytes = os.fstat(f.fileno()).st_size - 8 - length
-        except (struct.error, ValueError):
-            raise ValueError(f"{where}: the file changed while it was read") from None
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
-    ):
-        raise ValueError(f"{where}: __metadata__ must map strings to strings")
-    if set(header) != set(tensors):
-        raise ValueError(f"{where}: the file changed while it was read")
-    unclaimed = data_bytes - sum(
-        e["data_offsets"][1] - e["data_offsets"][0] for e in header.values()
-    )
-    if unclaimed:  # the reader refused overlaps: this is a gap or trailing bytes
-        raise ValueError(
-            f"{where}: {unclaimed} of the {data_bytes} data bytes belong to no tensor "
-            "(trailing bytes or a gap: damaged or not safetensors)"
-        )
-    return {name: tensors[name] for name in header}, metadata
+def _read(path=None, data=None, shown=None):
+    """A file's (or bytes') tensors in file order and its __metadata__, read and checked
+    (entries, bounds, bytes no tensor claims, checksums) by core/safetensors.cpp."""
+    try:
+        if data is not None:
+            return flow._C.read_safetensors_bytes(data, shown)
+        return flow._C.read_safetensors_file(path)  # a missing file: FileNotFoundError
+    except flow._C.Error as ex:
+        raise ValueError(str(ex)) from None
 
 
 def load(path, map_location=None, weights_only=None, like=None):
@@ -307,15 +282,11 @@ def load(path, map_location=None, weights_only=None, like=None):
         return _checkpoint.load(os.fspath(path), like)
     if hasattr(path, "read"):
         where = "flow.load(<file object>)"
-        # The C++ reader reads files: the bytes go through a temporary one.
-        with tempfile.NamedTemporaryFile(suffix=".safetensors") as tmp:
-            tmp.write(path.read())
-            tmp.flush()
-            tensors, metadata = _read(tmp.name, where, shown="<file object>")
+        tensors, metadata = _read(data=bytes(path.read()), shown="<file object>")
     else:
         path = os.fspath(path)
         where = f"flow.load('{path}')"
-        tensors, metadata = _read(path, where)
+        tensors, metadata = _read(path)
     if map_location is not None:
         tensors = {name: t.to(map_location) for name, t in tensors.items()}
     if _TREE_KEY not in metadata:

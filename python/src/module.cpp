@@ -19,6 +19,7 @@ void bind_functions(py::module_& m);
 void bind_ops(py::module_& m, py::handle tensor_cls);
 void bind_distributed(py::module_& m);
 void bind_global(py::module_& m);
+void bind_checkpoint(py::module_& m);
 void bind_cluster(py::module_& m);
 void bind_sbp(py::module_& m);
 void bind_graph(py::module_& m);
@@ -161,6 +162,7 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<IndexError>(m, "IndexError", PyExc_IndexError);
   py::register_exception<TypeError>(m, "TypeError", PyExc_TypeError);
+  py::register_exception<NotFoundError>(m, "NotFoundError", PyExc_FileNotFoundError);
   bind_dtypes(m);
   bind_device(m);
   bind_random(m);
@@ -172,6 +174,7 @@ PYBIND11_MODULE(_C, m) {
   bind_distributed(m);
   bind_cluster(m);
   bind_global(m);
+  bind_checkpoint(m);
   bind_graph(m);
   bind_pipeline(m);
   m.def("empty_cache", &release_cached_cpu_memory);

@@ -5,6 +5,8 @@ are atomic; damaged checkpoints raise naming the file."""
 
 import json
 import os
+import re
+import struct
 import sys
 from pathlib import Path
 
@@ -127,3 +129,49 @@ def test_loading_into_a_tensor_of_another_shape_names_it(tmp_path):
     other = dict(state, w=flow.zeros(4, 3).to_global(place, S(0)))
     with pytest.raises(ValueError, match=r"'w' is \(5, 3\) in the checkpoint but \(4, 3\)"):
         flow.load(tmp_path / "c", like=other)
+
+
+def _rewrite_shard_header(path, change):
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    change(header)
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + length :])
+
+
+def _rename_w_piece(path):
+    index = json.loads((path / "index.json").read_text())
+    index["tensors"]["w"]["pieces"][0]["key"] = "nope"
+    (path / "index.json").write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (  # refused by the Python parser before the C++ reader replaced it, and by that reader
+            lambda c, shard: _rewrite_shard_header(
+                shard, lambda h: h["__metadata__"].update({"epoch": 3})
+            ),
+            r"{shard}: __metadata__ must map strings to strings",
+        ),
+        (lambda c, shard: _rename_w_piece(c), r"{shard} has no tensor 'nope'"),  # as both did
+        (  # bytes no entry claims (which the Python parser let through)
+            lambda c, shard: shard.write_bytes(shard.read_bytes() + b"\0" * 8),
+            r"{shard}: 8 of the \d+ data bytes belong to no tensor",
+        ),
+    ],
+    ids=["metadata-not-strings", "key-not-in-shard", "trailing-bytes"],
+)
+def test_a_damaged_shard_or_a_key_it_lacks_raises_naming_the_shard(tmp_path, damage, message):
+    flow.save(_state(), tmp_path / "c")
+    shard = next(p for p in (tmp_path / "c").iterdir() if p.name.startswith("shard-"))
+    damage(tmp_path / "c", shard)
+    with pytest.raises(ValueError, match=message.format(shard=re.escape(shard.name))):
+        flow.load(tmp_path / "c")
+
+
+def test_a_missing_checkpoint_index_raises_file_not_found(tmp_path):
+    (tmp_path / "c").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"c/index\.json"):
+        flow._checkpoint.load(str(tmp_path / "c"))

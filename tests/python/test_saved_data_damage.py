@@ -160,11 +160,13 @@ def edit_index(path, change):
 def test_a_flipped_byte_in_one_ranks_shard_raises_naming_the_file_and_tensor(ckpt):
     damaged = shard(ckpt, 1, 2)
     flip_byte(damaged, "w", at=5)
-    with pytest.raises(ValueError, match=rf"{damaged.name}.*checksum mismatch.*'w'.*damaged"):
+    with pytest.raises(
+        ValueError, match=rf"{damaged.name}: tensor 'w'.*fails its checksum.*damaged"
+    ):
         flow.load(ckpt)
     reports = load_on_2_ranks(ckpt)  # each rank reads only its own shard of w
     assert reports[1]["error"].startswith("ValueError") and damaged.name in reports[1]["error"]
-    assert "checksum mismatch for tensor 'w'" in reports[1]["error"]
+    assert "tensor 'w' ((3, 4) float32) fails its checksum" in reports[1]["error"]
     # rank 0 read no damaged byte (loading is collective: it fails with its peer, not alone)
     assert "checksum" not in (reports[0]["error"] or "")
 
@@ -180,7 +182,10 @@ def test_a_relabelled_dtype_in_index_json_raises_naming_the_shard_and_tensor(ckp
 def test_a_relabelled_dtype_in_a_shard_header_raises(ckpt):
     damaged = shard(ckpt, 0, 2)
     rewrite_header(damaged, lambda header: header["w"].update(dtype="I32"))
-    with pytest.raises(ValueError, match=rf"{damaged.name}.*'w' is I32"):
+    # The checksum covers the dtype the header gives: the relabelled entry fails it.
+    with pytest.raises(
+        ValueError, match=rf"{damaged.name}: tensor 'w' \(\(3, 4\) int32\) fails its"
+    ):
         flow.load(ckpt)
 
 
@@ -199,9 +204,13 @@ def test_a_duplicated_piece_in_index_json_raises_instead_of_leaving_zeros(ckpt):
         flow.load(ckpt)
 
 
-def test_pieces_must_tile_the_tensor_exactly():
-    from oneflowlike._checkpoint import _tiling_error
+def _tiling_error(shape, pieces):
+    """global/checkpoint.h's tiling_error, None where the pieces tile the shape."""
+    to_int = [[[int(b), int(e)] for b, e in ranges] for ranges in pieces]
+    return flow._C.checkpoint_tiling_error([int(n) for n in shape], to_int) or None
 
+
+def test_pieces_must_tile_the_tensor_exactly():
     assert _tiling_error([6, 4], [[[0, 3], [0, 4]], [[3, 6], [0, 4]]]) is None
     assert _tiling_error([], [[]]) is None and _tiling_error([0, 3], []) is None
     # as many elements as the tensor, but row 2 twice and row 4 not at all
@@ -283,6 +292,16 @@ def test_a_malformed_index_raises_value_error_naming_it(tmp_path, index, message
     text = index if isinstance(index, bytes) else json.dumps(index).encode()
     (tmp_path / "c" / "index.json").write_bytes(text)
     with pytest.raises(ValueError, match=rf"index\.json.*{message}"):
+        flow.load(tmp_path / "c")
+
+
+def test_an_index_nested_100000_deep_raises_value_error_naming_it(tmp_path):
+    """Refused by the Python parser (its RecursionError) before the C++ reader replaced it, and
+    by that reader while parsing, before a recursive copy could exhaust the stack."""
+    (tmp_path / "c").mkdir()
+    deep = b'{"tree": ' + b"[" * 100_000 + b"]" * 100_000 + b', "tensors": {}}'
+    (tmp_path / "c" / "index.json").write_bytes(deep)
+    with pytest.raises(ValueError, match=r"index\.json nests deeper than 200 levels"):
         flow.load(tmp_path / "c")
 
 
