@@ -62,12 +62,16 @@ StagePlan option_of(int step_index, const StageStep& step, Plan plan, double bud
   return {step_index, std::move(plan), budget, activations, std::move(costs)};
 }
 
-// The least predicted step over `options` within the budget (inf when nothing fits).
-double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget) {
+std::vector<StageOption> costs_of(const std::vector<StagePlan>& options) {
   std::vector<StageOption> costs;
   for (const StagePlan& o : options) costs.push_back(o.costs);
+  return costs;
+}
+
+// The least predicted step over `options` within the budget (inf when nothing fits).
+double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget) {
   try {
-    return plan_stages(costs, total_devices, budget).seconds;
+    return plan_stages(costs_of(options), total_devices, budget).seconds;
   } catch (const Error&) {
     return kInf;
   }
@@ -139,9 +143,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
       if (variants[v]) add(p.step, std::move(*variants[v]), share, counted[v]);
     found = best_seconds(out.options, total_devices, budget);
   }
-  std::vector<StageOption> costs;
-  for (const StagePlan& o : out.options) costs.push_back(o.costs);
-  out.choice = plan_stages(costs, total_devices, budget);
+  out.choice = plan_stages(costs_of(out.options), total_devices, budget);
   return out;
 }
 
