@@ -212,21 +212,11 @@ __device__ inline void add_to(T* p, T v) {
   atomicAdd(p, v);
 }
 
-// Calls f with a value of the device type of floating `t`; raises naming `op` for the others.
+// Calls f with a value of the device type of floating `t` (core's dispatch_floating, with the
+// device's 16-bit types); raises naming `op` for the others.
 template <class F>
 inline void with_device_floating(DType t, const char* op, F&& f) {
-  switch (t) {
-    case DType::kFloat32:
-      return f(float{});
-    case DType::kFloat64:
-      return f(double{});
-    case DType::kFloat16:
-      return f(__half{});
-    case DType::kBFloat16:
-      return f(__nv_bfloat16{});
-    default:
-      fail<TypeError>(op, "has no cuda kernel for ", dtype_name(t));
-  }
+  dispatch_floating(t, op, [&](auto tag) { f(device_t<typename decltype(tag)::type>{}); });
 }
 
 // Calls f with a value of the device type of `t` where CUDA adds it atomically (floating types,
