@@ -85,6 +85,41 @@ void check_peer(const char* op, const Communicator& c, int peer, const char* wha
 }
 
 namespace {
+int global_rank_of(const Communicator& c) {
+  return c.ranks()[size_t(c.rank())];
+}
+}  // namespace
+
+void check_blocks(const char* op, const Communicator& c, const char* whole_side,
+                  const Tensor& whole, const char* block_side, const Tensor& block) {
+  if (whole.numel() != block.numel() * c.size())
+    fail(op, whole_side, " ", whole.str(), " must hold ", c.size(), " x ", block.numel(),
+         " elements for ", block_side, " ", block.str(), " on ", c.name());
+}
+
+void check_own_count(const char* op, const Communicator& c, const std::vector<int64_t>& counts,
+                     const char* side, const Tensor& t) {
+  const int64_t own = counts[size_t(c.rank())];
+  if (t.numel() != own)
+    fail(op, side, " ", t.str(), " holds ", t.numel(), " elements but counts[", c.rank(), "] is ",
+         own, " on ", c.name());
+}
+
+void check_self_counts(const char* op, const Communicator& c,
+                       const std::vector<int64_t>& send_counts,
+                       const std::vector<int64_t>& recv_counts) {
+  const size_t me = size_t(c.rank());
+  if (send_counts[me] != recv_counts[me])
+    fail(op, "rank ", global_rank_of(c), " sends itself ", send_counts[me],
+         " elements but expects ", recv_counts[me], " on ", c.name());
+}
+
+void check_not_self(const char* op, const Communicator& c, int peer, const char* verb) {
+  if (peer == c.rank())
+    fail(op, "rank ", global_rank_of(c), " cannot ", verb, " itself on ", c.name());
+}
+
+namespace {
 
 // to's elements become from's in row-major order (both contiguous, one size), on any device.
 void copy_elements(const Tensor& from, Tensor& to) {

@@ -88,5 +88,18 @@ void check_tensor(const char* op, const Communicator& c, const Tensor& t);
 void check_counts(const char* op, const Communicator& c, const std::vector<int64_t>& counts,
                   int64_t expected_total, const Tensor& t);
 void check_peer(const char* op, const Communicator& c, int peer, const char* what);
+// `whole` holds size() blocks of `block`'s elements: all_gather's output, reduce_scatter's input,
+// gather's output and scatter's input on the root (`whole_side` and `block_side` name them).
+void check_blocks(const char* op, const Communicator& c, const char* whole_side,
+                  const Tensor& whole, const char* block_side, const Tensor& block);
+// This rank's tensor on `side` holds its own entry of `counts` (the v-variants).
+void check_own_count(const char* op, const Communicator& c, const std::vector<int64_t>& counts,
+                     const char* side, const Tensor& t);
+// all_to_all_v: what this rank sends itself is what it expects from itself.
+void check_self_counts(const char* op, const Communicator& c,
+                       const std::vector<int64_t>& send_counts,
+                       const std::vector<int64_t>& recv_counts);
+// A point-to-point peer is another rank (`verb`: "send to", "receive from").
+void check_not_self(const char* op, const Communicator& c, int peer, const char* verb);
 
 }  // namespace ofl::internal::comm

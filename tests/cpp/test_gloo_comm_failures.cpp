@@ -112,7 +112,23 @@ TEST(Gloo, InvalidArgumentsRaiseBeforeAnyCommunication) {
     EXPECT_TRUE(contains(error_of([&] { c.broadcast(f, 2); }),
                          "[broadcast] root 2 is out of range for world of size 2"));
     Tensor out3 = Tensor::empty({3}, DType::kFloat32);
-    EXPECT_TRUE(contains(error_of([&] { c.all_gather(f, out3); }), "[all_gather] output"));
+    // The checks both backends share (core/comm/communicator.h), message for message.
+    EXPECT_TRUE(contains(error_of([&] { c.all_gather(f, out3); }),
+                         "[all_gather] output (3,) float32 must hold 2 x 4 elements for input "
+                         "(4,) float32 on world"));
+    EXPECT_TRUE(contains(error_of([&] { c.reduce_scatter(out3, f, ReduceOp::kSum); }),
+                         "[reduce_scatter] input (3,) float32 must hold 2 x 4 elements"));
+    EXPECT_TRUE(contains(error_of([&] {
+                           c.all_gather_v(out3, f, {2, 2});
+                         }),
+                         "[all_gather_v] input (3,) float32 holds 3 elements but counts[" +
+                             std::to_string(rank) + "] is 2 on world"));
+    EXPECT_TRUE(contains(error_of([&] {
+                           c.all_to_all_v(f, {rank == 0 ? 3 : 1, rank == 0 ? 1 : 3}, f, {2, 2});
+                         }),
+                         "[all_to_all_v] rank " + std::to_string(rank) + " sends itself"));
+    EXPECT_TRUE(contains(error_of([&] { c.recv(f, rank, 0); }),
+                         "[recv] rank " + std::to_string(rank) + " cannot receive from itself"));
     EXPECT_TRUE(contains(error_of([&] { c.all_gather(i32, out3); }), "differ in dtype"));
     EXPECT_TRUE(contains(error_of([&] {
                            c.all_gather_v(f, out3, {1, 1, 1});

@@ -79,9 +79,7 @@ void GlooCommunicator::all_gather(const Tensor& in, Tensor& out) {
   check_cpu(name, in);
   check_cpu(name, out);
   check_same_dtype(name, in, out);
-  if (out.numel() != in.numel() * size())
-    fail(name, "output ", out.str(), " must hold ", size(), " x ", in.numel(),
-         " elements for input ", in.str(), " on ", name_);
+  check_blocks(name, *this, "output", out, "input", in);
   if (in.numel() == 0) return;
   collective({.op = name, .dtype = code(in), .numel = in.numel()}, [&] {
     with_element_type(in.dtype(), [&](auto e) {
@@ -105,9 +103,7 @@ void GlooCommunicator::all_gather_v(const Tensor& in, Tensor& out,
   check_cpu(name, out);
   check_same_dtype(name, in, out);
   check_counts(name, *this, counts, out.numel(), out);
-  if (in.numel() != counts[rank_])
-    fail(name, "input ", in.str(), " holds ", in.numel(), " elements but counts[", rank_, "] is ",
-         counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "input", in);
   if (out.numel() == 0) return;
   collective({.op = name, .dtype = code(in), .numel = out.numel(), .counts = counts}, [&] {
     with_element_type(in.dtype(), [&](auto e) {
@@ -158,9 +154,7 @@ void GlooCommunicator::all_to_all_v(const Tensor& in, const std::vector<int64_t>
   check_same_dtype(name, in, out);
   check_counts(name, *this, send_counts, in.numel(), in);
   check_counts(name, *this, recv_counts, out.numel(), out);
-  if (send_counts[rank_] != recv_counts[rank_])
-    fail(name, "rank ", rank_, " sends itself ", send_counts[rank_], " elements but expects ",
-         recv_counts[rank_], " on ", name_);
+  check_self_counts(name, *this, send_counts, recv_counts);
   Tensor src = in;
   if (in.numel() > 0 && in.raw_data() == out.raw_data()) {
     src = Tensor::empty(in.shape(), in.dtype());
@@ -245,9 +239,7 @@ void GlooCommunicator::gather(const Tensor& in, Tensor& out, int root,
     check_same_dtype(name, in, out);
   }
   if (!counts.empty()) return gather_blocks(in, out, root, counts);
-  if (rank_ == root && out.numel() != in.numel() * size())
-    fail(name, "output ", out.str(), " on root must hold ", size(), " x ", in.numel(),
-         " elements for input ", in.str(), " on ", name_);
+  if (rank_ == root) check_blocks(name, *this, "output on root", out, "input", in);
   if (in.numel() == 0) return;
   collective({.op = name, .dtype = code(in), .numel = in.numel(), .root = root}, [&] {
     with_element_type(in.dtype(), [&](auto e) {
@@ -273,9 +265,7 @@ void GlooCommunicator::scatter(const Tensor& in, Tensor& out, int root,
     check_same_dtype(name, in, out);
   }
   if (!counts.empty()) return scatter_blocks(in, out, root, counts);
-  if (rank_ == root && in.numel() != out.numel() * size())
-    fail(name, "input ", in.str(), " on root must hold ", size(), " x ", out.numel(),
-         " elements for output ", out.str(), " on ", name_);
+  if (rank_ == root) check_blocks(name, *this, "input on root", in, "output", out);
   if (out.numel() == 0) return;
   collective({.op = name, .dtype = code(out), .numel = out.numel(), .root = root}, [&] {
     with_element_type(out.dtype(), [&](auto e) {

@@ -49,7 +49,7 @@ void GlooCommunicator::send(const Tensor& t, int dst, int tag) {
   check_cpu(name, t);
   check_peer(name, *this, dst, "destination");
   check_tag(name, *this, tag);
-  if (dst == rank_) fail(name, "rank ", rank_, " cannot send to itself on ", name_);
+  check_not_self(name, *this, dst, "send to");
   point_to_point(name, dst, tag, [&] {
     const auto deadline = Clock::now() + timeout();
     int64_t header[2] = {static_cast<int64_t>(t.dtype()), t.numel()};
@@ -70,7 +70,7 @@ void GlooCommunicator::recv(Tensor& t, int src, int tag) {
   check_cpu(name, t);
   check_peer(name, *this, src, "source");
   check_tag(name, *this, tag);
-  if (src == rank_) fail(name, "rank ", rank_, " cannot receive from itself on ", name_);
+  check_not_self(name, *this, src, "receive from");
   point_to_point(name, src, tag, [&] {
     const auto deadline = Clock::now() + timeout();
     int64_t header[2] = {-1, -1};
@@ -102,9 +102,7 @@ void GlooCommunicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op
   const char* name = "reduce_scatter";
   check_cpu(name, in);
   check_cpu(name, out);
-  if (in.numel() != out.numel() * size())
-    fail(name, "input ", in.str(), " must hold ", size(), " x ", out.numel(),
-         " elements for output ", out.str(), " on ", name_);
+  check_blocks(name, *this, "input", in, "output", out);
   ring_reduce_scatter(name, in, out, std::vector<int64_t>(size(), out.numel()), op);
 }
 
@@ -114,9 +112,7 @@ void GlooCommunicator::reduce_scatter_v(const Tensor& in, Tensor& out,
   check_cpu(name, in);
   check_cpu(name, out);
   check_counts(name, *this, counts, in.numel(), in);
-  if (out.numel() != counts[rank_])
-    fail(name, "output ", out.str(), " holds ", out.numel(), " elements but counts[", rank_,
-         "] is ", counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "output", out);
   ring_reduce_scatter(name, in, out, counts, op);
 }
 
@@ -177,9 +173,7 @@ void GlooCommunicator::gather_blocks(const Tensor& in, Tensor& out, int root,
   const char* name = "gather";
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   check_counts(name, *this, counts, rank_ == root ? out.numel() : total, rank_ == root ? out : in);
-  if (in.numel() != counts[rank_])
-    fail(name, "input ", in.str(), " holds ", in.numel(), " elements but counts[", rank_, "] is ",
-         counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "input", in);
   if (total == 0) return;
   const size_t item = itemsize(in.dtype());
   collective(
@@ -211,9 +205,7 @@ void GlooCommunicator::scatter_blocks(const Tensor& in, Tensor& out, int root,
   const char* name = "scatter";
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   check_counts(name, *this, counts, rank_ == root ? in.numel() : total, rank_ == root ? in : out);
-  if (out.numel() != counts[rank_])
-    fail(name, "output ", out.str(), " holds ", out.numel(), " elements but counts[", rank_,
-         "] is ", counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "output", out);
   if (total == 0) return;
   const size_t item = itemsize(out.dtype());
   collective(

@@ -27,9 +27,7 @@ void NcclCommunicator::all_gather(const Tensor& in, Tensor& out) {
   check(name, in, "input");
   check(name, out, "output");
   check_same_dtype(name, in, out);
-  if (out.numel() != in.numel() * size())
-    fail(name, "output ", out.str(), " must hold ", size(), " x ", in.numel(), " elements on ",
-         name_);
+  check_blocks(name, *this, "output", out, "input", in);
   if (in.numel() == 0) return;
   nccl(name,
        ncclAllGather(in.raw_data(), out.raw_data(), in.numel(), nccl_dtype(in.dtype()), comm_, s));
@@ -44,9 +42,7 @@ void NcclCommunicator::all_gather_v(const Tensor& in, Tensor& out,
   check(name, out, "output");
   check_same_dtype(name, in, out);
   check_counts(name, *this, counts, out.numel(), out);
-  if (counts[rank_] != in.numel())
-    fail(name, "rank ", ranks_[rank_], " passes ", in.numel(), " elements but counts say ",
-         counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "input", in);
   if (all_equal(counts)) return all_gather(in, out);
   cudaStream_t s = begin(name);
   auto off = offsets_of(counts);
@@ -70,9 +66,7 @@ void NcclCommunicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op
   check(name, out, "output");
   check_same_dtype(name, in, out);
   ncclRedOp_t red = nccl_op(name, op, in.dtype(), name_);
-  if (in.numel() != out.numel() * size())
-    fail(name, "input ", in.str(), " must hold ", size(), " x ", out.numel(), " elements on ",
-         name_);
+  check_blocks(name, *this, "input", in, "output", out);
   if (out.numel() == 0) return;
   nccl(name, ncclReduceScatter(in.raw_data(), out.raw_data(), out.numel(), nccl_dtype(in.dtype()),
                                red, comm_, s));
@@ -87,9 +81,7 @@ void NcclCommunicator::reduce_scatter_v(const Tensor& in, Tensor& out,
   check(name, out, "output");
   check_same_dtype(name, in, out);
   check_counts(name, *this, counts, in.numel(), in);
-  if (counts[rank_] != out.numel())
-    fail(name, "rank ", ranks_[rank_], " receives ", counts[rank_], " elements but its output ",
-         out.str(), " holds ", out.numel(), " on ", name_);
+  check_own_count(name, *this, counts, "output", out);
   if (all_equal(counts)) return reduce_scatter(in, out, op);
   cudaStream_t s = begin(name);
   ncclRedOp_t red = nccl_op(name, op, in.dtype(), name_);
@@ -123,9 +115,7 @@ void NcclCommunicator::all_to_all_v(const Tensor& in, const std::vector<int64_t>
   check_same_dtype(name, in, out);
   check_counts(name, *this, send_counts, in.numel(), in);
   check_counts(name, *this, recv_counts, out.numel(), out);
-  if (send_counts[rank_] != recv_counts[rank_])
-    fail(name, "rank ", ranks_[rank_], " sends itself ", send_counts[rank_],
-         " elements but expects ", recv_counts[rank_], " on ", name_);
+  check_self_counts(name, *this, send_counts, recv_counts);
   cudaStream_t s = begin(name);
   auto soff = offsets_of(send_counts), roff = offsets_of(recv_counts);
   ncclDataType_t dt = nccl_dtype(in.dtype());
@@ -187,9 +177,7 @@ void NcclCommunicator::gather(const Tensor& in, Tensor& out, int root,
       counts_in.empty() ? std::vector<int64_t>(size(), in.numel()) : counts_in;
   if (!counts_in.empty() && static_cast<int>(counts.size()) != size())
     fail(name, "got ", counts.size(), " counts for the ", size(), " ranks of ", name_);
-  if (counts[rank_] != in.numel())
-    fail(name, "rank ", ranks_[rank_], " passes ", in.numel(), " elements but counts say ",
-         counts[rank_], " on ", name_);
+  check_own_count(name, *this, counts, "input", in);
   if (rank_ == root) {
     check(name, out, "output");
     check_same_dtype(name, in, out);
@@ -221,9 +209,7 @@ void NcclCommunicator::scatter(const Tensor& in, Tensor& out, int root,
       counts_in.empty() ? std::vector<int64_t>(size(), out.numel()) : counts_in;
   if (!counts_in.empty() && static_cast<int>(counts.size()) != size())
     fail(name, "got ", counts.size(), " counts for the ", size(), " ranks of ", name_);
-  if (counts[rank_] != out.numel())
-    fail(name, "rank ", ranks_[rank_], " receives ", counts[rank_], " elements but its output ",
-         out.str(), " holds ", out.numel(), " on ", name_);
+  check_own_count(name, *this, counts, "output", out);
   if (rank_ == root) {
     check(name, in, "input");
     check_same_dtype(name, in, out);
@@ -249,7 +235,7 @@ void NcclCommunicator::send(const Tensor& t, int dst, int) {
   const char* name = "send";
   DeviceGuard guard(device_);
   check_peer(name, *this, dst, "destination");
-  if (dst == rank_) fail(name, "rank ", ranks_[rank_], " cannot send to itself on ", name_);
+  check_not_self(name, *this, dst, "send to");
   check(name, t, "tensor");
   cudaStream_t s = begin(name, /*collective=*/false);
   if (t.numel() == 0) return;
@@ -261,7 +247,7 @@ void NcclCommunicator::recv(Tensor& t, int src, int) {
   const char* name = "recv";
   DeviceGuard guard(device_);
   check_peer(name, *this, src, "source");
-  if (src == rank_) fail(name, "rank ", ranks_[rank_], " cannot receive from itself on ", name_);
+  check_not_self(name, *this, src, "receive from");
   check(name, t, "tensor");
   cudaStream_t s = begin(name, /*collective=*/false);
   if (t.numel() == 0) return;
