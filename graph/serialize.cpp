@@ -111,6 +111,13 @@ std::string to_json(const Graph& g) {
     os << "}, \"inputs\": " << ids(n.inputs) << ", \"outputs\": " << ids(n.outputs)
        << ", \"random_counters\": " << n.random_counters;
     if (n.replays_draws) os << ", \"replays_draws\": true";
+    // Where the tracer saw it (the planner's and the passes' marks), where anywhere.
+    if (n.backward) os << ", \"backward\": true";
+    if (n.layer >= 0) os << ", \"layer\": " << n.layer;
+    if (n.stage >= 0) os << ", \"stage\": " << n.stage;
+    if (n.micro >= 0) os << ", \"micro\": " << n.micro;
+    if (n.param_grad) os << ", \"param_grad\": true";
+    if (n.grad_of >= 0) os << ", \"grad_of\": " << n.grad_of;
     if (n.kind != NodeKind::kOp) os << ", \"kind\": " << quoted(n.name());
     if (n.kind == NodeKind::kReduce || n.kind == NodeKind::kGather)
       os << ", \"axes\": " << ints(n.axes);
@@ -217,8 +224,10 @@ struct Reader {
   }
 
   NdSbp sbp(const Json& j, const std::string& what) const {
+    const std::string text = string(j, what);
+    if (text == NdSbp().str()) return {};  // a traced value the SBP pass has not laid out yet
     try {
-      return NdSbp::parse(string(j, what));
+      return NdSbp::parse(text);
     } catch (const Error& e) {
       bad(what, ": ", e.what());
     }
@@ -273,6 +282,7 @@ struct Reader {
           (side[0] == 'i' ? n.sig.in : n.sig.out).push_back(sbp(x, what + "'s sig"));
       }
     }
+    marks(j, n, what, values);
     if (j.contains("kind")) return collective(j, n, name, what, values);
     const OpDef* op = find_op(name);
     if (!op)
@@ -301,6 +311,28 @@ struct Reader {
       bad(what, "'s replays_draws is not true or false");
     n.replays_draws = j.value("replays_draws", false);
     return n;
+  }
+
+  // The tracer's marks to_json writes where they are set.
+  void marks(const Json& j, Node& n, const std::string& what, size_t values) const {
+    const auto flag = [&](const char* key) {
+      if (j.contains(key) && !j[key].is_boolean()) bad(what, "'s ", key, " is not true or false");
+      return j.value(key, false);
+    };
+    const auto index = [&](const char* key, int64_t below) {
+      if (!j.contains(key)) return -1;
+      const Json& v = j[key];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= below)
+        bad(what, "'s ", key, " ", v.dump(), " is not an index below ", below);
+      return int(v.get<int64_t>());
+    };
+    constexpr int64_t kMany = int64_t(1) << 30;
+    n.backward = flag("backward");
+    n.param_grad = flag("param_grad");
+    n.layer = index("layer", kMany);
+    n.stage = index("stage", kMany);
+    n.micro = index("micro", kMany);
+    n.grad_of = index("grad_of", int64_t(values));
   }
 
   // A boxing node, or a fused reduction or gather over mesh `axes`: n inputs to n outputs.

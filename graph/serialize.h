@@ -25,7 +25,9 @@ std::string to_json(const Graph& g);
 // The graph to_json wrote, its variables bound to `variables` by name (each checked against the
 // value's shape and dtype). Only registered ops are created: nothing in the text is executed.
 // Raises naming `where` (the file) and the offending entry for a malformed or foreign text, an
-// unknown op or attribute, or a missing variable. Global graphs are not loaded yet.
+// unknown op or attribute, or a missing variable. A graph over placements loads with a world
+// (LoadOptions::ctx). The tracer's node marks (phase, repeated layer, stage, micro-batch, a
+// parameter's gradient) are kept: a traced step saved loads as the planner saw it.
 // Where a loaded graph's variables come from: the tensor saved under `name` for the value `v`
 // (for a global value, this rank's shard of it); undefined when there is none.
 using VariableSource = std::function<Tensor(const std::string& name, const Value& v)>;

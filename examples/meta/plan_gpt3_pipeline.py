@@ -7,6 +7,8 @@ tensor- and pipeline-parallel degrees with the data-parallel degree that fills t
     python examples/meta/plan_gpt3_pipeline.py [--gpus 1536] [--stages 8,16,32]
         [--micro-batches 32,128]
     python examples/meta/plan_gpt3_pipeline.py --gpus 1024   # Megatron's tp 8 x pp 16, dp 8
+    python examples/meta/plan_gpt3_pipeline.py --save /tmp/gpt3_pipeline   # then, from C++:
+    build/examples/plan_pipeline /tmp/gpt3_pipeline          # the same plan (examples/cpp)
 
 Published: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
 Megatron-LM" (SC'21, arXiv 2104.04473), Table 1, GPT-3 175B: 96 layers, hidden 12288, 96 heads,
@@ -81,6 +83,7 @@ def main(argv=None):
     p.add_argument("--stages", default="8,16,32", help="stage counts to weigh")
     p.add_argument("--micro-batches", default="32,128", help="micro-batch counts to weigh")
     p.add_argument("--budget-gb", type=float, default=80)
+    p.add_argument("--save", help="a folder for the planner's inputs (C++'s plan_pipeline reads it)")
     args = p.parse_args(argv)
     cluster = flow.boxing.ClusterSpec.a100_nvlink(args.gpus // 8, 8)
     budget = args.budget_gb * 1e9
@@ -89,7 +92,7 @@ def main(argv=None):
     ours = flow.auto_parallel.plan_pipeline(
         step_for("free"), LAYERS, args.gpus, cluster=cluster, memory_budget=budget,
         stage_devices=[args.gpus // int(s) for s in args.stages.split(",")],
-        micro_batches=[int(m) for m in args.micro_batches.split(",")],
+        micro_batches=[int(m) for m in args.micro_batches.split(",")], save=args.save,
     )  # fmt: skip
     t_ours = time.perf_counter() - t0
     t0 = time.perf_counter()

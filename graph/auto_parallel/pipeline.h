@@ -4,6 +4,7 @@
 // (the model is Python code); everything after the tracing is here, planned on every core.
 #pragma once
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -50,6 +51,25 @@ struct PipelineSearch {
 // when a step has no repeated layers, and when nothing fits (naming the least memory needed).
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
                                double budget, PlanCache& cache);
+
+// What search_pipeline plans from, whole: what plan_pipeline(save=) writes, for the C++ API (and
+// any later run) to plan the same pipeline without the model's Python code.
+struct PipelineInputs {
+  std::vector<StageStep> steps;
+  int layers = 0;
+  int total_devices = 0;
+  double budget = std::numeric_limits<double>::infinity();  // bytes per device
+  ClusterSpec cluster;
+};
+
+// Writes `in` to the folder `dir` (made if missing): pipeline.json holds the numbers, the cluster
+// and per step its stage size, micro-batches, and its variables' names, kept layouts and whether
+// each is trained; step<i>.json holds step i's traced graph (graph/serialize.h, the planner's
+// node marks included). No tensor data: the planner reads shapes.
+void save_pipeline_inputs(const std::string& dir, const PipelineInputs& in);
+// What save_pipeline_inputs wrote, its variables meta tensors (the planner needs no data).
+// Raises naming the file and the entry for a missing, malformed or foreign folder.
+PipelineInputs load_pipeline_inputs(const std::string& dir);
 
 // The placement of one stage of `devices` devices on `cluster`, ranks first .. first + devices
 // - 1: a (nodes, devices per node) mesh once it spans whole nodes, else a line.

@@ -12,6 +12,7 @@ each op's signature and each parameter's and optimizer state's layout, with ever
 gradient in its parameter's layout, within the per-device memory budget."""
 
 import math
+import os
 
 import oneflowlike as flow
 from oneflowlike import _C, _global
@@ -386,6 +387,7 @@ def plan_pipeline(
     micro_batches=(1, 2, 4, 8),
     keep=None,
     device_type="cpu",
+    save=None,
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -404,7 +406,11 @@ def plan_pipeline(
     step's fastest layouts, layouts within the budget's share for the stage's layers where those
     overrun it, then the inter-op search (exact under its model) over every split. `keep` (as
     plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when nothing
-    fits, naming the least memory any choice needs."""
+    fits, naming the least memory any choice needs.
+
+    `save`: a folder to write what the search plans from (the traced steps, the cluster, the
+    numbers; no tensor data), for the C++ API's ofl::plan_pipeline(dir) (oneflowlike/planning.h)
+    to plan the same pipeline without the model's code."""
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     budget = float(budget) if budget else math.inf
@@ -420,9 +426,10 @@ def plan_pipeline(
         for d in stage_devices
         for m in micro_batches
     ]
-    found = _C.search_pipeline(
-        [(d, m, t.traced, t.kept, t.names) for d, m, t in traced], layers, devices, budget, cache
-    )
+    steps = [(d, m, t.traced, t.kept, t.names) for d, m, t in traced]
+    if save is not None:
+        _C.save_pipeline_inputs(os.fspath(save), steps, layers, devices, budget, cluster)
+    found = _C.search_pipeline(steps, layers, devices, budget, cache)
     chosen = traced[found["step"]][2]
     intra = Plan(found["plan"], chosen.names, chosen.placement)
     return PipelinePlan(found, intra, layers, device_type)

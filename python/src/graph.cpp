@@ -53,6 +53,20 @@ std::pair<std::set<int>, std::function<std::string(int)>> kept_and_names(
           }};
 }
 
+// search_pipeline's steps from Python's (devices per stage, micro-batches, traced Graph, keep,
+// names) tuples.
+std::vector<auto_parallel::StageStep> stage_steps(const py::list& steps) {
+  std::vector<auto_parallel::StageStep> in;
+  for (py::handle h : steps) {
+    auto t = h.cast<py::tuple>();
+    auto g = t[2].cast<std::shared_ptr<graph::Graph>>();
+    auto [fixed, name_of] = kept_and_names(*g, t[3].cast<std::vector<Tensor>>(),
+                                           t[4].cast<std::map<uintptr_t, std::string>>());
+    in.push_back({t[0].cast<int>(), t[1].cast<int>(), g, std::move(fixed), name_of});
+  }
+  return in;
+}
+
 py::dict choice_dict(const auto_parallel::PipelineChoice& c) {
   py::dict out;
   out["option"] = c.option;
@@ -296,15 +310,7 @@ void bind_graph(py::module_& m) {
       "search_pipeline",
       [](const py::list& steps, int layers, int total_devices, double budget,
          std::shared_ptr<PlanCache> cache) {
-        // steps: (devices per stage, micro-batches, traced Graph, keep, names) each
-        std::vector<auto_parallel::StageStep> in;
-        for (py::handle h : steps) {
-          auto t = h.cast<py::tuple>();
-          auto g = t[2].cast<std::shared_ptr<Graph>>();
-          auto [fixed, name_of] = kept_and_names(*g, t[3].cast<std::vector<Tensor>>(),
-                                                 t[4].cast<std::map<uintptr_t, std::string>>());
-          in.push_back({t[0].cast<int>(), t[1].cast<int>(), g, std::move(fixed), name_of});
-        }
+        const std::vector<auto_parallel::StageStep> in = stage_steps(steps);
         auto_parallel::PipelineSearch found;
         {
           py::gil_scoped_release release;
@@ -326,6 +332,17 @@ void bind_graph(py::module_& m) {
       "plan_pipeline's search after the tracing (auto_parallel/pipeline.h): the chosen pipeline "
       "(plan_stages' fields), every option weighed as (devices per stage, micro-batches), and the "
       "chosen option's intra-op plan and step.");
+  m.def(
+      "save_pipeline_inputs",
+      [](const std::string& dir, const py::list& steps, int layers, int total_devices,
+         double budget, const ClusterSpec& cluster) {
+        auto_parallel::save_pipeline_inputs(
+            dir, {stage_steps(steps), layers, total_devices, budget, cluster});
+      },
+      py::arg("dir"), py::arg("steps"), py::arg("layers"), py::arg("total_devices"),
+      py::arg("budget"), py::arg("cluster"),
+      "Writes search_pipeline's inputs to the folder `dir` (auto_parallel/pipeline.h), for the C++ "
+      "API's ofl::plan_pipeline.");
   m.def(
       "stage_placement",
       [](const std::string& device_type, int devices, const ClusterSpec& cluster, int first) {

@@ -6,7 +6,10 @@
 #include <algorithm>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "graph/auto_parallel/pipeline.h"
 #include "graph/auto_parallel/planner.h"
@@ -479,4 +482,111 @@ TEST(PipelineSearch, AStepWithoutRepeatedLayersRaisesNamingIt) {
             std::string::npos);
   EXPECT_NE(error_of([&] { search_pipeline({}, 4, 4, INFINITY, cache); }).find("no stage size"),
             std::string::npos);
+}
+
+// --- plan_pipeline's inputs saved and loaded (what the C++ API's ofl::plan_pipeline reads) ---
+
+namespace {
+
+std::string rewrite(const std::filesystem::path& file, const std::string& from,
+                    const std::string& to) {
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  std::string s = text.str();
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  std::ofstream(file) << s;
+  return s;
+}
+
+}  // namespace
+
+TEST(PipelineInputs, SavedAndLoadedTheyPlanTheSamePipelineAsTheTracedSteps) {
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  std::vector<StageStep> steps{stage_step(cluster, 4, 1, 2, 1024),
+                               stage_step(cluster, 2, 1, 2, 1024),
+                               stage_step(cluster, 2, 2, 2, 1024)};
+  PlanCache cache(cluster);
+  // A budget that takes layouts within each stage's share: the budget's path is saved too.
+  const double budget = search_pipeline(steps, 4, 4, INFINITY, cache).choice.stage_bytes[0] / 3;
+  const PipelineSearch want = search_pipeline(steps, 4, 4, budget, cache);
+  const std::string dir = (std::filesystem::temp_directory_path() / "ofl_pipeline_inputs").string();
+  std::filesystem::remove_all(dir);
+  save_pipeline_inputs(dir, {steps, 4, 4, budget, cluster});
+
+  const PipelineInputs in = load_pipeline_inputs(dir);
+  EXPECT_EQ(in.layers, 4);
+  EXPECT_EQ(in.total_devices, 4);
+  EXPECT_EQ(in.budget, budget);
+  EXPECT_EQ(in.cluster.to_json(), cluster.to_json());
+  ASSERT_EQ(in.steps.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(in.steps[i].devices_per_stage, steps[i].devices_per_stage);
+    EXPECT_EQ(in.steps[i].micro_batches, steps[i].micro_batches);
+    const auto& a = steps[i].traced->nodes();
+    const auto& b = in.steps[i].traced->nodes();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].layer, b[k].layer);  // the layer marks
+    for (const graph::Variable& v : in.steps[i].traced->variables())
+      EXPECT_TRUE(v.tensor.device().is_meta());  // no data
+  }
+  PlanCache fresh(in.cluster);
+  const PipelineSearch got =
+      search_pipeline(in.steps, in.layers, in.total_devices, in.budget, fresh);
+  EXPECT_EQ(got.choice.str(), want.choice.str());
+  EXPECT_EQ(got.choice.option, want.choice.option);
+  EXPECT_EQ(got.choice.first_layer, want.choice.first_layer);
+  EXPECT_DOUBLE_EQ(got.choice.seconds, want.choice.seconds);
+  ASSERT_EQ(got.options.size(), want.options.size());
+  EXPECT_EQ(got.options[size_t(got.choice.option)].plan.layout,
+            want.options[size_t(want.choice.option)].plan.layout);
+}
+
+TEST(PipelineInputs, AMissingDamagedOrForeignFolderRaisesNamingTheFileAndTheEntry) {
+  namespace fs = std::filesystem;
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  const fs::path dir = fs::temp_directory_path() / "ofl_pipeline_inputs_damaged";
+  const fs::path index = dir / "pipeline.json";
+  const auto fresh = [&] {
+    fs::remove_all(dir);
+    save_pipeline_inputs(dir.string(), {{stage_step(cluster, 4, 1, 2)}, 4, 4, INFINITY, cluster});
+  };
+  const auto error = [&] { return error_of([&] { load_pipeline_inputs(dir.string()); }); };
+  const auto expect = [&](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  fs::remove_all(dir);
+  expect(error_of<NotFoundError>([&] { load_pipeline_inputs(dir.string()); }),
+         "cannot open " + index.string() + " (not a folder plan_pipeline(save=...) wrote?)");
+  fresh();
+  std::ofstream(index) << "{\"format\": \"oneflowlike-pipeline-in";
+  expect(error(), index.string() + ": is not JSON (a syntax error at byte");
+  std::ofstream(index) << std::string(100000, '[') << std::string(100000, ']');
+  expect(error(), "nests deeper than 16 levels");
+  fresh();
+  rewrite(index, "oneflowlike-pipeline-inputs", "oneflowlike-checkpoint");
+  expect(error(), "is not a oneflowlike-pipeline-inputs file");
+  fresh();
+  rewrite(index, "\"layers\": 4", "\"layers\": -4");
+  expect(error(), "the file's layers -4 is not an integer from 1 to 2^30");
+  fresh();
+  rewrite(index, "\"budget\": null", "\"budget\": \"lots\"");
+  expect(error(), "the budget \"lots\" is not a positive number of bytes");
+  fresh();
+  rewrite(index, "\"micro_batches\": 1", "\"micro_batches\": 0");
+  expect(error(), "step 0's micro_batches 0 is not an integer from 1");
+  fresh();
+  rewrite(index, "\"value\": 1\n", "\"value\": 0\n");  // value 0 is the input, not a variable
+  expect(error(), "step 0 names value 0, not a variable of");
+  fresh();
+  fs::remove(dir / "step0.json");
+  expect(error(), "cannot open " + (dir / "step0.json").string());
+  fresh();
+  rewrite(dir / "step0.json", "\"op\": \"matmul\"", "\"op\": \"system\"");
+  expect(error(), "runs 'system', which is not an op of this build");
+  fresh();
+  rewrite(dir / "step0.json", "\"layer\": 0", "\"layer\": -3");
+  expect(error(), "'s layer -3 is not an index below");
+  fs::remove_all(dir);
 }

@@ -102,6 +102,41 @@ def greedy(model, tokens, n):
     return made
 
 
+def test_plan_pipeline_plans_from_cpp_what_python_planned(examples, tmp_path):
+    """examples/cpp/plan_pipeline (ofl::plan_pipeline) on the inputs plan_pipeline(save=) wrote:
+    the same pipeline and layouts as Python's, and a damaged folder a clear error."""
+    from test_pipeline_planner import LAYERS, least_bytes, step_for
+
+    budget = 0.9 * least_bytes([4])  # one stage does not fit: a pipeline
+    p = flow.auto_parallel.plan_pipeline(
+        step_for, LAYERS, 4, cluster=flow.boxing.ClusterSpec.cpu_loopback(4),
+        memory_budget=budget, micro_batches=(1, 4), save=tmp_path / "inputs",
+    )  # fmt: skip
+    assert p.stages > 1
+    out = subprocess.run(
+        [str(examples / "plan_pipeline"), str(tmp_path / "inputs")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["description"] == p.description
+    assert (got["stages"], got["micro_batches"], got["recompute"]) == (
+        p.stages, p.micro_batches, p.recompute,
+    )  # fmt: skip
+    assert got["first_layer"] == p.first_layer
+    assert got["seconds"] == pytest.approx(p.seconds, rel=1e-12)
+    assert [tuple(o) for o in got["options"]] == [tuple(o) for o in p.options]
+    assert got["layouts"] == {k: flow.sbp.nd_sbp(v).to_string() for k, v in p.intra.layouts.items()}
+
+    (tmp_path / "inputs" / "step0.json").write_text('{"format_version": 1, "values": [')
+    bad = subprocess.run(
+        [str(examples / "plan_pipeline"), str(tmp_path / "inputs")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "step0.json" in bad.stderr and "not a JSON object" in bad.stderr, bad.stderr
+
+
 @pytest.mark.parametrize("max_batch", ["1", "8"])
 def test_the_inference_server_answers_concurrent_requests_like_python_eager(
     examples, gpt, max_batch

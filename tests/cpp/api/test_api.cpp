@@ -1,5 +1,6 @@
 // The public C++ API (oneflowlike/), as an inference server uses it: graphs saved from Python by
-// save_graphs.py (the ctest fixture), compared with Python eager's outputs.
+// save_graphs.py (the ctest fixture), compared with Python eager's outputs; and planning, from
+// the inputs Python's plan_pipeline saved, compared with Python's plan.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -184,9 +186,42 @@ TEST(Api, BadFoldersRaiseNamingTheFile) {
 
 TEST(Api, LoadingOnAnUnavailableDeviceRaisesNamingIt) {
   // No machine has 64 GPUs in one process's view (cuda:0 exists where a GPU is lent).
-  const std::string err =
-      error_of([] { ofl::Graph::load(saved("gpt"), ofl::Device("cuda", 63)); });
+  const std::string err = error_of([] { ofl::Graph::load(saved("gpt"), ofl::Device("cuda", 63)); });
   EXPECT_NE(err.find("cuda:63"), std::string::npos) << err;
+}
+
+TEST(Api, PlansThePipelinePythonPlannedFromTheInputsItSaved) {
+  const std::string dir = saved("pipeline");
+  const nlohmann::json want = nlohmann::json::parse(std::ifstream(dir + "/python_plan.json"));
+  const ofl::PipelinePlan got = ofl::plan_pipeline(dir);
+  EXPECT_EQ(got.description, want["description"]);
+  EXPECT_EQ(got.stages, want["stages"]);
+  EXPECT_GT(got.stages, 1);
+  EXPECT_EQ(got.devices_per_stage, want["devices_per_stage"]);
+  EXPECT_EQ(got.micro_batches, want["micro_batches"]);
+  EXPECT_EQ(got.recompute, want["recompute"]);
+  EXPECT_EQ(got.first_layer, want["first_layer"].get<std::vector<int>>());
+  EXPECT_DOUBLE_EQ(got.seconds, want["seconds"].get<double>());
+  const auto stage_seconds = want["stage_seconds"].get<std::vector<double>>();
+  const auto stage_bytes = want["stage_bytes"].get<std::vector<double>>();
+  ASSERT_EQ(got.stage_seconds.size(), stage_seconds.size());
+  for (size_t s = 0; s < stage_seconds.size(); ++s) {
+    EXPECT_DOUBLE_EQ(got.stage_seconds[s], stage_seconds[s]);
+    EXPECT_DOUBLE_EQ(got.stage_bytes[s], stage_bytes[s]);
+  }
+  EXPECT_EQ(got.options, (want["options"].get<std::vector<std::pair<int, int>>>()));
+  EXPECT_EQ(got.layouts, (want["layouts"].get<std::map<std::string, std::string>>()));
+  EXPECT_FALSE(got.layouts.empty());
+  // A budget no choice fits names the least memory any needs.
+  const std::string err = error_of([&] { ofl::plan_pipeline(dir, 1e3); });
+  EXPECT_NE(err.find("the least any choice of stages"), std::string::npos) << err;
+}
+
+TEST(Api, PlanningFromAFolderPlanPipelineDidNotWriteRaisesNamingIt) {
+  const std::string err = error_of([] { ofl::plan_pipeline(saved("gpt")); });
+  EXPECT_NE(err.find("gpt/pipeline.json (not a folder plan_pipeline(save=...) wrote?)"),
+            std::string::npos)
+      << err;
 }
 
 }  // namespace
