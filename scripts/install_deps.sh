@@ -12,8 +12,8 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q $missing
 fi
-python3 -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core pybind11 \
-  matplotlib tqdm
+python3 -m pip install -q --disable-pip-version-check numpy pytest pytest-xdist \
+  scikit-build-core pybind11 matplotlib tqdm
 # cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
 # the Python package's requirements).
 python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend
