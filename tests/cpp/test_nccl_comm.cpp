@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "collective_checks.h"
+#include "core/comm/nccl/nccl_api.h"
 #include "core/comm/nccl/nccl_communicator.h"
 #include "core/stream.h"
 #include "test_util.h"
@@ -88,6 +89,17 @@ void run_ranks(int n, const std::function<void(int, Communicator&)>& body,
 }  // namespace
 
 // ---- a world of one rank (one GPU) ----
+
+// NCCL is loaded by name on first use, not linked (nccl_api.h): here, without a GPU too, the
+// library loads and has every function the backend calls, of a version at least the headers'.
+TEST(NcclLibrary, LoadsOnFirstUseWithEveryFunctionTheBackendCalls) {
+  const nccl_detail::NcclApi& api = nccl_detail::nccl_lib();
+#define OFL_EXPECT_LOADED(name) EXPECT_NE(api.name, nullptr) << "nccl" #name;
+  OFL_NCCL_FUNCTIONS(OFL_EXPECT_LOADED)
+#undef OFL_EXPECT_LOADED
+  EXPECT_STREQ(api.GetErrorString(ncclSuccess), "no error");  // a call into it
+  EXPECT_EQ(&nccl_detail::nccl_lib(), &api);                  // loaded once
+}
 
 TEST(Nccl, WorldOfOneRankRunsEveryCollectiveOnItsGpu) {
   NEED_GPUS(1);

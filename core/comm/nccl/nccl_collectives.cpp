@@ -15,8 +15,8 @@ void NcclCommunicator::all_reduce(Tensor& t, ReduceOp op) {
   check(name, t, "tensor");
   ncclRedOp_t red = nccl_op(name, op, t.dtype(), name_);
   if (t.numel() == 0) return;
-  nccl(name,
-       ncclAllReduce(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()), red, comm_, s));
+  nccl(name, nccl_lib().AllReduce(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()), red,
+                                  comm_, s));
   finish(name, s);
 }
 
@@ -29,8 +29,8 @@ void NcclCommunicator::all_gather(const Tensor& in, Tensor& out) {
   check_same_dtype(name, in, out);
   check_blocks(name, *this, "output", out, "input", in);
   if (in.numel() == 0) return;
-  nccl(name,
-       ncclAllGather(in.raw_data(), out.raw_data(), in.numel(), nccl_dtype(in.dtype()), comm_, s));
+  nccl(name, nccl_lib().AllGather(in.raw_data(), out.raw_data(), in.numel(), nccl_dtype(in.dtype()),
+                                  comm_, s));
   finish(name, s);
 }
 
@@ -51,8 +51,9 @@ void NcclCommunicator::all_gather_v(const Tensor& in, Tensor& out,
   grouped(name, [&](ncclResult_t& first) {
     for (int p = 0; p < size(); ++p) {
       if (p == rank_) continue;
-      if (counts[rank_] > 0) keep(first, ncclSend(in.raw_data(), counts[rank_], dt, p, comm_, s));
-      if (counts[p] > 0) keep(first, ncclRecv(at(out, off[p]), counts[p], dt, p, comm_, s));
+      if (counts[rank_] > 0)
+        keep(first, nccl_lib().Send(in.raw_data(), counts[rank_], dt, p, comm_, s));
+      if (counts[p] > 0) keep(first, nccl_lib().Recv(at(out, off[p]), counts[p], dt, p, comm_, s));
     }
   });
   finish(name, s);
@@ -68,8 +69,8 @@ void NcclCommunicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op
   ncclRedOp_t red = nccl_op(name, op, in.dtype(), name_);
   check_blocks(name, *this, "input", in, "output", out);
   if (out.numel() == 0) return;
-  nccl(name, ncclReduceScatter(in.raw_data(), out.raw_data(), out.numel(), nccl_dtype(in.dtype()),
-                               red, comm_, s));
+  nccl(name, nccl_lib().ReduceScatter(in.raw_data(), out.raw_data(), out.numel(),
+                                      nccl_dtype(in.dtype()), red, comm_, s));
   finish(name, s);
 }
 
@@ -92,7 +93,7 @@ void NcclCommunicator::reduce_scatter_v(const Tensor& in, Tensor& out,
     for (int r = 0; r < size(); ++r) {
       if (counts[r] == 0) continue;
       void* recv = r == rank_ ? out.raw_data() : at(in, off[r]);
-      keep(first, ncclReduce(at(in, off[r]), recv, counts[r], dt, red, r, comm_, s));
+      keep(first, nccl_lib().Reduce(at(in, off[r]), recv, counts[r], dt, red, r, comm_, s));
     }
   });
   finish(name, s);
@@ -134,9 +135,9 @@ void NcclCommunicator::all_to_all_v(const Tensor& in, const std::vector<int64_t>
     for (int p = 0; p < size(); ++p) {
       if (p == rank_) continue;
       if (send_counts[p] > 0)
-        keep(first, ncclSend(at(src, soff[p]), send_counts[p], dt, p, comm_, s));
+        keep(first, nccl_lib().Send(at(src, soff[p]), send_counts[p], dt, p, comm_, s));
       if (recv_counts[p] > 0)
-        keep(first, ncclRecv(at(out, roff[p]), recv_counts[p], dt, p, comm_, s));
+        keep(first, nccl_lib().Recv(at(out, roff[p]), recv_counts[p], dt, p, comm_, s));
     }
   });
   finish(name, s);
@@ -149,8 +150,8 @@ void NcclCommunicator::broadcast(Tensor& t, int root) {
   check_peer(name, *this, root, "root");
   check(name, t, "tensor");
   if (t.numel() == 0) return;
-  nccl(name,
-       ncclBroadcast(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()), root, comm_, s));
+  nccl(name, nccl_lib().Broadcast(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()),
+                                  root, comm_, s));
   finish(name, s);
 }
 
@@ -162,8 +163,8 @@ void NcclCommunicator::reduce(Tensor& t, int root, ReduceOp op) {
   check(name, t, "tensor");
   ncclRedOp_t red = nccl_op(name, op, t.dtype(), name_);
   if (t.numel() == 0) return;
-  nccl(name, ncclReduce(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()), red, root,
-                        comm_, s));
+  nccl(name, nccl_lib().Reduce(t.raw_data(), t.raw_data(), t.numel(), nccl_dtype(t.dtype()), red,
+                               root, comm_, s));
   finish(name, s);
 }
 
@@ -191,10 +192,10 @@ void NcclCommunicator::gather(const Tensor& in, Tensor& out, int root,
     grouped(name, [&](ncclResult_t& first) {
       for (int p = 0; p < size(); ++p)
         if (p != rank_ && counts[p] > 0)
-          keep(first, ncclRecv(at(out, off[p]), counts[p], dt, p, comm_, s));
+          keep(first, nccl_lib().Recv(at(out, off[p]), counts[p], dt, p, comm_, s));
     });
   } else if (in.numel() > 0) {
-    nccl(name, ncclSend(in.raw_data(), in.numel(), dt, root, comm_, s));
+    nccl(name, nccl_lib().Send(in.raw_data(), in.numel(), dt, root, comm_, s));
   }
   finish(name, s);
 }
@@ -223,10 +224,10 @@ void NcclCommunicator::scatter(const Tensor& in, Tensor& out, int root,
     grouped(name, [&](ncclResult_t& first) {
       for (int p = 0; p < size(); ++p)
         if (p != rank_ && counts[p] > 0)
-          keep(first, ncclSend(at(in, off[p]), counts[p], dt, p, comm_, s));
+          keep(first, nccl_lib().Send(at(in, off[p]), counts[p], dt, p, comm_, s));
     });
   } else if (out.numel() > 0) {
-    nccl(name, ncclRecv(out.raw_data(), out.numel(), dt, root, comm_, s));
+    nccl(name, nccl_lib().Recv(out.raw_data(), out.numel(), dt, root, comm_, s));
   }
   finish(name, s);
 }
@@ -239,7 +240,7 @@ void NcclCommunicator::send(const Tensor& t, int dst, int) {
   check(name, t, "tensor");
   cudaStream_t s = begin(name, /*collective=*/false);
   if (t.numel() == 0) return;
-  nccl(name, ncclSend(t.raw_data(), t.numel(), nccl_dtype(t.dtype()), dst, comm_, s), dst);
+  nccl(name, nccl_lib().Send(t.raw_data(), t.numel(), nccl_dtype(t.dtype()), dst, comm_, s), dst);
   finish(name, s, dst);
 }
 
@@ -251,7 +252,7 @@ void NcclCommunicator::recv(Tensor& t, int src, int) {
   check(name, t, "tensor");
   cudaStream_t s = begin(name, /*collective=*/false);
   if (t.numel() == 0) return;
-  nccl(name, ncclRecv(t.raw_data(), t.numel(), nccl_dtype(t.dtype()), src, comm_, s), src);
+  nccl(name, nccl_lib().Recv(t.raw_data(), t.numel(), nccl_dtype(t.dtype()), src, comm_, s), src);
   finish(name, s, src);
 }
 
@@ -263,7 +264,7 @@ void NcclCommunicator::barrier() {
     cudaError_t err = cudaMalloc(&barrier_buf_, 1);
     if (err != cudaSuccess) fail(name, "cudaMalloc on ", name_, ": ", cudaGetErrorString(err));
   }
-  nccl(name, ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclUint8, ncclMax, comm_, s));
+  nccl(name, nccl_lib().AllReduce(barrier_buf_, barrier_buf_, 1, ncclUint8, ncclMax, comm_, s));
   finish(name, s);
 }
 

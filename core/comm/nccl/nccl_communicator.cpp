@@ -58,8 +58,9 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<Store> base, std::string pref
 
   ncclUniqueId id;
   if (rank_ == 0) {
-    ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) fail(op, "ncclGetUniqueId on ", name_, ": ", ncclGetErrorString(r));
+    ncclResult_t r = nccl_lib().GetUniqueId(&id);
+    if (r != ncclSuccess)
+      fail(op, "ncclGetUniqueId on ", name_, ": ", nccl_lib().GetErrorString(r));
     const auto* p = reinterpret_cast<const uint8_t*>(&id);
     store_->set("unique_id", Bytes(p, p + sizeof(id)));
   } else {
@@ -83,7 +84,7 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<Store> base, std::string pref
   config.commName = name_.c_str();
 #endif
   deadline_ = Clock::now() + timeout_;
-  ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank_, &config);
+  ncclResult_t r = nccl_lib().CommInitRankConfig(&comm_, size(), id, rank_, &config);
   while (r == ncclInProgress && comm_) {
     if (Clock::now() > deadline_) {
       std::vector<int> missing;
@@ -99,13 +100,13 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<Store> base, std::string pref
                            : "; ranks " + rank_list(missing) + " did not arrive");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ncclCommGetAsyncError(comm_, &r);
+    nccl_lib().CommGetAsyncError(comm_, &r);
   }
   if (r != ncclSuccess) {
-    std::string detail = comm_ ? ncclGetLastError(comm_) : "";
+    std::string detail = comm_ ? nccl_lib().GetLastError(comm_) : "";
     abort();
     fail(op, "creating the NCCL communicator for ", name_, " on cuda:", device_,
-         " failed: ", ncclGetErrorString(r), detail.empty() ? "" : " (" + detail + ")");
+         " failed: ", nccl_lib().GetErrorString(r), detail.empty() ? "" : " (" + detail + ")");
   }
   // Created last: a constructor that throws runs no destructor, so nothing may leak before.
   err = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
@@ -119,16 +120,16 @@ NcclCommunicator::~NcclCommunicator() {
   DeviceGuard guard(device_);
   if (comm_) {
     // Finalize waits for the peers to go quiet; a lost peer makes it time out, then abort.
-    ncclResult_t r = ncclCommFinalize(comm_);
+    ncclResult_t r = nccl_lib().CommFinalize(comm_);
     auto deadline = Clock::now() + std::min<Millis>(timeout_, Millis(30000));
     while (r == ncclInProgress && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ncclCommGetAsyncError(comm_, &r);
+      nccl_lib().CommGetAsyncError(comm_, &r);
     }
     if (r == ncclSuccess)
-      ncclCommDestroy(comm_);
+      nccl_lib().CommDestroy(comm_);
     else
-      ncclCommAbort(comm_);
+      nccl_lib().CommAbort(comm_);
     comm_ = nullptr;
   }
   if (barrier_buf_) cudaFree(barrier_buf_);
@@ -136,7 +137,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::abort() {
-  if (comm_) ncclCommAbort(comm_);
+  if (comm_) nccl_lib().CommAbort(comm_);
   comm_ = nullptr;
 }
 
@@ -166,22 +167,22 @@ void NcclCommunicator::nccl(const char* op, ncclResult_t r, int peer) {
   while (r == ncclInProgress) {
     if (Clock::now() > deadline_) timed_out(op, peer);
     std::this_thread::yield();
-    ncclCommGetAsyncError(comm_, &r);
+    nccl_lib().CommGetAsyncError(comm_, &r);
   }
   if (r != ncclSuccess) nccl_failed(op, r);
 }
 
 void NcclCommunicator::grouped(const char* op,
                                const std::function<void(ncclResult_t& keep)>& enqueue) {
-  nccl(op, ncclGroupStart());
+  nccl(op, nccl_lib().GroupStart());
   ncclResult_t first = ncclSuccess;
   try {
     enqueue(first);
   } catch (...) {
-    ncclGroupEnd();
+    nccl_lib().GroupEnd();
     throw;
   }
-  nccl(op, ncclGroupEnd());
+  nccl(op, nccl_lib().GroupEnd());
   if (first != ncclSuccess) nccl_failed(op, first);
 }
 
@@ -205,7 +206,7 @@ void NcclCommunicator::finish(const char* op, cudaStream_t s, int peer) {
       fail(op, "CUDA error on ", name_, ": ", cudaGetErrorString(err));
     }
     ncclResult_t r = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &r);
+    nccl_lib().CommGetAsyncError(comm_, &r);
     if (r != ncclSuccess && r != ncclInProgress) nccl_failed(op, r);
     if (Clock::now() > deadline_) timed_out(op, peer);
     // Spin briefly for small messages' latency, then back off to spare the CPU.
@@ -217,10 +218,10 @@ void NcclCommunicator::finish(const char* op, cudaStream_t s, int peer) {
 }
 
 void NcclCommunicator::nccl_failed(const char* op, ncclResult_t r) {
-  std::string detail = comm_ ? ncclGetLastError(comm_) : "";
-  broken_ = str_cat("NCCL error in ", op, ": ", ncclGetErrorString(r));
+  std::string detail = comm_ ? nccl_lib().GetLastError(comm_) : "";
+  broken_ = str_cat("NCCL error in ", op, ": ", nccl_lib().GetErrorString(r));
   abort();
-  fail(op, "NCCL error on ", name_, ": ", ncclGetErrorString(r),
+  fail(op, "NCCL error on ", name_, ": ", nccl_lib().GetErrorString(r),
        detail.empty() ? "" : " (" + detail + ")", "; the communicator was aborted");
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/comm/nccl/nccl_api.h"
 #include "core/comm/store.h"
 #include "core/error.h"
 
