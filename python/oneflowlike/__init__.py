@@ -78,6 +78,9 @@ from ._tensor_api import (  # noqa: F401,E402
     no_grad,
     enable_grad,
     set_grad_enabled,
+    inference_mode,
+    Size,
+    from_dlpack,
     numel,
     is_tensor,
 )
@@ -124,6 +127,9 @@ from . import auto_parallel  # noqa: E402,F401
 from . import _global as _global_mod  # noqa: E402
 
 _global_mod.install(Tensor)
+to_global, to_local = _global_mod.to_global, _global_mod.to_local  # OneFlow's functions
+from .utils import dlpack as _dlpack  # noqa: E402,F401  (flow.utils.dlpack)
+
 for _name in (
     "zeros",
     "ones",

@@ -257,6 +257,86 @@ class set_grad_enabled(_GradMode):
         pass
 
 
+class inference_mode(_GradMode):
+    """PyTorch's inference_mode: no autograd recording inside (here the same as no_grad: this
+    framework keeps no version counters to skip). A context manager and a decorator, with or
+    without the call: `@flow.inference_mode` and `@flow.inference_mode()`; `mode=False` records
+    as usual."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, _py_bool):  # the bare decorator
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        super().__init__(not _py_bool(mode))
+
+
+class Size(tuple):
+    """A tensor's shape (Tensor.shape, Tensor.size()): a tuple of ints, with numel()."""
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"oneflowlike.Size({list(self)!r})"
+
+    def __getitem__(self, key):
+        got = tuple.__getitem__(self, key)
+        return Size(got) if isinstance(key, slice) else got
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+
+def _dlpack_source(t, op):
+    """The zero-copy numpy view a DLPack exchange goes through (CPU and numpy's dtypes only)."""
+    if t.is_global:
+        raise TypeError(f"[{op}] a global tensor has no single buffer: to_local() it first")
+    if t.device.type != "cpu":
+        raise TypeError(
+            f"[{op}] only CPU tensors are exchanged through DLPack here; this one is on "
+            f"{t.device} (.cpu() it first)"
+        )
+    if t.dtype == _C.dtype.bfloat16:
+        raise TypeError(f"[{op}] bfloat16 has no DLPack exchange here (.float() it first)")
+    return t.detach().numpy()
+
+
+class _Capsule:
+    """A DLPack capsule as an object numpy's from_dlpack takes (it wants __dlpack__)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+
+def from_dlpack(ext):
+    """A tensor sharing the memory of `ext`: an object with __dlpack__ (a numpy array, a PyTorch
+    or JAX CPU tensor) or a DLPack capsule (to_dlpack's). CPU memory and numpy's dtypes only."""
+    if type(ext).__name__ == "PyCapsule":
+        ext = _Capsule(ext)
+    try:
+        arr = np.from_dlpack(ext)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise TypeError(
+            f"[from_dlpack] cannot take {type(ext).__name__} through DLPack: {e} (CPU memory "
+            "and numpy's dtypes only)"
+        ) from None
+    return _C.from_numpy(arr)
+
+
 def _repr(t):
     prefix = "tensor("
     if t.is_traced:  # a symbolic value of a graph being traced: no data
@@ -322,7 +402,30 @@ def _install_tensor_methods():
     def new_tensor(self, data, dtype=None):
         return tensor(data, dtype=dtype or self.dtype, device=self.device)
 
+    def __format__(self, spec):  # a 0-d tensor formats as its number, as PyTorch's
+        if self.dim() == 0 and not self.is_traced and self.device.type != "meta":
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __dlpack__(self, **kwargs):
+        return _dlpack_source(self, "__dlpack__").__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        _dlpack_source(self, "__dlpack_device__")
+        return (1, 0)  # kDLCPU
+
+    shape_of, size_of = T.shape, T.size
+
+    def size(self, dim=None):
+        return Size(size_of(self)) if dim is None else size_of(self, dim)
+
+    T.shape = property(lambda self: Size(shape_of.__get__(self)), doc=shape_of.__doc__)
+    T.is_local = property(lambda self: not self.is_global, doc="Not a global tensor.")
     for fn in (
+        __format__,
+        __dlpack__,
+        __dlpack_device__,
+        size,
         addcmul_,
         addcdiv_,
         __deepcopy__,
