@@ -1,8 +1,9 @@
-"""Small utilities (activation checkpointing, where the C++ API is installed)."""
+"""Small utilities (activation checkpointing, data loading, where the C++ API is installed)."""
 
 import os
 
 from . import checkpoint
+from . import data
 
 # The folder to add to CMAKE_PREFIX_PATH for find_package(oneflowlike CONFIG): the C++ API's
 # headers, library and CMake package are installed inside this Python package.
