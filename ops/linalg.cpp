@@ -9,6 +9,7 @@
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_helpers.h"
+#include "ops/reduce.h"
 #include "ops/shape_ops.h"
 
 namespace ofl::internal {
@@ -280,6 +281,57 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double bet
   return scaled_sum("baddbmm", input, matmul(a, b), beta, alpha);
 }
 
+namespace {
+
+// torch.mm / mv / bmm: matmul of operands of exactly these ranks (no broadcasting), named.
+Tensor checked_matmul(const char* op, const CallArgs& a, int64_t rank_a, int64_t rank_b) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(1);
+  if (x.dim() != rank_a || y.dim() != rank_b)
+    fail(op, "expects ", rank_a, "-d and ", rank_b, "-d tensors, got ", shape_str(meta_of(x).shape),
+         " and ", shape_str(meta_of(y).shape));
+  if (rank_a == 3 && meta_of(x).shape[0] != meta_of(y).shape[0])
+    fail(op, "batch sizes differ: ", shape_str(meta_of(x).shape), " and ",
+         shape_str(meta_of(y).shape));
+  return matmul(x, y);
+}
+
+void check_vector(const char* op, const Tensor& x, const char* name) {
+  if (x.dim() != 1) fail(op, "expects 1-d tensors, got ", name, " ", shape_str(meta_of(x).shape));
+}
+
+Tensor outer(const CallArgs& a) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(1);
+  check_vector("outer", x, "input");
+  check_vector("outer", y, "vec2");
+  return mul(unsqueeze(x, 1), unsqueeze(y, 0));
+}
+
+Tensor dot(const CallArgs& a) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(1);
+  check_vector("dot", x, "input");
+  check_vector("dot", y, "tensor");
+  if (meta_of(x).shape != meta_of(y).shape)
+    fail("dot", "the vectors differ in length: ", shape_str(meta_of(x).shape), " and ",
+         shape_str(meta_of(y).shape));
+  return sum(mul(x, y));
+}
+
+// Over the last dimensions: out[i..., j...] = sum_k input[i..., k] other[j..., k].
+Tensor inner(const CallArgs& a) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(1);
+  if (x.dim() == 0 || y.dim() == 0) return mul(x, y);
+  const Shape xs = meta_of(x).shape, ys = meta_of(y).shape;
+  if (xs.back() != ys.back())
+    fail("inner", "the last dimensions differ: ", shape_str(xs), " and ", shape_str(ys));
+  Shape out(xs.begin(), xs.end() - 1);
+  out.insert(out.end(), ys.begin(), ys.end() - 1);
+  const Tensor m =
+      matmul(reshape(x, {-1, xs.back()}), transpose(reshape(y, {-1, ys.back()}), 0, 1));
+  return reshape(m, out);
+}
+
+}  // namespace
+
 OFL_REGISTER_OPS({
     {.name = "matmul",
      .num_inputs = 2,
@@ -312,6 +364,31 @@ OFL_REGISTER_OPS({
                 return linear(a.tensor(0), a.tensor(1), a.optional_tensor(2));
               },
               kInternal}}},
+    {.name = "outer",
+     .num_inputs = 2,
+     .api = {{"outer(Tensor input, Tensor vec2) -> Tensor", outer},
+             {"ger(Tensor input, Tensor vec2) -> Tensor", outer}},
+     .doc = "The outer product of two vectors: out[i, j] = input[i] * vec2[j]"},
+    {.name = "mm",
+     .num_inputs = 2,
+     .api = {{"mm(Tensor input, Tensor mat2) -> Tensor",
+              [](const CallArgs& a) { return checked_matmul("mm", a, 2, 2); }}},
+     .doc = "The matrix product of two matrices (matmul without broadcasting)"},
+    {.name = "mv",
+     .num_inputs = 2,
+     .api = {{"mv(Tensor input, Tensor vec) -> Tensor",
+              [](const CallArgs& a) { return checked_matmul("mv", a, 2, 1); }}},
+     .doc = "A matrix times a vector"},
+    {.name = "bmm",
+     .num_inputs = 2,
+     .api = {{"bmm(Tensor input, Tensor mat2) -> Tensor",
+              [](const CallArgs& a) { return checked_matmul("bmm", a, 3, 3); }}},
+     .doc = "Batch by batch matrix products of two 3-d tensors"},
+    {.name = "dot",
+     .num_inputs = 2,
+     .api = {{"dot(Tensor input, Tensor tensor) -> Tensor", dot},
+             {"inner(Tensor input, Tensor other) -> Tensor", inner}},
+     .doc = "The dot product of two vectors; inner: over the last dimensions of any two tensors"},
     {.name = "addmm",
      .num_inputs = 3,
      .cost = matmul_cost,

@@ -404,9 +404,98 @@ Tensor transpose_2d(const CallArgs& a) {
   return x.dim() < 2 ? x : transpose(x, 0, 1);
 }
 
+// x.movedim(source, destination): dimension source moved to destination, the others in order.
+Tensor movedim(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t from = normalize_axis(a.integer(1), x.dim(), "movedim");
+  const int64_t to = normalize_axis(a.integer(2), x.dim(), "movedim");
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != from) order.push_back(d);
+  order.insert(order.begin() + to, from);
+  return permute(x, order);
+}
+
+// x.repeat(r0, r1, ...): x tiled r_i times along each dimension (leading ones added), as
+// expand over an interleaved unit dimension per axis, then a reshape.
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& reps) {
+  if (reps.size() < size_t(x.dim()))
+    fail("repeat", "needs at least as many repeats as dimensions: ", reps.size(), " for ",
+         shape_str(meta_of(x).shape));
+  for (int64_t r : reps)
+    if (r < 0) fail("repeat", "repeats must be non-negative, got ", r);
+  Shape shape(reps.size() - size_t(x.dim()), 1);
+  const Shape own = meta_of(x).shape;
+  shape.insert(shape.end(), own.begin(), own.end());
+  Shape spread, tiled, out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    spread.insert(spread.end(), {1, shape[i]});
+    tiled.insert(tiled.end(), {reps[i], shape[i]});
+    out.push_back(reps[i] * shape[i]);
+  }
+  return reshape(expand(reshape(x, spread), tiled), out);
+}
+
+// x.repeat_interleave(r, dim): each element repeated r times in place along dim (the flattened
+// tensor without dim).
+Tensor repeat_interleave(const CallArgs& a) {
+  Tensor x = a.tensor(0);
+  const int64_t r = a.integer(1);
+  if (r < 0) fail("repeat_interleave", "repeats must be non-negative, got ", r);
+  if (a.is_none(2)) x = flatten(x);
+  const int64_t dim = a.is_none(2) ? 0 : normalize_axis(a.integer(2), x.dim(), "repeat_interleave");
+  Shape shape = meta_of(x).shape;
+  Tensor spread = unsqueeze(x, dim + 1);
+  Shape tiled = meta_of(spread).shape;
+  tiled[size_t(dim + 1)] = r;
+  shape[size_t(dim)] *= r;
+  return reshape(expand(spread, tiled), shape);
+}
+
+std::vector<Tensor> unbind(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t dim = normalize_axis(a.integer(1), x.dim(), "unbind");
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < meta_of(x).shape[size_t(dim)]; ++i) out.push_back(select(x, dim, i));
+  return out;
+}
+
 }  // namespace
 
 OFL_REGISTER_OPS({
+    {.name = "movedim",
+     .api = {{"movedim(Tensor input, int source, int destination) -> Tensor", movedim},
+             {"moveaxis(Tensor input, int source, int destination) -> Tensor", movedim},
+             {"swapaxes(Tensor input, int axis0, int axis1) -> Tensor",
+              [](const CallArgs& a) { return transpose(a.tensor(0), a.integer(1), a.integer(2)); }},
+             {"swapdims(Tensor input, int dim0, int dim1) -> Tensor",
+              [](const CallArgs& a) {
+                return transpose(a.tensor(0), a.integer(1), a.integer(2));
+              }}},
+     .doc = "A view with one dimension moved (movedim) or two exchanged (swapaxes)"},
+    {.name = "broadcast_to",
+     .api = {{"broadcast_to(Tensor input, int[] size) -> Tensor",
+              [](const CallArgs& a) { return expand(a.tensor(0), a.ints(1)); }}},
+     .doc = "The tensor broadcast to `size` (expand)"},
+    {.name = "repeat",
+     .api = {{"repeat(Tensor input, int[] repeats) -> Tensor",
+              [](const CallArgs& a) { return repeat(a.tensor(0), a.ints(1)); }, kMethod},
+             {"tile(Tensor input, int[] dims) -> Tensor",
+              [](const CallArgs& a) {
+                const Tensor& x = a.tensor(0);
+                std::vector<int64_t> dims = a.ints(1);  // fewer than x's: ones in front
+                if (dims.size() < size_t(x.dim()))
+                  dims.insert(dims.begin(), x.dim() - dims.size(), 1);
+                return repeat(x, dims);
+              }}},
+     .doc = "The tensor tiled along each dimension"},
+    {.name = "repeat_interleave",
+     .api = {{"repeat_interleave(Tensor input, int repeats, int? dim=None) -> Tensor",
+              repeat_interleave}},
+     .doc = "Each element repeated in place along dim (of the flattened tensor without one)"},
+    {.name = "unbind",
+     .api = {{"unbind(Tensor input, int dim=0) -> Tensor[]", unbind}},
+     .doc = "The slices along dim, each without it"},
     {.name = "view",
      .cost = view_cost,
      .sbp = &kReshape,
@@ -425,7 +514,7 @@ OFL_REGISTER_OPS({
               {"reshape_as(Tensor input, Tensor other) -> Tensor",
                [](const CallArgs& a) { return reshape(a.tensor(0), a.tensor(1).shape()); },
                kMethod},
-              {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor", unflatten, kMethod}},
+              {"unflatten(Tensor input, int dim, int[] sizes) -> Tensor", unflatten}},
              regroup_def("reshape", {kShapeAttr}, infer_reshape)),
     with_api({{"squeeze(Tensor input, int[]? dim=None) -> Tensor",
                [](const CallArgs& a) {

@@ -1,5 +1,6 @@
 // Unary elementwise op definitions and the dtype cast: dtype rules, backward as ops, SBP rules.
 #include <cmath>
+#include <limits>
 
 #include "core/dispatcher.h"
 #include "ops/creation.h"
@@ -8,6 +9,7 @@
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_helpers.h"
+#include "ops/shape_ops.h"
 
 namespace ofl::internal {
 
@@ -288,6 +290,65 @@ OFL_UNARY_FRONT_END(expm1)
 OFL_UNARY_FRONT_END(erf)
 OFL_UNARY_FRONT_END(logical_not)
 #undef OFL_UNARY_FRONT_END
+
+namespace {
+
+// x - x: 0 where x is finite, NaN where it is infinite or NaN (and 0 everywhere for integers).
+Tensor isfinite(const Tensor& x) {
+  return eq(sub(x, x), wrap_scalar(0, DType::kInt64));
+}
+Tensor isinf(const Tensor& x) {
+  return eq(abs(x), wrap_scalar(INFINITY, DType::kFloat64));
+}
+Tensor isnan(const Tensor& x) {
+  return ne(x, x);
+}
+
+double largest_finite(DType t) {
+  switch (t) {
+    case DType::kFloat16:
+      return 65504.0;
+    case DType::kBFloat16:
+      return 3.3895313892515355e38;
+    case DType::kFloat32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
+// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
+// largest and lowest finite values).
+Tensor nan_to_num(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  if (!is_floating(x.dtype())) return clone(x);
+  const double big = largest_finite(x.dtype());
+  const auto fill = [&](const Tensor& at, double v, const Tensor& rest) {
+    return where(at, full_like(x, v), rest);
+  };
+  Tensor out = fill(isnan(x), a.number(1), x);
+  out =
+      fill(eq(x, wrap_scalar(INFINITY, DType::kFloat64)), a.optional_number(2).value_or(big), out);
+  return fill(eq(x, wrap_scalar(-INFINITY, DType::kFloat64)), a.optional_number(3).value_or(-big),
+              out);
+}
+
+}  // namespace
+
+OFL_REGISTER_OPS({
+    {.name = "isfinite",
+     .api =
+         {{"isfinite(Tensor input) -> Tensor",
+           [](const CallArgs& a) { return isfinite(a.tensor(0)); }},
+          {"isinf(Tensor input) -> Tensor", [](const CallArgs& a) { return isinf(a.tensor(0)); }},
+          {"isnan(Tensor input) -> Tensor", [](const CallArgs& a) { return isnan(a.tensor(0)); }}},
+     .doc = "Where the elements are finite (isfinite), infinite (isinf) or NaN (isnan)"},
+    {.name = "nan_to_num",
+     .api = {{"nan_to_num(Tensor input, float nan=0.0, float? posinf=None, float? neginf=None) "
+              "-> Tensor",
+              nan_to_num}},
+     .doc = "NaN and infinities replaced by finite numbers"},
+});
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh")

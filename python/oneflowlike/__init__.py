@@ -100,7 +100,6 @@ half = float16
 long = int64
 int = int32
 concat = cat
-bmm = matmul
 
 from . import autograd  # noqa: E402,F401
 from . import amp  # noqa: E402,F401

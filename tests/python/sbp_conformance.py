@@ -256,6 +256,18 @@ COMPOSITE = {
     "contiguous": "a copy only when needed: checked as clone",
     "detach": "no computation: the shard is aliased",
     "batch_norm": "runs as its parts (statistics over the whole batch, as SyncBatchNorm's)",
+    "outer": "runs as unsqueeze and mul",
+    "mm": "runs as matmul",
+    "mv": "runs as matmul",
+    "bmm": "runs as matmul",
+    "dot": "runs as mul and sum (inner: reshape, transpose and matmul)",
+    "movedim": "runs as permute (swapaxes: transpose)",
+    "broadcast_to": "runs as expand",
+    "repeat": "runs as reshape and expand",
+    "repeat_interleave": "runs as unsqueeze, expand and reshape",
+    "unbind": "runs as select",
+    "isfinite": "runs as sub and eq (isinf: abs and eq; isnan: ne)",
+    "nan_to_num": "runs as ne, eq, full_like and where",
 }
 # Ops whose outputs take different layouts in one signature (the checker lays every output out
 # alike), checked by running their declared signatures in the test named.
