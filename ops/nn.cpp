@@ -423,6 +423,46 @@ OFL_REGISTER_OPS({
 
 }  // namespace
 
+namespace {
+
+// F.group_norm: the channels (dimension 1) in `groups` groups, each normalized over its channels
+// and positions (layer_norm's kernel on (N, groups, C / groups * positions)), then weight and
+// bias per channel.
+Tensor group_norm(const CallArgs& a) {
+  const Tensor& x = a.tensor(0);
+  const int64_t groups = a.integer(1);
+  const Shape shape = meta_of(x).shape;
+  if (shape.size() < 2) fail("group_norm", "expects (N, C, ...) input, got ", shape_str(shape));
+  if (groups <= 0 || shape[1] % groups != 0)
+    fail("group_norm", "num_groups ", groups, " does not divide the ", shape[1], " channels of ",
+         shape_str(shape));
+  const Tensor grouped = reshape(x, {shape[0], groups, -1});
+  const int64_t per_group = meta_of(grouped).shape[2];
+  Tensor out = reshape(layer_norm(grouped, {per_group}, {}, {}, a.number(4)), shape);
+  Shape channel(shape.size(), 1);  // (1, C, 1, ...)
+  channel[1] = shape[1];
+  for (size_t i : {size_t(2), size_t(3)}) {
+    const Tensor p = a.optional_tensor(i);
+    if (!p.defined()) continue;
+    if (meta_of(p).shape != Shape{shape[1]})
+      fail("group_norm", i == 2 ? "weight" : "bias", " is ", shape_str(meta_of(p).shape),
+           " where the input has ", shape[1], " channels");
+    out = i == 2 ? mul(out, reshape(p, channel)) : add(out, reshape(p, channel));
+  }
+  return out;
+}
+
+}  // namespace
+
+OFL_REGISTER_OPS({
+    {.name = "group_norm",
+     .num_inputs = 3,
+     .api = {{"group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+              "float eps=1e-05) -> Tensor",
+              group_norm, kInternal}},
+     .doc = "Normalization over groups of channels (nn.GroupNorm)"},
+});
+
 Tensor softmax(const Tensor& x, int64_t axis) {
   static const OpDef& def = op_def("softmax");
   return dispatch1(def, {x}, {{"axis", axis}});

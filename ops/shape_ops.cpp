@@ -8,6 +8,7 @@
 #include "core/primitives.h"
 #include "ops/creation.h"
 #include "ops/elementwise_sbp.h"
+#include "ops/index_ops.h"
 #include "ops/op_helpers.h"
 #include "ops/reduce.h"
 
@@ -452,6 +453,47 @@ Tensor repeat_interleave(const CallArgs& a) {
   return reshape(expand(spread, tiled), shape);
 }
 
+// F.pad(x, pad, "constant", value): pad = (last dim's before, after, the one before's, ...);
+// negative amounts crop. The fill is full_like of a slice of x, so a global x stays global.
+Tensor pad(const CallArgs& a) {
+  Tensor x = a.tensor(0);
+  const std::vector<int64_t>& amounts = a.ints(1);
+  const std::string& mode = a.str(2);
+  if (mode != "constant") fail("pad", "mode '", mode, "' is not implemented (only 'constant')");
+  if (amounts.size() % 2 || amounts.size() / 2 > size_t(x.dim()))
+    fail("pad", "expects an even number of amounts, at most two per dimension of ",
+         shape_str(meta_of(x).shape), ", got ", amounts.size());
+  const double value = a.optional_number(3).value_or(0.0);
+  for (size_t i = 0; i < amounts.size() / 2; ++i) {
+    const int64_t dim = x.dim() - 1 - int64_t(i);
+    int64_t before = amounts[2 * i], after = amounts[2 * i + 1];
+    const int64_t size = meta_of(x).shape[size_t(dim)];
+    if (size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0) < 0)
+      fail("pad", "crops dimension ", dim, " of ", shape_str(meta_of(x).shape), " below 0");
+    if (before < 0 || after < 0) {
+      const int64_t start = std::max<int64_t>(-before, 0);
+      x = narrow(x, dim, start, size - start - std::max<int64_t>(-after, 0));
+      before = std::max<int64_t>(before, 0);
+      after = std::max<int64_t>(after, 0);
+    }
+    if (!before && !after) continue;
+    if (meta_of(x).shape[size_t(dim)] == 0)
+      fail("pad", "cannot pad an empty dimension ", dim, " of ", shape_str(meta_of(x).shape));
+    const Tensor fill = full_like(narrow(x, dim, 0, 1), value);
+    const auto block = [&](int64_t n) {
+      Shape s = meta_of(x).shape;
+      s[size_t(dim)] = n;
+      return expand(fill, s);
+    };
+    std::vector<Tensor> parts;
+    if (before) parts.push_back(block(before));
+    parts.push_back(x);
+    if (after) parts.push_back(block(after));
+    x = cat(parts, dim);
+  }
+  return x;
+}
+
 std::vector<Tensor> unbind(const CallArgs& a) {
   const Tensor& x = a.tensor(0);
   const int64_t dim = normalize_axis(a.integer(1), x.dim(), "unbind");
@@ -493,6 +535,10 @@ OFL_REGISTER_OPS({
      .api = {{"repeat_interleave(Tensor input, int repeats, int? dim=None) -> Tensor",
               repeat_interleave}},
      .doc = "Each element repeated in place along dim (of the flattened tensor without one)"},
+    {.name = "pad",
+     .api = {{"pad(Tensor input, int[] pad, str mode='constant', float? value=None) -> Tensor", pad,
+              kInternal}},
+     .doc = "The tensor padded with a constant (F.pad); negative amounts crop"},
     {.name = "unbind",
      .api = {{"unbind(Tensor input, int dim=0) -> Tensor[]", unbind}},
      .doc = "The slices along dim, each without it"},

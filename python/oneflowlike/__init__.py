@@ -80,6 +80,8 @@ from ._tensor_api import (  # noqa: F401,E402
     set_grad_enabled,
     inference_mode,
     Size,
+    finfo,
+    iinfo,
     from_dlpack,
     numel,
     is_tensor,
@@ -127,6 +129,8 @@ from . import _global as _global_mod  # noqa: E402
 
 _global_mod.install(Tensor)
 to_global, to_local = _global_mod.to_global, _global_mod.to_local  # OneFlow's functions
+globals().update(_tensor_api._tensor_types())  # LongTensor, FloatTensor, ... (dtype checks)
+from . import jit  # noqa: E402,F401
 from .utils import dlpack as _dlpack  # noqa: E402,F401  (flow.utils.dlpack)
 
 for _name in (

@@ -268,6 +268,10 @@ COMPOSITE = {
     "unbind": "runs as select",
     "isfinite": "runs as sub and eq (isinf: abs and eq; isnan: ne)",
     "nan_to_num": "runs as ne, eq, full_like and where",
+    "group_norm": "runs as reshape, layer_norm, mul and add",
+    "pad": "runs as narrow, full_like, expand and cat",
+    "atleast_1d": "runs as reshape",
+    "hstack": "runs as reshape and cat",
 }
 # Ops whose outputs take different layouts in one signature (the checker lays every output out
 # alike), checked by running their declared signatures in the test named.

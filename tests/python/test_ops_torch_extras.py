@@ -109,3 +109,76 @@ def test_on_global_tensors_they_keep_working_through_their_parts():
     assert x.repeat(2, 1).shape == (8, 6) and x.repeat(2, 1).is_global
     assert [u.shape for u in x.unbind(1)][:2] == [(4,), (4,)]
     assert flow.isfinite(x).all().item()
+
+
+STACKS = {
+    "hstack": [[(3,), (4,)], [(2, 3), (2, 1)], [(2, 3, 2), (2, 1, 2)]],
+    "vstack": [[(3,), (3,)], [(2, 3), (1, 3)], [(1, 3, 2), (2, 3, 2)]],
+    "row_stack": [[(3,), (3,)], [(2, 3), (1, 3)]],
+    "dstack": [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 3, 1), (2, 3, 2)]],
+    "column_stack": [[(3,), (3,)], [(2, 3), (2,)], [(2, 3, 2), (2, 1, 2)]],
+}
+
+
+@pytest.mark.parametrize(
+    "name,shapes", [(n, s) for n, cases in STACKS.items() for s in cases], ids=str
+)
+def test_numpy_style_stacking_matches_pytorch(name, shapes):
+    ours, theirs = zip(*(pair(*s, seed=i) for i, s in enumerate(shapes)))
+    same(getattr(flow, name)(list(ours)), getattr(torch, name)(list(theirs)))
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (2, 3, 4)])
+def test_atleast_matches_pytorch(shape):
+    x, t = pair(*shape)
+    for n in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        same(getattr(flow, n)(x), getattr(torch, n)(t))
+
+
+@pytest.mark.parametrize(
+    "amounts,value",
+    [((1, 2), 0.0), ((1, 1, 2, 0), 3.5), ((-1, 2), None), ((0, 0, 1, -1, 2, 0), -1.0)],
+)
+def test_pad_matches_pytorch_with_gradients(amounts, value):
+    x, t = pair(3, 4, 5)
+    kwargs = {} if value is None else {"value": value}
+    same(
+        flow.nn.functional.pad(x, amounts, **kwargs), torch.nn.functional.pad(t, amounts, **kwargs)
+    )
+    check_grad(
+        lambda v: flow.nn.functional.pad(v, amounts, **kwargs), [rng(1).standard_normal((3, 4, 5))]
+    )
+
+
+def test_pad_refuses_what_it_cannot_do_naming_it():
+    with pytest.raises(RuntimeError, match=r"\[pad\] mode 'reflect' is not implemented"):
+        flow.nn.functional.pad(flow.zeros(2, 3), (1, 1), mode="reflect")
+    with pytest.raises(RuntimeError, match=r"\[pad\] expects an even number of amounts"):
+        flow.nn.functional.pad(flow.zeros(2, 3), (1, 1, 1))
+    with pytest.raises(RuntimeError, match=r"\[pad\] crops dimension 1 of \(2, 3\) below 0"):
+        flow.nn.functional.pad(flow.zeros(2, 3), (-2, -2))
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((2, 4, 3, 3), 2), ((3, 4, 2), 4)])
+def test_group_norm_matches_pytorch_with_gradients(shape, groups):
+    x, t = pair(*shape)
+    ours, theirs = flow.nn.GroupNorm(groups, shape[1]), torch.nn.GroupNorm(groups, shape[1])
+    w = rng(5).standard_normal(shape[1]).astype(np.float32)
+    with flow.no_grad():
+        ours.weight.copy_(flow.tensor(w))
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(w))
+    np.testing.assert_allclose(
+        ours(x).detach().numpy(), theirs(t).detach().numpy(), rtol=1e-5, atol=1e-5
+    )
+    F = flow.nn.functional
+    check_grad(
+        lambda v, g, b: F.group_norm(v, groups, g, b, 1e-5),
+        [
+            rng(1).standard_normal(shape),
+            rng(2).standard_normal(shape[1]),
+            rng(3).standard_normal(shape[1]),
+        ],
+    )
+    with pytest.raises(RuntimeError, match=r"\[group_norm\] num_groups 4 does not divide the 6"):
+        F.group_norm(flow.zeros(2, 6, 3), 4)

@@ -96,3 +96,49 @@ def test_dlpack_refuses_what_it_cannot_share_naming_it():
         flow.ones(2, device="meta").__dlpack__()
     with pytest.raises(TypeError, match=r"\[from_dlpack\] cannot take Tensor through DLPack"):
         flow.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+
+
+def test_legacy_tensor_types_check_and_make_their_dtype():
+    assert isinstance(flow.tensor([1, 2]), flow.LongTensor)
+    assert not isinstance(flow.tensor([1.0]), flow.LongTensor)
+    assert isinstance(flow.tensor([True]), flow.BoolTensor)
+    assert flow.FloatTensor([1, 2]).dtype == flow.float32
+    assert flow.LongTensor(2, 3).shape == (2, 3) and flow.LongTensor(2, 3).dtype == flow.int64
+
+
+def test_finfo_and_iinfo_match_pytorch():
+    for ours, theirs in [(flow.float32, torch.float32), (flow.float16, torch.float16),
+                         (flow.float64, torch.float64), (flow.bfloat16, torch.bfloat16)]:  # fmt: skip
+        a, b = flow.finfo(ours), torch.finfo(theirs)
+        assert (a.bits, a.eps, a.max, a.min, a.tiny, a.resolution) == (
+            b.bits, b.eps, b.max, b.min, b.tiny, b.resolution,
+        ), ours  # fmt: skip
+    for ours, theirs in [(flow.int64, torch.int64), (flow.int32, torch.int32),
+                         (flow.uint8, torch.uint8), (flow.int8, torch.int8)]:  # fmt: skip
+        a, b = flow.iinfo(ours), torch.iinfo(theirs)
+        assert (a.bits, a.min, a.max) == (b.bits, b.min, b.max)
+    assert flow.finfo().eps == torch.finfo().eps
+    with pytest.raises(TypeError, match=r"\[finfo\] .*int64 is not a floating dtype"):
+        flow.finfo(flow.int64)
+
+
+def test_jit_hooks_are_what_they_are_outside_torchscript():
+    assert not flow.jit.is_scripting() and not flow.jit.is_tracing()
+
+    @flow.jit.ignore
+    def f(x):
+        return x + 1
+
+    @flow.jit.ignore(drop=True)
+    def g(x):
+        return x + 2
+
+    assert f(1) == 2 and g(1) == 3 and flow.jit.unused(f) is f
+
+
+def test_a_buffer_assigned_to_a_module_registers_as_a_buffer():
+    m = flow.nn.Module()
+    m.kept = flow.nn.Buffer(flow.ones(2))
+    m.scratch = flow.nn.Buffer(flow.zeros(3), persistent=False)
+    assert dict(m.named_buffers()).keys() == {"kept", "scratch"}
+    assert list(m.state_dict()) == ["kept"] and not list(m.parameters())

@@ -5,6 +5,6 @@ from .graph import Graph
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
-__all__ = ["Module", "Parameter", "functional", "init", "utils"] + list(_modules_all)
+__all__ = ["Buffer", "Module", "Parameter", "functional", "init", "utils"] + list(_modules_all)

@@ -147,6 +147,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return flow._C.layer_norm(input, _shape_list(normalized_shape), weight, bias, eps)
 
 
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return flow._C.group_norm(input, num_groups, weight, bias, eps)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's F.pad, constant mode: `pad` gives (before, after) amounts from the last
+    dimension backwards; negative amounts crop."""
+    return flow._C.pad(input, list(pad), mode, value)
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     return flow._C.rms_norm(input, _shape_list(normalized_shape), weight, eps)
 

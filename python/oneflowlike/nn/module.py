@@ -7,7 +7,7 @@ import oneflowlike as flow
 from oneflowlike import _global
 
 from ._state_dict import StateDictMixin
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 from .utils import zero_grads
 
 
@@ -194,6 +194,11 @@ class Module(StateDictMixin):
                     "(nn.Module or None expected)"
                 )
             modules[name] = None
+        elif isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffers before Module.__init__() call")
+            self._forget(name, d, params, modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, flow.Tensor):
                 raise TypeError(

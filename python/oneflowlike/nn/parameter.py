@@ -22,3 +22,16 @@ class Parameter(flow.Tensor):
         if id(self) not in memo:
             memo[id(self)] = Parameter(self.detach().clone(), self.requires_grad)
         return memo[id(self)]
+
+
+class Buffer(flow.Tensor):
+    """PyTorch's nn.Buffer: a tensor that, assigned to a module attribute, registers as a buffer
+    (`persistent`: saved in the state dict), not as a parameter."""
+
+    def __init__(self, data=None, *, persistent=True):
+        if data is None:
+            data = flow.empty(0)
+        super().__init__(data.detach())
+        self.persistent = persistent
+
+    __hash__ = object.__hash__

@@ -8,7 +8,7 @@ from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
 
@@ -26,6 +26,7 @@ __all__ = [
     "GELU",
     "Identity",
     "L1Loss",
+    "GroupNorm",
     "LayerNorm",
     "LeakyReLU",
     "Linear",

@@ -90,6 +90,39 @@ class RMSNorm(Module):
         )
 
 
+class GroupNorm(Module):
+    """PyTorch's nn.GroupNorm: the channels in `num_groups` groups, each normalized over its
+    channels and positions, then an affine weight and bias per channel."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(
+                f"[GroupNorm] num_groups {num_groups} does not divide num_channels {num_channels}"
+            )
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups, num_channels, eps, affine,
+        )  # fmt: skip
+        if affine:
+            self.weight = Parameter(_factory.empty(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(_factory.empty(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
 class _BatchNorm(Module):
     _expected_dims = ()
 
