@@ -71,6 +71,7 @@ from ._tensor_api import (  # noqa: F401,E402
     rand_like,
     randn_like,
     randint_like,
+    randperm,
     arange,
     linspace,
     eye,

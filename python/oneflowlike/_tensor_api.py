@@ -163,6 +163,27 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     return _C.randint(low, high, shape, dt, generator, **_on(device))
 
 
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n - 1: the order that sorts n uniform draws (from
+    `generator`, the default one unless given), so manual_seed makes it reproducible."""
+    if n < 0:
+        raise ValueError(f"[randperm] n must be non-negative, got {n}")
+    order = _C.rand((n,), _C.dtype.float64, generator, **_on(device)).argsort()
+    return _finish(order.to(dtype or _C.dtype.int64), requires_grad)
+
+
+def _rebuild_tensor(array, dtype, requires_grad, device, cls):
+    """What pickle rebuilds a tensor from (Tensor.__reduce__)."""
+    t = _C.from_numpy(array)
+    if repr(t.dtype) != dtype:
+        t = t.to(getattr(_C.dtype, dtype.split(".")[-1]))
+    if device != "cpu":
+        t = t.to(device)
+    if cls is not _C.Tensor:
+        t = cls(t)
+    return t.requires_grad_(requires_grad) if requires_grad or t.requires_grad else t
+
+
 def rand_like(t, dtype=None, generator=None):
     return _C.rand(t.shape, dtype or t.dtype, generator, device=t.device)
 
@@ -479,6 +500,20 @@ def _install_tensor_methods():
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
+    def __reduce__(self):  # pickle: the data as a numpy array, then dtype, grad and device
+        if self.is_global:
+            raise TypeError(
+                "[pickle] a global tensor has no single buffer: pickle to_local() shards, or "
+                "flow.save it (distributed checkpoints)"
+            )
+        if self.device.type == "meta" or self.is_traced:
+            raise TypeError(f"[pickle] a {self.device.type} tensor has no data to pickle")
+        data = self.detach().cpu()
+        data = data.float() if data.dtype == _C.dtype.bfloat16 else data
+        args = (np.ascontiguousarray(data.numpy()), repr(self.dtype), self.requires_grad,
+                str(self.device), type(self))  # fmt: skip
+        return _rebuild_tensor, args
+
     def __dlpack__(self, **kwargs):
         return _dlpack_source(self, "__dlpack__").__dlpack__(**kwargs)
 
@@ -494,6 +529,7 @@ def _install_tensor_methods():
     T.shape = property(lambda self: Size(shape_of.__get__(self)), doc=shape_of.__doc__)
     T.is_local = property(lambda self: not self.is_global, doc="Not a global tensor.")
     for fn in (
+        __reduce__,
         __format__,
         __dlpack__,
         __dlpack_device__,

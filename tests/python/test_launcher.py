@@ -210,3 +210,14 @@ def test_ranks_do_not_outlive_a_killed_launcher(tmp_path):
     while any(alive(q) for q in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(q) for q in pids)
+
+
+def test_oneflows_and_torchs_spellings_of_the_flags_are_accepted():
+    """OneFlow's --logdir and --redirect_stdout_and_stderr (logs in ./log by default) and
+    torch.distributed.launch's --use_env (ranks always get LOCAL_RANK in their environment)."""
+    parse = launch_mod.parse_args
+    assert parse(["--nproc_per_node=2", "--logdir", "out", "train.py"]).log_dir == "out"
+    assert parse(["--redirect_stdout_and_stderr", "train.py"]).log_dir == "log"
+    assert parse(["--redirect_stdout_and_stderr", "--logdir=x", "train.py"]).log_dir == "x"
+    assert parse(["--use_env", "train.py", "--lr", "1"]).training_script_args == ["--lr", "1"]
+    assert parse(["train.py"]).log_dir is None

@@ -142,3 +142,42 @@ def test_a_buffer_assigned_to_a_module_registers_as_a_buffer():
     m.scratch = flow.nn.Buffer(flow.zeros(3), persistent=False)
     assert dict(m.named_buffers()).keys() == {"kept", "scratch"}
     assert list(m.state_dict()) == ["kept"] and not list(m.parameters())
+
+
+def test_tensors_parameters_and_modules_pickle_with_dtype_and_grad():
+    import pickle
+
+    for dtype in (flow.float32, flow.bfloat16, flow.int64, flow.bool, flow.float16):
+        t = flow.ones(2, 3, dtype=dtype)
+        back = pickle.loads(pickle.dumps(t))
+        assert back.dtype == dtype and back.shape == (2, 3)
+        assert back.to(flow.float32).tolist() == t.to(flow.float32).tolist()
+    leaf = flow.randn(3, requires_grad=True)
+    back = pickle.loads(pickle.dumps(leaf))
+    assert back.requires_grad and back.is_leaf and back.tolist() == leaf.tolist()
+    p = pickle.loads(pickle.dumps(flow.nn.Parameter(flow.ones(2))))
+    assert isinstance(p, flow.nn.Parameter) and p.requires_grad
+    m = flow.nn.Linear(3, 2)
+    m2 = pickle.loads(pickle.dumps(m))
+    assert isinstance(m2.weight, flow.nn.Parameter)
+    assert np.array_equal(m2.weight.detach().numpy(), m.weight.detach().numpy())
+    g = flow.to_global(flow.ones(2), flow.placement("cpu", [0]), flow.sbp.broadcast)
+    with pytest.raises(TypeError, match=r"\[pickle\] a global tensor has no single buffer"):
+        pickle.dumps(g)
+    with pytest.raises(TypeError, match=r"\[pickle\] a meta tensor has no data"):
+        pickle.dumps(flow.ones(2, device="meta"))
+
+
+def test_randperm_is_a_reproducible_permutation():
+    flow.manual_seed(3)
+    a = flow.randperm(50)
+    flow.manual_seed(3)
+    b = flow.randperm(50)
+    assert a.dtype == flow.int64 and a.tolist() == b.tolist()
+    assert sorted(a.tolist()) == list(range(50)) and a.tolist() != list(range(50))
+    g = flow.Generator()
+    g.manual_seed(1)
+    assert sorted(flow.randperm(5, generator=g, dtype=flow.int32).tolist()) == list(range(5))
+    assert flow.randperm(0).tolist() == []
+    with pytest.raises(ValueError, match=r"\[randperm\] n must be non-negative"):
+        flow.randperm(-1)

@@ -63,7 +63,19 @@ def parse_args(argv=None):
         "--rdzv_token", "--rdzv-token", default=None,
         help="the store's shared token (default: $OFL_STORE_TOKEN, else random on one node)",
     )  # fmt: skip
-    p.add_argument("--log_dir", "--log-dir", default=None, help="write rank_<r>.log files here")
+    p.add_argument(
+        "--log_dir", "--log-dir", "--logdir", default=None,
+        help="write rank_<r>.log files here (--logdir: OneFlow's spelling)",
+    )  # fmt: skip
+    p.add_argument(
+        "--redirect_stdout_and_stderr", action="store_true",
+        help="OneFlow's flag: the ranks' output to log files (in --logdir, default ./log)",
+    )  # fmt: skip
+    p.add_argument(
+        "--use_env", "--use-env", action="store_true",
+        help="accepted for torch.distributed.launch's scripts: ranks always get LOCAL_RANK in "
+        "their environment",
+    )  # fmt: skip
     p.add_argument("-m", "--module", action="store_true", help="run the script as a module")
     p.add_argument("--no_python", "--no-python", action="store_true", help="run an executable")
     p.add_argument("training_script")
@@ -71,6 +83,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.module and args.no_python:
         p.error("-m and --no_python exclude each other")
+    if args.redirect_stdout_and_stderr and args.log_dir is None:
+        args.log_dir = "log"
     if args.standalone:
         args.nnodes, args.node_rank, args.master_addr = 1, 0, "127.0.0.1"
     if args.nnodes < 1 or args.nproc_per_node < 1:
