@@ -10,6 +10,8 @@
 And the fixtures several files share, set up once a session: `one_process`, the single-process
 reference runs; `examples` and `gpt`, the C++ examples and the model they serve."""
 
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -94,13 +96,37 @@ def one_process(tmp_path_factory):
     return run
 
 
-# test_cpp_api.py and test_inference_server_hostile.py both serve the model: build and save once.
+@contextlib.contextmanager
+def _made_once(tmp_path_factory, name):
+    """A folder made once per test run, however many pytest-xdist workers ask for it: yields
+    (folder, whether to fill it). The first worker fills it under a lock in the run's common
+    temporary folder while the others wait; a filling that raises leaves it to the next."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' basetemps are siblings in one folder of the run
+    path, done = root / name, root / name / ".done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = not done.exists()
+        path.mkdir(exist_ok=True)
+        yield path, fresh
+        done.touch()
+
+
+# test_cpp_api.py and test_inference_server_hostile.py both serve the model: build and save once
+# a run, even when two pytest-xdist workers run them.
 @pytest.fixture(scope="session")
 def examples(tmp_path_factory):
     """examples/cpp configured and built as a separate project, as a user's would be."""
     from test_cpp_api import ROOT
 
-    build = tmp_path_factory.mktemp("examples")
+    with _made_once(tmp_path_factory, "examples") as (build, fresh):
+        if fresh:
+            _build_examples(ROOT, build)
+    return build
+
+
+def _build_examples(root, build):
     prefix = subprocess.run(
         [sys.executable, "-m", "oneflowlike", "--cmake-prefix-path"],
         check=True,
@@ -109,13 +135,12 @@ def examples(tmp_path_factory):
     ).stdout.strip()
     assert os.path.isfile(os.path.join(prefix, "oneflowlike", "oneflowlikeConfig.cmake"))
     for cmd in (
-        ["cmake", "-S", os.path.join(ROOT, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
+        ["cmake", "-S", os.path.join(root, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
         + [f"-DCMAKE_PREFIX_PATH={prefix}"],
         ["cmake", "--build", str(build)],
     ):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
-    return build
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +148,9 @@ def gpt(tmp_path_factory):
     """The example GPT, eval mode, and its graph saved by save_gpt.py (a dynamic batch)."""
     from test_cpp_api import SAVE_GPT, SIZES, small_gpt
 
-    path = tmp_path_factory.mktemp("saved") / "gpt"
-    subprocess.run([sys.executable, SAVE_GPT, str(path), *SIZES], check=True, timeout=120)
-    return small_gpt(), str(path)
+    with _made_once(tmp_path_factory, "saved") as (saved, fresh):
+        if fresh:
+            subprocess.run(
+                [sys.executable, SAVE_GPT, str(saved / "gpt"), *SIZES], check=True, timeout=120
+            )
+    return small_gpt(), str(saved / "gpt")
