@@ -184,6 +184,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const Shape bs = meta_of(bias).shape;
   if (bs.size() != 1 || bs[0] != ws[0])
     fail("linear", "bias of shape ", shape_str(bs), " does not match out_features ", ws[0]);
+  // Linear is in the product's dtype, as PyTorch's: under autocast the low-precision one, the
+  // bias joining it there rather than promoting the sum back to float32.
+  const DType product = meta_of(y).dtype;
+  if (product != meta_of(bias).dtype && is_floating(product))
+    return add(y, to_dtype(bias, product));
   return add(y, bias);
 }
 

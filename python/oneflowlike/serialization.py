@@ -174,7 +174,14 @@ def save(obj, path, metadata=None):
     """Writes obj to path (or a binary file object); a failed save leaves the old file intact.
 
     With global tensors in obj, path is a folder of per-rank shards and an index, written by
-    every rank together (a distributed checkpoint: oneflowlike/_checkpoint.py)."""
+    every rank together (a distributed checkpoint: oneflowlike/_checkpoint.py). An nn.Graph is
+    exported as OneFlow exports one: graph.save(path), the compiled graph for the C++ API."""
+    import oneflowlike as flow
+
+    if isinstance(obj, flow.nn.Graph):
+        if metadata:
+            raise ValueError("flow.save: a graph saves without metadata")
+        return obj.save(os.fspath(path))
     if _checkpoint.has_global(obj):
         if metadata or hasattr(path, "write"):
             raise ValueError(

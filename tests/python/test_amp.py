@@ -15,6 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples.char_gpt.model import GPT, GPTConfig  # noqa: E402
 from test_cuda import needs_gpu  # noqa: E402
 
+try:  # at import: torch's own import starts a process, which a unit test may not
+    import torch
+except ImportError:
+    torch = None
+
 
 @pytest.mark.parametrize("dtype", [flow.bfloat16, flow.float16], ids=str)
 def test_ops_take_their_autocast_dtypes_and_gradients_come_back_in_float32(dtype):
@@ -126,3 +131,18 @@ def test_grad_scaler_unscales_and_skips_overflowing_steps():
         scaler.step(opt)
         scaler.update()
     assert scaler.get_scale() == 8.0  # grown after two clean steps
+
+
+def test_linear_under_autocast_is_in_the_low_precision_dtype_as_pytorchs():
+    """The bias joins the low-precision product instead of promoting it back to float32 (a
+    Linear with out_features 1 after a bf16 activation came out float32)."""
+    if torch is None:
+        pytest.skip("needs PyTorch")
+    for width in (1, 8):
+        lin, ref = flow.nn.Linear(8, width), torch.nn.Linear(8, width)
+        for x, t in ((flow.randn(2, 8), torch.randn(2, 8)),
+                     (flow.randn(2, 8).bfloat16(), torch.randn(2, 8).bfloat16())):  # fmt: skip
+            with flow.autocast("cpu"), torch.autocast("cpu"):
+                assert repr(lin(x).dtype).split(".")[-1] == str(ref(t).dtype).split(".")[-1]
+    lin = flow.nn.Linear(3, 2)
+    assert lin(flow.randn(4, 3)).dtype == flow.float32  # no autocast: as before

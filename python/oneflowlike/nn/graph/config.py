@@ -22,6 +22,8 @@ class GraphConfig:
         self.auto_parallel_pipeline = False
         self.pipeline_schedule = "1f1b"
         self.timeline = False
+        self.amp = False
+        self.amp_dtype = None  # autocast's default for the device (cuda: float16, cpu: bfloat16)
 
     def set_gradient_accumulation_steps(self, n):
         """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
@@ -57,3 +59,49 @@ class GraphConfig:
         self.auto_parallel = bool(on)
         self.auto_parallel_memory_budget = memory_budget
         self.auto_parallel_pipeline = bool(pipeline)
+
+    def enable_amp(self, mode=True, *, dtype=None):
+        """Mixed precision: the build is traced under flow.autocast on its inputs' device type,
+        in `dtype` (default: float16 on CUDA, bfloat16 on the CPU). Loss scaling
+        (set_grad_scaler) is not carried out in graph mode yet: it raises."""
+        self.amp, self.amp_dtype = bool(mode), dtype
+
+    def set_grad_scaler(self, grad_scaler=None):
+        raise NotImplementedError(
+            "[graph] set_grad_scaler: loss scaling is not carried out in graph mode yet; train "
+            "with enable_amp(True, dtype=flow.bfloat16), which needs none, or scale in eager "
+            "mode with flow.amp.GradScaler"
+        )
+
+
+def _performance_hint(name):
+    def hint(self, *args, **kwargs):
+        from .graph import _warn_once
+
+        _warn_once(
+            f"config.{name} is a performance hint of OneFlow's compiler that means nothing here: "
+            "ignored"
+        )
+
+    hint.__name__ = name
+    hint.__doc__ = "OneFlow's performance hint: accepted and ignored (one warning)."
+    return hint
+
+
+for _name in (
+    "allow_fuse_model_update_ops",
+    "allow_fuse_add_to_output",
+    "allow_fuse_cast_scale",
+    "enable_cudnn_conv_heuristic_search_algo",
+    "enable_straighten_algorithm",
+    "enable_compress_memory",
+    "enable_auto_memory",
+    "set_outputs_buffer_size",
+    "enable_auto_parallel_ignore_user_sbp_config",
+    "set_auto_parallel_computation_cost_ratio",
+    "set_auto_parallel_wait_time",
+    "enable_auto_parallel_trunk_algo",
+    "enable_auto_parallel_sbp_collector",
+):
+    setattr(GraphConfig, _name, _performance_hint(_name))
+del _name

@@ -8,13 +8,24 @@ which the graph writes at every call, as eager steps do. The optimizers' per-ste
 (learning rate, bias corrections) are graph inputs computed in Python at every call, so a
 learning-rate schedule and step counts stay live. Parameters' .grad are left as they were."""
 
+import contextlib
 import inspect
+import warnings
 
 import oneflowlike as flow
 from oneflowlike import _C
 
 from .config import GraphConfig
 from .proxy import _on_placement
+
+_warned = set()
+
+
+def _warn_once(message):
+    """A warning shown once a process (configuration hints that mean nothing here)."""
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(f"[graph] {message}", stacklevel=3)
 
 
 def _signature(t):
@@ -102,7 +113,13 @@ class Graph:
                     f"[graph] input {i} of {type(self).__name__}.build{signature} is a "
                     f"{type(a).__name__}, expected a Tensor"
                 )
-        if self.config.auto_parallel and self.config.auto_parallel_pipeline and self._plan is None:
+        planning = self.config.auto_parallel and any(a.is_global for a in args)
+        if self.config.auto_parallel and not planning:
+            _warn_once(
+                "enable_auto_parallel on local inputs: one device, nothing to lay out (the graph "
+                "runs as it is; give global inputs to plan)"
+            )
+        if planning and self.config.auto_parallel_pipeline and self._plan is None:
             self._plan = self._plan_pipeline(args)  # sets the stages and micro-batches
         micro = self.config.gradient_accumulation_steps
         if micro > 1:
@@ -120,11 +137,14 @@ class Graph:
             if isinstance(v, flow.nn.Module)
             for m in v.modules()
         )
-        key = (micro, self.config.pipeline_schedule, modes) + tuple(_signature(a) for a in args)
+        amp = (self.config.amp, repr(self.config.amp_dtype))
+        key = (micro, self.config.pipeline_schedule, modes, amp)
+        key += tuple(_signature(a) for a in args)
         if key not in self._compiled:
-            if self.config.auto_parallel and self._plan is None:  # (a pipeline's is planned)
+            if planning and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)
             self._compiled[key] = self._trace(args)
+            self._debug_compiled(self._compiled[key][0])
         compiled, single, steps = self._compiled[key]
         self._last = compiled
         self._last_single = single
@@ -177,7 +197,7 @@ class Graph:
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
-            with flow.set_grad_enabled(bool(self._optimizers)):
+            with flow.set_grad_enabled(bool(self._optimizers)), self._autocast(args):
                 if micro == 1 and not stages:
                     result = self.build(*inputs)
                 else:
@@ -480,6 +500,73 @@ class Graph:
                     _C._set_layer(outer)
                     steps.append((opt, group, param))
         return steps
+
+    def _autocast(self, args):
+        """config.enable_amp: the build traced under autocast on its inputs' device type."""
+        if not self.config.amp:
+            return contextlib.nullcontext()
+        first = next((a for a in args if isinstance(a, flow.Tensor)), None)
+        kind = first.placement.type if first is not None and first.is_global else None
+        kind = kind or (first.device.type if first is not None else "cpu")
+        return flow.autocast("cuda" if kind == "cuda" else "cpu", dtype=self.config.amp_dtype)
+
+    def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
+              op_repr_with_py_stack=False):  # fmt: skip
+        """OneFlow's graph.debug: at each compilation, on `ranks` (default 0), v_level 0 prints a
+        line (inputs, nodes, variables), 1 or more the compiled graph too; -1 stops. The Python
+        stack options are accepted and not used."""
+        ranks = [0] if ranks is None else [ranks] if isinstance(ranks, int) else list(ranks)
+        self._debug = (int(v_level), ranks)
+
+    def _debug_compiled(self, compiled):
+        level, ranks = getattr(self, "_debug", (-1, []))
+        if level < 0 or flow.env.get_rank() not in ranks:
+            return
+        print(
+            f"[graph] {type(self).__name__} compiled (inputs: {compiled.signature}; "
+            f"{compiled.num_nodes} nodes, {compiled.num_variables} variables)"
+        )
+        if level >= 1:
+            print(compiled)
+
+    def _modules(self):
+        return {n: m for n, m in self.__dict__.items() if isinstance(m, flow.nn.Module)}
+
+    def state_dict(self):
+        """The graph's whole state, as OneFlow's: each module's state dict under its attribute
+        name, and each optimizer's (and its lr scheduler's) under "_optimizer<i>"
+        ("_lr_scheduler<i>"). flow.save writes it; load_state_dict resumes from it."""
+        out = {name: m.state_dict() for name, m in self._modules().items()}
+        for i, (opt, sch) in enumerate(self._optimizers):
+            out[f"_optimizer{i}"] = opt.state_dict()
+            if sch is not None:
+                out[f"_lr_scheduler{i}"] = sch.state_dict()
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Loads what state_dict() gave, before the graph's first call (as OneFlow: the compiled
+        graph holds the states it was traced with). With `strict`, the keys must be exactly
+        those of state_dict()."""
+        if self._compiled:
+            raise RuntimeError(
+                f"[graph] {type(self).__name__}.load_state_dict after its first call: load before "
+                "calling it (the compiled graph holds the states it was traced with)"
+            )
+        want = set(self.state_dict())
+        got = set(state_dict)
+        if strict and want != got:
+            raise KeyError(
+                f"[graph] {type(self).__name__}.load_state_dict: missing {sorted(want - got)}, "
+                f"unexpected {sorted(got - want)}"
+            )
+        for name, m in self._modules().items():
+            if name in state_dict:
+                m.load_state_dict(state_dict[name], strict=strict)
+        for i, (opt, sch) in enumerate(self._optimizers):
+            if f"_optimizer{i}" in state_dict:
+                opt.load_state_dict(state_dict[f"_optimizer{i}"])
+            if sch is not None and f"_lr_scheduler{i}" in state_dict:
+                sch.load_state_dict(state_dict[f"_lr_scheduler{i}"])
 
     def save(self, path, dynamic_batch=None):
         """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with
