@@ -54,7 +54,11 @@ const bool registered = [] {
 
 }  // namespace
 
-Trace::Trace() : prev_(open_trace), open_(true), generator_offset_(default_generator().offset()) {
+Trace::Trace()
+    : prev_(open_trace),
+      open_(true),
+      generator_offset_(default_generator().offset()),
+      last_offset_(generator_offset_) {
   open_trace = this;
   set_tracing(true);
 }
@@ -260,16 +264,21 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   Node node = op_node(def, {}, {}, attrs);
   place(node);
   // Random ops carry the seed and the first counter their front end reserved; the generator has
-  // moved past the reservation since.
+  // moved past the reservation since. Only draws from the default generator are drawn afresh at
+  // each run: an op given a generator of its own (with the same seed, even) keeps its values.
+  const Generator& g = default_generator();
   if (attrs.has("seed") && attrs.has("offset")) {
-    const Generator& g = default_generator();
     const auto offset = static_cast<uint64_t>(attrs.get<int64_t>("offset"));
-    if (static_cast<uint64_t>(attrs.get<int64_t>("seed")) == g.seed() && g.offset() > offset) {
+    // The generator set back to draw the same values again (checkpoint's recompute) starts at
+    // an offset drawn before.
+    const bool from_default = offset == last_offset_ || drawn_.count(offset);
+    if (from_default && static_cast<uint64_t>(attrs.get<int64_t>("seed")) == g.seed() &&
+        g.offset() > offset) {
       node.random_counters = g.offset() - offset;
-      // The generator was set back to draw the same values again (checkpoint's recompute).
       node.replays_draws = !drawn_.insert(offset).second;
     }
   }
+  last_offset_ = g.offset();
   node.inputs.reserve(in.size());
   for (const Tensor& t : in) node.inputs.push_back(value_of(op, t));
   meet(op, in, node.inputs);

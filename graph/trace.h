@@ -92,6 +92,9 @@ class Trace {
   Trace* prev_ = nullptr;
   bool open_ = false;
   uint64_t generator_offset_;  // given back on close: tracing draws nothing
+  // The default generator's offset after the last traced op: a random op drew from the default
+  // generator (not a generator of its own) when its reservation starts there.
+  uint64_t last_offset_;
   int micro_batch_ = -1;
   bool defer_grad_reductions_ = false;
 };

@@ -131,3 +131,21 @@ def test_is_contiguous_while_tracing_is_what_eager_says():
     G()(flow.tensor(X))
     t = flow.tensor(X).transpose(1, 2)
     assert seen == {"transpose": t.is_contiguous(), "contiguous": True}
+
+
+def test_an_op_with_its_own_generator_draws_in_a_graph_as_eagerly_whatever_the_default_seed():
+    """A graph draws afresh at each run only what the default generator drew: an op given a
+    generator of its own keeps its values, also when that generator's seed is the default's (a
+    data loader's flow.manual_seed(7) made uniform_(generator=Generator(7)) draw other values)."""
+    flow.manual_seed(7)
+    flow.rand(3)  # the default generator, seed 7, moves past offset 0
+
+    class Own(flow.nn.Graph):
+        def build(self, x):
+            return x.clone().uniform_(-1.0, 2.0, generator=flow.Generator(7))
+
+    x = flow.zeros(4, 4)
+    want = x.clone().uniform_(-1.0, 2.0, generator=flow.Generator(7)).numpy()
+    graph = Own()
+    assert np.array_equal(graph(x).numpy(), want)
+    assert np.array_equal(graph(x).numpy(), want)  # and at every run
