@@ -12,8 +12,9 @@ they share the two cores with the server under test, equally for every server.
 
     python3 benchmarks/bench_serving.py [--seconds 4] [--rounds 3] [--clients 1,4,16,64]
                                         [--server PATH]
-    (needs the C++ examples built: scripts/build.sh builds them in build/py/examples/cpp;
-    --server runs another build of inference_server)"""
+    (needs the C++ examples built on their own, as the README shows: cmake -S examples/cpp -B
+    build/examples -G Ninja -DCMAKE_PREFIX_PATH=$(python3 -m oneflowlike --cmake-prefix-path)
+    && cmake --build build/examples; --server runs another build of inference_server)"""
 
 import argparse
 import http.client
@@ -28,7 +29,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER = os.path.join(ROOT, "build", "py", "examples", "cpp", "inference_server")
+SERVER = os.path.join(ROOT, "build", "examples", "inference_server")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from model_loader import load_model_module  # noqa: E402
@@ -146,7 +147,11 @@ def main():
     ap.add_argument("--server", default=SERVER, help="the inference_server binary to run")
     args = ap.parse_args()
     if not os.path.exists(args.server):
-        sys.exit(f"{args.server} is not built: run scripts/build.sh")
+        sys.exit(
+            f"{args.server} is not built: cmake -S examples/cpp -B build/examples -G Ninja "
+            "-DCMAKE_PREFIX_PATH=$(python3 -m oneflowlike --cmake-prefix-path) && cmake --build "
+            "build/examples"
+        )
     import oneflowlike as flow
 
     config = dict(vocab_size=65, block_size=64, n_layer=2, n_head=4, n_embd=128)
