@@ -1,4 +1,5 @@
-"""Mixed precision: flow.autocast (PyTorch's torch.autocast) and flow.amp.GradScaler.
+"""Mixed precision: flow.autocast (PyTorch's torch.autocast), flow.amp.GradScaler and OneFlow's
+flow.amp.StaticGradScaler (both also nn.Graph's, through Graph.set_grad_scaler).
 
 Inside ``with flow.autocast("cuda", dtype=flow.bfloat16):`` ops declared low precision
 (matmul, conv2d) take their floating inputs on that device in bf16 (or fp16), and numerically
@@ -12,7 +13,7 @@ import functools
 import oneflowlike as flow
 from oneflowlike import _C
 
-__all__ = ["autocast", "GradScaler"]
+__all__ = ["autocast", "GradScaler", "StaticGradScaler"]
 
 
 class autocast:
@@ -49,6 +50,8 @@ class GradScaler:
     the gradients and skips the step when any is inf or NaN, and update() adapts the scale
     (halved after an overflow, doubled after growth_interval clean steps)."""
 
+    _dynamic = True  # checks for overflows, skips their steps and adapts the scale
+
     def __init__(
         self,
         init_scale=2.0**16,
@@ -78,7 +81,8 @@ class GradScaler:
                     if p.grad is None:
                         continue
                     p.grad.mul_(inv)
-                    if bool(((p.grad - p.grad) != 0).any()):  # inf - inf and NaN: NaN
+                    # inf - inf and NaN: NaN
+                    if self._dynamic and bool(((p.grad - p.grad) != 0).any()):
                         self._found_inf = True
         self._unscaled.add(id(optimizer))
 
@@ -102,3 +106,15 @@ class GradScaler:
                 self._scale *= self._growth
         self._found_inf = False
         self._unscaled.clear()
+
+
+class StaticGradScaler(GradScaler):
+    """OneFlow's static loss scaling: the loss scaled by scale_factor, the gradients unscaled,
+    every step taken (no overflow check) and the scale never changed."""
+
+    _dynamic = False
+
+    def __init__(self, scale_factor):
+        if not isinstance(scale_factor, (int, float)) or not scale_factor > 0:
+            raise ValueError(f"[StaticGradScaler] scale_factor must be > 0, got {scale_factor!r}")
+        super().__init__(init_scale=scale_factor, growth_factor=1.0, backoff_factor=1.0)

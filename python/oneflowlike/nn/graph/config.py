@@ -24,6 +24,10 @@ class GraphConfig:
         self.timeline = False
         self.amp = False
         self.amp_dtype = None  # autocast's default for the device (cuda: float16, cpu: bfloat16)
+        self.zero_stage = 0  # enable_zero's stage; 0: off
+        self.zero_shard_min_size = 1024
+        self.zero_shard_restore_level = 1
+        self.grad_scaler = None  # set_grad_scaler's
 
     def set_gradient_accumulation_steps(self, n):
         """Split the inputs into n micro-batches along dimension 0: build() runs on each, the
@@ -62,16 +66,43 @@ class GraphConfig:
 
     def enable_amp(self, mode=True, *, dtype=None):
         """Mixed precision: the build is traced under flow.autocast on its inputs' device type,
-        in `dtype` (default: float16 on CUDA, bfloat16 on the CPU). Loss scaling
-        (set_grad_scaler) is not carried out in graph mode yet: it raises."""
+        in `dtype` (default: float16 on CUDA, bfloat16 on the CPU). For float16, add loss scaling
+        with Graph.set_grad_scaler."""
         self.amp, self.amp_dtype = bool(mode), dtype
 
     def set_grad_scaler(self, grad_scaler=None):
-        raise NotImplementedError(
-            "[graph] set_grad_scaler: loss scaling is not carried out in graph mode yet; train "
-            "with enable_amp(True, dtype=flow.bfloat16), which needs none, or scale in eager "
-            "mode with flow.amp.GradScaler"
-        )
+        """Graph.set_grad_scaler's (kept here too: one place the graph reads it from)."""
+        from oneflowlike.amp import GradScaler
+
+        if grad_scaler is not None and not isinstance(grad_scaler, GradScaler):
+            raise TypeError(
+                "[graph] set_grad_scaler expects a flow.amp.GradScaler or StaticGradScaler (or "
+                f"None), got {grad_scaler!r}"
+            )
+        self.grad_scaler = grad_scaler
+
+    def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):
+        """ZeRO (OneFlow's enable_zero) on the data-parallel mesh axes (those the global inputs
+        are split over), as layouts: on the first call, a parameter broadcast over such an axis
+        keeps its layout but its optimizer states are split S(0) over it (stage 1); its gradient
+        is reduce-scattered to S(0) there instead of all-reduced (stage 2, the default, as
+        OneFlow's); and the parameter itself is split S(0), in place, gathered where it is read
+        (stage 3). A parameter is sharded only when each shard holds at least shard_min_size
+        elements. shard_restore_level (0, 1 or 2) is accepted: the gathers are boxing's."""
+        if not isinstance(stage, int) or isinstance(stage, bool) or stage not in (1, 2, 3):
+            raise ValueError(f"[graph] enable_zero: stage is 1, 2 or 3, got {stage!r}")
+        if not isinstance(shard_min_size, int) or shard_min_size < 1:
+            raise ValueError(
+                f"[graph] enable_zero: shard_min_size is an int >= 1, got {shard_min_size!r}"
+            )
+        if shard_restore_level not in (0, 1, 2) or isinstance(shard_restore_level, bool):
+            raise ValueError(
+                "[graph] enable_zero: shard_restore_level is 0, 1 or 2, got "
+                f"{shard_restore_level!r}"
+            )
+        self.zero_stage = stage if mode else 0
+        self.zero_shard_min_size = shard_min_size
+        self.zero_shard_restore_level = shard_restore_level
 
 
 def _performance_hint(name):

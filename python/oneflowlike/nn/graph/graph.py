@@ -15,6 +15,7 @@ import warnings
 import oneflowlike as flow
 from oneflowlike import _C
 
+from . import _loss_scale, _zero
 from .config import GraphConfig
 from .proxy import _on_placement
 
@@ -84,6 +85,7 @@ class Graph:
         self._optimizers = []  # (optimizer, lr scheduler or None)
         self._plan = None  # flow.auto_parallel's, once planned
         self._timeline = None  # the last call's, with config.enable_timeline
+        self._zero_layouts = {}  # config.enable_zero's: id(parameter) -> its sharded layout
 
     def build(self, *args):
         raise NotImplementedError("[graph] subclasses of nn.Graph define build(*inputs)")
@@ -93,6 +95,13 @@ class Graph:
         if not isinstance(optimizer, flow.optim.Optimizer):
             raise TypeError(f"[graph] add_optimizer expects an Optimizer, got {optimizer!r}")
         self._optimizers.append((optimizer, lr_sch))
+
+    def set_grad_scaler(self, grad_scaler):
+        """Loss scaling in the graph's step (OneFlow's): flow.amp.GradScaler or StaticGradScaler.
+        The build's loss.backward() is scaled, the gradients are unscaled before the optimizers
+        step, and a step whose gradients overflow is skipped; after each call the scaler's state
+        (get_scale()) is as its eager step() and update() would leave it."""
+        self.config.set_grad_scaler(grad_scaler)
 
     def __call__(self, *args):
         if not hasattr(self, "_compiled"):
@@ -138,18 +147,23 @@ class Graph:
             for m in v.modules()
         )
         amp = (self.config.amp, repr(self.config.amp_dtype))
-        key = (micro, self.config.pipeline_schedule, modes, amp)
+        scaler = _loss_scale.active(self.config.grad_scaler) if self._optimizers else None
+        scaling = None if scaler is None else scaler._dynamic
+        key = (micro, self.config.pipeline_schedule, modes, amp, self.config.zero_stage, scaling)
         key += tuple(_signature(a) for a in args)
         if key not in self._compiled:
             if planning and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)
+            self._zero_layouts = _zero.apply(self, args)
             self._compiled[key] = self._trace(args)
             self._debug_compiled(self._compiled[key][0])
         compiled, single, steps = self._compiled[key]
         self._last = compiled
         self._last_single = single
         self._last_inputs = [(tuple(a.shape), a.dtype, a.is_global) for a in args]
-        scalars = [
+        counters = _loss_scale.host_counters(steps) if scaling else []
+        scalars = [] if scaler is None else _loss_scale.inputs(scaler)
+        scalars += [
             flow.tensor(v, dtype=flow.float32)
             for opt, group, param in steps
             for v in opt._host(group, param, opt.state[param])
@@ -162,6 +176,9 @@ class Graph:
             ]
         else:
             outs = compiled.run(list(args) + scalars)
+        if scaler is not None:
+            found = outs.pop() if scaling else None
+            _loss_scale.after_run(scaler, found, counters)
         for _, lr_sch in self._optimizers:
             if lr_sch is not None:
                 lr_sch.step()
@@ -194,12 +211,28 @@ class Graph:
         micro = self.config.gradient_accumulation_steps
         moves = self._input_moves(args, params) if stages and micro > 1 else [None] * len(args)
         hooks = [h for m in layers for h in self._tag_layer(m, layers[m])]
+        scaler = _loss_scale.active(self.config.grad_scaler) if self._optimizers else None
+        if scaler is not None and stages:
+            raise NotImplementedError(
+                "[graph] set_grad_scaler with pipeline stages (set_stage) is not carried out: "
+                "train the pipeline in bfloat16 (enable_amp(True, dtype=flow.bfloat16))"
+            )
+        # ZeRO-2: gradients reduced once, to their sharded layouts (reduce-scatter).
+        sharded = self._zero_layouts if self.config.zero_stage == 2 else {}
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
-            with flow.set_grad_enabled(bool(self._optimizers)), self._autocast(args):
+            scaling = None if scaler is None else _loss_scale.Traced(scaler, trace)
+            scaled = scaling.scaled_backward() if scaling else contextlib.nullcontext()
+            with flow.set_grad_enabled(bool(self._optimizers)), self._autocast(args), scaled:
                 if micro == 1 and not stages:
+                    trace.set_defer_grad_reductions(bool(sharded))
                     result = self.build(*inputs)
+                    trace.set_defer_grad_reductions(False)
+                    with flow.no_grad():
+                        for p in params if sharded else []:
+                            if p.grad is not None and p.is_global:
+                                p.grad = _zero.boxed_grad(trace, p, sharded)
                 else:
                     shards = [_dim0_shards(x) for x in inputs]
                     # Each input moves to where it is read once, then is cut.
@@ -221,7 +254,9 @@ class Graph:
                             if p.grad is not None and micro > 1:
                                 p.grad = p.grad / micro
                             if p.grad is not None and p.is_global:
-                                p.grad = trace.box_grad(p, p.grad)
+                                p.grad = _zero.boxed_grad(trace, p, sharded)
+            if scaling is not None:
+                scaling.unscale(params)
             single = not isinstance(result, (tuple, list))
             outputs = [result] if single else list(result)
             for i, o in enumerate(outputs):
@@ -231,7 +266,9 @@ class Graph:
                         "return tensors (or a tuple of them)"
                     )
             param_layer = {id(p): i for m, i in layers.items() for p in m.parameters()}
-            steps = self._trace_optimizers(trace, param_layer)
+            steps = self._trace_optimizers(trace, param_layer, scaling)
+            if scaling is not None:
+                outputs += scaling.outputs()
             if finish == "finish_traced":
                 return trace.finish_traced(outputs), single, steps
             budget = self.config.auto_parallel_memory_budget
@@ -478,10 +515,10 @@ class Graph:
             return tuple(flow.stack([r[j] for r in results]) for j in range(len(results[0])))
         return flow.stack(results)
 
-    def _trace_optimizers(self, trace, param_layer):
+    def _trace_optimizers(self, trace, param_layer, scaling=None):
         """Each optimizer's update on the traced gradients, its scalars as graph inputs, each in its
-        parameter's repeated layer (param_layer: by id); returns (optimizer, group, param) in the
-        order the scalars are fed."""
+        parameter's repeated layer (param_layer: by id), undone on overflow under a dynamic loss
+        `scaling`; returns (optimizer, group, param) in the order the scalars are fed."""
         steps = []
         with flow.no_grad():
             for opt, _ in self._optimizers:
@@ -496,7 +533,9 @@ class Graph:
                     state.clear()
                     state.update(saved)
                     scalars = [trace.input(flow.tensor(v, dtype=flow.float32)) for v in example]
-                    opt._update(group, param, grad, state, scalars)
+                    written = [param] + [v for v in state.values() if isinstance(v, flow.Tensor)]
+                    with scaling.guarded(written) if scaling else contextlib.nullcontext():
+                        opt._update(group, param, grad, state, scalars)
                     _C._set_layer(outer)
                     steps.append((opt, group, param))
         return steps
