@@ -34,7 +34,7 @@ MODEL_ARGS = ("batch_size", "block_size", "n_layer", "n_head", "n_embd", "steps"
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=4)
-    ap.add_argument("--layouts", default="dp,tp,zero,2d,seq")
+    ap.add_argument("--layouts", default="ddp,dp,tp,zero,2d,seq")
     ap.add_argument("--repeats", type=int, default=2, help="launcher jobs per side; best kept")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=64)

@@ -5,6 +5,8 @@ step (forward, backward, AdamW) of the example char-GPT on a fixed global batch.
                         as that example: Module.to_global with the layout's SBPs), eagerly and
                         as an nn.Graph, and the collectives one step runs, from
                         flow.boxing.comm_log()
+                        ("ddp": flow.nn.parallel.DistributedDataParallel on local tensors, each
+                        rank on its S(0) rows of the batch, as PyTorch's)
     --lib torch         PyTorch DistributedDataParallel over Gloo, each rank on its S(0) rows
                         of the same batch; the model is the same file loaded with `oneflowlike`
                         replaced by `torch` (model_loader.load_model_module)
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT / "examples" / "parallel"))
 def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True, choices=["oneflowlike", "torch"])
-    ap.add_argument("--layouts", default="dp,tp,zero,2d,seq")
+    ap.add_argument("--layouts", default="ddp,dp,tp,zero,2d,seq")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=64)
     ap.add_argument("--n-layer", type=int, default=2)
@@ -86,6 +88,9 @@ def run_oneflowlike(args):
     x_np, y_np = batch(args)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     for layout in args.layouts.split(","):
+        if layout == "ddp":
+            run_ddp(flow, dist, m, args, x_np, y_np)
+            continue
         if layout.split("@")[0].split(":")[0] in (*PIPELINES, "auto_pipeline"):
             run_pipeline(flow, dist, m, args, layout, x_np, y_np)
             continue
@@ -120,6 +125,38 @@ def run_oneflowlike(args):
             if rank == 0:
                 row.update(lib="oneflowlike", case=layout, mode=mode)
                 print(json.dumps(row), flush=True)
+
+
+def run_ddp(flow, dist, m, args, x_np, y_np):
+    """Our DistributedDataParallel on local tensors, each rank on its rows, as PyTorch's below."""
+    from model_loader import train_step
+
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    rows = np.array_split(np.arange(args.batch_size), world_size)[rank]
+    x, y = (flow.tensor(a[rows]) for a in (x_np, y_np))
+    flow.manual_seed(0)
+    model = m.GPT(
+        m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    )
+    ddp = flow.nn.parallel.DistributedDataParallel(model)
+    opt = flow.optim.AdamW(ddp.parameters(), lr=1e-3)
+    seconds = best_step_seconds(train_step(ddp, opt, x, y), dist.barrier, args)
+    if rank == 0:
+        row = ddp_row(seconds, model, world_size)
+        row.update(lib="oneflowlike", mode="eager", overlap=dict(ddp.last_sync))
+        print(json.dumps(row), flush=True)
+
+
+def ddp_row(seconds, model, world_size):
+    """DDP all-reduces every gradient once per step (in buckets): that is its whole traffic."""
+    nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    return {
+        "case": "ddp",
+        "step_s": seconds,
+        "collectives": {"all_reduce (buckets)": None},
+        "buffer_bytes": nbytes,
+        "wire_bytes": nbytes * 2 * (world_size - 1) / world_size,
+    }
 
 
 def run_pipeline(flow, dist, m, args, layout, x_np, y_np):
@@ -216,16 +253,8 @@ def run_torch(args):
 
     seconds = best_step_seconds(train_step(ddp, opt, x, y), dist.barrier, args)
     if rank == 0:
-        # DDP all-reduces every gradient once per step (in buckets): that is its whole traffic.
-        nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
-        row = {
-            "lib": "torch",
-            "case": "ddp",
-            "step_s": seconds,
-            "collectives": {"all_reduce (buckets)": None},
-            "buffer_bytes": nbytes,
-            "wire_bytes": nbytes * 2 * (world_size - 1) / world_size,
-        }
+        row = ddp_row(seconds, model, world_size)
+        row["lib"] = "torch"
         print(json.dumps(row), flush=True)
     dist.destroy_process_group()
 

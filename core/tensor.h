@@ -14,7 +14,8 @@ struct GlobalInfo;  // sbp/global_info.h: logical shape, placement, NdSbp
 struct TraceValue;  // graph/trace.h: the graph value a traced tensor stands for
 namespace autograd {
 class Node;
-}
+struct LeafHooks;  // core/autograd/node.h
+}  // namespace autograd
 
 class Tensor {
  public:
@@ -87,6 +88,9 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;
+  // A leaf's hooks (Tensor.register_hook, register_post_accumulate_grad_hook); a non-leaf's
+  // register_hook sits on its grad_fn.
+  std::shared_ptr<autograd::LeafHooks> hooks;
 };
 
 class TensorImpl {

@@ -13,7 +13,17 @@ namespace ofl::internal::autograd {
 
 namespace {
 thread_local int backward_depth = 0;
+// The callbacks queued during the innermost backward() running on this thread.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
 }  // namespace
+
+void queue_callback(std::function<void()> fn) {
+  if (!queued_callbacks)
+    fail("queue_callback",
+         "no backward pass is running on this thread: queue a callback from a "
+         "hook that backward() calls");
+  queued_callbacks->push_back(std::move(fn));
+}
 
 bool executing_backward() {
   return backward_depth > 0;
@@ -126,6 +136,7 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
     }
     bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(node) != nullptr;
     if (is_leaf_acc && captures) continue;  // autograd.grad leaves .grad alone
+    node->run_grad_hooks(in);
     for (size_t i = 0; i < node->retained().size() && i < in.size(); ++i)
       if (auto impl = node->retained()[i].lock(); impl && in[i].defined()) {
         Tensor t(impl);
@@ -156,6 +167,12 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
               bool create_graph) {
   const GlobalGradHooks& hooks = global_grad_hooks();
+  std::vector<std::function<void()>> callbacks;
+  struct Scope {
+    std::vector<std::function<void()>>* outer = queued_callbacks;
+    ~Scope() { queued_callbacks = outer; }
+  } scope;
+  queued_callbacks = &callbacks;
   try {
     run(roots, grads, retain_graph, create_graph, "backward", nullptr, nullptr);
   } catch (...) {
@@ -163,6 +180,10 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
     throw;
   }
   if (hooks.flush) hooks.flush(true);
+  for (size_t i = 0; i < callbacks.size(); ++i) {  // a callback may queue another
+    auto fn = std::move(callbacks[i]);
+    fn();
+  }
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,

@@ -1,5 +1,6 @@
 // Runs the backward pass over the recorded graph.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -10,6 +11,11 @@ namespace ofl::internal::autograd {
 // for scalar roots (an implicit 1).
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
               bool create_graph);
+
+// Runs fn once the backward() running on this thread has finished, after every gradient is in
+// .grad (as PyTorch's Variable._execution_engine.queue_callback; DDP waits for its buckets
+// there); not on error. Raises outside a backward pass.
+void queue_callback(std::function<void()> fn);
 
 // Whether this thread is running a backward pass (graph mode marks the nodes it traces there).
 bool executing_backward();

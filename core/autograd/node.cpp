@@ -35,6 +35,77 @@ void set_current_place(Place place) {
 Node::Node(std::string name)
     : name_(std::move(name)), seq_(next_sequence_nr++), place_(place_now) {}
 
+namespace {
+
+std::atomic<int> next_hook_id{1};
+
+// Calls each hook on g, taking what it returns instead; a copy of the list, so a hook may
+// remove itself.
+Tensor apply_grad_hooks(std::vector<std::pair<int, GradHook>> hooks, Tensor g) {
+  for (auto& [id, hook] : hooks)
+    if (Tensor out = hook(g); out.defined()) {
+      if (out.shape() != g.shape())
+        fail("register_hook", "a hook returned a gradient of shape ", shape_str(out.shape()),
+             " for a tensor whose gradient has shape ", shape_str(g.shape()));
+      g = out;
+    }
+  return g;
+}
+
+LeafHooks& leaf_hooks(const Tensor& t) {
+  auto& h = t.impl()->meta().hooks;
+  if (!h) h = std::make_shared<LeafHooks>();
+  return *h;
+}
+
+void require_grad_for_hook(const Tensor& t, const char* op) {
+  if (!t.requires_grad())
+    fail(op, "cannot register a hook on a tensor of shape ", shape_str(t.shape()),
+         " that does not require grad");
+}
+
+}  // namespace
+
+void Node::run_grad_hooks(Grads& grads) const {
+  for (size_t i = 0; i < grad_hooks_.size() && i < grads.size(); ++i)
+    if (!grad_hooks_[i].entries.empty() && grads[i].defined())
+      grads[i] = apply_grad_hooks(grad_hooks_[i].entries, grads[i]);
+}
+
+int add_grad_hook(const Tensor& t, GradHook hook) {
+  require_grad_for_hook(t, "register_hook");
+  int id = next_hook_id++;
+  if (t.is_leaf()) {
+    leaf_hooks(t).grad.entries.emplace_back(id, std::move(hook));
+  } else {
+    auto& by_output = t.grad_fn()->grad_hooks();
+    if (by_output.size() <= t.output_nr()) by_output.resize(t.output_nr() + 1);
+    by_output[t.output_nr()].entries.emplace_back(id, std::move(hook));
+  }
+  return id;
+}
+
+int add_post_accumulate_grad_hook(const Tensor& t, PostAccumulateHook hook) {
+  require_grad_for_hook(t, "register_post_accumulate_grad_hook");
+  if (!t.is_leaf())
+    fail("register_post_accumulate_grad_hook", "only a leaf tensor accumulates a gradient; this ",
+         "one of shape ", shape_str(t.shape()), " was made by ", t.grad_fn()->name());
+  int id = next_hook_id++;
+  leaf_hooks(t).post_accumulate.entries.emplace_back(id, std::move(hook));
+  return id;
+}
+
+bool remove_hook(const Tensor& t, int id) {
+  if (!t.defined() || !t.impl()->autograd) return false;
+  if (auto& h = t.impl()->autograd->hooks;
+      h && (h->grad.remove(id) || h->post_accumulate.remove(id)))
+    return true;
+  if (auto fn = t.grad_fn())
+    for (auto& hooks : fn->grad_hooks())
+      if (hooks.remove(id)) return true;
+  return false;
+}
+
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   if (is_output) {
@@ -114,6 +185,10 @@ void accumulate_grad(Tensor var, const Tensor& g) {
   } else {
     var.set_grad(call_op("add", {old, g}));
   }
+  if (auto& h = var.impl()->meta().hooks; h && !h->post_accumulate.entries.empty()) {
+    auto hooks = h->post_accumulate.entries;  // a hook may remove itself
+    for (auto& [id, hook] : hooks) hook(var);
+  }
 }
 
 AccumulateGrad::AccumulateGrad(const Tensor& var) : Node("AccumulateGrad"), var_(var.impl_ptr()) {}
@@ -123,6 +198,8 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   if (!impl || !grads[0].defined()) return {};
   Tensor var(impl);
   Tensor g = grads[0];
+  if (auto& h = impl->meta().hooks; h && !h->grad.entries.empty())
+    g = apply_grad_hooks(h->grad.entries, g);
   if (var.is_global() && g.is_traced() && traced_take)
     g = traced_take(var, g);
   else if (var.is_global() && global_hooks.take)

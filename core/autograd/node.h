@@ -43,6 +43,26 @@ class PlaceScope {
   Place prev_;
 };
 
+// A hook on the gradient that flows into a tensor (Tensor.register_hook): returns the gradient
+// to use instead, or an undefined tensor to keep it.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+// Runs once a leaf's gradient was added into its .grad (register_post_accumulate_grad_hook).
+using PostAccumulateHook = std::function<void(const Tensor& leaf)>;
+
+// Hooks in registration order, each with the id remove_hook takes.
+template <class Hook>
+struct Hooks {
+  std::vector<std::pair<int, Hook>> entries;
+  bool remove(int id) {
+    return std::erase_if(entries, [id](const auto& e) { return e.first == id; }) > 0;
+  }
+};
+
+struct LeafHooks {
+  Hooks<GradHook> grad;  // before the gradient reaches .grad
+  Hooks<PostAccumulateHook> post_accumulate;
+};
+
 class Node {
  public:
   explicit Node(std::string name);
@@ -66,6 +86,10 @@ class Node {
   std::vector<OutputMeta>& outputs() { return outputs_; }
   // Non-leaf tensors that asked for retain_grad(), by output index.
   std::vector<std::weak_ptr<TensorImpl>>& retained() { return retained_; }
+  // Hooks on the gradient of forward output `output_nr` (a non-leaf's register_hook), by
+  // output; run_grad_hooks applies them to the gradients the node got, before its backward.
+  std::vector<Hooks<GradHook>>& grad_hooks() { return grad_hooks_; }
+  void run_grad_hooks(Grads& grads) const;
 
  private:
   std::string name_;
@@ -74,6 +98,7 @@ class Node {
   std::vector<Edge> next_;
   std::vector<OutputMeta> outputs_;
   std::vector<std::weak_ptr<TensorImpl>> retained_;
+  std::vector<Hooks<GradHook>> grad_hooks_;
 };
 
 // A tensor kept for backward, with the version it had; unpack() rejects later in-place writes.
@@ -132,8 +157,17 @@ const GlobalGradHooks& global_grad_hooks();
 // this instead: a conversion recorded in the graph (set by graph/).
 void set_traced_grad_hook(Tensor (*take)(const Tensor& var, const Tensor& grad));
 
-// Adds `grad` (in var's layout) into var.grad: what AccumulateGrad does with a leaf's gradient.
+// Adds `grad` (in var's layout) into var.grad, then runs var's post-accumulate hooks: what
+// AccumulateGrad does with a leaf's gradient.
 void accumulate_grad(Tensor var, const Tensor& grad);
+
+// Registers a hook on t's gradient: a leaf's runs before its gradient is accumulated, a
+// non-leaf's on its grad_fn. Returns the id remove_hook takes. t must require grad.
+int add_grad_hook(const Tensor& t, GradHook hook);
+// Leaf only: the hook sees the leaf once its .grad holds this backward's gradient.
+int add_post_accumulate_grad_hook(const Tensor& t, PostAccumulateHook hook);
+// Removes the hook with that id from t (false when it has none such: removed already).
+bool remove_hook(const Tensor& t, int id);
 
 // The edge a gradient for `t` flows into (its grad_fn, or its accumulator if a leaf).
 Edge gradient_edge(const Tensor& t);

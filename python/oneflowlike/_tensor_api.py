@@ -460,6 +460,24 @@ def _repr(t):
     return prefix + body + "".join(", " + e for e in extras) + ")"
 
 
+class _HookHandle:
+    """What Tensor.register_hook returns: remove() unregisters the hook (a context manager too)."""
+
+    def __init__(self, tensor, hook_id):
+        self._tensor, self.id = tensor, hook_id
+
+    def remove(self):
+        if self._tensor is not None:
+            self._tensor._remove_hook(self.id)
+            self._tensor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 def _install_tensor_methods():
     T = _C.Tensor
     T.__repr__ = _repr
@@ -521,6 +539,15 @@ def _install_tensor_methods():
         _dlpack_source(self, "__dlpack_device__")
         return (1, 0)  # kDLCPU
 
+    def register_hook(self, hook):
+        """hook(grad) runs when the gradient for this tensor is computed; a tensor it returns
+        replaces the gradient. Returns a handle whose remove() unregisters it."""
+        return _HookHandle(self, self._register_hook(hook))
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Leaf only: hook(tensor) runs once tensor.grad holds this backward's gradient."""
+        return _HookHandle(self, self._register_post_accumulate_grad_hook(hook))
+
     shape_of, size_of = T.shape, T.size
 
     def size(self, dim=None):
@@ -542,5 +569,7 @@ def _install_tensor_methods():
         new_ones,
         new_full,
         new_tensor,
+        register_hook,
+        register_post_accumulate_grad_hook,
     ):
         setattr(T, fn.__name__, fn)

@@ -155,4 +155,11 @@ std::optional<DType> to_dtype_opt(py::handle obj) {
   return obj.cast<DType>();
 }
 
+std::shared_ptr<py::function> hold_callable(py::function fn) {
+  return std::shared_ptr<py::function>(new py::function(std::move(fn)), [](py::function* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+}
+
 }  // namespace ofl::internal::py_bind

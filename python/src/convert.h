@@ -26,5 +26,8 @@ std::vector<int64_t> to_axes(py::handle obj);
 DType dtype_of_array(const py::array& arr);
 py::dtype numpy_dtype(DType t);
 std::optional<DType> to_dtype_opt(py::handle obj);
+// A Python callable kept by C++ (an autograd node, a hook): released with the GIL held,
+// whichever thread frees it.
+std::shared_ptr<py::function> hold_callable(py::function fn);
 
 }  // namespace ofl::internal::py_bind

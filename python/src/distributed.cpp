@@ -4,6 +4,7 @@
 #include "core/comm/device_communicator.h"
 #include "core/comm/gloo/gloo_communicator.h"
 #include "core/comm/tcp_store.h"
+#include "core/comm/work_queue.h"
 #include "ops/ops.h"
 
 namespace ofl::internal::py_bind {
@@ -56,6 +57,24 @@ Shape blocks_shape(const Tensor& t, int64_t rows) {
 std::vector<int64_t> counts_or_empty(py::object counts) {
   if (counts.is_none()) return {};
   return counts.cast<std::vector<int64_t>>();
+}
+
+// A collective that runs on the communicator's background thread (async_op=True); its tensor is
+// not to be read or written before wait().
+struct Work {
+  std::shared_future<void> done;
+  Tensor result;
+};
+
+// Submits `run` on a dense copy of t when t is not contiguous, copying the result back after.
+Work submit_in_place(const std::shared_ptr<Communicator>& c, Tensor t,
+                     std::function<void(Tensor&)> run) {
+  Tensor d = dense(t);
+  auto done = comm::submit(c, [d, t, run = std::move(run)]() mutable {
+    run(d);
+    if (!d.same(t)) copy_(t, d);
+  });
+  return {done, t};
 }
 
 }  // namespace
@@ -116,6 +135,23 @@ void bind_distributed(py::module_& parent) {
       py::arg("host"), py::arg("port"), py::arg("is_server"), py::arg("token") = "",
       py::arg("timeout_s") = 300.0);
 
+  py::class_<Work>(m, "Work", "a collective running in the background (async_op=True)")
+      .def(
+          "wait",
+          [](const Work& w) {
+            {
+              py::gil_scoped_release release;
+              w.done.get();  // rethrows the collective's error
+            }
+            return true;
+          },
+          "blocks until the collective has finished; raises its error")
+      .def("is_completed",
+           [](const Work& w) {
+             return w.done.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+           })
+      .def("result", [](const Work& w) { return std::vector<Tensor>{w.result}; });
+
   py::class_<Communicator, std::shared_ptr<Communicator>>(m, "Communicator")
       .def("rank", &Communicator::rank)
       .def("size", &Communicator::size)
@@ -136,6 +172,19 @@ void bind_distributed(py::module_& parent) {
             return t;
           },
           py::arg("tensor"), py::arg("op") = "sum")
+      .def(
+          "all_reduce_async",
+          [](const std::shared_ptr<Communicator>& c, const Tensor& t, const std::string& op) {
+            ReduceOp r = parse_op(op);
+            return submit_in_place(c, t, [c, r](Tensor& d) { c->all_reduce(d, r); });
+          },
+          py::arg("tensor"), py::arg("op") = "sum")
+      .def(
+          "broadcast_async",
+          [](const std::shared_ptr<Communicator>& c, const Tensor& t, int root) {
+            return submit_in_place(c, t, [c, root](Tensor& d) { c->broadcast(d, root); });
+          },
+          py::arg("tensor"), py::arg("root") = 0)
       .def("all_gather",
            [](Communicator& c, const Tensor& t) {
              Tensor in = dense(t),

@@ -90,6 +90,16 @@ void bind_autograd(py::module_& m) {
           for (auto& x : grads) g.push_back(x ? *x : Tensor());
           autograd::backward(roots, g, retain_graph, create_graph);
         });
+  m.def(
+      "queue_callback",
+      [](py::function fn) {
+        auto held = hold_callable(std::move(fn));
+        autograd::queue_callback([held] {
+          py::gil_scoped_acquire gil;
+          (*held)();
+        });
+      },
+      "runs fn once the running backward() has finished (not on error)");
   m.def("autograd_grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                             const std::vector<std::optional<Tensor>>& grads, bool retain_graph,
                             bool create_graph, bool allow_unused) {
@@ -105,11 +115,7 @@ void bind_autograd(py::module_& m) {
   // gradient per input (None for none).
   m.def("record_function", [](const std::string& name, const std::vector<Tensor>& inputs,
                               const std::vector<Tensor>& outputs, py::function backward) {
-    // Released with the GIL held, whichever thread frees the node.
-    std::shared_ptr<py::function> fn(new py::function(std::move(backward)), [](py::function* f) {
-      py::gil_scoped_acquire gil;
-      delete f;
-    });
+    auto fn = hold_callable(std::move(backward));
     const size_t num_inputs = inputs.size();
     autograd::record(name, inputs, outputs,
                      [fn, num_inputs, name](const autograd::Grads& grads,

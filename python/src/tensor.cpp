@@ -91,6 +91,28 @@ void bind_tensor(py::module_& m) {
           },
           py::arg("requires_grad") = true, py::return_value_policy::reference)
       .def("retain_grad", &Tensor::retain_grad)
+      .def(
+          "_register_hook",
+          [](const Tensor& t, py::function fn) {
+            auto hook = hold_callable(std::move(fn));
+            return autograd::add_grad_hook(t, [hook](const Tensor& g) -> Tensor {
+              py::gil_scoped_acquire gil;
+              py::object out = (*hook)(g);
+              return out.is_none() ? Tensor() : as_tensor(out, "register_hook");
+            });
+          },
+          py::arg("hook"))
+      .def(
+          "_register_post_accumulate_grad_hook",
+          [](const Tensor& t, py::function fn) {
+            auto hook = hold_callable(std::move(fn));
+            return autograd::add_post_accumulate_grad_hook(t, [hook](const Tensor& leaf) {
+              py::gil_scoped_acquire gil;
+              (*hook)(leaf);
+            });
+          },
+          py::arg("hook"))
+      .def("_remove_hook", [](const Tensor& t, int id) { return autograd::remove_hook(t, id); })
       .def_property_readonly("retains_grad", &Tensor::retains_grad)
       .def(
           "backward",

@@ -50,7 +50,7 @@ def launch(launcher_args, script_args=(), env=None, timeout=60, prefix=()):
 def expect_clean_ranks(script, nproc, *args, timeout=120, rdzv_timeout=30, env=None):
     """Runs dist_workers/<script> on nproc ranks through the launcher (with the extra environment
     variables `env`); every rank must report (one JSON line with its rank and problems) and
-    report no problem."""
+    report no problem. Returns the reports."""
     r = launch(
         ["--nproc_per_node", str(nproc), "--rdzv_timeout", str(rdzv_timeout)],
         [worker(script), *args],
@@ -62,6 +62,7 @@ def expect_clean_ranks(script, nproc, *args, timeout=120, rdzv_timeout=30, env=N
     assert sorted(rep["rank"] for rep in reports) == list(range(nproc)), r
     for rep in reports:
         assert rep["problems"] == [], (rep, r)
+    return reports
 
 
 def json_lines(text):

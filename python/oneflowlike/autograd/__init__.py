@@ -29,3 +29,9 @@ def grad(
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     retain = create_graph if retain_graph is None else retain_graph
     return _C.autograd_grad(outputs, inputs, grads, retain, create_graph, allow_unused)
+
+
+def queue_callback(fn):
+    """Runs fn() once the backward() now running has finished, every gradient in .grad (from a
+    hook; as PyTorch's Variable._execution_engine.queue_callback). Not run when backward fails."""
+    _C.queue_callback(fn)

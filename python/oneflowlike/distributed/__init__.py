@@ -190,8 +190,12 @@ def barrier(group=None):
     _group(group).barrier()
 
 
-def all_reduce(tensor, op="sum", group=None):
-    """Reduces tensor in place over the group; returns it."""
+def all_reduce(tensor, op="sum", group=None, async_op=False):
+    """Reduces tensor in place over the group; returns it. With async_op=True it runs on the
+    group's background thread and returns a Work: wait() on it before touching the tensor, and
+    call no blocking collective of the same group meanwhile."""
+    if async_op:
+        return _group(group).all_reduce_async(tensor, op=op)
     _group(group).all_reduce(tensor, op=op)
     return tensor
 
@@ -224,8 +228,11 @@ def all_to_all_v(tensor, send_counts, recv_counts, group=None):
     return _group(group).all_to_all_v(tensor, list(send_counts), list(recv_counts))
 
 
-def broadcast(tensor, src=0, group=None):
-    """Copies src's tensor into every rank's tensor in place; returns it."""
+def broadcast(tensor, src=0, group=None, async_op=False):
+    """Copies src's tensor into every rank's tensor in place; returns it (a Work to wait() on
+    with async_op=True, as all_reduce)."""
+    if async_op:
+        return _group(group).broadcast_async(tensor, src)
     _group(group).broadcast(tensor, src)
     return tensor
 

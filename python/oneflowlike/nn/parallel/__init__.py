@@ -1,0 +1,5 @@
+"""flow.nn.parallel: DistributedDataParallel (data parallelism over local tensors)."""
+
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]

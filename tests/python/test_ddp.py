@@ -1,0 +1,74 @@
+"""flow.nn.parallel.DistributedDataParallel: on real ranks through the launcher against one
+process training on the whole batch (dist_workers/ddp_worker.py), and its single-process and
+refusing cases here."""
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+import oneflowlike.distributed as dist
+from _launch import expect_clean_ranks
+from oneflowlike.nn.parallel import DistributedDataParallel as DDP
+
+needs_comm = pytest.mark.skipif(
+    not hasattr(flow._C, "comm"), reason="this build has no oneflowlike._C.comm"
+)
+
+
+@needs_comm
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_ddp_broadcasts_rank0_and_trains_like_one_process_on_the_whole_batch(nproc):
+    reports = expect_clean_ranks("ddp_worker.py", nproc)
+    for rep in reports:
+        # bucket_size=2 over 4 parameters: two buckets, the first out while backward still ran
+        assert rep["last_sync"]["buckets"] == 2
+        assert rep["last_sync"]["launched_during_backward"] >= 1
+
+
+def test_in_one_process_ddp_is_the_module():
+    flow.manual_seed(0)
+    model = flow.nn.Linear(3, 2)
+    ddp = DDP(model)
+    x = flow.ones(4, 3)
+    np.testing.assert_allclose(ddp(x).numpy(), model(x).numpy())
+    ddp(x).sum().backward()
+    np.testing.assert_allclose(model.bias.grad.numpy(), [4.0, 4.0])
+    assert list(ddp.state_dict()) == ["module.weight", "module.bias"]
+    with ddp.no_sync():
+        assert not ddp.require_backward_grad_sync
+    assert ddp.require_backward_grad_sync
+
+
+def test_ddp_refuses_what_it_cannot_wrap():
+    with pytest.raises(TypeError, match=r"\[DistributedDataParallel\] wraps an nn.Module"):
+        DDP(lambda x: x)
+    model = flow.nn.Linear(3, 2)
+    model.to_global(flow.placement("cpu", ranks=[0]), flow.sbp.broadcast)
+    with pytest.raises(TypeError, match="weight is global"):
+        DDP(model)
+
+
+def test_ddp_inside_a_graph_says_how_to_do_data_parallelism_there():
+    ddp = DDP(flow.nn.Linear(3, 2))
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.ddp = ddp
+
+        def build(self, x):
+            return self.ddp(x)
+
+    with pytest.raises(TypeError, match="runs eagerly.*global"):
+        Step()(flow.ones(2, 3))
+
+
+def test_async_all_reduce_in_one_process_waits_and_returns_the_tensor():
+    t = flow.tensor([1.0, 2.0])
+    work = dist.all_reduce(t, async_op=True)
+    assert work.wait() and work.is_completed()
+    np.testing.assert_allclose(work.result()[0].numpy(), [1.0, 2.0])
+    strided = flow.arange(6.0).reshape(2, 3).t()  # not contiguous: reduced through a copy
+    dist.broadcast(strided, async_op=True).wait()
+    np.testing.assert_allclose(strided.numpy(), np.arange(6.0).reshape(2, 3).T)
