@@ -17,6 +17,23 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
+def _laid_out_as(value, param):
+    """A checkpoint's `value` in `param`'s layout (same logical shape): a global param takes its
+    own placement and SBP whatever the value's (a local value is the whole tensor, the
+    placement's first rank's; a global one is resharded), a local param the whole logical
+    value. So single-process checkpoints load into global models and the other way round."""
+    if param.is_global:
+        if not value.is_global:
+            return flow._global.like_global(value, param)
+        if value.placement == param.placement and value.sbp == param.sbp:
+            return value
+        return value.to_global(placement=param.placement, sbp=param.sbp)
+    if value.is_global and param.device.type != "meta" and not param.is_traced:
+        whole = flow._C.global_to_full(value, flow._global._world())
+        return whole if whole.device == param.device else whole.to(param.device)
+    return value
+
+
 class StateDictMixin:
     """Saving and loading of parameters and persistent buffers, as torch.nn.Module."""
 
@@ -66,15 +83,16 @@ class StateDictMixin:
                     f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} "
                     f"from checkpoint, the shape in current model is {tuple(param.shape)}."
                 )
-            elif assign:
-                if name in self._parameters:
-                    self._parameters[name] = Parameter(value, param.requires_grad)
-                else:
-                    self._buffers[name] = value
             else:
                 try:
                     with flow.no_grad():
-                        param.copy_(flow._global.like_global(value, param))
+                        value = _laid_out_as(value.detach(), param)
+                        if not assign:
+                            param.copy_(value)
+                        elif name in self._parameters:
+                            self._parameters[name] = Parameter(value, param.requires_grad)
+                        else:
+                            self._buffers[name] = value
                 except Exception as ex:  # report every failing key, not only the first
                     errors.append(f'While copying the parameter named "{key}": {ex}')
         for key in state_dict:

@@ -1,9 +1,11 @@
-"""Small utilities (activation checkpointing, data loading, where the C++ API is installed)."""
+"""Small utilities (activation checkpointing, data loading, global_view, where the C++ API is
+installed)."""
 
 import os
 
 from . import checkpoint
 from . import data
+from . import global_view
 
 # The folder to add to CMAKE_PREFIX_PATH for find_package(oneflowlike CONFIG): the C++ API's
 # headers, library and CMake package are installed inside this Python package.
