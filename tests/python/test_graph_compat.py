@@ -84,7 +84,7 @@ def test_flow_save_exports_a_graph_as_graph_save(tmp_path):
     assert (tmp_path / "exported" / "graph.json").exists()
 
 
-def test_enable_amp_traces_under_autocast_and_set_grad_scaler_says_what_works():
+def test_enable_amp_traces_under_autocast_and_set_grad_scaler_checks_its_argument():
     model, opt, _ = setup()
 
     class AmpStep(Step):
@@ -100,8 +100,9 @@ def test_enable_amp_traces_under_autocast_and_set_grad_scaler_says_what_works():
     out, loss = g(x, y)
     assert out.dtype == flow.bfloat16  # the CPU's autocast dtype
     assert np.isfinite(loss.item())
-    with pytest.raises(NotImplementedError, match=r"set_grad_scaler: loss scaling is not"):
-        g.config.set_grad_scaler(None)
+    g.config.set_grad_scaler(None)  # none: no loss scaling (test_graph_grad_scaler.py scales)
+    with pytest.raises(TypeError, match="set_grad_scaler expects a flow.amp.GradScaler"):
+        g.set_grad_scaler(1.0)
 
 
 def test_auto_parallel_on_one_device_runs_as_is_and_hints_warn_once():
