@@ -135,11 +135,14 @@ def make_global_creation(fn, sync_data):
     same tensor everywhere and communicate nothing."""
 
     def wrapper(*args, placement=None, sbp=None, **kwargs):
-        full = fn(*args, **kwargs)
         if placement is None:
             if sbp is not None:
                 raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
-            return full
+            return fn(*args, **kwargs)
+        from .utils.global_view import global_mode
+
+        with global_mode(False):  # the given layout, not global mode's, lays the full tensor out
+            full = fn(*args, **kwargs)
         out = from_full(full, placement, sbp, sync_data)
         return out.requires_grad_() if full.requires_grad else out
 

@@ -71,6 +71,41 @@ def _on(device):
     return {} if d is None else {"device": d}
 
 
+_global_view = []  # utils.global_view, imported on first use (utils imports the whole package)
+
+
+def _gv():
+    if not _global_view:
+        from .utils import global_view
+
+        _global_view.append(global_view)
+    return _global_view[0]
+
+
+def _create(op, build, device, requires_grad=False, sync_data=False):
+    """build(device kwargs) makes the whole tensor. In global mode, or given a global tensor's
+    device, it is laid out as a global tensor (utils/global_view.py says how)."""
+    gv = _gv()
+    layout = gv.creation_layout(device)
+    if layout is None:
+        return _finish(build(_on(device)), requires_grad)
+    full = build({"device": gv.build_device(device, layout)})
+    return _finish(gv.lay_out(op, full, layout, sync_data), requires_grad)
+
+
+def _create_like(op, t, build, sync_data=False):
+    """A *_like op on a local `t` in global mode gives a global tensor (a global `t` gives its
+    own layout, by the op or by make_global_like)."""
+    gv = _gv()
+    layout = gv.like_layout(t)
+    if layout is not None:
+        return gv.lay_out(op, build(gv.build_device(t.device, layout)), layout, sync_data)
+    full = build(t.device)
+    if sync_data and t.is_global:  # make_global_like keeps each rank's shard of one draw
+        full = gv.same_on_every_rank(full, t.placement)
+    return full
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays, tensors)."""
     d = _resolve_device(device)
@@ -88,6 +123,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = _C.from_numpy(np.asarray(arr, order="C"))  # keeps 0-d arrays 0-d
     if dtype is not None and t.dtype != dtype:
         t = _C.to_dtype(t, dtype)
+    layout = None if t.is_global else _gv().creation_layout(device)
+    if layout is not None:  # the placement's first rank's data is the logical tensor
+        return _finish(_gv().lay_out("tensor", t, layout, sync_data=True), requires_grad)
     if d is not None:
         t = t.to(d)
     return _finish(t, requires_grad)
@@ -95,6 +133,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 def as_tensor(data, dtype=None, device=None):
     d = _resolve_device(device)
+    if _gv().creation_layout(device) is not None and not getattr(data, "is_global", False):
+        return tensor(data, dtype=dtype, device=device)
     if isinstance(data, _C.Tensor) and (dtype is None or data.dtype == dtype):
         return data if d is None else data.to(d)
     if isinstance(data, np.ndarray) and (dtype is None):
@@ -105,17 +145,17 @@ def as_tensor(data, dtype=None, device=None):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_C.full(shape, 0.0, dt, **_on(device)), requires_grad)
+    return _create("zeros", lambda d: _C.full(shape, 0.0, dt, **d), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_C.full(shape, 1.0, dt, **_on(device)), requires_grad)
+    return _create("ones", lambda d: _C.full(shape, 1.0, dt, **d), device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_C.empty(shape, dt, **_on(device)), requires_grad)
+    return _create("empty", lambda d: _C.empty(shape, dt, **d), device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -125,34 +165,43 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
             if isinstance(fill_value, _py_bool)
             else _C.dtype.int64 if isinstance(fill_value, _py_int) else _C.dtype.float32
         )
-    shape = (size,) if isinstance(size, _py_int) else tuple(size)
-    return _finish(_C.full(shape, _py_float(fill_value), dtype, **_on(device)), requires_grad)
+    shape, value = (size,) if isinstance(size, _py_int) else tuple(size), _py_float(fill_value)
+    return _create("full", lambda d: _C.full(shape, value, dtype, **d), device, requires_grad)
+
+
+def _full_like(op, t, value, dtype):
+    if _gv().like_layout(t) is None:  # an op: on a global t each rank fills only its shard
+        return _C.full_like(t, value, dtype or t.dtype)
+    return _create_like(op, t, lambda d: _C.full(t.shape, value, dtype or t.dtype, device=d))
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.full_like(t, 0.0, dtype or t.dtype), requires_grad)
+    return _finish(_full_like("zeros_like", t, 0.0, dtype), requires_grad)
 
 
 def ones_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.full_like(t, 1.0, dtype or t.dtype), requires_grad)
+    return _finish(_full_like("ones_like", t, 1.0, dtype), requires_grad)
 
 
 def empty_like(t, dtype=None, requires_grad=False):
-    return _finish(_C.empty(t.shape, dtype or t.dtype, device=t.device), requires_grad)
+    out = _create_like("empty_like", t, lambda d: _C.empty(t.shape, dtype or t.dtype, device=d))
+    return _finish(out, requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False):
-    return _finish(_C.full_like(t, _py_float(fill_value), dtype or t.dtype), requires_grad)
+    return _finish(_full_like("full_like", t, _py_float(fill_value), dtype), requires_grad)
 
 
 def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_C.rand(shape, dt, generator, **_on(device)), requires_grad)
+    build = lambda d: _C.rand(shape, dt, generator, **d)  # noqa: E731
+    return _create("rand", build, device, requires_grad, sync_data=True)
 
 
 def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
     shape, dt = _shape(size), _dtype_or(dtype)
-    return _finish(_C.randn(shape, dt, generator, **_on(device)), requires_grad)
+    build = lambda d: _C.randn(shape, dt, generator, **d)  # noqa: E731
+    return _create("randn", build, device, requires_grad, sync_data=True)
 
 
 def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
@@ -160,7 +209,8 @@ def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
     if size is None:
         low, high, size = 0, low, high
     shape, dt = tuple(size), dtype or _C.dtype.int64
-    return _C.randint(low, high, shape, dt, generator, **_on(device))
+    build = lambda d: _C.randint(low, high, shape, dt, generator, **d)  # noqa: E731
+    return _create("randint", build, device, sync_data=True)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
@@ -168,7 +218,8 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     `generator`, the default one unless given), so manual_seed makes it reproducible."""
     if n < 0:
         raise ValueError(f"[randperm] n must be non-negative, got {n}")
-    order = _C.rand((n,), _C.dtype.float64, generator, **_on(device)).argsort()
+    build = lambda d: _C.rand((n,), _C.dtype.float64, generator, **d).argsort()  # noqa: E731
+    order = _create("randperm", build, device, sync_data=True)
     return _finish(order.to(dtype or _C.dtype.int64), requires_grad)
 
 
@@ -184,18 +235,23 @@ def _rebuild_tensor(array, dtype, requires_grad, device, cls):
     return t.requires_grad_(requires_grad) if requires_grad or t.requires_grad else t
 
 
+# On a global t these give the whole tensor, which make_global_like (in __init__) lays out.
 def rand_like(t, dtype=None, generator=None):
-    return _C.rand(t.shape, dtype or t.dtype, generator, device=t.device)
+    build = lambda d: _C.rand(t.shape, dtype or t.dtype, generator, device=d)  # noqa: E731
+    return _create_like("rand_like", t, build, sync_data=True)
 
 
 def randn_like(t, dtype=None, generator=None):
-    return _C.randn(t.shape, dtype or t.dtype, generator, device=t.device)
+    build = lambda d: _C.randn(t.shape, dtype or t.dtype, generator, device=d)  # noqa: E731
+    return _create_like("randn_like", t, build, sync_data=True)
 
 
 def randint_like(t, low, high=None, dtype=None, generator=None):
     if high is None:
         low, high = 0, low
-    return _C.randint(low, high, t.shape, dtype or t.dtype, generator, device=t.device)
+    dt = dtype or t.dtype
+    build = lambda d: _C.randint(low, high, t.shape, dt, generator, device=d)  # noqa: E731
+    return _create_like("randint_like", t, build, sync_data=True)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -204,18 +260,19 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
         dtype = _C.dtype.int64 if is_int else _C.dtype.float32
-    out = _C.arange(_py_float(start), _py_float(end), _py_float(step), dtype, **_on(device))
-    return _finish(out, requires_grad)
+    a, b, c = _py_float(start), _py_float(end), _py_float(step)
+    return _create("arange", lambda d: _C.arange(a, b, c, dtype, **d), device, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     dt = _dtype_or(dtype)
-    return _finish(_C.linspace(start, end, steps, dt, **_on(device)), requires_grad)
+    build = lambda d: _C.linspace(start, end, steps, dt, **d)  # noqa: E731
+    return _create("linspace", build, device, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     m, dt = n if m is None else m, _dtype_or(dtype)
-    return _finish(_C.eye(n, m, dt, **_on(device)), requires_grad)
+    return _create("eye", lambda d: _C.eye(n, m, dt, **d), device, requires_grad)
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
@@ -548,13 +605,18 @@ def _install_tensor_methods():
         """Leaf only: hook(tensor) runs once tensor.grad holds this backward's gradient."""
         return _HookHandle(self, self._register_post_accumulate_grad_hook(hook))
 
-    shape_of, size_of = T.shape, T.size
+    shape_of, size_of, device_of = T.shape, T.size, T.device
+
+    def device(self):  # a global tensor's carries its placement: creation ops given it follow
+        d = device_of.__get__(self)
+        return _gv().GlobalDevice(d, _C.global_placement(self)) if self.is_global else d
 
     def size(self, dim=None):
         return Size(size_of(self)) if dim is None else size_of(self, dim)
 
     T.shape = property(lambda self: Size(shape_of.__get__(self)), doc=shape_of.__doc__)
     T.is_local = property(lambda self: not self.is_global, doc="Not a global tensor.")
+    T.device = property(device, doc=device_of.__doc__)
     for fn in (
         __reduce__,
         __format__,

@@ -74,6 +74,9 @@ def main():
         check("eye S(0)", np.array_equal(e.numpy(), np.eye(3 * world, dtype=np.float32)))
         t = flow.tensor(np.full((world, 2), rank, np.float32))  # given data: rank 0's
         check("tensor is rank 0's data", np.array_equal(t.numpy(), np.zeros((world, 2))))
+        b = flow.arange(2 * world, placement=place, sbp=B)  # a layout given: it, not the mode's
+        check("explicit layout in the mode", b.sbp == (B,) and b.to_local().shape[0] == 2 * world)
+        check("explicit layout's values", np.array_equal(b.numpy(), np.arange(2 * world)))
 
     # Random ops give the same logical tensor on every rank, even with per-rank seeds.
     flow.manual_seed(100 + rank)
