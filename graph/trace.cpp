@@ -86,9 +86,11 @@ Tensor Trace::input(const Tensor& example) {
   return traced(graph_.add_input(value_like(example)), false);
 }
 
-Tensor Trace::box_grad(const Tensor& param, const Tensor& grad) {
+Tensor Trace::box_grad(const Tensor& param, const Tensor& grad,
+                       const std::optional<NdSbp>& nd_sbp) {
   const GlobalInfo& v = *param.impl()->global;
-  Tensor out = box("AccumulateGrad", grad, v.placement, v.nd_sbp, /*param_grad=*/true);
+  Tensor out = box("AccumulateGrad", grad, v.placement, nd_sbp ? *nd_sbp : v.nd_sbp,
+                   /*param_grad=*/true);
   graph_.nodes().back().grad_of = value_of("AccumulateGrad", param);
   return out;
 }

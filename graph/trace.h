@@ -4,6 +4,7 @@
 // outside (a module's parameters and buffers, Python scalars) are captured as graph variables,
 // by reference: the graph reads their values when it runs.
 #pragma once
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -38,8 +39,10 @@ class Trace {
   // constant every rank computes alike.
   Tensor box(const char* op, const Tensor& x, const Placement& placement, const NdSbp& nd_sbp,
              bool param_grad = false);
-  // A parameter's gradient taking the parameter's layout (a param_grad boxing node naming it).
-  Tensor box_grad(const Tensor& param, const Tensor& grad);
+  // A parameter's gradient taking the parameter's layout, or `nd_sbp` on its placement when
+  // given (ZeRO-2: S(0) where the parameter is B), as a param_grad boxing node naming it.
+  Tensor box_grad(const Tensor& param, const Tensor& grad,
+                  const std::optional<NdSbp>& nd_sbp = std::nullopt);
   // The graph, returning `outputs` (traced tensors of this trace, or captured ones). Closes.
   Graph finish(const std::vector<Tensor>& outputs);
   // Ends recording on this thread (finish does it; idempotent).

@@ -197,7 +197,8 @@ void bind_graph(py::module_& m) {
       .def("input", &Trace::input)
       .def("set_micro_batch", &Trace::set_micro_batch, py::arg("micro"))
       .def("set_defer_grad_reductions", &Trace::set_defer_grad_reductions, py::arg("on"))
-      .def("box_grad", &Trace::box_grad, py::arg("param"), py::arg("grad"))
+      .def("box_grad", &Trace::box_grad, py::arg("param"), py::arg("grad"),
+           py::arg("nd_sbp") = py::none())
       .def("input_moves", &Trace::input_moves, py::arg("outputs"))
       .def(
           "finish",

@@ -88,4 +88,4 @@ def boxed_grad(trace, p, sharded):
     layout = sharded.get(id(p))
     if layout is None:
         return trace.box_grad(p, p.grad)
-    return p.grad.to_global(p.placement, list(layout))
+    return trace.box_grad(p, p.grad, flow._C.NdSbp(list(layout)))
