@@ -62,7 +62,10 @@ void bind_tensor(py::module_& m) {
                                return py::cast(t.grad_fn());
                              })
       .def("dim", &Tensor::dim)
-      .def("numel", &Tensor::numel)
+      .def("numel",  // logical, as the shape: a global tensor's, not its shard's
+           [](const Tensor& t) {
+             return t.is_global() ? numel_of(t.impl()->global->shape) : t.numel();
+           })
       .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
       .def(
           "size",

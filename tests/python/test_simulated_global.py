@@ -35,6 +35,8 @@ def test_creation_with_device_meta_and_a_placement_larger_than_the_world():
     assert len(shapes) == 1024
     assert shapes[0] == shapes[3] == (5, 512) and shapes[4] == shapes[1023] == (4, 512)
     assert tuple(x.to_local().shape) == (5, 512)  # this process is rank 0
+    assert x.numel() == 4100 * 512 == flow.numel(x)  # logical, as in OneFlow and PyTorch
+    assert x.to_local().numel() == 5 * 512
     assert x.to_local().device.type == "meta"
     with flow.device("meta"):
         z = flow.zeros(64, 33, placement=MESH, sbp=(S(0), S(1)))
