@@ -2,12 +2,16 @@
 process training on the whole batch (dist_workers/ddp_worker.py), and its single-process and
 refusing cases here."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import oneflowlike as flow
 import oneflowlike.distributed as dist
-from _launch import expect_clean_ranks
+from _launch import clean_env, expect_clean_ranks, worker
+from oneflowlike.distributed.launch import free_port
 from oneflowlike.nn.parallel import DistributedDataParallel as DDP
 
 needs_comm = pytest.mark.skipif(
@@ -24,6 +28,28 @@ def test_ddp_broadcasts_rank0_and_trains_like_one_process_on_the_whole_batch(npr
         # bucket_size=2 over 4 parameters: two buckets, the first out while backward still ran
         assert rep["last_sync"]["buckets"] == 2
         assert rep["last_sync"]["launched_during_backward"] >= 1
+
+
+@needs_comm
+@pytest.mark.multiprocess
+def test_ranks_spawned_by_multiprocessing_join_with_init_process_group_rank_and_world_size():
+    r = subprocess.run(
+        [sys.executable, worker("ddp_spawn_worker.py"), str(free_port())],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[(0, True), (1, True)]" in r.stdout
+
+
+def test_init_process_group_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match=r"init_method 'tcp://1.2.3.4:5' is not supported"):
+        dist.init_process_group("gloo", init_method="tcp://1.2.3.4:5")
+    with pytest.raises(ValueError, match=r"\[init_process_group\] store="):
+        dist.init_process_group("gloo", store=object())
+    assert dist.is_available() and dist.get_backend() == "gloo"
 
 
 def test_in_one_process_ddp_is_the_module():

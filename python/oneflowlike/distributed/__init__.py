@@ -114,6 +114,57 @@ def init(backend=None, timeout=None):
         return _world
 
 
+def init_process_group(
+    backend=None,
+    init_method=None,
+    timeout=None,
+    world_size=-1,
+    rank=-1,
+    store=None,
+    group_name="",
+    pg_options=None,
+    device_id=None,
+):
+    """torch.distributed's spelling of init(): joins the job at MASTER_ADDR:MASTER_PORT (env://).
+    rank and world_size, when given (a job started with multiprocessing rather than the
+    launcher), stand for RANK and WORLD_SIZE. Returns None, as PyTorch's."""
+    if init_method not in (None, "env://"):
+        raise ValueError(
+            f"[init_process_group] init_method {init_method!r} is not supported: only env:// "
+            "(MASTER_ADDR and MASTER_PORT in the environment, as the launcher sets them)"
+        )
+    if store is not None:
+        raise ValueError("[init_process_group] store= is not supported: ranks meet at env://")
+    global _job
+    given = {"RANK": rank, "WORLD_SIZE": world_size}
+    for name, value in given.items():
+        if value is not None and value >= 0:
+            os.environ[name] = str(value)
+            _job = None  # read again
+    init(backend=backend, timeout=timeout)
+
+
+def destroy_process_group(group=None):
+    """torch.distributed's spelling of destroy() (a group passed is simply dropped)."""
+    if group is None:
+        destroy()
+
+
+def is_available():
+    return hasattr(_comm_module_or_none(), "Communicator")
+
+
+def _comm_module_or_none():
+    from .. import _C
+
+    return getattr(_C, "comm", None)
+
+
+def get_backend(group=None):
+    """The backend CPU tensors travel by ("gloo"); CUDA tensors take NCCL where available."""
+    return "gloo"
+
+
 def _local_world(comm, seconds):
     if hasattr(comm, "local_communicator"):
         return comm.local_communicator()
