@@ -10,7 +10,7 @@ import pytest
 
 import oneflowlike as flow
 import oneflowlike.distributed as dist
-from _launch import clean_env, expect_clean_ranks, worker
+from _launch import clean_env, expect_clean_ranks, json_lines, launch, logs_by_rank, worker
 from oneflowlike.distributed.launch import free_port
 from oneflowlike.nn.parallel import DistributedDataParallel as DDP
 
@@ -42,6 +42,20 @@ def test_ranks_spawned_by_multiprocessing_join_with_init_process_group_rank_and_
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[(0, True), (1, True)]" in r.stdout
+
+
+@needs_comm
+@pytest.mark.multiprocess
+def test_a_peer_that_stalls_makes_backward_raise_naming_it(tmp_path):
+    r = launch(
+        ["--nproc_per_node", "2", "--log_dir", str(tmp_path), "--rdzv_timeout", "3"],
+        [worker("ddp_stall_worker.py")],
+        timeout=60,
+    )
+    assert r.returncode == 1 and r.seconds < 30, r
+    (rep,) = json_lines(logs_by_rank(tmp_path)[0])
+    assert "all_reduce" in rep["error"] and "did not arrive: [1]" in rep["error"], rep
+    assert rep["seconds"] < 10, rep
 
 
 def test_init_process_group_refuses_what_it_cannot_do():
