@@ -86,16 +86,16 @@ struct SavedCall {
 void record_autograd(const OpDef& def, const std::vector<Tensor>& inputs, const Tensor& self_before,
                      const Attrs& attrs, const std::vector<TensorMeta>& in_meta,
                      const std::vector<Tensor>& outputs) {
-  // Only floating outputs get a history (indices, masks and counts have no gradient).
-  const size_t floating = std::count_if(outputs.begin(), outputs.end(),
-                                        [](const Tensor& t) { return is_floating(t.dtype()); });
+  // Only floating and complex outputs get a history (indices, masks and counts have no gradient).
+  const size_t floating = std::count_if(
+      outputs.begin(), outputs.end(), [](const Tensor& t) { return is_differentiable(t.dtype()); });
   if (floating == 0) return;
   auto call =
       std::make_shared<SavedCall>(SavedCall{&def, attrs, in_meta, {}, {}, {}, outputs.size()});
   std::vector<Tensor> some;
   if (floating < outputs.size())
     for (size_t j = 0; j < outputs.size(); ++j)
-      if (is_floating(outputs[j].dtype())) {
+      if (is_differentiable(outputs[j].dtype())) {
         call->recorded.push_back(static_cast<uint32_t>(j));
         some.push_back(outputs[j]);
       }
@@ -208,7 +208,18 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
     if (!in[i].defined && (i >= 32 || !((def.optional_inputs >> i) & 1u)))
       fail(def.name.c_str(), "input ", i, " is required but absent");
   check_attrs(def, attrs);
-  return def.infer({def.name.c_str(), in, attrs});
+  if (!def.complex)
+    for (const TensorMeta& m : in)
+      if (m.defined && is_complex(m.dtype))
+        fail<TypeError>(def.name.c_str(), "is not supported for complex64 tensors (got ", m.str(),
+                        ")");
+  std::vector<TensorMeta> out = def.infer({def.name.c_str(), in, attrs});
+  if (!def.complex)
+    for (const TensorMeta& m : out)
+      if (is_complex(m.dtype))
+        fail<TypeError>(def.name.c_str(),
+                        "is not supported for complex64 tensors (asked for a complex64 output)");
+  return out;
 }
 
 void check_writable(const char* op, const Tensor& self) {

@@ -18,19 +18,28 @@ enum class DType : uint8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
+  kComplex64,  // two float32s (real, imaginary); only layout ops and a few composites take it
 };
-inline constexpr int kNumDTypes = 9;
+inline constexpr int kNumDTypes = 10;
 
 size_t itemsize(DType t);
 const char* dtype_name(DType t);  // "float32", ...
 DType dtype_from_name(const std::string& name);
 inline bool is_floating(DType t) {
-  return t >= DType::kFloat16;
+  return t >= DType::kFloat16 && t <= DType::kFloat64;
+}
+inline bool is_complex(DType t) {
+  return t == DType::kComplex64;
+}
+// Whether tensors of dtype t carry gradients (floating and complex).
+inline bool is_differentiable(DType t) {
+  return is_floating(t) || is_complex(t);
 }
 inline bool is_integral(DType t) {
   return t <= DType::kInt64;
 }  // includes bool
-// PyTorch's promote_types for two dtypes.
+// PyTorch's promote_types for two dtypes; complex64 with anything is complex64 (PyTorch gives
+// complex128 with float64, which we do not have).
 DType promote_types(DType a, DType b);
 // The dtype a reduction like sum produces: integers and bool accumulate in int64.
 inline DType sum_dtype(DType t) {
@@ -80,6 +89,8 @@ decltype(auto) dispatch_all(DType t, F&& f) {
       return f(TypeTag<float>{});
     case DType::kFloat64:
       return f(TypeTag<double>{});
+    case DType::kComplex64:  // the dispatcher lets complex reach only kernels that handle it
+      fail<TypeError>("kernel", "no kernel takes complex64 tensors here");
   }
   OFL_CHECK(false, "bad dtype");
   return f(TypeTag<float>{});

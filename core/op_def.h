@@ -143,6 +143,9 @@ struct OpDef {
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
   uint8_t saves = kSaveNone;  // an in-place op's saved input 0 is its value before the call
   bool inplace = false;       // output 0 is input 0, written in place
+  // Takes or gives complex64 tensors (layout ops, copies, view_as_real); for every other op the
+  // dispatcher raises "[op] is not supported for complex64 tensors" before any kernel runs.
+  bool complex = false;
   Autocast autocast = Autocast::kAsGiven;
   // Attributes that depend on where a shard sits in its logical tensors (a vocabulary-split
   // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for

@@ -50,6 +50,65 @@ Tensor filled(const Shape& shape, DType dtype, Device device, double value) {
   return out;
 }
 
+Tensor complex_as_real(const Tensor& x) {
+  OFL_CHECK(is_complex(x.dtype()), "complex_as_real of ", x.str());
+  Shape shape = x.shape(), strides = x.strides();
+  for (int64_t& s : strides) s *= 2;
+  shape.push_back(2);
+  strides.push_back(1);
+  return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), x.offset() * 2,
+                         DType::kFloat32);
+}
+
+Tensor real_as_complex(const Tensor& x) {
+  OFL_CHECK(
+      x.dtype() == DType::kFloat32 && x.dim() > 0 && x.shape().back() == 2 && x.offset() % 2 == 0,
+      "real_as_complex of ", x.str());
+  Shape shape(x.shape().begin(), x.shape().end() - 1);
+  Shape strides(x.strides().begin(), x.strides().end() - 1);
+  for (int64_t& s : strides) s /= 2;
+  return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), x.offset() / 2,
+                         DType::kComplex64);
+}
+
+namespace {
+// The real (part 0) or imaginary (part 1) float32s of a complex64 x, with x's shape.
+Tensor complex_part(const Tensor& x, int part) {
+  Shape strides = x.strides();
+  for (int64_t& s : strides) s *= 2;
+  return Tensor::view_of(x.storage(), x.shape(), std::move(strides), x.offset() * 2 + part,
+                         DType::kFloat32);
+}
+}  // namespace
+
+bool copy_complex(const Tensor& src, const Tensor& dst, CopyKernel* copy, FillKernel* fill) {
+  const bool from = is_complex(src.dtype()), to = is_complex(dst.dtype());
+  if (!from && !to) return false;
+  if (from && to) {
+    copy(complex_as_real(src), complex_as_real(dst));
+  } else if (to) {
+    copy(src, complex_part(dst, 0));
+    fill(complex_part(dst, 1), 0.0);
+  } else {
+    copy(complex_part(src, 0), dst);
+  }
+  return true;
+}
+
+bool fill_complex(const Tensor& dst, double value, FillKernel* fill) {
+  if (!is_complex(dst.dtype())) return false;
+  fill(complex_part(dst, 0), value);
+  fill(complex_part(dst, 1), 0.0);
+  return true;
+}
+
+Tensor add_grads(const Tensor& a, const Tensor& b) {
+  if (!is_complex(a.dtype()) || !is_complex(b.dtype())) return call_op("add", {a, b});
+  // Through the view ops, so that global and traced gradients add up as well.
+  const Tensor sum = call_op("add", {call_op("view_as_real", {a}), call_op("view_as_real", {b})});
+  return call_op("view_as_complex", {sum});
+}
+
 Tensor narrow_view(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   OFL_CHECK(
       axis >= 0 && axis < x.dim() && start >= 0 && length >= 0 && start + length <= x.shape()[axis],

@@ -30,6 +30,21 @@ void fill_into(const Tensor& dst, double value);
 // A new tensor of `value` everywhere.
 Tensor filled(const Shape& shape, DType dtype, Device device, double value);
 
+// complex64 as float32 pairs, for the backends' copy and fill kernels and the view ops
+// (ops/complex.cpp). A complex64 x's memory as float32 with a trailing axis of 2 (real, imag),
+Tensor complex_as_real(const Tensor& x);
+// and back: a float32 x whose last axis is 2 with stride 1 and other strides and offset even
+// (the caller checks; an internal check here).
+Tensor real_as_complex(const Tensor& x);
+// copy and fill where dst or src is complex64, run with a backend's float kernels (a real source
+// fills the imaginary part with 0, a real destination takes the real part, as PyTorch's casts);
+// false, doing nothing, where neither is complex.
+bool copy_complex(const Tensor& src, const Tensor& dst, CopyKernel* copy, FillKernel* fill);
+bool fill_complex(const Tensor& dst, double value, FillKernel* fill);
+// a + b for two gradients of one tensor (complex ones summed as their float32 pairs, through
+// the ops view_as_real and view_as_complex).
+Tensor add_grads(const Tensor& a, const Tensor& b);
+
 // Views of x's local data, with no autograd history (callers check their arguments):
 // [start, start + length) of axis `axis`,
 Tensor narrow_view(const Tensor& x, int64_t axis, int64_t start, int64_t length);

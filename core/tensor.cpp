@@ -62,8 +62,8 @@ std::string Tensor::str() const {
 }
 
 void Tensor::set_requires_grad(bool r, const char* op) {
-  if (r && !is_floating(dtype()))
-    fail<TypeError>(op, "only floating-point tensors can require gradients, got ",
+  if (r && !is_differentiable(dtype()))
+    fail<TypeError>(op, "only floating-point and complex tensors can require gradients, got ",
                     dtype_name(dtype()));
   if (!r && !is_leaf())
     fail(op, "cannot turn off requires_grad of a non-leaf tensor; use detach()");

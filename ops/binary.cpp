@@ -3,6 +3,7 @@
 
 #include "core/dispatcher.h"
 #include "core/primitives.h"
+#include "ops/complex.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
@@ -108,6 +109,9 @@ OpDef binary_def(BinaryOp op, uint8_t saves = kSaveNone, BinaryGrad grad = nullp
   def.differentiable = grad != nullptr;
   if (grad) def.backward = grad;
   if (op < BinaryOp::kGeluGrad && op != BinaryOp::kPow) def.api = {binary_api(info.name)};
+  // mul and div through their front end, which sends complex operands to complex_binary.
+  if (op == BinaryOp::kMul || op == BinaryOp::kDiv)
+    def.api[0].call = [op](const CallArgs& a) { return binary_op(op, a.tensor(0), a.tensor(1)); };
   // max(input, other) and min(input, other): the overloads of max(input, dim) taking a tensor.
   if (op == BinaryOp::kMaximum) def.api.push_back({"max(Tensor input, Tensor other) -> Tensor"});
   if (op == BinaryOp::kMinimum) def.api.push_back({"min(Tensor input, Tensor other) -> Tensor"});
@@ -314,6 +318,8 @@ const OpDef& binary_def_of(BinaryOp op) {
 }  // namespace
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (op <= BinaryOp::kDiv && (is_complex(a.dtype()) || is_complex(b.dtype())))
+    return complex_binary(op, a, b);
   return dispatch1(binary_def_of(op), {a, b});
 }
 

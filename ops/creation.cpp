@@ -292,7 +292,8 @@ OFL_REGISTER_OPS({
      .compute =
          [](const ComputeArgs& c) {
            fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
-         }},
+         },
+     .complex = true},  // complex64: value + 0i
     {.name = "zeros", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
     {.name = "ones", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
     {.name = "arange",
@@ -382,7 +383,8 @@ OFL_REGISTER_OPS({
      .compute =
          [](const ComputeArgs& c) {
            fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
-         }},
+         },
+     .complex = true},
 });
 
 }  // namespace ofl::internal

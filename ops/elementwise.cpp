@@ -43,7 +43,7 @@ Operand operand(const Tensor& t) {  // a global tensor's rank is its shards'
   return {t.dtype(), wrapped ? 0 : (t.dim() == 0 ? 1 : 2), wrapped};
 }
 int category(DType t) {
-  return t == DType::kBool ? 0 : (is_integral(t) ? 1 : 2);
+  return t == DType::kBool ? 0 : (is_integral(t) ? 1 : (is_complex(t) ? 3 : 2));
 }
 
 DType promote(const Operand& a, const Operand& b) {

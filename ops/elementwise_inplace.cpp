@@ -117,6 +117,7 @@ OFL_REGISTER_OPS({
                                       b.needs[1] ? grad_for(b.grads[0], b.in_meta[1]) : Tensor()};
          },
      .inplace = true,
+     .complex = true,
      .api = {{"copy_(Tensor input, Tensor|Number src) -> Tensor",
               [](const CallArgs& a) {
                 Tensor self = a.tensor(0);

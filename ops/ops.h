@@ -1,5 +1,6 @@
 // Every op of oneflowlike, for the C++ API and the bindings.
 #pragma once
+#include "ops/complex.h"
 #include "ops/conv.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"

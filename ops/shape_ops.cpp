@@ -274,7 +274,8 @@ OpDef regroup_def(const char* name, std::vector<AttrDef> attrs,
           .attrs = std::move(attrs),
           .infer = infer,
           .view = regroup,
-          .backward = regroup_grad};
+          .backward = regroup_grad,
+          .complex = true};
 }
 
 }  // namespace
@@ -549,6 +550,7 @@ OFL_REGISTER_OPS({
      .infer = infer_reshape,
      .view = regroup_without_copy,
      .backward = regroup_grad,
+     .complex = true,
      .api = {{"view(Tensor input, int[] shape) -> Tensor",
               [](const CallArgs& a) { return view(a.tensor(0), a.ints(1)); }, kMethod},
              {"view(Tensor input, dtype dtype) -> Tensor",
@@ -582,6 +584,7 @@ OFL_REGISTER_OPS({
      .infer = infer_permute,
      .view = permute_view,
      .backward = permute_grad,
+     .complex = true,
      .api = {{"permute(Tensor input, int[] dims) -> Tensor",
               [](const CallArgs& a) { return permute(a.tensor(0), a.ints(1)); }}}},
     {.name = "transpose",
@@ -599,6 +602,7 @@ OFL_REGISTER_OPS({
          [](const BackwardArgs& b) {
            return std::vector<Tensor>{sum_to(b.grads[0], b.in_meta[0].shape)};
          },
+     .complex = true,
      .api = {{"expand(Tensor input, int[] size) -> Tensor",
               [](const CallArgs& a) { return expand(a.tensor(0), a.ints(1)); }, kMethod},
              {"expand_as(Tensor input, Tensor other) -> Tensor",
@@ -614,6 +618,7 @@ OFL_REGISTER_OPS({
      .infer = infer_same,
      .compute = compute_clone,
      .backward = [](const BackwardArgs& b) { return std::vector<Tensor>{b.grads[0]}; },
+     .complex = true,
      .api = {unary_api("clone")}},
     {.name = "detach",
      .differentiable = false,

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/dispatcher.h"
+#include "ops/complex.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
@@ -124,10 +125,12 @@ const auto& kMono = kMonotoneUnary;
 OFL_REGISTER_OPS({
     unary_def("neg", UnaryOp::kNeg, kLinearUnary, kSaveNone,
               [](const Tensor& g, const Tensor&, const Tensor&, const Attrs&) { return neg(g); }),
-    unary_def("abs", UnaryOp::kAbs, kEw, kX,
-              [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
-                return mul(g, sign(x));
-              }),
+    // Through its front end, which takes complex64 too (|z|, as hypot of the parts).
+    with_api({{"abs(Tensor input) -> Tensor", [](const CallArgs& a) { return abs(a.tensor(0)); }}},
+             unary_def("abs", UnaryOp::kAbs, kEw, kX,
+                       [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
+                         return mul(g, sign(x));
+                       })),
     under_autocast(Autocast::kFloat32, unary_def("exp", UnaryOp::kExp, kMono, kY,
                                                  [](const Tensor& g, const Tensor&, const Tensor& y,
                                                     const Attrs&) { return mul(g, y); })),
@@ -235,7 +238,8 @@ OFL_REGISTER_OPS({
          [](const ComputeArgs& c) { copy_kernel().get(c.out[0].device().type)(c.in[0], c.out[0]); },
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
        return {to_dtype(b.grads[0], b.in_meta[0].dtype)};
-     }},
+     },
+     .complex = true},  // a cast into complex64 zeroes the imaginary part, out of it drops it
 });
 
 OFL_REGISTER_OPS({with_api({{"clamp_(Tensor input, float? min=None, float? max=None) -> Tensor",
@@ -268,7 +272,11 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
     return dispatch1(d, {x});         \
   }
 OFL_UNARY_FRONT_END(neg)
-OFL_UNARY_FRONT_END(abs)
+Tensor abs(const Tensor& x) {
+  if (is_complex(x.dtype())) return complex_abs(x);
+  static const OpDef& d = def("abs");
+  return dispatch1(d, {x});
+}
 OFL_UNARY_FRONT_END(exp)
 OFL_UNARY_FRONT_END(log)
 OFL_UNARY_FRONT_END(sqrt)

@@ -40,7 +40,7 @@ using Buffers = std::unordered_map<Node*, Grads>;
 
 void accumulate(Grads& slots, size_t index, size_t size, const Tensor& g) {
   if (slots.size() < size) slots.resize(size);
-  slots[index] = slots[index].defined() ? call_op("add", {slots[index], g}) : g;
+  slots[index] = slots[index].defined() ? add_grads(slots[index], g) : g;
 }
 
 // Counts, for every node reachable from the roots, how many edges point at it.
@@ -140,7 +140,7 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
     for (size_t i = 0; i < node->retained().size() && i < in.size(); ++i)
       if (auto impl = node->retained()[i].lock(); impl && in[i].defined()) {
         Tensor t(impl);
-        t.set_grad(t.grad().defined() ? call_op("add", {t.grad(), in[i]}) : in[i]);
+        t.set_grad(t.grad().defined() ? add_grads(t.grad(), in[i]) : in[i]);
       }
     in.resize(std::max<size_t>(in.size(), node->outputs().size()));
     Grads out = node->apply(std::move(in));

@@ -183,7 +183,7 @@ void accumulate_grad(Tensor var, const Tensor& g) {
     owned.impl()->global = g.impl()->global;  // a global leaf's gradient stays global
     var.set_grad(owned);
   } else {
-    var.set_grad(call_op("add", {old, g}));
+    var.set_grad(add_grads(old, g));
   }
   if (auto& h = var.impl()->meta().hooks; h && !h->post_accumulate.entries.empty()) {
     auto hooks = h->post_accumulate.entries;  // a hook may remove itself

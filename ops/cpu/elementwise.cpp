@@ -34,7 +34,10 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
                [&](auto tag) { binary_typed<typename decltype(tag)::type>(op, a, b, out); });
 }
 
+void fill(const Tensor& dst, double value);
+
 void copy(const Tensor& src, const Tensor& dst) {
+  if (copy_complex(src, dst, copy, fill)) return;
   dispatch_all(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     dispatch_all(src.dtype(), [&](auto stag) {
@@ -49,6 +52,7 @@ void copy(const Tensor& src, const Tensor& dst) {
 }
 
 void fill(const Tensor& dst, double value) {
+  if (fill_complex(dst, value, fill)) return;
   dispatch_all(dst.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_with<T>(dst, static_cast<T>(static_cast<opmath_t<T>>(value)));

@@ -251,8 +251,11 @@ bool plain(const Tensor& src, const Tensor& dst) {
          dst.is_contiguous();
 }
 
+void fill(const Tensor& dst, double value);
+
 // Copies src into dst where either may be on the host or on any GPU.
 void copy(const Tensor& src, const Tensor& dst) {
+  if (copy_complex(src, dst, copy, fill)) return;
   const bool to_host = dst.device().type == DeviceType::kCPU;
   const bool from_host = src.device().type == DeviceType::kCPU;
   const size_t nbytes = size_t(dst.numel()) * itemsize(dst.dtype());
@@ -314,6 +317,7 @@ __global__ void fill_strided(T* p, int64_t n, T v, Strided<1> walk) {
 }
 
 void fill(const Tensor& dst, double value) {
+  if (fill_complex(dst, value, fill)) return;
   const int64_t n = dst.numel();
   if (n == 0) return;
   check(cudaSetDevice(dst.device().index), "fill_");

@@ -16,9 +16,10 @@ DType dtype_of_array(const py::array& arr) {
   if (kind == 'i' && size == 4) return DType::kInt32;
   if (kind == 'i' && size == 8) return DType::kInt64;
   if (kind == 'u' && size == 1) return DType::kUInt8;
+  if (kind == 'c' && size == 8) return DType::kComplex64;
   throw TypeError(str_cat("[from_numpy] numpy dtype ", std::string(py::str(dt)),
                           " is not supported (supported: bool, uint8, int8, int32, int64, "
-                          "float16, float32, float64)"));
+                          "float16, float32, float64, complex64)"));
 }
 
 py::dtype numpy_dtype(DType t) {
@@ -39,6 +40,8 @@ py::dtype numpy_dtype(DType t) {
       return py::dtype("float32");
     case DType::kFloat64:
       return py::dtype("float64");
+    case DType::kComplex64:
+      return py::dtype("complex64");
     case DType::kBFloat16:
       throw TypeError("[numpy] numpy has no bfloat16; convert with .float() first");
   }
@@ -98,6 +101,13 @@ Tensor as_tensor(py::handle obj, const char* op) {
     return t;
   }
   if (py::isinstance<py::float_>(obj)) return wrap_scalar(obj.cast<double>(), DType::kFloat64);
+  if (PyComplex_Check(obj.ptr())) {  // a wrapped complex64 scalar (z * 1j)
+    Tensor t = Tensor::empty({}, DType::kComplex64);
+    t.data<float>()[0] = static_cast<float>(PyComplex_RealAsDouble(obj.ptr()));
+    t.data<float>()[1] = static_cast<float>(PyComplex_ImagAsDouble(obj.ptr()));
+    t.set_wrapped_number(true);
+    return t;
+  }
   if (py::isinstance<py::array>(obj) || py::isinstance<py::list>(obj) ||
       py::isinstance<py::tuple>(obj)) {
     py::module_ np = py::module_::import("numpy");
@@ -106,6 +116,8 @@ Tensor as_tensor(py::handle obj, const char* op) {
       return as_tensor(arr.attr("item")(), op);
     if (arr.dtype().kind() == 'f' && !py::isinstance<py::array>(obj))
       arr = np.attr("asarray")(arr, py::str("float32"));
+    if (arr.dtype().kind() == 'c' && !py::isinstance<py::array>(obj))  // PyTorch's default
+      arr = np.attr("asarray")(arr, py::str("complex64"));
     return from_numpy(arr);
   }
   // numpy scalars and anything with __float__

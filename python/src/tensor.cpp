@@ -150,6 +150,10 @@ void bind_tensor(py::module_& m) {
                throw Error(str_cat("[item] a tensor with ", t.numel(),
                                    " elements cannot be converted to a Python scalar"));
              if (is_floating(t.dtype())) return py::float_(t.item<double>());
+             if (is_complex(t.dtype())) {  // a Python complex, as PyTorch's
+               require_data("item", t);
+               return to_numpy(host_copy(t)).attr("item")();
+             }
              if (t.dtype() == DType::kBool) return py::bool_(t.item<bool>());
              return py::int_(t.item<int64_t>());
            })

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -15,9 +16,10 @@ using ofl::internal::testing::error_of;
 
 namespace {
 
-constexpr DType kAll[] = {DType::kBool,     DType::kUInt8,   DType::kInt8,
-                          DType::kInt32,    DType::kInt64,   DType::kFloat16,
-                          DType::kBFloat16, DType::kFloat32, DType::kFloat64};
+constexpr DType kAll[] = {DType::kBool,    DType::kUInt8,    DType::kInt8,     DType::kInt32,
+                          DType::kInt64,   DType::kFloat16,  DType::kBFloat16, DType::kFloat32,
+                          DType::kFloat64, DType::kComplex64};
+static_assert(std::size(kAll) == kNumDTypes);
 
 float from_bits(uint32_t u) {
   float f;
@@ -30,7 +32,7 @@ float from_bits(uint32_t u) {
 TEST(DType, PromotionFollowsPyTorchTable) {
   using D = DType;
   // Rows and columns in enum order: b, u8, i8, i32, i64, f16, bf16, f32, f64. PyTorch's table
-  // with int16 removed, so uint8 with int8 widens to int32.
+  // with int16 removed, so uint8 with int8 widens to int32; complex64 (checked below) wins.
   const D table[9][9] = {
       {D::kBool, D::kUInt8, D::kInt8, D::kInt32, D::kInt64, D::kFloat16, D::kBFloat16, D::kFloat32,
        D::kFloat64},
@@ -51,10 +53,18 @@ TEST(DType, PromotionFollowsPyTorchTable) {
       {D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64,
        D::kFloat64, D::kFloat64},
   };
-  for (int i = 0; i < kNumDTypes; ++i)
-    for (int j = 0; j < kNumDTypes; ++j)
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < 9; ++j)
       EXPECT_EQ(promote_types(kAll[i], kAll[j]), table[i][j])
           << dtype_name(kAll[i]) << " + " << dtype_name(kAll[j]);
+}
+
+TEST(DType, Complex64WithAnythingIsComplex64) {
+  // PyTorch gives complex128 with float64; we have no complex128.
+  for (DType t : kAll) {
+    EXPECT_EQ(promote_types(DType::kComplex64, t), DType::kComplex64) << dtype_name(t);
+    EXPECT_EQ(promote_types(t, DType::kComplex64), DType::kComplex64) << dtype_name(t);
+  }
 }
 
 TEST(DType, UInt8WithInt8WidensToInt32AndHalfWithBFloat16ToFloat32) {
@@ -72,6 +82,8 @@ TEST(DType, NamesRoundTripAndAliasesResolve) {
   EXPECT_EQ(dtype_from_name("half"), DType::kFloat16);
   EXPECT_EQ(dtype_from_name("long"), DType::kInt64);
   EXPECT_EQ(dtype_from_name("int"), DType::kInt32);
+  EXPECT_EQ(dtype_from_name("cfloat"), DType::kComplex64);
+  EXPECT_STREQ(dtype_name(DType::kComplex64), "complex64");
 }
 
 TEST(DType, UnknownNameIsTypeErrorQuotingTheName) {
@@ -81,11 +93,14 @@ TEST(DType, UnknownNameIsTypeErrorQuotingTheName) {
 }
 
 TEST(DType, ItemsizeAndKindPredicates) {
-  const size_t sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
+  const size_t sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 8};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(itemsize(kAll[i]), sizes[i]) << dtype_name(kAll[i]);
-    EXPECT_NE(is_floating(kAll[i]), is_integral(kAll[i])) << dtype_name(kAll[i]);
+    EXPECT_EQ(is_floating(kAll[i]) + is_integral(kAll[i]) + is_complex(kAll[i]), 1)
+        << dtype_name(kAll[i]);
   }
+  EXPECT_TRUE(is_differentiable(DType::kComplex64) && is_differentiable(DType::kFloat16));
+  EXPECT_FALSE(is_differentiable(DType::kInt64));
   EXPECT_TRUE(is_integral(DType::kBool));
   EXPECT_EQ(sum_dtype(DType::kBool), DType::kInt64);
   EXPECT_EQ(sum_dtype(DType::kInt8), DType::kInt64);

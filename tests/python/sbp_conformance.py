@@ -234,6 +234,14 @@ CASES.update(
 
 # Cases whose first global op is another registered op with the same rule.
 RUNS_AS = {"transpose": "permute", "narrow": "slice"}
+# complex64: the two views between complex64 and float32 (real, imaginary) pairs.
+CASES.update(
+    {
+        "view_as_complex": (lambda x: flow.view_as_complex(x), [_f(5, 3, 2)]),
+        "view_as_real": (lambda z: flow.view_as_real(z), [_f(5, 3, 2).view(np.complex64)[..., 0]]),
+    }
+)
+
 
 # Registered ops without a rule of their own, and why.
 COMPOSITE = {
@@ -274,6 +282,15 @@ COMPOSITE = {
     "hstack": "runs as reshape and cat",
 }
 # Ops whose outputs take different layouts in one signature (the checker lays every output out
+    "polar": "runs as cos, sin, mul, stack and view_as_complex",
+    "complex": "runs as expand, stack and view_as_complex",
+    "real": "runs as view_as_real and select",
+    "imag": "runs as view_as_real and select",
+    "conj": "runs as view_as_real, select, neg, stack and view_as_complex",
+    "linalg_svdvals": "runs as linalg_svd",
+    "linalg_pinv": "runs as linalg_svd, masked_fill, reciprocal, mul and matmul",
+    "svd": "runs as linalg_svd (and transpose)",
+    "interpolate": "runs as index_select (nearest modes) or transpose and matmul; global raises",
 # alike), checked by running their declared signatures in the test named.
 CHECKED_BY_RUNNING = {
     "layer_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grads)",
