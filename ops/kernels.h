@@ -93,6 +93,12 @@ using MaskedSelectKernel = void(const Tensor& x, const Tensor& mask, const Tenso
 // true into out (contiguous); raises when source has fewer elements than mask has trues.
 using MaskedScatterKernel = void(const Tensor& mask, const Tensor& source, const Tensor& out);
 
+// The SVD of each matrix of a contiguous a (batch, m, n), float32 or float64, with k = min(m, n):
+// u (batch, m, m or k), s (batch, k) descending and vh (batch, n or k, n), contiguous; a = u
+// diag(s) vh. Raises naming linalg_svd when a matrix's iteration does not converge.
+using SvdKernel = void(const Tensor& a, bool full_matrices, const Tensor& u, const Tensor& s,
+                       const Tensor& vh);
+
 // Fused attention per (batch, head) of q (B, H, L, D), k (B, H, S, D), v (B, H, S, Dv), each
 // with unit stride on its last axis: out (B, H, L, Dv) = softmax(scale q k^T, with key j > query
 // i masked when causal) v, and lse (B, H, L) each row's log-sum-exp of the scaled scores (float32;
@@ -148,6 +154,7 @@ OFL_DECLARE_KERNEL(softmax_kernel, SoftmaxKernel)
 OFL_DECLARE_KERNEL(softmax_backward_kernel, SoftmaxBackwardKernel)
 OFL_DECLARE_KERNEL(norm_kernel, NormKernel)
 OFL_DECLARE_KERNEL(norm_backward_kernel, NormBackwardKernel)
+OFL_DECLARE_KERNEL(svd_kernel, SvdKernel)
 OFL_DECLARE_KERNEL(attention_kernel, AttentionKernel)
 OFL_DECLARE_KERNEL(attention_backward_kernel, AttentionBackwardKernel)
 OFL_DECLARE_KERNEL(adam_moment_kernel, AdamMomentKernel)

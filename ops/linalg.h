@@ -1,6 +1,8 @@
 // Matrix products on the BLAS.
 #pragma once
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/tensor.h"
@@ -22,5 +24,14 @@ Tensor baddbmm(const Tensor& input, const Tensor& a, const Tensor& b, double bet
 // Einstein summation ("ij,jk->ik"), with ellipses; diagonals (a repeated subscript) are not
 // supported.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// The singular value decomposition A = U diag(S) Vh of a matrix or a batch of them, S descending:
+// U (..., m, m) and Vh (..., n, n) when full_matrices, else (..., m, k) and (..., k, n), k =
+// min(m, n). float32 and float64.
+std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& a, bool full_matrices = true);
+Tensor linalg_svdvals(const Tensor& a);
+// The pseudo-inverse through the SVD: singular values at most max(atol, rtol * S_max) dropped,
+// rtol by default max(m, n) * eps (0 when a positive atol is given), as PyTorch's.
+Tensor linalg_pinv(const Tensor& a, std::optional<double> atol = std::nullopt,
+                   std::optional<double> rtol = std::nullopt, bool hermitian = false);
 
 }  // namespace ofl::internal

@@ -112,6 +112,7 @@ from . import backends  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
+from . import linalg  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401

@@ -186,6 +186,8 @@ CASES.update(
         "topk": (lambda x: x.topk(2, 1)[0], [X]),
         "cumsum": (lambda x: x.cumsum(0), [X]),
         "tril": (lambda x: x.tril(1), [_f(2, 5, 4)]),
+        # Each matrix of the batch on its own: batch splits, the matrix dims broadcast.
+        "linalg_svd": (lambda x: flow.linalg.svd(x)[0], [_f(3, 5, 4)]),
         "triu": (lambda x: x.triu(-1), [_f(2, 5, 4)]),
         # A fresh generator per call: every rank and the reference draw the same counters.
         "multinomial": (lambda p: p.multinomial(3, generator=flow.Generator(7)), [POS]),
