@@ -86,6 +86,7 @@ from ._tensor_api import (  # noqa: F401,E402
     from_dlpack,
     numel,
     is_tensor,
+    unique_consecutive,
 )
 
 bool = dtype.bool
@@ -136,6 +137,7 @@ to_global, to_local = _global_mod.to_global, _global_mod.to_local  # OneFlow's f
 globals().update(_tensor_api._tensor_types())  # LongTensor, FloatTensor, ... (dtype checks)
 from . import jit  # noqa: E402,F401
 from .utils import dlpack as _dlpack  # noqa: E402,F401  (flow.utils.dlpack)
+from ._vmap import vmap, func  # noqa: E402,F401  (torch.vmap, torch.func.vmap)
 
 for _name in (
     "zeros",

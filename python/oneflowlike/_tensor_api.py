@@ -692,3 +692,72 @@ def _install_tensor_methods():
         register_post_accumulate_grad_hook,
     ):
         setattr(T, fn.__name__, fn)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique_consecutive: keeps the first of each run of equal consecutive elements (dim
+    None: of the flattened input) or slices along dim; with the inverse (where each element or
+    slice went) and the counts (each run's length) as int64 tensors. Eager only: its output size
+    depends on the data, so it is computed on the host (numpy) and laid on input's device."""
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"unique_consecutive: expects a tensor, got {type(input).__name__}")
+    if input.is_traced or input.device.type == "meta" or input.is_global:
+        kind = "traced" if input.is_traced else "meta" if input.device.type == "meta" else "global"
+        raise RuntimeError(
+            f"unique_consecutive: its output size depends on the data, which a {kind} tensor of "
+            f"shape {tuple(input.shape)} does not have here (call it on a local tensor eagerly)"
+        )
+    x = input.detach()
+    if x.device.type != "cpu":
+        x = x.cpu()
+    if x.dtype == _C.dtype.bfloat16:
+        x = _C.to_dtype(x, _C.dtype.float32)  # numpy has no bfloat16; equality is unchanged
+    arr = np.array(x.numpy(), order="C")
+    shape = arr.shape
+    if dim is None:
+        flat = arr.reshape(-1)
+        starts = np.ones(flat.shape[0], dtype=bool)
+        starts[1:] = flat[1:] != flat[:-1]
+        values = flat[starts]
+        inverse_shape = shape
+    else:
+        if arr.ndim == 0:
+            raise IndexError(
+                f"unique_consecutive: dim {dim} given for a 0-d tensor: it has no dimensions"
+            )
+        if not -arr.ndim <= dim < arr.ndim:
+            raise IndexError(
+                f"unique_consecutive: dim {dim} is out of range for a tensor of shape {shape}"
+            )
+        d = dim % arr.ndim
+        if any(n == 0 for i, n in enumerate(shape) if i != d):
+            raise RuntimeError(
+                f"unique_consecutive: the input {shape} has a dimension of size 0 other than dim "
+                f"{dim}: there are no slices to compare"
+            )
+        rows = np.moveaxis(arr, d, 0).reshape(shape[d], arr.size // max(shape[d], 1))
+        starts = np.ones(rows.shape[0], dtype=bool)
+        starts[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+        values = np.take(arr, np.nonzero(starts)[0], axis=d)
+        inverse_shape = (rows.shape[0],)
+
+    def laid(a, dtype):
+        t = _C.from_numpy(np.array(a, order="C"))  # keeps 0-d arrays 0-d
+        if t.dtype != dtype:
+            t = _C.to_dtype(t, dtype)
+        return t if input.device.type == "cpu" else t.to(input.device)
+
+    out = laid(values, input.dtype)
+    if not return_inverse and not return_counts:
+        return out
+    result = (out,)
+    if return_inverse:
+        inverse = (np.cumsum(starts) - 1).astype(np.int64).reshape(inverse_shape)
+        result += (laid(inverse, _C.dtype.int64),)
+    if return_counts:
+        edges = np.append(np.nonzero(starts)[0], starts.shape[0])
+        result += (laid(np.diff(edges).astype(np.int64), _C.dtype.int64),)
+    return result
+
+
+_C.Tensor.unique_consecutive = unique_consecutive

@@ -7,4 +7,6 @@ from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter
 
-__all__ = ["Buffer", "Module", "Parameter", "functional", "init", "parallel", "utils"] + list(_modules_all)
+__all__ = ["Buffer", "Module", "Parameter", "functional", "init", "parallel", "utils"] + list(
+    _modules_all
+)

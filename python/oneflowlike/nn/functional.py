@@ -1,5 +1,8 @@
 """torch.nn.functional-style functions: argument normalisation over flow._C kernels."""
 
+import math
+import operator
+
 import oneflowlike as flow
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -266,6 +269,111 @@ def adaptive_avg_pool2d(input, output_size):
         )
     kernel = (h // out_h, w // out_w)
     return flow._C.avg_pool2d(input, kernel, kernel, (0, 0), count_include_pad=True)
+
+
+_INTERPOLATE_MODES = (
+    "nearest",
+    "nearest-exact",
+    "linear",
+    "bilinear",
+    "bicubic",
+    "trilinear",
+    "area",
+)
+
+
+def _spatial_tuple(value, n, what, input_shape):
+    """value for each of the n spatial dimensions (one value, or a sequence of n)."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(
+                f"[interpolate] {what} {tuple(value)} has {len(value)} entries for the {n} spatial "
+                f"dimensions of the input {input_shape}"
+            )
+        return tuple(value)
+    return (value,) * n
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """torch.nn.functional.interpolate: resamples the spatial dimensions of (N, C, ...) input.
+
+    The output size and the scales are resolved here as PyTorch resolves them (a scale_factor
+    gives floor(in * scale_factor) and, unless recompute_scale_factor, is the scale the
+    coordinates use); flow._C.interpolate builds the weights with ATen's arithmetic."""
+    shape = tuple(input.shape)
+    if mode not in _INTERPOLATE_MODES:
+        raise ValueError(
+            f"[interpolate] mode '{mode}' is not one of {', '.join(_INTERPOLATE_MODES)}"
+        )
+    if len(shape) not in (3, 4, 5):
+        raise ValueError(
+            f"[interpolate] expects a 3-d, 4-d or 5-d input (N, C, spatial...), got {shape} "
+            f"for mode '{mode}'"
+        )
+    n = len(shape) - 2
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError(
+            f"[interpolate] align_corners can only be set with the interpolating modes (linear, "
+            f"bilinear, bicubic, trilinear), not with mode '{mode}' (input {shape})"
+        )
+    align_corners = bool(align_corners)
+    if antialias and (mode not in ("bilinear", "bicubic") or len(shape) != 4):
+        raise ValueError(
+            f"[interpolate] antialias=True is for the bilinear and bicubic modes of a 4-d input, "
+            f"got mode '{mode}' and input {shape}"
+        )
+    if (size is None) == (scale_factor is None):
+        raise ValueError(
+            f"[interpolate] give exactly one of size and scale_factor (input {shape}), got "
+            f"size={size} and scale_factor={scale_factor}"
+        )
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError(
+                f"[interpolate] recompute_scale_factor is not meaningful with an explicit size "
+                f"(input {shape}, size {size})"
+            )
+        out = _spatial_tuple(size, n, "size", shape)
+        try:
+            out = tuple(operator.index(v) for v in out)
+        except TypeError:
+            raise TypeError(
+                f"[interpolate] size must be ints, got {size} (input {shape})"
+            ) from None
+        scales = (None,) * n
+    else:
+        scales = tuple(float(s) for s in _spatial_tuple(scale_factor, n, "scale_factor", shape))
+        out = tuple(int(math.floor(float(shape[i + 2]) * scales[i])) for i in range(n))
+        if recompute_scale_factor or mode == "area":
+            scales = (None,) * n
+    if any(v <= 0 for v in out) or any(v <= 0 for v in shape[2:]):
+        raise ValueError(
+            f"[interpolate] input {shape} and output size {out}: spatial sizes must be greater "
+            f"than 0"
+        )
+    scales = scales + (None,) * (3 - n)
+    return flow._C.interpolate(input, list(out), mode, align_corners, *scales, bool(antialias))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """torch.nn.functional.upsample: the old name of interpolate."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # ---- losses --------------------------------------------------------------------------------
