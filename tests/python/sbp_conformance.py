@@ -234,8 +234,6 @@ CASES.update(
     }
 )
 
-# Cases whose first global op is another registered op with the same rule.
-RUNS_AS = {"transpose": "permute", "narrow": "slice"}
 # complex64: the two views between complex64 and float32 (real, imaginary) pairs.
 CASES.update(
     {
@@ -243,6 +241,9 @@ CASES.update(
         "view_as_real": (lambda z: flow.view_as_real(z), [_f(5, 3, 2).view(np.complex64)[..., 0]]),
     }
 )
+
+# Cases whose first global op is another registered op with the same rule.
+RUNS_AS = {"transpose": "permute", "narrow": "slice"}
 
 
 # Registered ops without a rule of their own, and why.
@@ -282,8 +283,6 @@ COMPOSITE = {
     "pad": "runs as narrow, full_like, expand and cat",
     "atleast_1d": "runs as reshape",
     "hstack": "runs as reshape and cat",
-}
-# Ops whose outputs take different layouts in one signature (the checker lays every output out
     "polar": "runs as cos, sin, mul, stack and view_as_complex",
     "complex": "runs as expand, stack and view_as_complex",
     "real": "runs as view_as_real and select",
@@ -293,6 +292,8 @@ COMPOSITE = {
     "linalg_pinv": "runs as linalg_svd, masked_fill, reciprocal, mul and matmul",
     "svd": "runs as linalg_svd (and transpose)",
     "interpolate": "runs as index_select (nearest modes) or transpose and matmul; global raises",
+}
+# Ops whose outputs take different layouts in one signature (the checker lays every output out
 # alike), checked by running their declared signatures in the test named.
 CHECKED_BY_RUNNING = {
     "layer_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grads)",
