@@ -50,6 +50,8 @@ def to_global(self, placement=None, sbp=None, check_meta=False, sync_data=True):
         if placement is None:
             raise ValueError("[to_global] a local tensor needs placement=")
         nd = _nd_sbp(sbp, placement)
+        if self.is_traced:  # made inside build(): a boxing node; it may only become broadcast
+            return _C.reshard(self, placement, nd, _world())
         local = self
         if self.device.type != "meta" and str(self.device) != shard_device(placement):
             _C.check_placement_in_world(placement, _world(), "to_global")  # before moving

@@ -56,10 +56,11 @@ const GlobalInfo& info_of(const Tensor& t, const char* op) {
 Tensor traced_reshard(const Tensor& x, const Placement& placement, const NdSbp& nd_sbp) {
   graph::Trace* trace = graph::Trace::current();
   if (!trace) fail("to_global", "a traced tensor is used after its graph's tracing ended");
-  if (!x.is_global())
-    fail("to_global",
-         "a local traced tensor cannot become global inside build(); make the "
-         "graph's input global before calling the graph");
+  if (!x.is_global() && !nd_sbp.all_broadcast())
+    fail("to_global", "a local traced tensor of shape ", shape_str(x.shape()),
+         " can only become broadcast "
+         "inside build() (each rank computes the same whole tensor), not ",
+         nd_sbp.str(), "; make the graph's input global before calling the graph");
   Tensor out = trace->box("to_global", x, placement, nd_sbp);
   if (autograd::needs_grad(x))
     autograd::record("to_global", {x}, {out},
@@ -150,6 +151,13 @@ void bind_global(py::module_& m) {
       "global_from_full",
       [](const Tensor& full, const Placement& placement, const NdSbp& nd_sbp,
          std::shared_ptr<comm::Communicator> world, std::optional<Device> device) {
+        if (full.is_traced()) {  // made inside build(): the same on every rank, a constant
+          graph::Trace* trace = graph::Trace::current();
+          if (!trace) fail("to_global", "a traced tensor is used after its graph's tracing ended");
+          const NdSbp whole(std::vector<Sbp>(nd_sbp.size(), Sbp::broadcast()));
+          Tensor b = trace->box("to_global", full, placement, whole);
+          return nd_sbp == whole ? b : trace->box("to_global", b, placement, nd_sbp);
+        }
         if (full.device().is_meta()) {
           auto ctx = context(world);
           return as_tensor(meta_global(full.shape(), full.dtype(), placement, nd_sbp, *ctx), ctx);

@@ -304,3 +304,48 @@ class TestLoadStateDictReshards:
 @pytest.mark.multiprocess
 def test_global_view_on_two_ranks():
     expect_clean_ranks("global_view_worker.py", 2)
+
+
+class TestInsideAGraph:
+    """Fresh tensors made in build() from a global input's device, or turned global there: a
+    constant every rank computes alike, boxed to broadcast (or further, to a split)."""
+
+    def _embedder(self):
+        flow.manual_seed(0)
+        emb = nn.Embedding(10, 4)
+        emb.to_global(P1, flow.sbp.broadcast)
+        return emb
+
+    def test_arange_on_a_global_input_s_device_runs_as_eagerly(self):
+        emb = self._embedder()
+
+        def positions_plus_tokens(idx):
+            pos = flow.arange(0, idx.shape[1], device=idx.device)
+            return emb(pos) + emb(idx)
+
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.emb = emb
+
+            def build(self, idx):
+                return positions_plus_tokens(idx)
+
+        idx = flow.tensor([[1, 2, 3], [4, 5, 6]]).to_global(P1, flow.sbp.split(0))
+        got = Step()(idx)
+        assert got.is_global and tuple(got.shape) == (2, 3, 4)
+        np.testing.assert_allclose(got.numpy(), positions_plus_tokens(idx).numpy(), rtol=1e-6)
+
+    def test_to_global_of_a_fresh_tensor_in_build_is_broadcast_or_a_clear_error(self):
+        class Step(flow.nn.Graph):
+            def __init__(self, sbp):
+                super().__init__()
+                self.sbp = sbp
+
+            def build(self, x):
+                return x + flow.ones(2, 3).to_global(P1, self.sbp)
+
+        x = flow.zeros(2, 3).to_global(P1, flow.sbp.broadcast)
+        np.testing.assert_allclose(Step(flow.sbp.broadcast)(x).numpy(), np.ones((2, 3)))
+        with pytest.raises(RuntimeError, match=r"\[to_global\].*\(2, 3\) can only become broad"):
+            Step(flow.sbp.split(0))(x)
