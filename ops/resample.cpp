@@ -195,10 +195,19 @@ Tensor resample_axis(const Tensor& x, int64_t axis, Interp interp, int64_t out, 
   const int64_t rank = static_cast<int64_t>(meta_of(x).shape.size());
   const int64_t in = meta_of(x).shape[static_cast<size_t>(axis)];
   if (interp == Interp::kNearest || interp == Interp::kNearestExact) {
+    if (out > (int64_t(1) << 31))
+      fail("interpolate", "resampling axis ", axis, " to ", out, " positions: too large");
     const Tensor idx = constant_like(x, nearest_indices<T>(interp, in, out, scale, rank == 4),
                                      {out}, DType::kInt64, DType::kInt64);
     return index_select(x, axis, idx);
   }
+  // The host-built (in, out) weights: refuse, naming the sizes, what would not fit in memory.
+  constexpr int64_t kMaxWeights = int64_t(1) << 28;
+  if (out > kMaxWeights / std::max<int64_t>(in, 1))
+    fail("interpolate", "resampling axis ", axis, " from ", in, " to ", out,
+         " positions needs an (", in, ", ", out,
+         ") weight matrix, more than 2^28 entries: "
+         "too large");
   const DType dtype = std::is_same_v<T, double> ? DType::kFloat64 : DType::kFloat32;
   const Tensor w =
       constant_like(x,

@@ -55,6 +55,9 @@ void svd_batch(const Tensor& a, bool full, const Tensor& u, const Tensor& s, con
       int status = 0;
       gesdd(jobz, lm, ln, copy.data(), std::max(lm, 1), ps + b * k, pv + b * vhrows * n, ldu,
             pu + b * m * ucols, ldvt, work.data(), lwork, iwork.data(), &status);
+      if (status == -4)  // OpenBLAS's gesdd checks the matrix itself for NaN
+        fail("linalg_svd", "matrix ", b, " of the batch (", m, " x ", n,
+             ") holds NaN (LAPACK gesdd rejected it)");
       if (status < 0) fail("linalg_svd", "LAPACK gesdd rejected argument ", -status);
       if (status > 0)
         fail("linalg_svd", "the SVD of matrix ", b, " of the batch (", m, " x ", n,

@@ -241,3 +241,14 @@ def test_antialias_matches_torch_in_values_and_gradients(mode, align_corners, si
     (y * flow.tensor(w)).sum().backward()
     (ty * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_hostile_sizes_and_scales_raise_naming_interpolate():
+    x = flow.zeros(1, 1, 4, 4)
+    with pytest.raises(RuntimeError, match=r"\[interpolate\].*\(4, 2147483648\) weight.*too large"):
+        F.interpolate(x, size=(2**31, 2**31), mode="bilinear")
+    with pytest.raises(RuntimeError, match=r"\[interpolate\].*1099511627776 positions: too large"):
+        F.interpolate(x, size=(2**40, 3))
+    for bad in (float("inf"), float("nan"), -2.0):
+        with pytest.raises(ValueError, match=r"\[interpolate\] scale_factor must be finite"):
+            F.interpolate(x, scale_factor=bad)

@@ -261,3 +261,11 @@ def test_pinv_and_its_gradient_on_the_gpu_match_torch():
         np.testing.assert_allclose(
             x.grad.cpu().numpy(), _grad_torch(lambda lib, t: lib.linalg.pinv(t).sum(), a), atol=1e-9
         )
+
+
+def test_a_matrix_holding_nan_is_refused_naming_it():
+    a = flow.tensor([[[1.0, 2.0], [3.0, 4.0]], [[float("nan"), 1.0], [2.0, 3.0]]])
+    with pytest.raises(
+        RuntimeError, match=r"\[linalg_svd\] matrix 1 of the batch \(2 x 2\) holds NaN"
+    ):
+        flow.linalg.svd(a)

@@ -351,6 +351,11 @@ def interpolate(
         scales = (None,) * n
     else:
         scales = tuple(float(s) for s in _spatial_tuple(scale_factor, n, "scale_factor", shape))
+        if not all(math.isfinite(s) and s > 0 for s in scales):
+            raise ValueError(
+                f"[interpolate] scale_factor must be finite and positive, got {scale_factor} "
+                f"(input {shape})"
+            )
         out = tuple(int(math.floor(float(shape[i + 2]) * scales[i])) for i in range(n))
         if recompute_scale_factor or mode == "area":
             scales = (None,) * n
