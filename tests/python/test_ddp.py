@@ -49,13 +49,27 @@ def test_ranks_spawned_by_multiprocessing_join_with_init_process_group_rank_and_
 def test_a_peer_that_stalls_makes_backward_raise_naming_it(tmp_path):
     r = launch(
         ["--nproc_per_node", "2", "--log_dir", str(tmp_path), "--rdzv_timeout", "3"],
-        [worker("ddp_stall_worker.py")],
+        [worker("ddp_hostile_worker.py"), "stall"],
         timeout=60,
     )
     assert r.returncode == 1 and r.seconds < 30, r
     (rep,) = json_lines(logs_by_rank(tmp_path)[0])
     assert "all_reduce" in rep["error"] and "did not arrive: [1]" in rep["error"], rep
     assert rep["seconds"] < 10, rep
+
+
+@needs_comm
+@pytest.mark.multiprocess
+def test_ranks_wrapping_different_models_are_refused_naming_what_each_has(tmp_path):
+    r = launch(
+        ["--nproc_per_node", "2", "--log_dir", str(tmp_path), "--rdzv_timeout", "10"],
+        [worker("ddp_hostile_worker.py"), "mismatch"],
+        timeout=60,
+    )
+    assert r.returncode == 1, r
+    (rep,) = json_lines(logs_by_rank(tmp_path)[0])
+    assert rep["error"].startswith("ValueError: [DistributedDataParallel] the ranks wrap"), rep
+    assert "rank 0: 2 parameters of 10 elements, rank 1: 2 parameters of 15" in rep["error"], rep
 
 
 def test_init_process_group_refuses_what_it_cannot_do():

@@ -108,11 +108,28 @@ class DistributedDataParallel(Module):
         self._hooks = []
         if self._group is None:
             return
+        self._check_same_model()
         if init_sync:
             self._broadcast(list(module.parameters()) + list(module.buffers()))
         me = weakref.ref(self)  # a hook must not keep the wrapper (and its module) alive
         for i, p in enumerate(self._params):
             self._hooks.append(p.register_post_accumulate_grad_hook(_Ready(me, i)))
+
+    def _check_same_model(self):
+        """Every rank wraps the same model: the count and sizes of its parameters agree (as
+        PyTorch's DDP checks), else the broadcasts and buckets would not line up."""
+        shapes = [tuple(p.shape) for p in self._params]
+        mine = flow.tensor([len(shapes), sum(p.numel() for p in self._params)], dtype=flow.int64)
+        every = dist.all_gather(mine, group=self._group).numpy().reshape(-1, 2)
+        if (every != every[0]).any():
+            seen = ", ".join(
+                f"rank {r}: {n} parameters of {total} elements"
+                for r, (n, total) in enumerate(every)
+            )
+            raise ValueError(
+                f"[DistributedDataParallel] the ranks wrap different models ({seen}); this rank's "
+                f"parameter shapes: {shapes[:4]}{' ...' if len(shapes) > 4 else ''}"
+            )
 
     def _make_buckets(self, bucket_cap_mb, bucket_size, use_bucket):
         """Parameters in reverse order (the order backward makes their gradients), cut where a
