@@ -272,6 +272,13 @@ AutocastState& autocast_state() {
 
 namespace {
 
+// Whether autocast applies to a tensor on `device`: the autocast device's, or meta ones, which
+// stand for tensors on whatever device a plan is priced for (a step planned under autocast is
+// priced in its low precision).
+bool autocast_applies(const Device& device) {
+  return device.type == autocast_state().device || device.is_meta();
+}
+
 // The inputs as the op's autocast policy takes them: floating tensors on the autocast device
 // cast (through the "to" op, so gradients flow back in the original dtype).
 std::vector<Tensor> autocast_inputs(const OpDef& def, const std::vector<Tensor>& inputs) {
@@ -279,7 +286,7 @@ std::vector<Tensor> autocast_inputs(const OpDef& def, const std::vector<Tensor>&
   static const OpDef& to = op_def("to");
   std::vector<Tensor> out = inputs;
   for (Tensor& t : out) {
-    if (!t.defined() || !is_floating(t.dtype()) || t.device().type != state.device) continue;
+    if (!t.defined() || !is_floating(t.dtype()) || !autocast_applies(t.device())) continue;
     const DType want = def.autocast == Autocast::kLowPrecision ? state.dtype : DType::kFloat32;
     const bool cast = def.autocast == Autocast::kLowPrecision
                           ? t.dtype() != want
@@ -297,7 +304,7 @@ std::optional<Attrs> autocast_attrs(const OpDef& def, const std::vector<Tensor>&
   const AttrValue* dtype = attrs.find("dtype");
   const DType* d = dtype ? std::get_if<DType>(dtype) : nullptr;
   if (!d || *d != given[0].dtype() || (*d != DType::kFloat16 && *d != DType::kBFloat16) ||
-      given[0].device().type != autocast_state().device)
+      !autocast_applies(given[0].device()))
     return {};
   Attrs out = attrs;
   out.set("dtype", DType::kFloat32);

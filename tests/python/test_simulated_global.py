@@ -183,3 +183,26 @@ def test_compute_cost_chooses_between_signatures_that_communicate_alike(h100_clu
     assert sbp(y)[0].startswith("S(")
     assert c["flops"] == 4096 * 4096 // 1024
     assert c["comm_steps"] == 1
+
+
+def test_a_step_planned_under_autocast_is_priced_in_its_low_precision(h100_cluster):
+    """Meta tensors stand for a device's tensors: autocast applies to them, so the Megatron
+    pair's reduction moves bfloat16 (half the bytes) and its matmuls run in bfloat16."""
+    x = flow.randn(4099, 1024, device="meta", placement=MESH, sbp=(S(0), B))
+    w1 = flow.randn(1024, 4100, device="meta", placement=MESH, sbp=(B, S(1)))
+    w2 = flow.randn(4100, 1024, device="meta", placement=MESH, sbp=(B, S(0)))
+
+    def step():
+        with flow.boxing.cost_log() as costs:
+            o = flow.nn.functional.gelu(x @ w1) @ w2
+            o.to_global(sbp=(S(0), S(1)))
+        return o, {c["op"]: c for c in costs}
+
+    full, full_costs = step()
+    with flow.autocast("cuda", dtype=flow.bfloat16):
+        low, low_costs = step()
+    assert full.dtype == flow.float32 and low.dtype == flow.bfloat16
+    (full_box,) = [c for op, c in full_costs.items() if c["comm_bytes"]]
+    (low_box,) = [c for op, c in low_costs.items() if c["comm_bytes"]]
+    assert low_box["comm_bytes"] * 2 == full_box["comm_bytes"]
+    assert low_costs["matmul"]["compute_seconds"] < full_costs["matmul"]["compute_seconds"]
