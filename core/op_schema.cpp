@@ -25,6 +25,9 @@ constexpr TypeSpelling kTypes[] = {
     {"dtype", ParamType::kDType},
     {"Generator", ParamType::kGenerator},
     {"Device", ParamType::kDevice},
+    {"Number", ParamType::kNumber},
+    {"Placement", ParamType::kPlacement},
+    {"SBP", ParamType::kSbp},
 };
 
 std::string_view trim(std::string_view s) {
@@ -75,6 +78,10 @@ ArgValue parse_default(std::string_view s, ParamType type, std::string_view sche
     case ParamType::kInts:
       return std::vector<int64_t>{parse_int(s, schema)};
     case ParamType::kFloat:
+      return std::stod(std::string(s));
+    case ParamType::kNumber:
+      if (s == "True" || s == "False") return s == "True";
+      if (s.find_first_of(".eE") == std::string_view::npos) return parse_int(s, schema);
       return std::stod(std::string(s));
     case ParamType::kStr:
       OFL_CHECK(s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front(),
@@ -190,6 +197,12 @@ template const DType& CallArgs::get<DType>(size_t) const;
 template const std::vector<int64_t>& CallArgs::get<std::vector<int64_t>>(size_t) const;
 template Generator* const& CallArgs::get<Generator*>(size_t) const;
 template const Device& CallArgs::get<Device>(size_t) const;
+
+double CallArgs::scalar(size_t i) const {
+  if (const bool* b = std::get_if<bool>(&values_[i])) return *b ? 1.0 : 0.0;
+  if (const int64_t* v = std::get_if<int64_t>(&values_[i])) return static_cast<double>(*v);
+  return number(i);
+}
 
 std::optional<int64_t> CallArgs::optional_integer(size_t i) const {
   if (is_none(i)) return std::nullopt;

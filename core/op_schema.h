@@ -36,6 +36,9 @@ enum class ParamType : uint8_t {
                // it is the only positional parameter
   kGenerator,  // Generator
   kDevice,     // Device: a device or its name
+  kNumber,     // Number: a bool, int or float, kept as given (full's value picks the dtype)
+  kPlacement,  // Placement and SBP (one sbp, or one per mesh axis): where a creation signature
+  kSbp,        // lays its tensor out. The front end reads them; the row's call sees None.
 };
 const char* param_type_name(ParamType t);
 
@@ -91,6 +94,9 @@ class CallArgs {
   std::vector<int64_t> optional_ints(size_t i) const;
   Generator* generator(size_t i) const { return is_none(i) ? nullptr : get<Generator*>(i); }
   Device device(size_t i) const { return is_none(i) ? Device{} : get<Device>(i); }
+  // A Number as a double, and whether it was given as an int or a bool.
+  double scalar(size_t i) const;
+  bool integral(size_t i) const { return !std::holds_alternative<double>(values_[i]); }
 
  private:
   template <class T>
@@ -104,7 +110,17 @@ using ApiCall = std::function<CallResult(const CallArgs&)>;
 
 // Where Python binds a signature: flow.<name>(input, ...), input.<name>(...), or both; or, for
 // the package's own use (an optimizer's fused update), only on the extension module.
-enum ApiBind : uint8_t { kFunction = 1, kMethod = 2, kFunctionAndMethod = 3, kInternal = 4 };
+// kCreation (with kFunction or kMethod) marks a creation signature: its call builds the whole
+// tensor on its `device` argument, and the front end decides which device that is and where the
+// tensor goes (the default device, `placement` and `sbp`, the global mode, a leaf that requires
+// grad), by one policy for every creation op. A signature with a Generator draws at random.
+enum ApiBind : uint8_t {
+  kFunction = 1,
+  kMethod = 2,
+  kFunctionAndMethod = 3,
+  kInternal = 4,
+  kCreation = 8,
+};
 
 // One public signature of an op and the call it makes with the parsed arguments. Without a
 // call, the op itself runs: tensor arguments are its inputs in order, the others its attributes

@@ -293,6 +293,34 @@ OFL_REGISTER_OPS({
                 return copy_(self, lerp(self, a.tensor(1), a.tensor(2)));
               },
               kMethod}}},
+    {.name = "addcmul",  // input + value * tensor1 * tensor2 (optimizers' moment updates)
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .api = {{"addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Number value=1) -> Tensor",
+              [](const CallArgs& a) {
+                return add(a.tensor(0), mul(a.tensor(1), a.tensor(2)), a.scalar(3));
+              }},
+             {"addcmul_(Tensor input, Tensor tensor1, Tensor tensor2, *, Number value=1) -> "
+              "Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return add_(self, mul(a.tensor(1), a.tensor(2)), a.scalar(3));
+              },
+              kMethod}}},
+    {.name = "addcdiv",  // input + value * tensor1 / tensor2
+     .num_inputs = 3,
+     .cost = elementwise_cost,
+     .api = {{"addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Number value=1) -> Tensor",
+              [](const CallArgs& a) {
+                return add(a.tensor(0), div(a.tensor(1), a.tensor(2)), a.scalar(3));
+              }},
+             {"addcdiv_(Tensor input, Tensor tensor1, Tensor tensor2, *, Number value=1) -> "
+              "Tensor",
+              [](const CallArgs& a) {
+                Tensor self = a.tensor(0);
+                return add_(self, div(a.tensor(1), a.tensor(2)), a.scalar(3));
+              },
+              kMethod}}},
     {.name = "masked_fill",  // where(mask, value, x)
      .num_inputs = 3,
      .cost = elementwise_cost,

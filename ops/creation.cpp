@@ -5,9 +5,11 @@
 
 #include "core/autograd/node.h"
 #include "core/dispatcher.h"
+#include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_helpers.h"
+#include "ops/sort.h"
 
 namespace ofl::internal {
 
@@ -271,6 +273,49 @@ void normal_(const Tensor& t, double mean, double std, Generator* gen) {
 
 namespace {
 
+// A creation signature's last parameters (ApiBind kCreation): where the tensor is made, laid out
+// and whether it requires grad. The front end reads them; a row's call reads only the device.
+#define OFL_WHERE                                                   \
+  "Device? device=None, Placement? placement=None, SBP? sbp=None, " \
+  "bool requires_grad=False) -> Tensor"
+constexpr uint8_t kCreate = kFunction | kCreation;
+constexpr uint8_t kNewOf = kMethod | kCreation;  // input.new_zeros(...): input's dtype and device
+
+// The signatures' arguments by position: dtype? (float32 unless given) and the device after it.
+DType dtype_or(const CallArgs& a, size_t i, DType fallback = DType::kFloat32) {
+  return a.optional_dtype(i).value_or(fallback);
+}
+
+// arange's dtype, as PyTorch's: int64 when start, end and step are all integers.
+Tensor arange_of(const CallArgs& a, double start, double end, double step, bool integral,
+                 size_t dtype) {
+  const DType fallback = integral ? DType::kInt64 : DType::kFloat32;
+  return arange(start, end, step, dtype_or(a, dtype, fallback), a.device(dtype + 1));
+}
+
+// The *_like signatures: "(Tensor input, ..., *, dtype? dtype=None, " OFL_LIKE. A global input
+// gives its placement and layout (the front end lays a whole tensor out so).
+#define OFL_LIKE "Device? device=None, bool requires_grad=False) -> Tensor"
+
+// The logical shape of input, on `device` (input's device when none is given).
+Device device_or(const CallArgs& a, size_t i, const Tensor& input) {
+  return a.is_none(i) ? input.device() : a.device(i);
+}
+
+// zeros_like and its kin: the full_like op, whose shards each fill their own block of a global
+// input (and a partial input gives B); another device than input's, the whole tensor there.
+Tensor fill_like(const CallArgs& a, double value, size_t dtype) {
+  const Tensor& input = a.tensor(0);
+  if (a.is_none(dtype + 1)) return full_like(input, value, a.optional_dtype(dtype));
+  return full(meta_of(input).shape, value, dtype_or(a, dtype, input.dtype()), a.device(dtype + 1));
+}
+
+// full's dtype, as PyTorch's: from the fill value's kind (bool, int64, float32) unless given.
+DType fill_dtype(const CallArgs& a, size_t value) {
+  if (std::holds_alternative<bool>(a[value])) return DType::kBool;
+  return a.integral(value) ? DType::kInt64 : DType::kFloat32;
+}
+
 // full_like(x): the output ignores the input's values, so splits map and a partial x gives a B
 // output.
 Sigs fill_like_sbp(const SbpQuery& q) {
@@ -283,79 +328,211 @@ const SbpRule kFillLike{"fill_like", fill_like_sbp};
 }  // namespace
 
 OFL_REGISTER_OPS({
-    {.name = "full",
-     .num_inputs = 0,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .attrs = {kShapeAttr, {"value", AttrType::kFloat}, kDTypeAttr, kDeviceAttr},
-     .infer = [](const InferArgs& a) { return created(a, a.attrs.get<Shape>("shape")); },
-     .compute =
-         [](const ComputeArgs& c) {
-           fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
-         },
-     .complex = true},  // complex64: value + 0i
-    {.name = "zeros", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "ones", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost},
-    {.name = "arange",
-     .num_inputs = 0,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .attrs = {{"start", AttrType::kFloat},
-               {"end", AttrType::kFloat},
-               {"step", AttrType::kFloat},
-               kDTypeAttr,
-               kDeviceAttr},
-     .infer = [](const InferArgs& a) { return created(a, {arange_length(a)}); },
-     .compute =
-         [](const ComputeArgs& c) {
-           const double start = c.attrs.get<double>("start"), step = c.attrs.get<double>("step");
-           fill_from_host(c.out[0],
-                          [&](int64_t i) { return start + static_cast<double>(i) * step; });
-         }},
-    {.name = "linspace",
-     .num_inputs = 0,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .attrs = {{"start", AttrType::kFloat},
-               {"end", AttrType::kFloat},
-               {"steps", AttrType::kInt},
-               kDTypeAttr,
-               kDeviceAttr},
-     .infer =
-         [](const InferArgs& a) {
-           const int64_t steps = a.attrs.get<int64_t>("steps");
-           if (steps < 0) fail(a.op, "number of steps must be non-negative, got ", steps);
-           return created(a, {steps});
-         },
-     .compute =
-         [](const ComputeArgs& c) {
-           const double start = c.attrs.get<double>("start"), end = c.attrs.get<double>("end");
-           const int64_t steps = c.attrs.get<int64_t>("steps");
-           const double delta = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-           fill_from_host(c.out[0], [&](int64_t i) {  // symmetric from both ends, like PyTorch
-             if (steps == 1) return start;
-             return i < steps / 2 ? start + delta * i : end - delta * (steps - 1 - i);
-           });
-         }},
-    {.name = "eye",
-     .num_inputs = 0,
-     .differentiable = false,
-     .cost = elementwise_cost,
-     .attrs = {{"n", AttrType::kInt}, {"m", AttrType::kInt}, kDTypeAttr, kDeviceAttr},
-     .infer =
-         [](const InferArgs& a) {
-           const int64_t n = a.attrs.get<int64_t>("n"), m = a.attrs.get<int64_t>("m");
-           if (n < 0 || m < 0) fail(a.op, "sizes must be non-negative, got ", n, " and ", m);
-           return created(a, {n, m});
-         },
-     .compute =
-         [](const ComputeArgs& c) {
-           const int64_t m = c.out[0].shape()[1];
-           fill_from_host(c.out[0], [m](int64_t i) { return i / m == i % m ? 1.0 : 0.0; });
-         }},
-    random_def("rand", 0),
-    random_def("randn", 1),
-    random_def("randint", 2, {{"low", AttrType::kInt}, {"high", AttrType::kInt}}),
+    with_api(
+        {{"full(int[] size, Number fill_value, *, dtype? dtype=None, " OFL_WHERE,
+          [](const CallArgs& a) {
+            return full(a.ints(0), a.scalar(1), dtype_or(a, 2, fill_dtype(a, 1)), a.device(3));
+          },
+          kCreate},
+         {"new_full(Tensor input, int[] size, Number fill_value, *, dtype? dtype=None, " OFL_WHERE,
+          [](const CallArgs& a) {
+            return full(a.ints(1), a.scalar(2), dtype_or(a, 3, a.tensor(0).dtype()), a.device(4));
+          },
+          kNewOf}},
+        {.name = "full",
+         .num_inputs = 0,
+         .differentiable = false,
+         .cost = elementwise_cost,
+         .attrs = {kShapeAttr, {"value", AttrType::kFloat}, kDTypeAttr, kDeviceAttr},
+         .infer = [](const InferArgs& a) { return created(a, a.attrs.get<Shape>("shape")); },
+         .compute =
+             [](const ComputeArgs& c) {
+               fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
+             },
+         .complex = true}),  // complex64: value + 0i
+    with_api({{"zeros(int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) { return zeros(a.ints(0), dtype_or(a, 1), a.device(2)); },
+               kCreate},
+              {"new_zeros(Tensor input, int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return zeros(a.ints(1), dtype_or(a, 2, a.tensor(0).dtype()), a.device(3));
+               },
+               kNewOf}},
+             {.name = "zeros", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost}),
+    with_api({{"ones(int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) { return ones(a.ints(0), dtype_or(a, 1), a.device(2)); },
+               kCreate},
+              {"new_ones(Tensor input, int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return ones(a.ints(1), dtype_or(a, 2, a.tensor(0).dtype()), a.device(3));
+               },
+               kNewOf}},
+             {.name = "ones", .num_inputs = 0, .differentiable = false, .cost = elementwise_cost}),
+    // Uninitialised memory: no kernel runs.
+    with_api({{"empty(int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return Tensor::empty(a.ints(0), dtype_or(a, 1), a.device(2));
+               },
+               kCreate},
+              {"new_empty(Tensor input, int[] size, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return Tensor::empty(a.ints(1), dtype_or(a, 2, a.tensor(0).dtype()), a.device(3));
+               },
+               kNewOf}},
+             {.name = "empty", .num_inputs = 0, .differentiable = false}),
+    with_api({{"arange(Number end, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) { return arange_of(a, 0, a.scalar(0), 1, a.integral(0), 1); },
+               kCreate},
+              {"arange(Number start, Number end, Number step=1, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 const bool integral = a.integral(0) && a.integral(1) && a.integral(2);
+                 return arange_of(a, a.scalar(0), a.scalar(1), a.scalar(2), integral, 3);
+               },
+               kCreate}},
+             {.name = "arange",
+              .num_inputs = 0,
+              .differentiable = false,
+              .cost = elementwise_cost,
+              .attrs = {{"start", AttrType::kFloat},
+                        {"end", AttrType::kFloat},
+                        {"step", AttrType::kFloat},
+                        kDTypeAttr,
+                        kDeviceAttr},
+              .infer = [](const InferArgs& a) { return created(a, {arange_length(a)}); },
+              .compute =
+                  [](const ComputeArgs& c) {
+                    const double start = c.attrs.get<double>("start"),
+                                 step = c.attrs.get<double>("step");
+                    fill_from_host(
+                        c.out[0], [&](int64_t i) { return start + static_cast<double>(i) * step; });
+                  }}),
+    with_api({{"linspace(Number start, Number end, int steps, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return linspace(a.scalar(0), a.scalar(1), a.integer(2), dtype_or(a, 3),
+                                 a.device(4));
+               },
+               kCreate}},
+             {.name = "linspace",
+              .num_inputs = 0,
+              .differentiable = false,
+              .cost = elementwise_cost,
+              .attrs = {{"start", AttrType::kFloat},
+                        {"end", AttrType::kFloat},
+                        {"steps", AttrType::kInt},
+                        kDTypeAttr,
+                        kDeviceAttr},
+              .infer =
+                  [](const InferArgs& a) {
+                    const int64_t steps = a.attrs.get<int64_t>("steps");
+                    if (steps < 0) fail(a.op, "number of steps must be non-negative, got ", steps);
+                    return created(a, {steps});
+                  },
+              .compute =
+                  [](const ComputeArgs& c) {
+                    const double start = c.attrs.get<double>("start"),
+                                 end = c.attrs.get<double>("end");
+                    const int64_t steps = c.attrs.get<int64_t>("steps");
+                    const double delta =
+                        steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+                    fill_from_host(
+                        c.out[0], [&](int64_t i) {  // symmetric from both ends, like PyTorch
+                          if (steps == 1) return start;
+                          return i < steps / 2 ? start + delta * i : end - delta * (steps - 1 - i);
+                        });
+                  }}),
+    with_api({{"eye(int n, int? m=None, *, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 const int64_t n = a.integer(0);
+                 return eye(n, a.optional_integer(1).value_or(n), dtype_or(a, 2), a.device(3));
+               },
+               kCreate}},
+             {.name = "eye",
+              .num_inputs = 0,
+              .differentiable = false,
+              .cost = elementwise_cost,
+              .attrs = {{"n", AttrType::kInt}, {"m", AttrType::kInt}, kDTypeAttr, kDeviceAttr},
+              .infer =
+                  [](const InferArgs& a) {
+                    const int64_t n = a.attrs.get<int64_t>("n"), m = a.attrs.get<int64_t>("m");
+                    if (n < 0 || m < 0)
+                      fail(a.op, "sizes must be non-negative, got ", n, " and ", m);
+                    return created(a, {n, m});
+                  },
+              .compute =
+                  [](const ComputeArgs& c) {
+                    const int64_t m = c.out[0].shape()[1];
+                    fill_from_host(c.out[0], [m](int64_t i) { return i / m == i % m ? 1.0 : 0.0; });
+                  }}),
+    with_api({{"rand(int[] size, *, Generator? generator=None, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return rand(a.ints(0), dtype_or(a, 2), a.generator(1), a.device(3));
+               },
+               kCreate},
+              {"rand_like(Tensor input, *, Generator? generator=None, dtype? dtype=None, " OFL_LIKE,
+               [](const CallArgs& a) {
+                 const Tensor& in = a.tensor(0);
+                 return rand(meta_of(in).shape, dtype_or(a, 2, in.dtype()), a.generator(1),
+                             device_or(a, 3, in));
+               },
+               kCreate}},
+             random_def("rand", 0)),
+    with_api(
+        {{"randn(int[] size, *, Generator? generator=None, dtype? dtype=None, " OFL_WHERE,
+          [](const CallArgs& a) {
+            return randn(a.ints(0), dtype_or(a, 2), a.generator(1), a.device(3));
+          },
+          kCreate},
+         {"randn_like(Tensor input, *, Generator? generator=None, dtype? dtype=None, " OFL_LIKE,
+          [](const CallArgs& a) {
+            const Tensor& in = a.tensor(0);
+            return randn(meta_of(in).shape, dtype_or(a, 2, in.dtype()), a.generator(1),
+                         device_or(a, 3, in));
+          },
+          kCreate}},
+        random_def("randn", 1)),
+    // randint(high, size) or randint(low, high, size), as PyTorch's.
+    with_api({{"randint(int high, int[] size, *, Generator? generator=None, dtype? "
+               "dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return randint(0, a.integer(0), a.ints(1), dtype_or(a, 3, DType::kInt64),
+                                a.generator(2), a.device(4));
+               },
+               kCreate},
+              {"randint(int low, int high, int[] size, *, Generator? generator=None, dtype? "
+               "dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 return randint(a.integer(0), a.integer(1), a.ints(2),
+                                dtype_or(a, 4, DType::kInt64), a.generator(3), a.device(5));
+               },
+               kCreate},
+              {"randint_like(Tensor input, int high, *, Generator? generator=None, dtype? "
+               "dtype=None, " OFL_LIKE,
+               [](const CallArgs& a) {
+                 const Tensor& in = a.tensor(0);
+                 return randint(0, a.integer(1), meta_of(in).shape, dtype_or(a, 3, in.dtype()),
+                                a.generator(2), device_or(a, 4, in));
+               },
+               kCreate},
+              {"randint_like(Tensor input, int low, int high, *, Generator? generator=None, "
+               "dtype? dtype=None, " OFL_LIKE,
+               [](const CallArgs& a) {
+                 const Tensor& in = a.tensor(0);
+                 return randint(a.integer(1), a.integer(2), meta_of(in).shape,
+                                dtype_or(a, 4, in.dtype()), a.generator(3), device_or(a, 5, in));
+               },
+               kCreate}},
+             random_def("randint", 2, {{"low", AttrType::kInt}, {"high", AttrType::kInt}})),
+    // A random permutation of 0 .. n - 1: the order that sorts n uniform draws, so manual_seed
+    // makes it reproducible.
+    with_api({{"randperm(int n, *, Generator? generator=None, dtype? dtype=None, " OFL_WHERE,
+               [](const CallArgs& a) {
+                 const int64_t n = a.integer(0);
+                 if (n < 0) fail("randperm", "n must be non-negative, got ", n);
+                 Tensor draws = rand({n}, DType::kFloat64, a.generator(1), a.device(3));
+                 return to_dtype(argsort(draws), dtype_or(a, 2, DType::kInt64));
+               },
+               kCreate}},
+             {.name = "randperm", .num_inputs = 0, .differentiable = false}),
     with_api({{"uniform_(Tensor input, float a=0, float b=1, Generator? generator=None) -> Tensor",
                [](const CallArgs& a) {
                  uniform_(a.tensor(0), a.number(1), a.number(2), a.generator(3));
@@ -384,7 +561,23 @@ OFL_REGISTER_OPS({
          [](const ComputeArgs& c) {
            fill_kernel().get(c.out[0].device().type)(c.out[0], c.attrs.get<double>("value"));
          },
-     .complex = true},
+     .complex = true,
+     .api = {{"zeros_like(Tensor input, *, dtype? dtype=None, " OFL_LIKE,
+              [](const CallArgs& a) { return fill_like(a, 0.0, 1); }, kCreate},
+             {"ones_like(Tensor input, *, dtype? dtype=None, " OFL_LIKE,
+              [](const CallArgs& a) { return fill_like(a, 1.0, 1); }, kCreate},
+             {"full_like(Tensor input, Number fill_value, *, dtype? dtype=None, " OFL_LIKE,
+              [](const CallArgs& a) { return fill_like(a, a.scalar(1), 2); }, kCreate},
+             {"empty_like(Tensor input, *, dtype? dtype=None, " OFL_LIKE,
+              [](const CallArgs& a) {
+                const Tensor& input = a.tensor(0);
+                return Tensor::empty(meta_of(input).shape, dtype_or(a, 1, input.dtype()),
+                                     device_or(a, 2, input));
+              },
+              kCreate}}},
 });
+
+#undef OFL_WHERE
+#undef OFL_LIKE
 
 }  // namespace ofl::internal

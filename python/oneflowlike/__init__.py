@@ -57,24 +57,6 @@ from ._tensor_api import (  # noqa: F401,E402
     get_default_device,
     tensor,
     as_tensor,
-    zeros,
-    ones,
-    empty,
-    full,
-    zeros_like,
-    ones_like,
-    empty_like,
-    full_like,
-    rand,
-    randn,
-    randint,
-    rand_like,
-    randn_like,
-    randint_like,
-    randperm,
-    arange,
-    linspace,
-    eye,
     allclose,
     no_grad,
     enable_grad,
@@ -138,28 +120,3 @@ globals().update(_tensor_api._tensor_types())  # LongTensor, FloatTensor, ... (d
 from . import jit  # noqa: E402,F401
 from .utils import dlpack as _dlpack  # noqa: E402,F401  (flow.utils.dlpack)
 from ._vmap import vmap, func  # noqa: E402,F401  (torch.vmap, torch.func.vmap)
-
-for _name in (
-    "zeros",
-    "ones",
-    "full",
-    "rand",
-    "randn",
-    "randint",
-    "arange",
-    "eye",
-    "empty",
-    "linspace",
-):
-    globals()[_name] = _global_mod.make_global_creation(globals()[_name], sync_data=False)
-# Given data, ranks may hold different data: rank 0's is the logical tensor (OneFlow's semantics).
-tensor = _global_mod.make_global_creation(tensor, sync_data=True)
-# zeros_like, ones_like and full_like are ops (each rank fills only its shard).
-for _name in (
-    "empty_like",
-    "rand_like",
-    "randn_like",
-    "randint_like",
-):
-    globals()[_name] = _global_mod.make_global_like(globals()[_name])
-del _name

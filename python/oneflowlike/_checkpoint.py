@@ -221,7 +221,7 @@ def load(path, like=None):
             placement, sbp = target.placement, flow._C.NdSbp(list(target.sbp))
             coords = placement.coords_of(rank)
             if coords is None:  # this rank holds none of it
-                t = flow._C.full([], 0, dtype)
+                t = flow._C.from_numpy(np.zeros((), np.float32)).to(dtype)
             else:
                 t = reader.read(name, list(shape), dtype, placement, sbp, list(coords))
             if placement.type != "cpu":  # the shard where the placement keeps it

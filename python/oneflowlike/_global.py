@@ -130,44 +130,6 @@ def from_full(full, placement, sbp, sync_data):
     return _C.global_from_full(full, placement, nd, _world(), device)
 
 
-def make_global_creation(fn, sync_data):
-    """Wraps a creation op: with placement= and sbp=, every rank builds the full tensor and keeps
-    its shard. Ops given data (sync_data) take the placement's first rank's, since ranks may be
-    given different data; fills and random ops (which draw by logical element index) build the
-    same tensor everywhere and communicate nothing."""
-
-    def wrapper(*args, placement=None, sbp=None, **kwargs):
-        if placement is None:
-            if sbp is not None:
-                raise ValueError(f"[{fn.__name__}] sbp= needs placement=")
-            return fn(*args, **kwargs)
-        from .utils.global_view import global_mode
-
-        with global_mode(False):  # the given layout, not global mode's, lays the full tensor out
-            full = fn(*args, **kwargs)
-        out = from_full(full, placement, sbp, sync_data)
-        return out.requires_grad_() if full.requires_grad else out
-
-    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
-    return wrapper
-
-
-def make_global_like(fn):
-    """Wraps a *_like creation op: given a global tensor, the result is global with the same
-    placement and sbp (and the same logical shape)."""
-
-    def wrapper(t, *args, **kwargs):
-        out = fn(t, *args, **kwargs)  # the full logical tensor (t.shape is logical)
-        if not t.is_global:
-            return out
-        from . import distributed
-
-        return _C.global_from_full(out, t.placement, _C.global_sbp(t), _world())
-
-    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
-    return wrapper
-
-
 class _Boxing:
     """flow.boxing: the cost model's view of a reshard, its cluster spec, a log of collectives
     run and a log of predicted costs."""

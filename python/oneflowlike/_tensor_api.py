@@ -11,16 +11,6 @@ from . import _C
 _py_bool, _py_int, _py_float = builtins.bool, builtins.int, builtins.float
 
 
-def _dtype_or(dtype, default=None):
-    return _C.dtype.float32 if dtype is None and default is None else (dtype or default)
-
-
-def _shape(size):
-    if len(size) == 1 and not isinstance(size[0], _py_int):
-        return tuple(size[0])
-    return tuple(size)
-
-
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -65,12 +55,6 @@ def _resolve_device(device):
     return d
 
 
-def _on(device):
-    """The device keyword of a creation call: the given or default device, if any."""
-    d = _resolve_device(device)
-    return {} if d is None else {"device": d}
-
-
 _global_view = []  # utils.global_view, imported on first use (utils imports the whole package)
 
 
@@ -83,32 +67,57 @@ def _gv():
 
 
 def _create(op, build, device, requires_grad=False, sync_data=False):
-    """build(device kwargs) makes the whole tensor. In global mode, or given a global tensor's
-    device, it is laid out as a global tensor (utils/global_view.py says how)."""
+    """build(device) makes the whole tensor (device None: the cpu). In global mode, or given a
+    global tensor's device, it is laid out as a global tensor (utils/global_view.py says how)."""
     gv = _gv()
     layout = gv.creation_layout(device)
     if layout is None:
-        return _finish(build(_on(device)), requires_grad)
-    full = build({"device": gv.build_device(device, layout)})
+        return _finish(build(_resolve_device(device)), requires_grad)
+    full = build(gv.build_device(device, layout))
     return _finish(gv.lay_out(op, full, layout, sync_data), requires_grad)
 
 
-def _create_like(op, t, build, sync_data=False):
-    """A *_like op on a local `t` in global mode gives a global tensor (a global `t` gives its
-    own layout, by the op or by make_global_like)."""
+def _place(op, build, device, placement, sbp, requires_grad, random, data=False):
+    """Where a creation op's tensor goes: every creation signature of the registry comes here
+    (python/src/op_binding.cpp's create), with build(device) running its row. The default
+    device, the global mode or a global tensor's device (_create), or placement= and sbp=: every
+    rank builds the whole tensor and keeps its shard. Fills and draws (by logical element index)
+    build the same tensor on ranks seeded alike and communicate nothing; given data, ranks may
+    hold different data, and the placement's first rank's is the logical tensor."""
+    if placement is None:
+        if sbp is not None:
+            raise ValueError(f"[{op}] sbp= needs placement=")
+        return _create(op, build, device, requires_grad, sync_data=random or data)
+    from . import _global
+
+    with _gv().global_mode(False):  # the given layout, not the global mode's
+        full = _create(op, build, device)
+    return _finish(_global.from_full(full, placement, sbp, data), requires_grad)
+
+
+def _place_like(op, build, t, device, requires_grad, random):
+    """zeros_like(t) and its kin (op_binding.cpp's create): a global `t` gives its placement and
+    layout (fills by the full_like op, each rank filling its shard; other rows build the whole
+    tensor, laid out as t is); a local `t` in global mode gives a global tensor."""
     gv = _gv()
     layout = gv.like_layout(t)
     if layout is not None:
-        return gv.lay_out(op, build(gv.build_device(t.device, layout)), layout, sync_data)
-    full = build(t.device)
-    if sync_data and t.is_global:  # make_global_like keeps each rank's shard of one draw
-        full = gv.same_on_every_rank(full, t.placement)
-    return full
+        out = gv.lay_out(op, build(gv.build_device(t.device, layout)), layout, random)
+    else:
+        out = build(None if device is None else _resolve_device(device))
+        if t.is_global and not out.is_global:
+            if random:  # one draw: the placement's first rank's
+                out = gv.same_on_every_rank(out, t.placement)
+            from . import _global
+
+            out = _C.global_from_full(out, t.placement, _C.global_sbp(t), _global._world())
+    return _finish(out, requires_grad)
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays, tensors)."""
-    d = _resolve_device(device)
+def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, sbp=None):
+    """A new tensor holding a copy of `data` (nested lists, numbers, numpy arrays, tensors);
+    global with placement= and sbp=, or in global mode (the placement's first rank's data is
+    the logical tensor, as OneFlow's)."""
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
     else:
@@ -125,12 +134,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         t = _C.from_numpy(np.asarray(arr, order="C"))  # keeps 0-d arrays 0-d
     if dtype is not None and t.dtype != dtype:
         t = _C.to_dtype(t, dtype)
-    layout = None if t.is_global else _gv().creation_layout(device)
-    if layout is not None:  # the placement's first rank's data is the logical tensor
-        return _finish(_gv().lay_out("tensor", t, layout, sync_data=True), requires_grad)
-    if d is not None:
-        t = t.to(d)
-    return _finish(t, requires_grad)
+    if t.is_global and placement is None:
+        return _finish(t, requires_grad)
+    build = lambda d: t if d is None else t.to(d)  # noqa: E731
+    return _place("tensor", build, device, placement, sbp, requires_grad, False, data=True)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -145,86 +152,6 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    shape, dt = _shape(size), _dtype_or(dtype)
-    return _create("zeros", lambda d: _C.full(shape, 0.0, dt, **d), device, requires_grad)
-
-
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    shape, dt = _shape(size), _dtype_or(dtype)
-    return _create("ones", lambda d: _C.full(shape, 1.0, dt, **d), device, requires_grad)
-
-
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    shape, dt = _shape(size), _dtype_or(dtype)
-    return _create("empty", lambda d: _C.empty(shape, dt, **d), device, requires_grad)
-
-
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    if dtype is None:
-        dtype = (
-            _C.dtype.bool
-            if isinstance(fill_value, _py_bool)
-            else _C.dtype.int64 if isinstance(fill_value, _py_int) else _C.dtype.float32
-        )
-    shape, value = (size,) if isinstance(size, _py_int) else tuple(size), _py_float(fill_value)
-    return _create("full", lambda d: _C.full(shape, value, dtype, **d), device, requires_grad)
-
-
-def _full_like(op, t, value, dtype):
-    if _gv().like_layout(t) is None:  # an op: on a global t each rank fills only its shard
-        return _C.full_like(t, value, dtype or t.dtype)
-    return _create_like(op, t, lambda d: _C.full(t.shape, value, dtype or t.dtype, device=d))
-
-
-def zeros_like(t, dtype=None, requires_grad=False):
-    return _finish(_full_like("zeros_like", t, 0.0, dtype), requires_grad)
-
-
-def ones_like(t, dtype=None, requires_grad=False):
-    return _finish(_full_like("ones_like", t, 1.0, dtype), requires_grad)
-
-
-def empty_like(t, dtype=None, requires_grad=False):
-    out = _create_like("empty_like", t, lambda d: _C.empty(t.shape, dtype or t.dtype, device=d))
-    return _finish(out, requires_grad)
-
-
-def full_like(t, fill_value, dtype=None, requires_grad=False):
-    return _finish(_full_like("full_like", t, _py_float(fill_value), dtype), requires_grad)
-
-
-def rand(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    shape, dt = _shape(size), _dtype_or(dtype)
-    build = lambda d: _C.rand(shape, dt, generator, **d)  # noqa: E731
-    return _create("rand", build, device, requires_grad, sync_data=True)
-
-
-def randn(*size, dtype=None, generator=None, device=None, requires_grad=False):
-    shape, dt = _shape(size), _dtype_or(dtype)
-    build = lambda d: _C.randn(shape, dt, generator, **d)  # noqa: E731
-    return _create("randn", build, device, requires_grad, sync_data=True)
-
-
-def randint(low, high=None, size=None, dtype=None, generator=None, device=None):
-    """randint(high, size) or randint(low, high, size), like PyTorch."""
-    if size is None:
-        low, high, size = 0, low, high
-    shape, dt = tuple(size), dtype or _C.dtype.int64
-    build = lambda d: _C.randint(low, high, shape, dt, generator, **d)  # noqa: E731
-    return _create("randint", build, device, sync_data=True)
-
-
-def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0 .. n - 1: the order that sorts n uniform draws (from
-    `generator`, the default one unless given), so manual_seed makes it reproducible."""
-    if n < 0:
-        raise ValueError(f"[randperm] n must be non-negative, got {n}")
-    build = lambda d: _C.rand((n,), _C.dtype.float64, generator, **d).argsort()  # noqa: E731
-    order = _create("randperm", build, device, sync_data=True)
-    return _finish(order.to(dtype or _C.dtype.int64), requires_grad)
-
-
 def _rebuild_tensor(array, dtype, requires_grad, device, cls):
     """What pickle rebuilds a tensor from (Tensor.__reduce__)."""
     t = _C.from_numpy(array)
@@ -235,46 +162,6 @@ def _rebuild_tensor(array, dtype, requires_grad, device, cls):
     if cls is not _C.Tensor:
         t = cls(t)
     return t.requires_grad_(requires_grad) if requires_grad or t.requires_grad else t
-
-
-# On a global t these give the whole tensor, which make_global_like (in __init__) lays out.
-def rand_like(t, dtype=None, generator=None):
-    build = lambda d: _C.rand(t.shape, dtype or t.dtype, generator, device=d)  # noqa: E731
-    return _create_like("rand_like", t, build, sync_data=True)
-
-
-def randn_like(t, dtype=None, generator=None):
-    build = lambda d: _C.randn(t.shape, dtype or t.dtype, generator, device=d)  # noqa: E731
-    return _create_like("randn_like", t, build, sync_data=True)
-
-
-def randint_like(t, low, high=None, dtype=None, generator=None):
-    if high is None:
-        low, high = 0, low
-    dt = dtype or t.dtype
-    build = lambda d: _C.randint(low, high, t.shape, dt, generator, device=d)  # noqa: E731
-    return _create_like("randint_like", t, build, sync_data=True)
-
-
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    if end is None:
-        start, end = 0, start
-    if dtype is None:
-        is_int = builtins.all(isinstance(v, _py_int) for v in (start, end, step))
-        dtype = _C.dtype.int64 if is_int else _C.dtype.float32
-    a, b, c = _py_float(start), _py_float(end), _py_float(step)
-    return _create("arange", lambda d: _C.arange(a, b, c, dtype, **d), device, requires_grad)
-
-
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    dt = _dtype_or(dtype)
-    build = lambda d: _C.linspace(start, end, steps, dt, **d)  # noqa: E731
-    return _create("linspace", build, device, requires_grad)
-
-
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    m, dt = n if m is None else m, _dtype_or(dtype)
-    return _create("eye", lambda d: _C.eye(n, m, dt, **d), device, requires_grad)
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
@@ -362,7 +249,7 @@ class _TensorTypeMeta(type):
         """LongTensor([1, 2]) holds that data; LongTensor(2, 3) is that shape (zeros)."""
         if len(args) == 1 and not isinstance(args[0], _py_int):
             return tensor(args[0], dtype=cls.dtype)
-        return zeros(*args, dtype=cls.dtype)
+        return _C.zeros(*args, dtype=cls.dtype)
 
 
 def _tensor_types():
@@ -595,12 +482,6 @@ def _install_tensor_methods():
     T.__str__ = _repr
     T.__array_priority__ = 1000  # numpy defers to our reflected operators
 
-    def addcmul_(self, t1, t2, value=1.0):
-        return self.add_(t1 * t2, alpha=value)
-
-    def addcdiv_(self, t1, t2, value=1.0):
-        return self.add_(t1 / t2, alpha=value)
-
     def __deepcopy__(self, memo):
         copy = self.detach().clone()
         if self.requires_grad and self.is_leaf:
@@ -612,15 +493,6 @@ def _install_tensor_methods():
         return self.to(other.dtype)
 
     # On self's device, as PyTorch's.
-    def new_zeros(self, *size, dtype=None):
-        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_ones(self, *size, dtype=None):
-        return ones(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_full(self, size, fill_value, dtype=None):
-        return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
-
     def new_tensor(self, data, dtype=None):
         return tensor(data, dtype=dtype or self.dtype, device=self.device)
 
@@ -680,13 +552,8 @@ def _install_tensor_methods():
         __dlpack__,
         __dlpack_device__,
         size,
-        addcmul_,
-        addcdiv_,
         __deepcopy__,
         type_as,
-        new_zeros,
-        new_ones,
-        new_full,
         new_tensor,
         register_hook,
         register_post_accumulate_grad_hook,

@@ -1,5 +1,5 @@
-// Module-level functions that are not ops: creation with explicit dtypes and devices (the
-// Python factories wrap them), conversions, and raw bytes for serialization.
+// Module-level functions that are not ops: tensors from numpy arrays and Python data,
+// conversions, and raw bytes for serialization.
 #include "convert.h"
 #include "core/safetensors.h"
 #include "ops/ops.h"
@@ -8,43 +8,8 @@ namespace ofl::internal::py_bind {
 
 void bind_functions(py::module_& m) {
   using py::arg;
-  // creation
   m.def("from_numpy", &from_numpy);
   m.def("as_tensor_arg", [](py::handle h) { return as_tensor(h, "tensor"); });
-  m.def(
-      "empty", [](const Shape& s, DType d, Device device) { return Tensor::empty(s, d, device); },
-      arg("shape"), arg("dtype"), arg("device") = Device{});
-  m.def(
-      "full", [](const Shape& s, double v, DType d, Device dev) { return full(s, v, d, dev); },
-      arg("shape"), arg("value"), arg("dtype"), arg("device") = Device{});
-  m.def("full_like", [](const Tensor& t, double v, DType d) { return full_like(t, v, d); });
-  m.def(
-      "arange",
-      [](double a, double b, double step, DType d, Device dev) {
-        return arange(a, b, step, d, dev);
-      },
-      arg("start"), arg("end"), arg("step"), arg("dtype"), arg("device") = Device{});
-  m.def(
-      "linspace",
-      [](double a, double b, int64_t n, DType d, Device dev) { return linspace(a, b, n, d, dev); },
-      arg("start"), arg("end"), arg("steps"), arg("dtype"), arg("device") = Device{});
-  m.def(
-      "eye", [](int64_t n, int64_t k, DType d, Device dev) { return eye(n, k, d, dev); }, arg("n"),
-      arg("m"), arg("dtype"), arg("device") = Device{});
-  m.def(
-      "rand", [](const Shape& s, DType d, Generator* g, Device dev) { return rand(s, d, g, dev); },
-      arg("shape"), arg("dtype"), arg("generator") = nullptr, arg("device") = Device{});
-  m.def(
-      "randn",
-      [](const Shape& s, DType d, Generator* g, Device dev) { return randn(s, d, g, dev); },
-      arg("shape"), arg("dtype"), arg("generator") = nullptr, arg("device") = Device{});
-  m.def(
-      "randint",
-      [](int64_t lo, int64_t hi, const Shape& s, DType d, Generator* g, Device dev) {
-        return randint(lo, hi, s, d, g, dev);
-      },
-      arg("low"), arg("high"), arg("shape"), arg("dtype"), arg("generator") = nullptr,
-      arg("device") = Device{});
   m.def("tensor_bytes", [](const Tensor& t) {
     require_data("save", t);
     Tensor c = host_copy(contiguous(t));  // a device tensor's bytes come to the host first

@@ -9,6 +9,7 @@
 #include "core/dispatcher.h"
 #include "core/op_def.h"
 #include "core/random.h"
+#include "sbp/placement.h"
 
 namespace ofl::internal::py_bind {
 
@@ -123,6 +124,31 @@ std::optional<ArgValue> convert(py::handle obj, const Param& p, const char* op) 
       if (py::isinstance<Device>(obj)) return obj.cast<Device>();
       if (PyUnicode_Check(o)) return Device::parse(obj.cast<std::string>());
       return std::nullopt;
+    case ParamType::kNumber:
+      if (PyBool_Check(o)) return o == Py_True;
+      if (auto v = to_int(obj)) return *v;
+      if (py::isinstance<Tensor>(obj) && obj.cast<const Tensor&>().numel() == 1)
+        return convert(obj.attr("item")(), p, op);  // a one-element tensor as its number
+      if (PyFloat_Check(o) || (PyNumber_Check(o) && !PyUnicode_Check(o) && !PyTuple_Check(o) &&
+                               !py::isinstance<Tensor>(obj))) {
+        double v = PyFloat_AsDouble(o);
+        if (v == -1.0 && PyErr_Occurred()) {
+          PyErr_Clear();
+          return std::nullopt;
+        }
+        return v;
+      }
+      return std::nullopt;
+    case ParamType::kPlacement:  // read by the front end (create below), not by the call
+      if (py::isinstance<Placement>(obj)) return ArgValue{};
+      return std::nullopt;
+    case ParamType::kSbp: {
+      if (py::isinstance<Sbp>(obj) || py::isinstance<NdSbp>(obj)) return ArgValue{};
+      if (!PyTuple_Check(o) && !PyList_Check(o)) return std::nullopt;
+      for (py::handle item : obj)
+        if (!py::isinstance<Sbp>(item)) return std::nullopt;
+      return ArgValue{};
+    }
   }
   return std::nullopt;
 }
@@ -159,9 +185,11 @@ bool gather_varargs(const Param& p, const py::args& args, size_t a, ArgValue& ou
   return true;
 }
 
-// The arguments of a call by s's parameters, or false with why they do not fit.
-bool parse(const Schema& s, bool method, const py::args& args, const py::kwargs& kwargs,
-           const char* op, std::vector<ArgValue>& out, std::string& why) {
+// The arguments of a call by s's parameters, or false with why they do not fit. A creation
+// signature's size given as no positional arguments is the empty shape (zeros(*x.shape) of a
+// 0-d x).
+bool parse(const Schema& s, bool method, bool creation, const py::args& args,
+           const py::kwargs& kwargs, const char* op, std::vector<ArgValue>& out, std::string& why) {
   const size_t n = s.params.size();
   out.assign(n, ArgValue{});
   std::vector<char> given(n, 0);
@@ -214,6 +242,10 @@ bool parse(const Schema& s, bool method, const py::args& args, const py::kwargs&
   }
   for (size_t i = 0; i < n; ++i) {
     if (given[i]) continue;
+    if (creation && static_cast<int>(i) == varargs && s.params[i].type == ParamType::kInts) {
+      out[i] = std::vector<int64_t>{};
+      continue;
+    }
     if (!s.params[i].has_default) {
       why = str_cat("missing argument '", s.params[i].name, "'");
       return false;
@@ -251,15 +283,61 @@ py::object to_python(CallResult r, const Schema& s, const py::args& args) {
   return named_tuple(s)(*items);
 }
 
+// A creation signature (ApiBind kCreation): the row's call builds the whole tensor on the device
+// it is given, and the front end's one policy (oneflowlike/_tensor_api.py: _place, and
+// _place_like for the *_like functions) picks that device and lays the tensor out: the default
+// device, placement= and sbp=, the global mode, a global input's layout, requires_grad.
+// Placement and SBP arguments are given by keyword.
+py::object create(const Overload& o, std::vector<ArgValue> values, bool method,
+                  const py::args& args, const py::kwargs& kwargs) {
+  const Schema& s = o.api->parsed;
+  auto index = [&s](std::string_view name) {
+    for (size_t i = 0; i < s.params.size(); ++i)
+      if (s.params[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  const int device = index("device"), grad = index("requires_grad");
+  OFL_CHECK(device >= 0 && grad >= 0, "creation signature ", s.text,
+            " needs device and requires_grad");
+  auto kwarg = [&kwargs](const char* name) {
+    return kwargs.contains(name) ? py::reinterpret_borrow<py::object>(kwargs[name]) : py::none();
+  };
+  py::object where = kwarg("device");
+  bool random = false;
+  for (const Param& p : s.params) random |= p.type == ParamType::kGenerator;
+  const bool requires_grad = std::get<bool>(values[grad]);
+  // zeros_like(input, ...) and input.new_zeros(...): the input tensor as given.
+  py::object input = s.params[0].type != ParamType::kTensor ? py::object(py::none())
+                     : args.size()                          ? py::object(args[0])
+                                                            : kwarg("input");
+  auto shared = std::make_shared<std::vector<ArgValue>>(std::move(values));
+  py::cpp_function build([o, shared, device](py::object on) {
+    std::vector<ArgValue> v = *shared;
+    v[device] = on.is_none() ? ArgValue{} : ArgValue{on.cast<Device>()};
+    return std::get<Tensor>(call_api(*o.def, *o.api, CallArgs(std::move(v))));
+  });
+  // Leaked on purpose, as the named tuple types are.
+  static const auto& tensor_api = *new py::object(py::module_::import("oneflowlike._tensor_api"));
+  if (!input.is_none() && !method)
+    return tensor_api.attr("_place_like")(s.name, build, input, where, requires_grad, random);
+  if (method && where.is_none()) where = input.attr("device");  // on input's device
+  return tensor_api.attr("_place")(s.name, build, where, kwarg("placement"), kwarg("sbp"),
+                                   requires_grad, random);
+}
+
 py::object call(const std::string& name, const Overloads& overloads, bool method,
                 const py::args& args, const py::kwargs& kwargs) {
   std::vector<ArgValue> values;
   std::string why;
   std::string whys;
   for (const Overload& o : overloads) {
-    if (parse(o.api->parsed, method, args, kwargs, name.c_str(), values, why))
-      return to_python(call_api(*o.def, *o.api, CallArgs(std::move(values))), o.api->parsed, args);
-    whys += str_cat(whys.empty() ? " " : "; ", o.api->parsed.text, ": ", why);
+    const bool creation = o.api->bind & kCreation;
+    if (!parse(o.api->parsed, method, creation, args, kwargs, name.c_str(), values, why)) {
+      whys += str_cat(whys.empty() ? " " : "; ", o.api->parsed.text, ": ", why);
+      continue;
+    }
+    if (creation) return create(o, std::move(values), method, args, kwargs);
+    return to_python(call_api(*o.def, *o.api, CallArgs(std::move(values))), o.api->parsed, args);
   }
   if (overloads.size() == 1)
     throw TypeError(str_cat("[", name, "] ", why, "; expects ", overloads[0].api->parsed.text));
@@ -313,6 +391,7 @@ void bind_ops(py::module_& m, py::handle tensor_cls) {
         out.append(py::dict(py::arg("op") = def.name, py::arg("schema") = api.parsed.text,
                             py::arg("function") = bool(api.bind & kFunction),
                             py::arg("method") = bool(api.bind & kMethod),
+                            py::arg("creation") = bool(api.bind & kCreation),
                             py::arg("doc") = def.doc ? py::object(py::str(def.doc)) : py::none()));
     return out;
   });

@@ -2,6 +2,7 @@
 // with the ops they call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/dispatcher.h"
@@ -31,6 +32,47 @@ TEST(OpSchema, ParsesTypesDefaultsKeywordOnlyAndNamedOutputs) {
   EXPECT_EQ(s.params[7].type, ParamType::kInts);
   EXPECT_EQ(s.returns, (std::vector<std::string>{"values", "indices"}));
   EXPECT_FALSE(s.returns_list);
+}
+
+TEST(OpSchema, NumbersKeepTheirKindAndLayoutParametersDefaultToNone) {
+  Schema s = parse_schema(
+      "arange(Number start, Number end, Number step=1, Number eps=0.5, Number flag=True, *, "
+      "Placement? placement=None, SBP? sbp=None) -> Tensor");
+  EXPECT_EQ(s.params[0].type, ParamType::kNumber);
+  EXPECT_EQ(std::get<int64_t>(s.params[2].default_value), 1);
+  EXPECT_DOUBLE_EQ(std::get<double>(s.params[3].default_value), 0.5);
+  EXPECT_TRUE(std::get<bool>(s.params[4].default_value));
+  EXPECT_EQ(s.params[5].type, ParamType::kPlacement);
+  EXPECT_EQ(s.params[6].type, ParamType::kSbp);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(s.params[6].default_value));
+  CallArgs a({int64_t{3}, 2.5, true});
+  EXPECT_TRUE(a.integral(0));
+  EXPECT_FALSE(a.integral(1));
+  EXPECT_TRUE(a.integral(2));  // a bool counts as an integer, as in Python
+  EXPECT_DOUBLE_EQ(a.scalar(0), 3.0);
+  EXPECT_DOUBLE_EQ(a.scalar(1), 2.5);
+  EXPECT_DOUBLE_EQ(a.scalar(2), 1.0);
+}
+
+// Every creation signature ends with the parameters the front end places the tensor with.
+TEST(OpSchema, EveryCreationSignatureTakesADeviceAndRequiresGrad) {
+  int creation = 0;
+  for (const OpDef& def : registered_ops())
+    for (const Api& api : def.api) {
+      if (!(api.bind & kCreation)) continue;
+      ++creation;
+      std::vector<std::string> names;
+      for (const Param& p : api.parsed.params)
+        if (p.keyword_only) names.push_back(p.name);
+      EXPECT_NE(std::find(names.begin(), names.end(), "device"), names.end()) << api.schema;
+      EXPECT_EQ(names.back(), "requires_grad") << api.schema;
+      // zeros(size, ...) and input.new_zeros(size, ...) as OneFlow's; zeros_like(input) keeps
+      // input's placement.
+      const bool like = api.parsed.params[0].type == ParamType::kTensor && !(api.bind & kMethod);
+      EXPECT_EQ(std::find(names.begin(), names.end(), "placement") != names.end(), !like)
+          << api.schema;
+    }
+  EXPECT_GE(creation, 20);
 }
 
 TEST(OpSchema, VarargsAreTheOnlyPositionalIntListOrATrailingTensorList) {

@@ -254,6 +254,8 @@ COMPOSITE = {
     "baddbmm": "runs as matmul, mul and add",
     "einsum": "runs as sum, permute, reshape and matmul",
     "lerp": "runs as sub, mul and add",
+    "addcmul": "runs as mul and add",
+    "addcdiv": "runs as div and add",
     "mean": "runs as sum and div",
     "var": "runs as its parts",
     "std": "runs as its parts",
@@ -300,7 +302,10 @@ CHECKED_BY_RUNNING = {
     "rms_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grad)",
     "flash_attention_backward": "test_nn_sbp.py (query rows split: S(2) dq, P(sum) dk and dv)",
 }
-CREATION = {"zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint"}
+CREATION = {
+    "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint",
+    "randperm",
+}  # fmt: skip
 # Registered ops that raise on global tensors: masked_select's length depends on the data.
 NOT_YET = {"masked_select"}
 # Ops whose output shape, or whose backward's, depends on the data (masked_scatter's gradient

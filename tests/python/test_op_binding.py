@@ -109,3 +109,83 @@ def test_int_arguments_refuse_floats_and_accept_numpy_integers():
     with pytest.raises(TypeError, match="must be int, not float"):
         x.unsqueeze(1.0)
     assert x.unsqueeze(np.int64(0)).shape == (1, 2, 3)
+
+
+# Creation signatures (ApiBind kCreation): the row builds the tensor; _tensor_api._place puts it.
+def test_creation_functions_are_bound_from_their_rows_with_the_placing_keywords():
+    creation = [s for s in _C.op_signatures() if s["creation"]]
+    names = {s["schema"].split("(")[0] for s in creation}
+    assert {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn",
+            "randint", "randperm", "zeros_like", "rand_like", "new_zeros", "new_full"} <= names  # fmt: skip
+    for s in creation:
+        assert "Device? device=None" in s["schema"] and "bool requires_grad=False" in s["schema"]
+    assert "Placement? placement=None, SBP? sbp=None" in flow.zeros.__doc__
+    assert flow.zeros is _C.zeros and flow.Tensor.new_zeros.__doc__.startswith("new_zeros(")
+
+
+def test_sizes_as_varargs_one_sequence_or_none():
+    assert flow.zeros(2, 3).shape == (2, 3) and flow.ones((2, 3)).shape == (2, 3)
+    assert flow.empty([4]).shape == (4,) and flow.zeros(size=(1, 2)).shape == (1, 2)
+    assert flow.ones(*()).shape == () and flow.zeros(flow.Size([2])).shape == (2,)
+    x = flow.ones(2, 3, dtype=flow.float64)
+    assert x.new_zeros(4, 1).shape == (4, 1) and x.new_zeros(4, 1).dtype == flow.float64
+    assert x.new_full((2,), 7).tolist() == [7.0, 7.0] and x.new_empty(3).dtype == flow.float64
+    assert x.new_ones(2, dtype=flow.int32).dtype == flow.int32
+
+
+def test_creation_dtypes_follow_pytorch():
+    # full: the fill value's kind; arange: int64 when start, end and step are all integers.
+    assert flow.full((2,), True).dtype == flow.bool
+    assert flow.full((2,), 3).dtype == flow.int64 and flow.full((2,), 3.0).dtype == flow.float32
+    assert flow.full((2,), 3, dtype=flow.float64).tolist() == [3.0, 3.0]
+    assert flow.arange(5).dtype == flow.int64 and flow.arange(5.0).dtype == flow.float32
+    assert flow.arange(0, 10, 2).tolist() == [0, 2, 4, 6, 8]
+    assert flow.arange(0, 1, 0.25).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert len(flow.arange(0, 1, 0.1)) == 10  # the step as a double, as PyTorch's
+    assert flow.arange(flow.tensor(3)).tolist() == [0, 1, 2]  # a one-element tensor as its number
+    assert flow.randint(10, (3,)).dtype == flow.int64 and flow.randint(5, 6, (2,)).tolist() == [
+        5,
+        5,
+    ]
+    assert flow.randint(low=2, high=3, size=(2,)).tolist() == [2, 2]
+    assert flow.randperm(4, dtype=flow.int32).dtype == flow.int32
+    assert flow.eye(2, 3).shape == (2, 3) and flow.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
+    y = flow.ones(2, 2, dtype=flow.float64)
+    assert flow.full_like(y, 2).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert flow.zeros_like(y).dtype == flow.float64 and flow.rand_like(y).dtype == flow.float64
+    assert flow.randint_like(y, 3, 4).tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    assert flow.zeros_like(y, device="meta").device.type == "meta"
+
+
+def test_creation_keywords_device_grad_and_placement():
+    x = flow.randn(2, 3, requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    assert flow.zeros(2, device="meta").device.type == "meta"
+    with flow.device("meta"):
+        assert flow.arange(3).device.type == "meta" and flow.eye(2).device.type == "meta"
+    with pytest.raises(ValueError, match=r"\[zeros\] sbp= needs placement="):
+        flow.zeros(2, sbp=flow.sbp.broadcast)
+    with pytest.raises(TypeError, match="argument 'placement' must be Placement or None, not str"):
+        flow.ones(2, placement="cpu")
+    with pytest.raises(TypeError, match="argument 'sbp' must be SBP or None, not int"):
+        flow.ones(2, placement=flow.placement("cpu", ranks=[0]), sbp=0)
+    with pytest.raises(TypeError, match=r"\[arange\] no signature fits"):
+        flow.arange("5")
+    with pytest.raises(TypeError, match="argument 'fill_value' must be Number"):
+        flow.full((2,), "x")
+
+
+def test_placement_on_one_rank_lays_the_tensor_out():
+    place = flow.placement("cpu", ranks=[0])
+    z = flow.full((2, 2), 3.0, placement=place, sbp=flow.sbp.split(0), requires_grad=True)
+    assert z.is_global and z.requires_grad and z.to_local().tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    assert flow.zeros_like(z).is_global and flow.randn_like(z).sbp == z.sbp
+    assert flow.tensor([1, 2], placement=place, sbp=flow.sbp.broadcast).is_global
+
+
+def test_addcmul_and_addcdiv_in_place_and_not():
+    x, a, b = flow.ones(3), flow.tensor([1.0, 2.0, 3.0]), flow.tensor([2.0, 2.0, 2.0])
+    assert flow.addcmul(x, a, b, value=0.5).tolist() == [2.0, 3.0, 4.0]
+    assert x.addcdiv(a, b).tolist() == [1.5, 2.0, 2.5] and x.tolist() == [1.0, 1.0, 1.0]
+    y = x.clone()
+    assert y.addcmul_(a, b, value=2) is y and y.tolist() == [5.0, 9.0, 13.0]
