@@ -1,29 +1,29 @@
-"""Published Megatron-LM configurations priced under our cost model, next to the planner's plan for
-the same model, cluster and batch: GPT models that Megatron-LM trained without pipelines.
+"""Megatron-LM's published configurations priced under our cost model, pipelines included: the
+predicted TFLOP/s per GPU of each configuration as it ran, next to the published figure, and
+(with --planner) the planner's own plan for the same model, cluster and batch.
 
-    python examples/meta/megatron_configs.py [--only 1.7B]
+    python examples/meta/megatron_configs.py [--only 1.7B,145.6B] [--planner]
 
 Published: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-Megatron-LM" (SC'21, arXiv 2104.04473), Table 1, the rows with pipeline-parallel size 1: tensor
-parallel within a DGX A100 node, data parallel across, mixed precision, global batch of 2048-token
-sequences. Their throughput counts a step's FLOPs as 96 B s l h^2 (1 + s / 6h + V / 16lh), which
-includes recomputing the forward; here it is turned into tokens per second per GPU, which does not
-depend on how FLOPs are counted.
+Megatron-LM" (SC'21, arXiv 2104.04473), Table 1: GPT models of 1.7B to 1T parameters on 32 to
+3072 A100 GPUs (DGX A100 nodes of 8), vocabulary 51200, sequences of 2048, mixed precision,
+tensor parallel within a node, pipelines across nodes (1F1B), data parallel over the rest. Every
+run recomputed each layer's forward in the backward; its throughput counts a step's FLOPs as
+96 B s l h^2 (1 + s / 6h + V / 16lh), the recomputed forward included, and so do the predicted
+figures here (the predicted step's seconds under the same count).
 
 Ours: the example GPT at each size in float16 on the meta device, AdamW, on simulated DGX A100
-nodes (ClusterSpec.a100_nvlink), the global batch split over the data-parallel ranks in one step
-(Megatron runs it as micro-batches: the same FLOPs), 80 GB per GPU for variables and gradients
-(all float16 here: 8 bytes a parameter with Adam's two states, where Megatron's mixed precision
-keeps float32 master weights and states besides). Activations are not counted: a whole batch
-share at once, nothing recomputed, would not fit, where Megatron runs micro-batches and
-recomputes the forward (pipelines and recomputation are issue 13).
-For each configuration: Megatron's layout (column-parallel q/k/v and first MLP Linear, row-parallel
-projections, over a (GPUs / tp, tp) mesh) with only the ops' signatures chosen
-(`plan(keep=True)`), and the planner's own plan on a (nodes, 8) mesh.
+nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs as a (d, t) mesh
+with its column/row-parallel layout over t (`keep=True`: only the ops' signatures are chosen),
+p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
+recomputed (plan_pipeline(recompute=True)), under 1F1B (the script ran the 76.1B to 529.6B rows
+with the interleaved schedule, which the planner's step formula does not model yet). A stage is traced with two of the model's blocks
+(their costs are per block). No memory budget: the configuration ran, so it fits.
 """
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -35,12 +35,22 @@ from char_gpt.model import GPT, GPTConfig  # noqa: E402
 from gpt_layouts import TrainStep, megatron  # noqa: E402
 
 VOCAB, SEQ = 51200, 2048
-# name, heads, hidden, layers, tensor-parallel size, GPUs, global batch, published TFLOP/s per GPU
-PUBLISHED = [
-    ("1.7B", 24, 2304, 24, 1, 32, 512, 137),
-    ("3.6B", 32, 3072, 30, 2, 64, 512, 138),
-    ("7.5B", 32, 4096, 36, 4, 128, 512, 142),
-    ("18.4B", 48, 6144, 40, 8, 256, 1024, 135),
+B, S = flow.sbp.broadcast, flow.sbp.split
+# Table 1: name, heads, hidden, layers, tensor-parallel t, pipeline-parallel p, GPUs, global
+# batch, published TFLOP/s per GPU, and the micro-batch size of the authors' script for the table
+# (examples/sc21/run_table_1.sh in NVIDIA/Megatron-LM; the paper does not give it). Odd rows (1st,
+# 3rd, ...) calibrate, even rows are held out.
+TABLE1 = [
+    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137, 16),
+    ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138, 16),
+    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142, 16),
+    ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135, 8),
+    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138, 4),
+    ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140, 2),
+    ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148, 2),
+    ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155, 1),
+    ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163, 1),
+    ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163, 1),
 ]
 
 
@@ -50,75 +60,84 @@ def megatron_flops(batch, layers, hidden):
     return 96 * batch * s * l * h * h * (1 + s / (6 * h) + VOCAB / (16 * l * h))
 
 
-def step_of(heads, hidden, layers, placement, param_sbp, batch_sbp, batch):
-    with flow.device("meta"):
-        model = GPT(GPTConfig(VOCAB, SEQ, layers, heads, hidden)).half()
-    model.to_global(placement, param_sbp)
-    opt = flow.optim.AdamW(model.parameters(), lr=1e-4)
-    tokens = flow.zeros(
-        batch, SEQ, dtype=flow.int64, device="meta", placement=placement, sbp=batch_sbp
-    )
-    return TrainStep(model, opt), [tokens, tokens]
+def step_for(heads, hidden, batch, t, layout):
+    """plan_pipeline's step_for: one stage's step with two blocks, its ranks as a (d, t) mesh in
+    Megatron's layout ("megatron"), or its placement with every parameter replicated ("free":
+    the planner chooses)."""
+
+    def make(placement, micro_batches):
+        if layout == "megatron":
+            ranks = [r for r in placement.ranks]
+            ranks = [sum(ranks, []) if isinstance(ranks[0], list) else ranks][0]
+            mesh = [ranks[i : i + t] for i in range(0, len(ranks), t)] if t > 1 else ranks
+            placement = flow.placement("cpu", ranks=mesh)
+        axes = len(placement.hierarchy)
+        with flow.device("meta"):
+            model = GPT(GPTConfig(VOCAB, SEQ, 2, heads, hidden)).half()
+        if layout == "megatron" and t > 1:
+            model.to_global(placement, lambda n, p: (B, megatron(n, p)))
+        else:
+            model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-4)
+        sbp = (S(0), B) if axes > 1 else S(0)
+        x = flow.zeros(batch // micro_batches, SEQ, dtype=flow.int64, device="meta",
+                       placement=placement, sbp=sbp)  # fmt: skip
+        return TrainStep(model, opt), [x, x]
+
+    return make
 
 
-def price(name, heads, hidden, layers, tp, gpus, batch):
-    """(Megatron's layout, the planner's plan, planning seconds)."""
+def price(row, planner=False):
+    """(Megatron's configuration priced, the planner's plan or None, planning seconds)."""
+    name, heads, hidden, layers, t, p, gpus, batch, _, micro = row
+    d = gpus // (t * p)
+    m = batch // (d * micro)  # micro-batches per step
     cluster = flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
-    B, S = flow.sbp.broadcast, flow.sbp.split
-    if tp == 1:
-        place = flow.placement("cpu", ranks=list(range(gpus)))
-        step, inputs = step_of(heads, hidden, layers, place, B, S(0), batch)
-    else:
-        mesh = [list(range(r, r + tp)) for r in range(0, gpus, tp)]
-        place = flow.placement("cpu", ranks=mesh)
-        step, inputs = step_of(
-            heads, hidden, layers, place, lambda n, p: (B, megatron(n, p)), (S(0), B), batch
-        )
-    theirs = flow.auto_parallel.plan(step, inputs, cluster=cluster, keep=True, activations=False)
-    mesh = [list(range(n * 8, n * 8 + 8)) for n in range(gpus // 8)]
-    place = flow.placement("cpu", ranks=mesh)
-    step, inputs = step_of(heads, hidden, layers, place, (B, B), (S(0), S(0)), batch)
+    theirs = flow.auto_parallel.plan_pipeline(
+        step_for(heads, hidden, batch, t, "megatron"), layers, gpus, cluster=cluster,
+        stage_devices=[t * d], micro_batches=(m,), keep=True,
+        recompute=True,
+    )  # fmt: skip
+    if not planner:
+        return theirs, None, 0.0
     t0 = time.perf_counter()
-    ours = flow.auto_parallel.plan(step, inputs, cluster=cluster, activations=False)
+    stages = sorted({t * d} | {g for g in (8 << k for k in range(12)) if gpus % g == 0})
+    ours = flow.auto_parallel.plan_pipeline(
+        step_for(heads, hidden, batch, t, "free"), layers, gpus, cluster=cluster,
+        memory_budget=80e9, stage_devices=[g for g in stages if gpus // g <= layers],
+        micro_batches=(m,),
+    )  # fmt: skip
     return theirs, ours, time.perf_counter() - t0
 
 
-def layout_summary(plan, layers):
-    """The first block's weights' layouts, e.g. "query S(1),S(0); proj B,S(1)"."""
-    out = []
-    for part in ("attn.query", "attn.proj", "mlp.fc", "mlp.proj"):
-        sbp = plan.layouts.get(f"blocks.0.{part}.weight")
-        if sbp is not None:
-            out.append(f"{part.split('.')[1]} {','.join(s.to_string() for s in sbp)}")
-    return "; ".join(out)
-
-
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", help="one configuration by name, e.g. 1.7B")
-    args = p.parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="rows by name, comma-separated, e.g. 1.7B,145.6B")
+    ap.add_argument("--planner", action="store_true", help="also plan each row (slow)")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    print(f"{'model':8s} {'t':>2s} {'p':>3s} {'d':>3s} {'GPUs':>5s} {'batch':>5s} | "
+          f"{'published':>9s} {'predicted':>9s} {'ratio':>6s} | {'planner':>8s} {'plan s':>6s}"
+          "   (TFLOP/s per GPU, as Megatron counts them)")  # fmt: skip
     rows = []
-    print(
-        f"{'model':6s} {'GPUs':>5s} {'tp':>3s} {'batch':>5s} | {'published':>10s} | "
-        f"{'Megatron layout, our model':>27s} | {'planner':>22s} {'plan s':>6s}"
-    )
-    print(
-        f"{'':22s} | {'tokens/s/GPU':>10s} | {'tokens/s/GPU  GB/GPU':>27s} | "
-        f"{'tokens/s/GPU  GB/GPU':>22s}"
-    )
-    for name, heads, hidden, layers, tp, gpus, batch, tflops in PUBLISHED:
-        if args.only and name != args.only:
+    for i, row in enumerate(TABLE1):
+        name, heads, hidden, layers, t, p, gpus, batch, published, _ = row
+        if only and name not in only:
             continue
-        theirs, ours, seconds = price(name, heads, hidden, layers, tp, gpus, batch)
-        published = tflops * 1e12 * batch * SEQ / megatron_flops(batch, layers, hidden)
-        per_gpu = [batch * SEQ / plan.seconds / gpus for plan in (theirs, ours)]
-        print(
-            f"{name:6s} {gpus:5d} {tp:3d} {batch:5d} | {published:10,.0f} | "
-            f"{per_gpu[0]:14,.0f} {theirs.memory_bytes / 1e9:12.1f} | "
-            f"{per_gpu[1]:11,.0f} {ours.memory_bytes / 1e9:10.1f} {seconds:6.1f}"
-        )
-        print(f"{'':6s} planner's first block: {layout_summary(ours, layers)}")
-        rows.append((name, published, theirs, ours, seconds))
+        theirs, ours, seconds = price(row, args.planner)
+        flops = megatron_flops(batch, layers, hidden) / gpus / 1e12
+        predicted = flops / theirs.seconds
+        planned = f"{flops / ours.seconds:8.0f} {seconds:6.1f}" if ours else f"{'-':>8s} {'-':>6s}"
+        held_out = i % 2 == 1
+        print(f"{name:8s} {t:2d} {p:3d} {gpus // (t * p):3d} {gpus:5d} {batch:5d} | "
+              f"{published:9.0f} {predicted:9.0f} {predicted / published:6.2f} | {planned}"
+              f"{'   held out' if held_out else ''}")  # fmt: skip
+        rows.append((name, published, predicted, held_out, theirs, ours))
+    for label, pick in (("calibration rows", False), ("held-out rows", True)):
+        errors = [abs(r[2] / r[1] - 1) for r in rows if r[3] == pick]
+        if errors:
+            print(f"{label}: median |ratio - 1| {statistics.median(errors):.1%}, "
+                  f"max {max(errors):.1%} over {len(errors)}")  # fmt: skip
     return rows
 
 

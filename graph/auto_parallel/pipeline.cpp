@@ -69,9 +69,10 @@ std::vector<StageOption> costs_of(const std::vector<StagePlan>& options) {
 }
 
 // The least predicted step over `options` within the budget (inf when nothing fits).
-double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget) {
+double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget,
+                    Recompute recompute) {
   try {
-    return plan_stages(costs_of(options), total_devices, budget).seconds;
+    return plan_stages(costs_of(options), total_devices, budget, recompute).seconds;
   } catch (const Error&) {
     return kInf;
   }
@@ -80,7 +81,7 @@ double best_seconds(const std::vector<StagePlan>& options, int total_devices, do
 }  // namespace
 
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
-                               double budget, PlanCache& cache) {
+                               double budget, PlanCache& cache, Recompute recompute) {
   if (steps.empty()) fail("auto_parallel", "plan_pipeline: no stage size to plan");
   const auto plan_step = [&](const StageStep& s, double within, bool activations) {
     return plan(*s.traced, cache, within, s.fixed, s.name_of, activations, 1.0 / s.micro_batches);
@@ -109,13 +110,13 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
   std::vector<Pending> pending;
   for (size_t i = 0; i < steps.size(); ++i) {
     std::vector<LayerCost> rows = add(i, std::move(fastest[i]), kInf, false);
-    pending.push_back({best_seconds({out.options.back()}, total_devices, kInf),
+    pending.push_back({best_seconds({out.options.back()}, total_devices, kInf, recompute),
                        steps[i].devices_per_stage, steps[i].micro_batches, i, std::move(rows)});
   }
   // Where those overrun the budget's share for the stage's layers, layouts within the share,
   // without and with one micro-batch's activations counted (plan_stages multiplies them by the
   // micro-batches in flight).
-  double found = best_seconds(out.options, total_devices, budget);
+  double found = best_seconds(out.options, total_devices, budget, recompute);
   std::stable_sort(pending.begin(), pending.end());
   for (const Pending& p : pending) {
     const StageStep& step = steps[p.step];
@@ -141,9 +142,9 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     });
     for (size_t v = 0; v < counted.size(); ++v)
       if (variants[v]) add(p.step, std::move(*variants[v]), share, counted[v]);
-    found = best_seconds(out.options, total_devices, budget);
+    found = best_seconds(out.options, total_devices, budget, recompute);
   }
-  out.choice = plan_stages(costs_of(out.options), total_devices, budget);
+  out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);
   return out;
 }
 

@@ -50,7 +50,8 @@ struct PipelineSearch {
 // steps that keep layouts (nothing to choose). plan_stages then weighs every option. Raises
 // when a step has no repeated layers, and when nothing fits (naming the least memory needed).
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
-                               double budget, PlanCache& cache);
+                               double budget, PlanCache& cache,
+                               Recompute recompute = Recompute::kEither);
 
 // What search_pipeline plans from, whole: what plan_pipeline(save=) writes, for the C++ API (and
 // any later run) to plan the same pipeline without the model's Python code.
@@ -60,6 +61,7 @@ struct PipelineInputs {
   int total_devices = 0;
   double budget = std::numeric_limits<double>::infinity();  // bytes per device
   ClusterSpec cluster;
+  Recompute recompute = Recompute::kEither;
 };
 
 // Writes `in` to the folder `dir` (made if missing): pipeline.json holds the numbers, the cluster

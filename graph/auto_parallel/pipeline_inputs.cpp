@@ -122,6 +122,7 @@ void save_pipeline_inputs(const std::string& dir, const PipelineInputs& in) {
                   {"total_devices", in.total_devices},
                   {"budget", std::isfinite(in.budget) ? Json(in.budget) : Json(nullptr)},
                   {"cluster", Json::parse(in.cluster.to_json())},
+                  {"recompute", recompute_name(in.recompute)},
                   {"steps", std::move(steps)}};
   write_file(fs::path(dir) / "pipeline.json", j.dump(1) + "\n");  // last: the folder is whole
 }
@@ -141,6 +142,12 @@ PipelineInputs load_pipeline_inputs(const std::string& dir) {
   if (!budget.is_null() && !(budget.is_number() && budget.get<double>() > 0))
     r.bad("the budget ", budget.dump(), " is not a positive number of bytes (or null: none)");
   if (!budget.is_null()) in.budget = budget.get<double>();
+  const Json recompute = j.value("recompute", Json("either"));  // folders saved before it: either
+  try {
+    in.recompute = parse_recompute(recompute.is_string() ? recompute.get<std::string>() : "");
+  } catch (const Error&) {
+    r.bad("recompute is ", recompute.dump(), ", not \"either\", \"always\" or \"never\"");
+  }
   try {
     in.cluster = ClusterSpec::from_json(r.at(j, "cluster", "the file").dump());
   } catch (const Error& e) {

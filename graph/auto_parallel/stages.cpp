@@ -178,8 +178,22 @@ std::string PipelineChoice::str() const {
   return os.str();
 }
 
+const char* recompute_name(Recompute r) {
+  return r == Recompute::kAlways ? "always" : r == Recompute::kNever ? "never" : "either";
+}
+
+Recompute parse_recompute(const std::string& name) {
+  for (Recompute r : {Recompute::kEither, Recompute::kAlways, Recompute::kNever})
+    if (name == recompute_name(r)) return r;
+  fail("auto_parallel", "recompute must be \"either\", \"always\" or \"never\", got \"", name,
+       "\"");
+}
+
 PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
-                           double budget) {
+                           double budget, Recompute allowed) {
+  std::vector<bool> settings;
+  if (allowed != Recompute::kAlways) settings.push_back(false);
+  if (allowed != Recompute::kNever) settings.push_back(true);
   PipelineChoice best;
   best.seconds = kInf;
   double least_bytes = kInf;
@@ -189,7 +203,7 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
     if (o.devices_per_stage < 1 || total_devices % o.devices_per_stage) continue;
     const int S = total_devices / o.devices_per_stage;
     if (S > L || o.micro_batches < 1) continue;
-    for (bool recompute : {false, true}) {
+    for (bool recompute : settings) {
       std::vector<int> first;
       const double m1 = o.micro_batches - 1;
       // The fill term is the same for every split: only the slowest stage's finish varies.
@@ -222,7 +236,10 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
   }
   if (best.seconds == kInf)
     fail("auto_parallel", "no pipeline fits the memory budget of ", std::llround(budget),
-         " bytes per device: the least any choice of stages, micro-batches and recomputation "
+         " bytes per device: the least any choice of stages, micro-batches and recomputation ",
+         allowed == Recompute::kAlways  ? "(always recomputing) "
+         : allowed == Recompute::kNever ? "(never recomputing) "
+                                        : "",
          "needs is ",
          std::isfinite(least_bytes) ? std::to_string(std::llround(least_bytes)) + " bytes"
                                     : std::string("unknown (no option has a valid stage count)"));

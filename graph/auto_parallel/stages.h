@@ -44,8 +44,16 @@ struct PipelineChoice {
   std::string str() const;            // "4 stages x 8 devices, 16 micro-batches, ..."
 };
 
+// Whether a pipeline recomputes its activations in the backward: the search's choice (the faster
+// that fits), or forced one way (plan_pipeline(recompute=True / False): a configuration priced as
+// it ran).
+enum class Recompute : uint8_t { kEither, kAlways, kNever };
+const char* recompute_name(Recompute r);  // "either", "always", "never"
+Recompute parse_recompute(const std::string& name);
+
 // Over every option (a stage size must divide total_devices; its stage count S =
-// total_devices / devices_per_stage must not exceed the layers), both recomputation settings and
+// total_devices / devices_per_stage must not exceed the layers), the recomputation settings
+// `recompute` allows and
 // every split of the layers into S contiguous non-empty stages, the choice with the least
 // predicted step under 1F1B:
 //   T = sum_s t_s + max_s ((m - 1) t_s + U_s)
@@ -58,7 +66,7 @@ struct PipelineChoice {
 // Exact: a min-max dynamic program over (stage, layers so far) per option. Raises when nothing
 // fits, with the least memory any choice needs.
 PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
-                           double budget);
+                           double budget, Recompute recompute = Recompute::kEither);
 
 // The layers of a compiled step of one micro-batch (its repeated layers tagged, graph::Node::
 // layer): the embeddings before the first (row 0), each repeated layer, the head after the last

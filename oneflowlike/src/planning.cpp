@@ -12,7 +12,7 @@ PipelinePlan plan_pipeline(const std::string& dir, std::optional<double> memory_
     if (memory_budget) in.budget = *memory_budget;
     internal::PlanCache cache(in.cluster);
     const ap::PipelineSearch found =
-        ap::search_pipeline(in.steps, in.layers, in.total_devices, in.budget, cache);
+        ap::search_pipeline(in.steps, in.layers, in.total_devices, in.budget, cache, in.recompute);
     const internal::auto_parallel::PipelineChoice& c = found.choice;
     PipelinePlan out{c.stages,
                      c.devices_per_stage,

@@ -388,6 +388,7 @@ def plan_pipeline(
     keep=None,
     device_type="cpu",
     save=None,
+    recompute=None,
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -408,9 +409,18 @@ def plan_pipeline(
     plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when nothing
     fits, naming the least memory any choice needs.
 
+    `recompute`: None lets the search choose whether the backward recomputes activations (the
+    faster that fits); True or False forces it, to price a configuration as it ran (Megatron-LM
+    recomputed every layer's forward in its published runs).
+
     `save`: a folder to write what the search plans from (the traced steps, the cluster, the
     numbers; no tensor data), for the C++ API's ofl::plan_pipeline(dir) (oneflowlike/planning.h)
     to plan the same pipeline without the model's code."""
+    if recompute not in (None, True, False):
+        raise ValueError(
+            f"[plan_pipeline] recompute must be None, True or False, got {recompute!r}"
+        )
+    allowed = {None: "either", True: "always", False: "never"}[recompute]
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     budget = float(budget) if budget else math.inf
@@ -428,8 +438,8 @@ def plan_pipeline(
     ]
     steps = [(d, m, t.traced, t.kept, t.names) for d, m, t in traced]
     if save is not None:
-        _C.save_pipeline_inputs(os.fspath(save), steps, layers, devices, budget, cluster)
-    found = _C.search_pipeline(steps, layers, devices, budget, cache)
+        _C.save_pipeline_inputs(os.fspath(save), steps, layers, devices, budget, cluster, allowed)
+    found = _C.search_pipeline(steps, layers, devices, budget, cache, allowed)
     chosen = traced[found["step"]][2]
     intra = Plan(found["plan"], chosen.names, chosen.placement)
     return PipelinePlan(found, intra, layers, device_type)

@@ -112,3 +112,32 @@ TEST(StagePlanner, AMemoryBudgetForcesStagesThenRecomputation) {
                       "392 bytes"),
             std::string::npos);
 }
+
+TEST(StagePlanner, RecomputationCanBeForcedOrForbidden) {
+  StageOption four{.devices_per_stage = 1, .micro_batches = 4, .send_seconds = 0.01};
+  for (int l = 0; l < 8; ++l)
+    four.layers.push_back({.forward = 1,
+                           .backward = 2,
+                           .state_bytes = 160,
+                           .activation_bytes = 40,
+                           .input_bytes = 4});
+  // With room for the activations the search keeps them; forced, it recomputes, and the step
+  // is the one recomputing predicts: each stage runs its forward twice.
+  const PipelineChoice kept = plan_stages({four}, 4, 1e9);
+  const PipelineChoice forced = plan_stages({four}, 4, 1e9, Recompute::kAlways);
+  EXPECT_FALSE(kept.recompute);
+  EXPECT_TRUE(forced.recompute);
+  EXPECT_NEAR(forced.seconds, pipeline_seconds(four, forced.first_layer, true), 1e-12);
+  EXPECT_NEAR(forced.seconds - kept.seconds, 4 * 2 + 3 * 2, 1e-9);  // 7 micro-batch forwards
+  EXPECT_EQ(plan_stages({four}, 4, 1e9, Recompute::kNever).seconds, kept.seconds);
+  // Within 400 only recomputation fits: forbidden, nothing does, and the error says so (the
+  // least without: layers split 1, 2, 2, 3, stage s holding 4 - s micro-batches, 3 x 160 + 120).
+  EXPECT_TRUE(plan_stages({four}, 4, 400, Recompute::kEither).recompute);
+  EXPECT_NE(error_of([&] {
+              plan_stages({four}, 4, 400, Recompute::kNever);
+            }).find("recomputation (never recomputing) needs is 600 bytes"),
+            std::string::npos);
+  EXPECT_EQ(parse_recompute("always"), Recompute::kAlways);
+  EXPECT_NE(error_of([] { parse_recompute("sometimes"); }).find("got \"sometimes\""),
+            std::string::npos);
+}

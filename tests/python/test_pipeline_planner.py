@@ -32,11 +32,11 @@ def step_for(placement, micro_batches):
     return TrainStep(model, opt), [x, x]
 
 
-def plan(budget, stage_devices=None):
+def plan(budget, stage_devices=None, recompute=None):
     cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
     return flow.auto_parallel.plan_pipeline(
         step_for, LAYERS, 4, cluster=cluster, memory_budget=budget, micro_batches=(1, 4),
-        stage_devices=stage_devices,
+        stage_devices=stage_devices, recompute=recompute,
     )  # fmt: skip
 
 
@@ -70,6 +70,19 @@ def test_a_budget_nothing_fits_names_the_least_any_choice_needs():
     with pytest.raises(RuntimeError, match=r"the least any choice of stages, micro-batches and "
                        r"recomputation needs is \d+ bytes"):  # fmt: skip
         plan(1e4)
+
+
+def test_recomputation_forced_or_forbidden():
+    free, forced = plan(None), plan(None, recompute=True)
+    assert not free.recompute and forced.recompute
+    assert forced.seconds > free.seconds  # the forward again, for nothing
+    assert plan(None, recompute=False).seconds == free.seconds
+    tight = 1.01 * least_bytes([1])  # on stages of one device, only recomputing fits
+    assert plan(tight, [1]).recompute
+    with pytest.raises(RuntimeError, match=r"recomputation \(never recomputing\) needs is"):
+        plan(tight, [1], recompute=False)
+    with pytest.raises(ValueError, match="recompute must be None, True or False, got 'yes'"):
+        plan(None, recompute="yes")
 
 
 def test_a_stage_model_without_repeated_layers_raises():
