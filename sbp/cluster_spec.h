@@ -19,6 +19,12 @@ struct DeviceSpec {
   double mem_capacity = 0;   // bytes
   double op_overhead =
       0;  // seconds to start one op (dispatch, kernel launch), on top of its roofline
+  // What compute reaches of the peak: `compute_efficiency` of it in large ops, and half that in
+  // an op of `half_efficiency_flops` FLOPs (small matmuls run far below peak). An op of f FLOPs
+  // takes (f + half_efficiency_flops) / (peak x compute_efficiency) seconds: a GEMM's ramp and
+  // tail (partial waves) as a fixed cost, its steady state at the fraction measured.
+  double compute_efficiency = 1;
+  double half_efficiency_flops = 0;
   double peak_flops(DType t) const;
 };
 
@@ -66,7 +72,8 @@ struct ClusterSpec {
   double send_recv(int src, int dst, double bytes) const;
   // Local memory-bound work (slice, zero-fill, copy): bytes touched / memory bandwidth.
   double local(double bytes) const;
-  // Roofline time of a compute op, plus the device's op overhead.
+  // Roofline time of a compute op at the efficiency its size reaches (DeviceSpec), plus the
+  // device's op overhead.
   double compute(double flops, double bytes, DType t) const;
 
   // Flat JSON: {"name": "...", "nodes": 1, ..., "intra_alpha": 6e-05, ...}. from_json raises

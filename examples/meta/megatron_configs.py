@@ -17,8 +17,10 @@ nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs 
 with its column/row-parallel layout over t (`keep=True`: only the ops' signatures are chosen),
 p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
 recomputed (plan_pipeline(recompute=True)), under 1F1B (the script ran the 76.1B to 529.6B rows
-with the interleaved schedule, which the planner's step formula does not model yet). A stage is traced with two of the model's blocks
-(their costs are per block). No memory budget: the configuration ran, so it fits.
+with the interleaved schedule, which the planner's step formula does not model yet). The
+planner's plan (--planner): stages of Megatron's size, half and twice it, Megatron's micro-batch
+size, recomputation and every layout inside a stage its choice. A stage is traced with two of
+the model's blocks (their costs are per block). Both within 80 GB per GPU.
 """
 
 import argparse
@@ -61,14 +63,17 @@ def megatron_flops(batch, layers, hidden):
 
 
 def step_for(heads, hidden, batch, t, layout):
-    """plan_pipeline's step_for: one stage's step with two blocks, its ranks as a (d, t) mesh in
-    Megatron's layout ("megatron"), or its placement with every parameter replicated ("free":
-    the planner chooses)."""
+    """plan_pipeline's step_for: one stage's step with two blocks. Megatron's ("megatron"): the
+    stage's ranks as a (d, t) mesh in its column/row-parallel layout. The planner's ("free"):
+    every parameter replicated, for the planner to lay out, on the same (d, t) mesh at
+    Megatron's stage size (so Megatron's layout is one point of the search) and on the stage's
+    (nodes, 8) mesh at other sizes."""
 
     def make(placement, micro_batches):
-        if layout == "megatron":
-            ranks = [r for r in placement.ranks]
-            ranks = [sum(ranks, []) if isinstance(ranks[0], list) else ranks][0]
+        ranks = placement.ranks
+        ranks = sum(ranks, []) if isinstance(ranks[0], list) else ranks
+        d = len(ranks) // t
+        if layout == "megatron" or d * t == megatron_stage[0]:
             mesh = [ranks[i : i + t] for i in range(0, len(ranks), t)] if t > 1 else ranks
             placement = flow.placement("cpu", ranks=mesh)
         axes = len(placement.hierarchy)
@@ -87,25 +92,38 @@ def step_for(heads, hidden, batch, t, layout):
     return make
 
 
+megatron_stage = [0]  # the stage size of the row being priced
+
+
+def cluster_for(gpus):
+    """DGX A100 nodes of 8 GPUs."""
+    return flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
+
+
 def price(row, planner=False):
-    """(Megatron's configuration priced, the planner's plan or None, planning seconds)."""
+    """(Megatron's configuration priced, the planner's plan or None, planning seconds). Both
+    within 80 GB per GPU."""
     name, heads, hidden, layers, t, p, gpus, batch, _, micro = row
     d = gpus // (t * p)
     m = batch // (d * micro)  # micro-batches per step
-    cluster = flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
+    megatron_stage[0] = t * d
+    cluster = cluster_for(gpus)
     theirs = flow.auto_parallel.plan_pipeline(
         step_for(heads, hidden, batch, t, "megatron"), layers, gpus, cluster=cluster,
-        stage_devices=[t * d], micro_batches=(m,), keep=True,
+        memory_budget=80e9, stage_devices=[t * d], micro_batches=(m,), keep=True,
         recompute=True,
     )  # fmt: skip
     if not planner:
         return theirs, None, 0.0
+    # Stages of Megatron's size, half and twice it; Megatron's micro-batch size; recomputation
+    # and every layout inside a stage chosen.
+    sizes = [
+        g for g in (t * d // 2, t * d, 2 * t * d) if g and gpus % g == 0 and gpus // g <= layers
+    ]
     t0 = time.perf_counter()
-    stages = sorted({t * d} | {g for g in (8 << k for k in range(12)) if gpus % g == 0})
     ours = flow.auto_parallel.plan_pipeline(
         step_for(heads, hidden, batch, t, "free"), layers, gpus, cluster=cluster,
-        memory_budget=80e9, stage_devices=[g for g in stages if gpus // g <= layers],
-        micro_batches=(m,),
+        memory_budget=80e9, stage_devices=sizes, micro_batches=(m,),
     )  # fmt: skip
     return theirs, ours, time.perf_counter() - t0
 

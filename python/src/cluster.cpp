@@ -37,6 +37,7 @@ void bind_cluster(py::module_& m) {
       .def("all_reduce", &ClusterSpec::all_reduce, py::arg("group"), py::arg("bytes"))
       .def("all_gather", &ClusterSpec::all_gather, py::arg("group"), py::arg("bytes"))
       .def("send_recv", &ClusterSpec::send_recv, py::arg("src"), py::arg("dst"), py::arg("bytes"))
+      .def("compute", &ClusterSpec::compute, py::arg("flops"), py::arg("bytes"), py::arg("dtype"))
       .def("__eq__", [](const ClusterSpec& a, const ClusterSpec& b) { return a == b; })
       .def("__copy__", [](const ClusterSpec& s) { return ClusterSpec(s); })
       .def("__repr__", [](const ClusterSpec& s) {
@@ -50,6 +51,8 @@ void bind_cluster(py::module_& m) {
   field(c, "mem_bandwidth", [](ClusterSpec& s) { return &s.device.mem_bandwidth; });
   field(c, "mem_capacity", [](ClusterSpec& s) { return &s.device.mem_capacity; });
   field(c, "op_overhead", [](ClusterSpec& s) { return &s.device.op_overhead; });
+  field(c, "compute_efficiency", [](ClusterSpec& s) { return &s.device.compute_efficiency; });
+  field(c, "half_efficiency_flops", [](ClusterSpec& s) { return &s.device.half_efficiency_flops; });
   field(c, "intra_alpha", [](ClusterSpec& s) { return &s.intra_node.alpha; });
   field(c, "intra_beta", [](ClusterSpec& s) { return &s.intra_node.beta; });
   field(c, "inter_alpha", [](ClusterSpec& s) { return &s.inter_node.alpha; });

@@ -136,6 +136,13 @@ def test_a_deep_model_on_a_simulated_cluster_solves_its_repeated_layers_once():
             assert plan.layouts[name.replace("blocks.0.", "blocks.15.")] == sbp, name
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 30, open: the intra-op planner sums a step's communication after its compute, "
+    "while the pipeline's costs (predict's timeline) overlap the gradient reductions with the "
+    "backward; so on the data-parallel rows it picks layouts that gather the weights instead "
+    "(1.7B: 3.61 s against Megatron's 3.56 s under the model)",
+)
 def test_the_planner_is_no_slower_than_megatrons_published_layout_under_the_model():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
     import megatron_configs

@@ -35,6 +35,25 @@ def test_presets_round_trip_through_json(make, tmp_path):
     assert json.loads(spec.to_json())["intra_beta"] == spec.intra_beta
 
 
+def test_compute_reaches_its_efficiency_and_small_ops_less():
+    spec = _C.ClusterSpec.a100_nvlink(1, 8)
+    spec.compute_efficiency, spec.half_efficiency_flops = 1.0, 0.0
+    f = 2 * 4096**3  # a 4096^3 GEMM: 137 GFLOP, 100 MB in float16
+    roofline = f / 312e12
+    assert spec.compute(f, 3 * 4096**2 * 2, flow.float16) == pytest.approx(roofline)
+    spec.compute_efficiency, spec.half_efficiency_flops = 0.8, 2e9
+    # (f + half) / (peak x efficiency): 0.8 of the peak at scale, half of 0.8 at 2 GFLOP
+    assert spec.compute(f, 0, flow.float16) == pytest.approx((f + 2e9) / (312e12 * 0.8))
+    half = spec.compute(2e9, 0, flow.float16)
+    assert 2e9 / half == pytest.approx(0.4 * 312e12)
+    # Memory-bound work stays at the bandwidth, whatever the efficiency: a copy has no FLOPs.
+    assert spec.compute(0, 2.039e12, flow.float16) == pytest.approx(1.0)
+    spec.op_overhead = 5e-6
+    assert spec.compute(0, 0, flow.float16) == pytest.approx(5e-6)
+    back = _C.ClusterSpec.from_json(spec.to_json())
+    assert (back.compute_efficiency, back.half_efficiency_flops) == (0.8, 2e9)
+
+
 def test_fields_are_settable_and_bad_json_is_named():
     spec = _C.ClusterSpec.cpu_loopback(2)
     spec.intra_beta = 5e9
