@@ -27,6 +27,8 @@ struct PipelinePlan {
   std::string description;            // "2 stages x 4 devices, 8 micro-batches, ..."
   // (devices per stage, micro-batches) of every option the search weighed, in its order.
   std::vector<std::pair<int, int>> options;
+  // Per option, the least step it predicts within the budget alone (inf: nothing fits).
+  std::vector<double> option_seconds;
   // The chosen stage's variables by name (a parameter as its module names it, an optimizer
   // state as "state:<parameter>.<key>"): their SBP, "(S(0), B)" for a 2-D mesh, "S(1)" for 1-D.
   std::map<std::string, std::string> layouts;

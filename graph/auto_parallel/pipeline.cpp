@@ -145,6 +145,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     found = best_seconds(out.options, total_devices, budget, recompute);
   }
   out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);
+  for (StagePlan& o : out.options) o.seconds = best_seconds({o}, total_devices, budget, recompute);
   return out;
 }
 

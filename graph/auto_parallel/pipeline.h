@@ -34,6 +34,9 @@ struct StagePlan {
   double budget = 0;         // bytes per device the plan was made within (inf: its fastest)
   bool activations = false;  // whether the budget counted one micro-batch's activations
   StageOption costs;         // rows: before the layers, each of the model's layers, after them
+  // The least step this option alone predicts within the budget (inf: nothing fits): what the
+  // search weighed against the choice.
+  double seconds = std::numeric_limits<double>::infinity();
 };
 
 struct PipelineSearch {

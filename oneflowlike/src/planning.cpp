@@ -25,8 +25,10 @@ PipelinePlan plan_pipeline(const std::string& dir, std::optional<double> memory_
                      c.str(),
                      {},
                      {}};
-    for (const ap::StagePlan& o : found.options)
+    for (const ap::StagePlan& o : found.options) {
       out.options.emplace_back(o.costs.devices_per_stage, o.costs.micro_batches);
+      out.option_seconds.push_back(o.seconds);
+    }
     const ap::StagePlan& chosen = found.options[size_t(c.option)];
     const ap::StageStep& step = in.steps[size_t(chosen.step)];
     for (const auto& [value, nd_sbp] : chosen.plan.layout)

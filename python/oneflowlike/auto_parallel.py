@@ -268,7 +268,8 @@ class PipelinePlan:
     `stage_seconds` (forward and backward of one micro-batch) and `stage_bytes` per device, and
     `intra`: the intra-op Plan of a stage (the layouts and signatures inside it). `options`: the
     (devices per stage, micro-batches) of every option the search weighed, one per stage layout
-    planned."""
+    planned, and `option_seconds` the least step each predicts alone within the budget (inf:
+    nothing fits)."""
 
     def __init__(self, found, intra, layers, device_type):
         self.stages = found["stages"]
@@ -281,6 +282,7 @@ class PipelinePlan:
         self.seconds = found["seconds"]
         self.description = found["description"]
         self.options = list(found["options"])
+        self.option_seconds = list(found["option_seconds"])
         self.intra = intra
         self.layers = layers
         self.device_type = device_type

@@ -324,6 +324,9 @@ void bind_graph(py::module_& m) {
         for (const auto_parallel::StagePlan& o : found.options)
           options.append(py::make_tuple(o.costs.devices_per_stage, o.costs.micro_batches));
         out["options"] = options;
+        py::list seconds;
+        for (const auto_parallel::StagePlan& o : found.options) seconds.append(o.seconds);
+        out["option_seconds"] = seconds;
         const auto_parallel::StagePlan& chosen = found.options[size_t(found.choice.option)];
         out["plan"] = PlanResult{in[size_t(chosen.step)].traced, chosen.plan, chosen.budget,
                                  chosen.activations};

@@ -454,6 +454,12 @@ TEST(PipelineSearch, PricesEveryStepPerLayerAndChoosesAsPlanStagesOverItsOptions
   const PipelineChoice want = plan_stages(costs_of(found), 4, INFINITY);
   EXPECT_EQ(found.choice.option, want.option);
   EXPECT_DOUBLE_EQ(found.choice.seconds, want.seconds);
+  // Every option reports the step it predicts alone; the chosen one's is the choice's.
+  for (const StagePlan& o : found.options) {
+    EXPECT_DOUBLE_EQ(o.seconds, plan_stages({o.costs}, 4, INFINITY).seconds);
+    EXPECT_GE(o.seconds, found.choice.seconds);
+  }
+  EXPECT_DOUBLE_EQ(found.options[size_t(found.choice.option)].seconds, found.choice.seconds);
 }
 
 TEST(PipelineSearch, ABudgetAddsLayoutsWithinTheStagesShareAndTheChoiceFitsIt) {

@@ -72,6 +72,13 @@ def test_a_budget_nothing_fits_names_the_least_any_choice_needs():
         plan(1e4)
 
 
+def test_the_plan_reports_what_every_option_it_weighed_predicts():
+    p = plan(0.9 * least_bytes([4]))
+    assert len(p.option_seconds) == len(p.options) > 1
+    assert min(p.option_seconds) == pytest.approx(p.seconds)
+    assert any(s == float("inf") for s in p.option_seconds)  # one stage of 4 fits no layout
+
+
 def test_recomputation_forced_or_forbidden():
     free, forced = plan(None), plan(None, recompute=True)
     assert not free.recompute and forced.recompute
