@@ -61,6 +61,21 @@ std::optional<std::vector<int64_t>> to_ints(py::handle obj) {
   return out;
 }
 
+// A Python number (float, int, or another type with __float__) as a double; not a string or
+// a tuple.
+std::optional<double> to_double(py::handle obj) {
+  PyObject* o = obj.ptr();
+  if (!PyFloat_Check(o) && !PyLong_Check(o) &&
+      (!PyNumber_Check(o) || PyUnicode_Check(o) || PyTuple_Check(o)))
+    return std::nullopt;
+  double v = PyFloat_AsDouble(o);
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return v;
+}
+
 // `obj` as p's type; nullopt when it does not fit.
 std::optional<ArgValue> convert(py::handle obj, const Param& p, const char* op) {
   if (obj.is_none()) {
@@ -98,15 +113,7 @@ std::optional<ArgValue> convert(py::handle obj, const Param& p, const char* op) 
       if (auto v = to_int(obj)) return *v;
       return std::nullopt;
     case ParamType::kFloat:
-      if (PyFloat_Check(o) || PyLong_Check(o) ||
-          (PyNumber_Check(o) && !PyUnicode_Check(o) && !PyTuple_Check(o))) {
-        double v = PyFloat_AsDouble(o);
-        if (v == -1.0 && PyErr_Occurred()) {
-          PyErr_Clear();
-          return std::nullopt;
-        }
-        return v;
-      }
+      if (auto v = to_double(obj)) return *v;
       return std::nullopt;
     case ParamType::kStr:
       if (PyUnicode_Check(o)) return obj.cast<std::string>();
@@ -127,17 +134,11 @@ std::optional<ArgValue> convert(py::handle obj, const Param& p, const char* op) 
     case ParamType::kNumber:
       if (PyBool_Check(o)) return o == Py_True;
       if (auto v = to_int(obj)) return *v;
-      if (py::isinstance<Tensor>(obj) && obj.cast<const Tensor&>().numel() == 1)
-        return convert(obj.attr("item")(), p, op);  // a one-element tensor as its number
-      if (PyFloat_Check(o) || (PyNumber_Check(o) && !PyUnicode_Check(o) && !PyTuple_Check(o) &&
-                               !py::isinstance<Tensor>(obj))) {
-        double v = PyFloat_AsDouble(o);
-        if (v == -1.0 && PyErr_Occurred()) {
-          PyErr_Clear();
-          return std::nullopt;
-        }
-        return v;
+      if (py::isinstance<Tensor>(obj)) {  // a one-element tensor as its number
+        if (obj.cast<const Tensor&>().numel() != 1) return std::nullopt;
+        return convert(obj.attr("item")(), p, op);
       }
+      if (auto v = to_double(obj)) return *v;
       return std::nullopt;
     case ParamType::kPlacement:  // read by the front end (create below), not by the call
       if (py::isinstance<Placement>(obj)) return ArgValue{};
