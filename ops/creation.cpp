@@ -297,7 +297,7 @@ Tensor arange_of(const CallArgs& a, double start, double end, double step, bool 
 // gives its placement and layout (the front end lays a whole tensor out so).
 #define OFL_LIKE "Device? device=None, bool requires_grad=False) -> Tensor"
 
-// The logical shape of input, on `device` (input's device when none is given).
+// The device argument i of a *_like signature: input's device when none is given.
 Device device_or(const CallArgs& a, size_t i, const Tensor& input) {
   return a.is_none(i) ? input.device() : a.device(i);
 }
