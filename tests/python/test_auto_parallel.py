@@ -136,6 +136,20 @@ def test_a_deep_model_on_a_simulated_cluster_solves_its_repeated_layers_once():
             assert plan.layouts[name.replace("blocks.0.", "blocks.15.")] == sbp, name
 
 
+def test_megatrons_configurations_are_predicted_within_15_percent_of_the_published():
+    """Table 1 of Narayanan et al. 2021 under the a100_nvlink preset: a calibration row without
+    a pipeline and a held-out row with one (examples/meta/megatron_configs.py has them all)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
+    import megatron_configs
+
+    rows = megatron_configs.main(["--only", "1.7B,76.1B"])
+    assert [(r[0], r[3]) for r in rows] == [("1.7B", False), ("76.1B", True)]
+    for name, published, predicted, _, theirs, _ in rows:
+        assert theirs.recompute, name
+        assert abs(predicted / published - 1) < 0.15, (name, published, predicted)
+    assert rows[1][4].stages == 4 and rows[1][4].micro_batches == 28
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="issue 30, open: the intra-op planner sums a step's communication after its compute, "
