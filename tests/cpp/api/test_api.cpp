@@ -194,12 +194,12 @@ TEST(Api, PlansThePipelinePythonPlannedFromTheInputsItSaved) {
   const std::string dir = saved("pipeline");
   const nlohmann::json want = nlohmann::json::parse(std::ifstream(dir + "/python_plan.json"));
   const ofl::PipelinePlan got = ofl::plan_pipeline(dir);
-  EXPECT_EQ(got.description, want["description"]);
-  EXPECT_EQ(got.stages, want["stages"]);
+  EXPECT_EQ(got.description, want["description"].get<std::string>());
+  EXPECT_EQ(got.stages, want["stages"].get<int>());
   EXPECT_GT(got.stages, 1);
-  EXPECT_EQ(got.devices_per_stage, want["devices_per_stage"]);
-  EXPECT_EQ(got.micro_batches, want["micro_batches"]);
-  EXPECT_EQ(got.recompute, want["recompute"]);
+  EXPECT_EQ(got.devices_per_stage, want["devices_per_stage"].get<int>());
+  EXPECT_EQ(got.micro_batches, want["micro_batches"].get<int>());
+  EXPECT_EQ(got.recompute, want["recompute"].get<bool>());
   EXPECT_EQ(got.first_layer, want["first_layer"].get<std::vector<int>>());
   EXPECT_DOUBLE_EQ(got.seconds, want["seconds"].get<double>());
   const auto stage_seconds = want["stage_seconds"].get<std::vector<double>>();
