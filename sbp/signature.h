@@ -42,6 +42,7 @@ SbpSignature all_broadcast_signature(size_t num_in, size_t num_out);
 // cartesian product, as NdSbp per input and output.
 struct NdSbpSignature {
   std::vector<NdSbp> in, out;
+  bool operator==(const NdSbpSignature& o) const = default;
   std::string str() const;
 };
 std::vector<NdSbpSignature> combine_signatures(

@@ -83,8 +83,22 @@ double best_seconds(const std::vector<StagePlan>& options, int total_devices, do
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
                                double budget, PlanCache& cache, Recompute recompute) {
   if (steps.empty()) fail("auto_parallel", "plan_pipeline: no stage size to plan");
-  const auto plan_step = [&](const StageStep& s, double within, bool activations) {
-    return plan(*s.traced, cache, within, s.fixed, s.name_of, activations, 1.0 / s.micro_batches);
+  // A stage that recomputes runs its forward twice: its layouts are planned with the forward
+  // weighed so, and with it once where it may keep its activations.
+  std::vector<double> forward_weights;
+  if (recompute != Recompute::kAlways) forward_weights.push_back(1.0);
+  if (recompute != Recompute::kNever) forward_weights.push_back(2.0);
+  struct Task {
+    size_t step;
+    double forward_weight;
+  };
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (double w : forward_weights) tasks.push_back({i, w});
+  const auto plan_step = [&](const Task& t, double within, bool activations) {
+    const StageStep& s = steps[t.step];
+    return plan(*s.traced, cache, within, s.fixed, s.name_of, activations, 1.0 / s.micro_batches,
+                t.forward_weight);
   };
   const ClusterSpec& cluster = cache.cluster();
   PipelineSearch out;
@@ -95,12 +109,12 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     return rows;
   };
   // Each step's fastest layouts, on every core.
-  std::vector<Plan> fastest(steps.size());
-  each_in_parallel(steps.size(), [&](size_t i) { fastest[i] = plan_step(steps[i], kInf, false); });
+  std::vector<Plan> fastest(tasks.size());
+  each_in_parallel(tasks.size(), [&](size_t k) { fastest[k] = plan_step(tasks[k], kInf, false); });
   struct Pending {
     double alone;  // the step's fastest layouts' predicted pipeline, with no budget
     int devices, micro_batches;
-    size_t step;
+    size_t task;
     std::vector<LayerCost> rows;
     bool operator<(const Pending& o) const {
       return std::tie(alone, devices, micro_batches) <
@@ -108,10 +122,15 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     }
   };
   std::vector<Pending> pending;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    std::vector<LayerCost> rows = add(i, std::move(fastest[i]), kInf, false);
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const StageStep& step = steps[tasks[k].step];
+    // The forward weighed twice often lays the step out alike: one option then.
+    if (k > 0 && tasks[k - 1].step == tasks[k].step && fastest[k].sig == fastest[k - 1].sig &&
+        fastest[k].layout == fastest[k - 1].layout)
+      continue;
+    std::vector<LayerCost> rows = add(tasks[k].step, fastest[k], kInf, false);
     pending.push_back({best_seconds({out.options.back()}, total_devices, kInf, recompute),
-                       steps[i].devices_per_stage, steps[i].micro_batches, i, std::move(rows)});
+                       step.devices_per_stage, step.micro_batches, k, std::move(rows)});
   }
   // Where those overrun the budget's share for the stage's layers, layouts within the share,
   // without and with one micro-batch's activations counted (plan_stages multiplies them by the
@@ -119,7 +138,8 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
   double found = best_seconds(out.options, total_devices, budget, recompute);
   std::stable_sort(pending.begin(), pending.end());
   for (const Pending& p : pending) {
-    const StageStep& step = steps[p.step];
+    const Task& task = tasks[p.task];
+    const StageStep& step = steps[task.step];
     if (!step.fixed.empty() || p.alone >= found) continue;
     const int stages = total_devices / step.devices_per_stage;
     const double traced = double(p.rows.size() - 2);
@@ -135,13 +155,13 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     std::vector<std::optional<Plan>> variants(counted.size());
     each_in_parallel(counted.size(), [&](size_t v) {
       try {
-        variants[v] = plan_step(step, share, counted[v]);
+        variants[v] = plan_step(task, share, counted[v]);
       } catch (const Error&) {
         // nothing fits the share: the other layouts stay the options
       }
     });
     for (size_t v = 0; v < counted.size(); ++v)
-      if (variants[v]) add(p.step, std::move(*variants[v]), share, counted[v]);
+      if (variants[v]) add(task.step, std::move(*variants[v]), share, counted[v]);
     found = best_seconds(out.options, total_devices, budget, recompute);
   }
   out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);

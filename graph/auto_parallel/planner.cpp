@@ -90,7 +90,7 @@ std::set<int> all_variables(const Graph& g) {
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed, bool merge_repeats, bool activations,
-                           double update_weight) {
+                           double update_weight, double forward_weight) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -103,6 +103,11 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     if (nodes[i].backward) last_backward = i;
   const auto once = [&](size_t i) {
     return last_backward < nodes.size() && i > last_backward && !nodes[i].backward;
+  };
+  // How many times node i runs per micro-batch (the forward twice where the stage recomputes
+  // it), or the update's share of it.
+  const auto runs = [&](size_t i) {
+    return once(i) ? update_weight : nodes[i].backward ? 1.0 : forward_weight;
   };
   gp.layers = repeats.layers;
   gp.copied_layers = repeats.copied_layers;
@@ -244,7 +249,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
           new_group(n.name() + " (node " + std::to_string(i) + ")", int(i), -1);
       for (NdSbpSignature& sig : candidate_signatures(call)) {
         if (n.op->inplace && !(sig.out[0] == sig.in[0])) continue;
-        const double seconds = compute_seconds(call, sig, cluster) * (once(i) ? update_weight : 1);
+        const double seconds = compute_seconds(call, sig, cluster) * runs(i);
         gp.problem.groups[size_t(grp)].cost.push_back(seconds);
         gp.compute[size_t(grp)].push_back(seconds);
         gp.sigs[size_t(grp)].push_back(std::move(sig));
@@ -310,7 +315,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     const Node& n = nodes[i];
     const int rep = repeats.node_rep[i];
     // How many times the read of value v by this node is to be counted (0: its counterpart's).
-    const double step_part = once(i) ? update_weight : 1.0;
+    const double step_part = runs(i);
     // A gradient's reduction is once a step too: weighed here unless its node, after the
     // backward (a reduction deferred past the micro-batches), already is.
     const double grad_weight = once(i) ? 1.0 : update_weight;
@@ -443,10 +448,11 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
-          const std::function<std::string(int)>& name_of, bool activations, double update_weight) {
+          const std::function<std::string(int)>& name_of, bool activations, double update_weight,
+          double forward_weight) {
   const GraphProblem gp =
       build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes,
-                    activations, update_weight);
+                    activations, update_weight, forward_weight);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);

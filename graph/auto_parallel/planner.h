@@ -56,10 +56,13 @@ struct GraphProblem {
 // With `activations`, the forward outputs the backward reads count against the budget too, in
 // their ops' output layouts (all live when the forward ends). The step's once-a-step part (the
 // gradients' reductions and the optimizer's update, after the backward) counts `update_weight`
-// times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage).
+// times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage). The
+// forward (its ops and the conversions they read through) counts `forward_weight` times: 2 when
+// the stage recomputes it in the backward.
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed = {}, bool merge_repeats = true,
-                           bool activations = true, double update_weight = 1.0);
+                           bool activations = true, double update_weight = 1.0,
+                           double forward_weight = 1.0);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 
@@ -70,10 +73,11 @@ constexpr size_t kWholeGraphNodes = 5000;
 // Raises when the budget leaves no plan, naming the least memory any plan needs, and when the
 // kept variables and the budget contradict each other, naming the largest kept variables
 // (`name_of`: a variable's name by value id; default "%<id>").
-// With update_weight != 1 (build_problem), the plan's seconds weigh the update alike.
+// With update_weight or forward_weight != 1 (build_problem), the plan's seconds weigh the
+// update and the forward alike.
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
-          bool activations = true, double update_weight = 1.0);
+          bool activations = true, double update_weight = 1.0, double forward_weight = 1.0);
 // The plan's predicted peak bytes per device once compiled (lower_layout): the most bytes the
 // step's values hold at once, and the variables.
 double compiled_peak(const graph::Graph& g, const Plan& p, PlanCache& cache);

@@ -260,6 +260,30 @@ TEST(AutoParallelPlan, TheUpdateAfterTheBackwardWeighsUpdateWeightTimesAndStaysE
               auto_parallel::brute_force(quarter.problem).cost, 1e-12);
 }
 
+TEST(AutoParallelPlan, TheForwardWeighsForwardWeightTimesWhereTheStageRecomputesIt) {
+  // A stage that recomputes runs its forward twice a micro-batch: its plan weighs it so, and
+  // leaves the backward and the update as they were.
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanCache cache(ClusterSpec::default_for(4));
+  PlanGraph pg = mlp(line, 256, "S(0)");
+  pg.g.nodes()[2].backward = true;
+  const int y = pg.g.nodes()[2].outputs[0];
+  pg.op("gelu", {y}, {256, 64}, {{"approximate", std::string("none")}});  // the "update"
+  const auto once = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.5);
+  const auto twice = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.5, 2.0);
+  for (size_t grp = 0; grp < once.node.size(); ++grp) {
+    const int node = once.node[grp];
+    if (node < 0) continue;
+    const double factor = node < 2 ? 2.0 : 1.0;  // nodes 0 and 1 are the forward
+    ASSERT_EQ(once.problem.groups[grp].cost.size(), twice.problem.groups[grp].cost.size());
+    for (size_t b = 0; b < once.problem.groups[grp].cost.size(); ++b)
+      EXPECT_DOUBLE_EQ(twice.problem.groups[grp].cost[b], factor * once.problem.groups[grp].cost[b])
+          << "node " << node << " choice " << b;
+  }
+  EXPECT_NEAR(auto_parallel::solve(twice.problem).cost,
+              auto_parallel::brute_force(twice.problem).cost, 1e-12);
+}
+
 TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnderABudget) {
   PlanCache cache(ClusterSpec::default_for(4));
   const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
@@ -438,19 +462,26 @@ TEST(PipelineSearch, PricesEveryStepPerLayerAndChoosesAsPlanStagesOverItsOptions
   for (int d : {1, 2, 4})
     for (int m : {1, 2}) steps.push_back(stage_step(cluster, d, m, 3));
   const PipelineSearch found = search_pipeline(steps, 8, 4, INFINITY, cache);
-  // No budget: each step's fastest layouts only, each priced for the model's 8 layers.
-  ASSERT_EQ(found.options.size(), steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const StagePlan& o = found.options[i];
-    EXPECT_EQ(o.step, int(i));
-    EXPECT_EQ(o.costs.devices_per_stage, steps[i].devices_per_stage);
-    EXPECT_EQ(o.costs.micro_batches, steps[i].micro_batches);
+  // No budget: each step's fastest layouts only (with the forward weighed once, and twice as a
+  // recomputing stage runs it where that lays the step out differently), each priced for the
+  // model's 8 layers, in the steps' order.
+  ASSERT_GE(found.options.size(), steps.size());
+  ASSERT_LE(found.options.size(), 2 * steps.size());
+  std::vector<int> seen(steps.size());
+  for (const StagePlan& o : found.options) {
+    const StageStep& step = steps[size_t(o.step)];
+    EXPECT_TRUE(o.step == 0 || seen[size_t(o.step) - 1] > 0) << o.step;
+    ++seen[size_t(o.step)];
+    EXPECT_EQ(o.budget, INFINITY);
+    EXPECT_EQ(o.costs.devices_per_stage, step.devices_per_stage);
+    EXPECT_EQ(o.costs.micro_batches, step.micro_batches);
     ASSERT_EQ(o.costs.layers.size(), 10u);  // before, 8 layers, after
     EXPECT_GT(o.costs.layers[1].forward, 0);
     EXPECT_EQ(o.costs.layers[1].forward, o.costs.layers[8].forward);  // one layer's mean, 8 times
     // Stages of 4 devices are the whole machine: nothing to send.
-    EXPECT_EQ(o.costs.send_seconds > 0, steps[i].devices_per_stage < 4);
+    EXPECT_EQ(o.costs.send_seconds > 0, step.devices_per_stage < 4);
   }
+  for (int n : seen) EXPECT_GE(n, 1);
   const PipelineChoice want = plan_stages(costs_of(found), 4, INFINITY);
   EXPECT_EQ(found.choice.option, want.option);
   EXPECT_DOUBLE_EQ(found.choice.seconds, want.seconds);
@@ -472,9 +503,10 @@ TEST(PipelineSearch, ABudgetAddsLayoutsWithinTheStagesShareAndTheChoiceFitsIt) {
   const double replicated = fastest.choice.stage_bytes[0];
   const double budget = replicated / 3;
   const PipelineSearch found = search_pipeline(steps, 4, 4, budget, cache);
-  EXPECT_GT(found.options.size(), steps.size());  // layouts within a share were added
-  for (size_t i = steps.size(); i < found.options.size(); ++i)
-    EXPECT_LT(found.options[i].budget, INFINITY);
+  // Layouts within a share were added, after the fastest ones.
+  EXPECT_GT(found.options.size(), fastest.options.size());
+  for (size_t i = 0; i < found.options.size(); ++i)
+    EXPECT_EQ(found.options[i].budget < INFINITY, i >= fastest.options.size()) << i;
   for (double bytes : found.choice.stage_bytes) EXPECT_LE(bytes, budget);
   EXPECT_GE(found.choice.seconds, fastest.choice.seconds);
 }

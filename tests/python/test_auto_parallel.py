@@ -150,13 +150,6 @@ def test_megatrons_configurations_are_predicted_within_15_percent_of_the_publish
     assert rows[1][4].stages == 4 and rows[1][4].micro_batches == 28
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30, open: the intra-op planner sums a step's communication after its compute, "
-    "while the pipeline's costs (predict's timeline) overlap the gradient reductions with the "
-    "backward; so on the data-parallel rows it picks layouts that gather the weights instead "
-    "(1.7B: 3.61 s against Megatron's 3.56 s under the model)",
-)
 def test_the_planner_is_no_slower_than_megatrons_published_layout_under_the_model():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
     import megatron_configs
