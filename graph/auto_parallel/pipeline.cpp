@@ -97,8 +97,9 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     for (double w : forward_weights) tasks.push_back({i, w});
   const auto plan_step = [&](const Task& t, double within, bool activations) {
     const StageStep& s = steps[t.step];
-    return plan(*s.traced, cache, within, s.fixed, s.name_of, activations, 1.0 / s.micro_batches,
-                t.forward_weight);
+    return plan(
+        *s.traced, cache, within, s.fixed, s.name_of, activations,
+        {.update = 1.0 / s.micro_batches, .forward = t.forward_weight, .merge_repeats = true});
   };
   const ClusterSpec& cluster = cache.cluster();
   PipelineSearch out;

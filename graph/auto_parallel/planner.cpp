@@ -448,11 +448,11 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
-          const std::function<std::string(int)>& name_of, bool activations, double update_weight,
-          double forward_weight) {
-  const GraphProblem gp =
-      build_problem(g, cache, memory_budget, fixed, g.nodes().size() > kWholeGraphNodes,
-                    activations, update_weight, forward_weight);
+          const std::function<std::string(int)>& name_of, bool activations,
+          const StepWeights& weights) {
+  const GraphProblem gp = build_problem(
+      g, cache, memory_budget, fixed, weights.merge_repeats || g.nodes().size() > kWholeGraphNodes,
+      activations, weights.update, weights.forward);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);

@@ -385,8 +385,8 @@ void bind_graph(py::module_& m) {
         PlanResult r{g, {}, budget, activations};
         {
           py::gil_scoped_release release;
-          r.plan =
-              auto_parallel::plan(*g, cache, budget, fixed, name_of, activations, update_weight);
+          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of, activations,
+                                       {.update = update_weight});
         }
         return r;
       },
