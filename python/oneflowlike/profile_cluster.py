@@ -17,11 +17,20 @@ others, and the two add up to that share (an all_reduce timed on one rank right 
 looks slower by what the others still computed, which the compute already counts). The local
 link is written as both intra- and inter-node. Peaks not measured (fp64, fp16, int) keep the
 cpu_loopback preset's ratios to fp32.
+
+The launcher measures on first use: a one-node job of several CPU ranks without OFL_CLUSTER_SPEC
+gets this machine's spec for its rank count (`cached`), measured once and kept in
+$OFL_CACHE_DIR (default ~/.cache/oneflowlike), keyed by the host, its processors and the
+library's version. OFL_PROFILE_CLUSTER=0 turns that off (the preset then prices plans).
 """
 
 import argparse
+import fcntl
+import hashlib
 import json
 import os
+import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -119,6 +128,7 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
     """The ranks' measurements: world, t_small and t_large (mean all_reduce seconds over nproc
     local ranks), and rank 0's flops_fp32 and mem_bandwidth while every rank measured them."""
     env = {k: v for k, v in os.environ.items() if k not in JOB_ENV_VARS}
+    env["OFL_PROFILE_CLUSTER"] = "0"  # that launcher measures nothing itself
     cmd = [
         sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(nproc),
         "--rdzv_timeout", "30", "-m", "oneflowlike.profile_cluster", "--worker",
@@ -157,6 +167,72 @@ def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, la
     spec.intra_beta = spec.inter_beta = beta
     spec.collective_overhead = 0.0  # the measured alpha includes starting a collective
     return spec, raw
+
+
+def cache_dir():
+    """Where measured specs are kept: $OFL_CACHE_DIR, else $XDG_CACHE_HOME/oneflowlike, else
+    ~/.cache/oneflowlike."""
+    if os.environ.get("OFL_CACHE_DIR"):
+        return os.environ["OFL_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "oneflowlike")
+
+
+def _processors():
+    """The processor's model name and the cores this process may use."""
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(
+                (line.split(":", 1)[1].strip() for line in f if "model name" in line), model
+            )
+    except OSError:
+        pass
+    return f"{model} x{len(os.sched_getaffinity(0))}"
+
+
+def cache_path(nproc):
+    """The measured spec's file for nproc local ranks on this machine and library version."""
+    from . import __version__
+
+    key = f"{socket.gethostname()}|{_processors()}|{__version__}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return os.path.join(cache_dir(), f"cluster_spec_{nproc}ranks_{digest}.json")
+
+
+def _loads(path):
+    from . import _C
+
+    try:
+        _C.ClusterSpec.load(path)
+        return True
+    except (OSError, RuntimeError):
+        return False
+
+
+def cached(nproc, say=print):
+    """The path of this machine's spec for nproc local ranks: measured and written on first use
+    (several seconds; `say` tells what is happening), read afterwards. Concurrent callers measure
+    once (a lock beside the file); a file that does not load (damaged, or another version's) is
+    measured again."""
+    path = cache_path(nproc)
+    if os.path.exists(path) and _loads(path):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(path):
+            if _loads(path):
+                return path
+            say(f"{path} does not load as a cluster spec: measuring again")
+        say(f"measuring this machine for the cost model on {nproc} ranks (once; kept in {path})")
+        t0 = time.perf_counter()
+        spec, _ = profile(nproc)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        spec.save(tmp)
+        os.replace(tmp, path)  # readers see the whole file or none
+        say(f"measured in {time.perf_counter() - t0:.1f} s")
+    return path
 
 
 def main(argv=None):

@@ -125,3 +125,43 @@ def test_profiler_writes_a_loadable_spec(tmp_path):
     for field in ("flops_fp32", "mem_bandwidth", "intra_alpha", "intra_beta"):
         assert getattr(spec, field) > 0, field
     assert spec.intra_alpha < 1.0 and spec.intra_beta > 1e6
+
+
+@pytest.mark.multiprocess
+def test_the_launcher_measures_this_machine_once_and_its_ranks_price_with_it(tmp_path):
+    from _launch import launch
+
+    env = clean_env(OFL_CACHE_DIR=tmp_path / "cache")
+    env.pop("OFL_PROFILE_CLUSTER")
+    env.pop("OFL_CLUSTER_SPEC", None)
+    show = tmp_path / "show.py"
+    show.write_text(
+        "import os, sys\nfrom oneflowlike import _C\n"  # one write a line: ranks share the pipe
+        "sys.stdout.write(f\"{os.environ.get('OFL_CLUSTER_SPEC')} {_C.get_cluster_spec().name}\\n\")\n"
+    )
+
+    def run(**extra):
+        r = launch(["--nproc_per_node", "2"], [str(show)], env=dict(env, **extra), timeout=120)
+        assert r.returncode == 0, r
+        return r, sorted(r.stdout.splitlines())
+
+    first, ranks = run()
+    assert "measuring this machine for the cost model on 2 ranks" in first.stderr, first
+    [path] = (tmp_path / "cache").glob("cluster_spec_2ranks_*.json")
+    assert ranks == [f"{path} measured"] * 2
+    assert _C.ClusterSpec.load(str(path)).intra_beta > 1e6
+    # Measured once: the next job reads it.
+    made = path.stat().st_mtime_ns
+    second, ranks = run()
+    assert "measuring" not in second.stderr and path.stat().st_mtime_ns == made, second
+    assert ranks == [f"{path} measured"] * 2
+    # A damaged file is measured again, saying so.
+    path.write_text('{"name": "measured", "nodes": ')
+    third, ranks = run()
+    assert "does not load as a cluster spec: measuring again" in third.stderr, third
+    assert ranks == [f"{path} measured"] * 2
+    # Turned off, or a spec of the user's: the ranks keep what they have.
+    assert run(OFL_PROFILE_CLUSTER="0")[1] == ["None cpu_loopback"] * 2
+    mine = tmp_path / "mine.json"
+    _C.ClusterSpec.cpu_loopback(2).save(str(mine))
+    assert run(OFL_CLUSTER_SPEC=str(mine))[1] == [f"{mine} cpu_loopback"] * 2

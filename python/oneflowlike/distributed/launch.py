@@ -15,6 +15,10 @@ Multi-node: run one launcher per node with the same --nnodes, --nproc_per_node, 
 every node); without one a multi-node store accepts any client, and a warning says so. A single
 node makes a random token itself, and picks a free port when --master_port is not given.
 
+The cost model's machine: a one-node job of several ranks with no CUDA device visible and no
+OFL_CLUSTER_SPEC gets this machine's measured spec (oneflowlike.profile_cluster.cached: measured
+on first use, a few seconds, then kept); OFL_PROFILE_CLUSTER=0 leaves the ranks the preset.
+
 When a rank exits non-zero or is killed, the others are stopped (SIGTERM, then SIGKILL after 3 s)
 and the launcher exits with that rank's code (128 + the signal's number when killed). SIGINT,
 SIGTERM or SIGHUP to the launcher is passed on to every rank, and the launcher exits 128 + it.
@@ -163,6 +167,26 @@ JOB_ENV_VARS = (
 )
 
 
+def measured_spec(args, env=None):
+    """The measured cluster spec's path for the ranks' OFL_CLUSTER_SPEC, or None where the job
+    keeps what it has: one set already, turned off (OFL_PROFILE_CLUSTER=0), several nodes (the
+    link across them is not measured here), one rank, or a CUDA device visible (the measurement
+    is of CPU ranks). A measurement that fails says why and leaves the preset."""
+    env = os.environ if env is None else env
+    if (env.get("OFL_CLUSTER_SPEC") or env.get("OFL_PROFILE_CLUSTER", "1") == "0"
+            or args.nnodes > 1 or args.nproc_per_node < 2):  # fmt: skip
+        return None
+    try:
+        from oneflowlike import cuda, profile_cluster
+
+        if cuda.is_available():
+            return None
+        return profile_cluster.cached(args.nproc_per_node, say=_say)
+    except Exception as e:  # noqa: BLE001: the job runs on the preset rather than not at all
+        _say(f"could not measure this machine for the cost model ({e}); ranks use the preset")
+        return None
+
+
 def child_envs(args, base_env=None):
     """The environment of each local rank, in local-rank order."""
     base = dict(os.environ if base_env is None else base_env)
@@ -180,6 +204,8 @@ def child_envs(args, base_env=None):
     }
     if args.rdzv_timeout is not None:
         shared["OFL_COMM_TIMEOUT_S"] = repr(float(args.rdzv_timeout))
+    if getattr(args, "cluster_spec", None):
+        shared["OFL_CLUSTER_SPEC"] = args.cluster_spec
     envs = []
     for local in range(nlocal):
         env = dict(base, **shared)
@@ -311,6 +337,7 @@ def run(args):
     if args.master_port is None:
         args.master_port = _free_master_port(args.master_addr) if args.nnodes == 1 else 29500
     args.token = _token(args)
+    args.cluster_spec = measured_spec(args)
     job = Job(args)
 
     def on_signal(signum, frame):
