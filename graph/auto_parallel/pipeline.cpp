@@ -97,9 +97,11 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     for (double w : forward_weights) tasks.push_back({i, w});
   const auto plan_step = [&](const Task& t, double within, bool activations) {
     const StageStep& s = steps[t.step];
-    return plan(
-        *s.traced, cache, within, s.fixed, s.name_of, activations,
-        {.update = 1.0 / s.micro_batches, .forward = t.forward_weight, .merge_repeats = true});
+    return plan(*s.traced, cache, within, s.fixed, s.name_of, activations,
+                {.update_weight = 1.0 / s.micro_batches,
+                 .forward_weight = t.forward_weight,
+                 .merge_repeats = true,
+                 .budgeted_nodes = 0});
   };
   const ClusterSpec& cluster = cache.cluster();
   PipelineSearch out;
@@ -150,19 +152,22 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
       state += p.rows[r].state_bytes;
       held += p.rows[r].state_bytes + p.rows[r].activation_bytes;
     }
-    std::vector<bool> counted;  // the variants: activations counted or not
-    if (state > share) counted.push_back(false);
-    if (held > share) counted.push_back(true);
-    std::vector<std::optional<Plan>> variants(counted.size());
-    each_in_parallel(counted.size(), [&](size_t v) {
+    // Layouts with the state alone within the share; then, unless those fit without
+    // recomputing (layouts that must fit the activations too can only be slower) or the stage
+    // always recomputes, layouts with one micro-batch's activations counted as well.
+    bool counted = held > share && recompute != Recompute::kAlways;
+    const auto add_within = [&](bool activations) {
       try {
-        variants[v] = plan_step(task, share, counted[v]);
+        add(task.step, plan_step(task, share, activations), share, activations);
+        return true;
       } catch (const Error&) {
-        // nothing fits the share: the other layouts stay the options
+        return false;  // nothing fits the share: the other layouts stay the options
       }
-    });
-    for (size_t v = 0; v < counted.size(); ++v)
-      if (variants[v]) add(task.step, std::move(*variants[v]), share, counted[v]);
+    };
+    if (state > share && add_within(false) && counted)
+      counted = !std::isfinite(
+          best_seconds({out.options.back()}, total_devices, budget, Recompute::kNever));
+    if (counted) add_within(true);
     found = best_seconds(out.options, total_devices, budget, recompute);
   }
   out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);

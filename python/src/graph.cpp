@@ -386,7 +386,7 @@ void bind_graph(py::module_& m) {
         {
           py::gil_scoped_release release;
           r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of, activations,
-                                       {.update = update_weight});
+                                       {.update_weight = update_weight});
         }
         return r;
       },
