@@ -152,22 +152,22 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
       state += p.rows[r].state_bytes;
       held += p.rows[r].state_bytes + p.rows[r].activation_bytes;
     }
-    // Layouts with the state alone within the share; then, unless those fit without
-    // recomputing (layouts that must fit the activations too can only be slower) or the stage
-    // always recomputes, layouts with one micro-batch's activations counted as well.
-    bool counted = held > share && recompute != Recompute::kAlways;
-    const auto add_within = [&](bool activations) {
+    // Layouts within the share counting the state alone, and counting one micro-batch's
+    // activations too (plan_stages multiplies them by the micro-batches in flight; a stage that
+    // always recomputes holds none).
+    std::vector<bool> counted;
+    if (state > share) counted.push_back(false);
+    if (held > share && recompute != Recompute::kAlways) counted.push_back(true);
+    std::vector<std::optional<Plan>> variants(counted.size());
+    each_in_parallel(counted.size(), [&](size_t v) {
       try {
-        add(task.step, plan_step(task, share, activations), share, activations);
-        return true;
+        variants[v] = plan_step(task, share, counted[v]);
       } catch (const Error&) {
-        return false;  // nothing fits the share: the other layouts stay the options
+        // nothing fits the share: the other layouts stay the options
       }
-    };
-    if (state > share && add_within(false) && counted)
-      counted = !std::isfinite(
-          best_seconds({out.options.back()}, total_devices, budget, Recompute::kNever));
-    if (counted) add_within(true);
+    });
+    for (size_t v = 0; v < counted.size(); ++v)
+      if (variants[v]) add(task.step, std::move(*variants[v]), share, counted[v]);
     found = best_seconds(out.options, total_devices, budget, recompute);
   }
   out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);
