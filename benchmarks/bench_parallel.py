@@ -20,6 +20,7 @@ every gradient.
 
 import argparse
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 
@@ -132,9 +133,10 @@ def main():
             print(f"{row['case']}: {row['pipeline']}")
     errors = prediction_errors(rows)
     if errors:
+        specs = sorted({r["spec"] for r in rows if r.get("predicted_s") is not None})
         print(
-            f"cost model vs measured (graph steps): median error {errors[len(errors) // 2]:.0%}, "
-            f"worst {errors[-1]:.0%}"
+            f"cost model ({', '.join(specs)} spec) vs measured (graph steps): median error "
+            f"{statistics.median(errors):.0%}, worst {errors[-1]:.0%}"
         )
 
 

@@ -228,6 +228,7 @@ def measure(flow, step, dist, args):
         "predicted_compute_s": predicted[1],
         "predicted_comm_s": predicted[2],
         "peak_bytes": peak,
+        "spec": flow._C.get_cluster_spec().name,  # what priced the prediction
         "collectives": counts,
         "buffer_bytes": sum(int(line.split(" ")[-2]) for line in log),
         "wire_bytes": sum(wire_bytes(line, world_size) for line in log),

@@ -6,7 +6,8 @@
 Measured on --nproc local ranks started through oneflowlike.distributed.launch, all at once, so
 that the figures are a rank's share of the machine when its ranks share the cores (a "device"
 of the plans): memory bandwidth (a large tensor copy, read + write bytes), fp32 GEMM FLOP/s
-(flow.matmul at 1024^3), the overhead of starting one op (a one-element add), and the
+(flow.matmul at 1024^3) and how far below it a small one runs (1024x128 @ 128x128: ClusterSpec's
+half_efficiency_flops), the overhead of starting one op (a one-element add), and the
 collective link's alpha / beta, from all_reduce timed at a small size (4 KiB: a chunk for
 every rank) and a large one. The fit solves ClusterSpec's ring formula,
 t = overhead + 2 (p-1) (alpha + bytes / p / beta), at both sizes, with the all_reduces timed
@@ -63,11 +64,28 @@ def measure_mem_bandwidth(nbytes=64 << 20, repeat=10):
 
 def measure_gemm_flops(n=1024, repeat=8):
     """FLOP/s of an fp32 n x n x n matmul (2 n^3 FLOPs)."""
+    return 2.0 * n**3 / measure_gemm_seconds(n, n, n, repeat)
+
+
+def measure_gemm_seconds(m, k, n, repeat=8):
+    """Seconds of an fp32 (m, k) @ (k, n) matmul."""
     import oneflowlike as flow
 
-    a = flow.randn(n, n)
-    b = flow.randn(n, n)
-    return 2.0 * n**3 / _mean(lambda: flow.matmul(a, b), repeat)
+    a = flow.randn(m, k)
+    b = flow.randn(k, n)
+    return _mean(lambda: flow.matmul(a, b), repeat)
+
+
+# A small matmul, a layer of a small model (1024 tokens, width 128): what it takes beyond its
+# FLOPs at the large one's rate is ClusterSpec's half_efficiency_flops.
+SMALL_GEMM = (1024, 128, 128)
+
+
+def fit_half_efficiency(flops_rate, small_seconds, m=SMALL_GEMM[0], k=SMALL_GEMM[1],
+                        n=SMALL_GEMM[2]):  # fmt: skip
+    """The FLOPs h with which a matmul of f FLOPs takes (f + h) / rate: from the small one's
+    time at the large one's rate (0 when it keeps up)."""
+    return max(small_seconds * flops_rate - 2.0 * m * k * n, 0.0)
 
 
 def fit_alpha_beta(p, small_bytes, t_small, large_bytes, t_large):
@@ -113,12 +131,14 @@ def _worker(args):
     dist.barrier()  # every rank computes at once: a rank's share of the cores
     flops = measure_gemm_flops()
     dist.barrier()
+    small_gemm = measure_gemm_seconds(*SMALL_GEMM, repeat=50)
+    dist.barrier()
     bandwidth = measure_mem_bandwidth()
     dist.barrier()
     overhead = measure_op_overhead()
     if dist.get_rank() == 0:
         out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
-        out.update(flops_fp32=flops, mem_bandwidth=bandwidth)
+        out.update(flops_fp32=flops, mem_bandwidth=bandwidth, small_gemm_s=small_gemm)
         out.update(op_overhead=overhead)
         print(_TAG + json.dumps(out), flush=True)
     dist.barrier()
@@ -158,6 +178,7 @@ def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, la
     spec.flops_fp64 *= scale
     spec.flops_fp16 *= scale
     spec.flops_int *= scale
+    spec.half_efficiency_flops = fit_half_efficiency(raw["flops_fp32"], raw["small_gemm_s"])
     spec.mem_bandwidth = raw["mem_bandwidth"]
     spec.op_overhead = raw["op_overhead"]
     world, t_small, t_large = raw["world"], raw["t_small"], raw["t_large"]
@@ -257,6 +278,11 @@ def main(argv=None):
     spec.save(args.out)
     print(f"memory bandwidth  {raw['mem_bandwidth'] / 1e9:.2f} GB/s (copy, read + write)")
     print(f"fp32 GEMM         {raw['flops_fp32'] / 1e9:.2f} GFLOP/s (1024^3 matmul)")
+    m, k, n = SMALL_GEMM
+    print(
+        f"small GEMM        {raw['small_gemm_s'] * 1e6:.1f} us ({m}x{k} @ {k}x{n}): "
+        f"half efficiency at {spec.half_efficiency_flops / 1e6:.1f} MFLOP"
+    )
     print(
         f"all_reduce x{raw['world']}     {raw['t_small'] * 1e6:.1f} us at {raw['small_bytes']} B, "
         f"{raw['t_large'] * 1e3:.2f} ms at {raw['large_bytes'] / 2**20:.0f} MiB"

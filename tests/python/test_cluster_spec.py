@@ -165,3 +165,15 @@ def test_the_launcher_measures_this_machine_once_and_its_ranks_price_with_it(tmp
     mine = tmp_path / "mine.json"
     _C.ClusterSpec.cpu_loopback(2).save(str(mine))
     assert run(OFL_CLUSTER_SPEC=str(mine))[1] == [f"{mine} cpu_loopback"] * 2
+
+
+def test_a_small_matmul_slower_than_the_large_ones_rate_gives_the_half_efficiency_flops():
+    from oneflowlike.profile_cluster import fit_half_efficiency
+
+    # 1 ms for 2 * 1024 * 128 * 128 FLOPs at 100 GFLOP/s: 1e8 FLOPs' time, 33554432 of them work.
+    assert fit_half_efficiency(1e11, 1e-3, 1024, 128, 128) == 1e8 - 33554432
+    assert fit_half_efficiency(1e11, 1e-6, 1024, 128, 128) == 0.0  # faster than the rate: none
+    spec = _C.ClusterSpec.cpu_loopback(2)
+    spec.half_efficiency_flops = fit_half_efficiency(spec.flops_fp32, 1e-3, 1024, 128, 128)
+    # The small matmul is then priced at what it took (ClusterSpec.compute: (f + h) / rate).
+    assert spec.compute(2 * 1024 * 128 * 128, 0, flow.float32) == pytest.approx(1e-3, rel=1e-9)
