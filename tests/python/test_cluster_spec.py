@@ -160,6 +160,12 @@ def test_the_launcher_measures_this_machine_once_and_its_ranks_price_with_it(tmp
     third, ranks = run()
     assert "does not load as a cluster spec: measuring again" in third.stderr, third
     assert ranks == [f"{path} measured"] * 2
+    # A cache that cannot be written: the job runs on the preset, saying why.
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    r, ranks = run(OFL_CACHE_DIR=str(blocked / "cache"))
+    assert "could not measure this machine for the cost model" in r.stderr, r
+    assert ranks == ["None cpu_loopback"] * 2
     # Turned off, or a spec of the user's: the ranks keep what they have.
     assert run(OFL_PROFILE_CLUSTER="0")[1] == ["None cpu_loopback"] * 2
     mine = tmp_path / "mine.json"
