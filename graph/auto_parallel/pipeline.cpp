@@ -100,8 +100,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     return plan(*s.traced, cache, within, s.fixed, s.name_of, activations,
                 {.update_weight = 1.0 / s.micro_batches,
                  .forward_weight = t.forward_weight,
-                 .merge_repeats = true,
-                 .budgeted_nodes = 0});
+                 .merge_repeats = true});
   };
   const ClusterSpec& cluster = cache.cluster();
   PipelineSearch out;

@@ -450,10 +450,9 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
           const std::function<std::string(int)>& name_of, bool activations,
           const PlanOptions& options) {
-  GraphProblem gp = build_problem(g, cache, memory_budget, fixed,
-                                  options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
-                                  activations, options.update_weight, options.forward_weight);
-  gp.problem.budgeted_nodes = options.budgeted_nodes;
+  const GraphProblem gp = build_problem(
+      g, cache, memory_budget, fixed, options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
+      activations, options.update_weight, options.forward_weight);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   Plan p = plan_of(g, gp, s.choice);

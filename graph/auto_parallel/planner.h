@@ -73,19 +73,14 @@ constexpr size_t kWholeGraphNodes = 5000;
 // Raises when the budget leaves no plan, naming the least memory any plan needs, and when the
 // kept variables and the budget contradict each other, naming the largest kept variables
 // (`name_of`: a variable's name by value id; default "%<id>").
-// How plan() weighs a step's parts (build_problem), whether its repeated layers take one
-// layout, and how far a large budgeted problem is searched. plan_pipeline's stage steps: 1/m of
-// the update for one of m micro-batches, the forward twice where the stage recomputes it, one
-// layout for every copy of a layer (the pipeline prices one traced layer for each of the
-// model's, so distinct copies could not be applied), and within a stage's share of the budget
-// the plan CBC has after its root (the share is an estimate, and the pipeline prices each
-// candidate afterwards: on Megatron's 145.6B row, 50 more nodes found the same plan in twice the
-// time).
+// How plan() weighs a step's parts (build_problem), and whether its repeated layers take one
+// layout. plan_pipeline's stage steps: 1/m of the update for one of m micro-batches, the forward
+// twice where the stage recomputes it, and one layout for every copy of a layer (the pipeline
+// prices one traced layer for each of the model's, so distinct copies could not be applied).
 struct PlanOptions {
   double update_weight = 1.0;
   double forward_weight = 1.0;
   bool merge_repeats = false;  // also for any graph of more than kWholeGraphNodes nodes
-  int budgeted_nodes = Problem().budgeted_nodes;
 };
 // With weights other than 1, the plan's seconds weigh the update and the forward alike.
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,

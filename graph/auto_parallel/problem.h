@@ -29,9 +29,6 @@ struct Problem {
   std::vector<Group> groups;
   std::vector<Edge> edges;
   double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
-  // Branch-and-bound nodes a budgeted problem too large to solve exactly may take (solve());
-  // 0: the plan CBC has after the root.
-  int budgeted_nodes = 50;
 };
 
 struct Solution {
@@ -52,8 +49,8 @@ std::string bytes_str(double bytes);
 // The cheapest plan within the budget. Raises naming the budget and the least memory any plan
 // needs when none fits. Integer programs of over 20,000 columns (2-d meshes at scale), or 2,000
 // with a budget, stop once the plan is proven within 0.1% of the optimum (0.5% with a budget) or
-// after 50 branch-and-bound nodes (Problem::budgeted_nodes with a budget), with what they proved
-// in `bound`; smaller ones are solved exactly.
+// after 50 branch-and-bound nodes, with what they proved in `bound`; smaller ones are solved
+// exactly.
 Solution solve(const Problem& p);
 // The same by enumerating every plan (exponential: for tests).
 Solution brute_force(const Problem& p);

@@ -313,7 +313,7 @@ std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* sta
     Cbc_setAllowableFractionGap(model.get(),
                                 std::isfinite(p.memory_budget) ? kBudgetedGap : kLargeGap);
     // A node limit, not a time limit: every rank plans alone and must reach the same plan.
-    Cbc_setMaximumNodes(model.get(), std::isfinite(p.memory_budget) ? p.budgeted_nodes : kMaxNodes);
+    Cbc_setMaximumNodes(model.get(), kMaxNodes);
     // No strong branching: on these linear programs (GPT-3's stage over 128 devices within a
     // budget: 138k columns) each strong-branching probe costs seconds; without it CBC dives to
     // a better plan in fewer seconds (0.4% from its bound in 9 s, against 5% in 41 s).
