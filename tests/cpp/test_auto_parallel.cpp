@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "graph/auto_parallel/layers.h"
 #include "graph/auto_parallel/pipeline.h"
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
@@ -491,6 +492,31 @@ TEST(PipelineSearch, PricesEveryStepPerLayerAndChoosesAsPlanStagesOverItsOptions
     EXPECT_GE(o.seconds, found.choice.seconds);
   }
   EXPECT_DOUBLE_EQ(found.options[size_t(found.choice.option)].seconds, found.choice.seconds);
+}
+
+TEST(PipelineSearch, EveryCopyOfAStagesLayerTakesTheLayoutOfTheFirst) {
+  // The pipeline prices one traced layer for each of the model's: the plan a stage's step gets
+  // lays out its repeated layers alike, with or without a budget.
+  const ClusterSpec cluster = ClusterSpec::default_for(4);
+  PlanCache cache(cluster);
+  const std::vector<StageStep> steps{stage_step(cluster, 4, 1, 3, 1024),
+                                     stage_step(cluster, 2, 1, 3, 1024)};
+  const PipelineSearch fastest = search_pipeline(steps, 4, 4, INFINITY, cache);
+  const double replicated = fastest.choice.stage_bytes[0];
+  for (double budget : {double(INFINITY), replicated / 3, replicated / 2, replicated / 1.5}) {
+    const PipelineSearch found = search_pipeline(steps, 4, 4, budget, cache);
+    // The tightest budget adds layouts within a stage's share (some replicated, some sharded
+    // where each layer is planned apart).
+    if (budget == replicated / 3) EXPECT_GT(found.options.size(), fastest.options.size());
+    for (const StagePlan& o : found.options) {
+      const auto repeats = auto_parallel::find_repeats(*steps[size_t(o.step)].traced);
+      ASSERT_EQ(repeats.copied_layers, 2);
+      for (size_t i = 0; i < repeats.node_rep.size(); ++i)
+        EXPECT_EQ(o.plan.sig[i].str(), o.plan.sig[size_t(repeats.node_rep[i])].str()) << i;
+      for (const auto& [value, layout] : o.plan.layout)
+        EXPECT_EQ(layout.str(), o.plan.layout.at(repeats.value_rep[size_t(value)]).str()) << value;
+    }
+  }
 }
 
 TEST(PipelineSearch, ABudgetAddsLayoutsWithinTheStagesShareAndTheChoiceFitsIt) {
