@@ -449,19 +449,24 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
           const std::function<std::string(int)>& name_of, bool activations,
-          const PlanOptions& options) {
+          const PlanOptions& options, std::vector<Plan>* lighter) {
   const GraphProblem gp = build_problem(
       g, cache, memory_budget, fixed, options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
       activations, options.update_weight, options.forward_weight);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
-  Plan p = plan_of(g, gp, s.choice);
-  p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());
-  // The budget bounds the count (variables, gradients, saved activations), not the compiled
-  // step's peak, which has transients on top (a gathered bucket, a reduction's buffer, ops'
-  // outputs the backward does not read): predicted, for the user to compare.
-  if (activations && std::isfinite(memory_budget)) p.peak = compiled_peak(g, p, cache);
-  return p;
+  const auto plan_for = [&](const std::vector<int>& choice) {
+    Plan p = plan_of(g, gp, choice);
+    p.lower_bound_seconds = std::min(s.bound + gp.constant_seconds, p.seconds());
+    // The budget bounds the count (variables, gradients, saved activations), not the compiled
+    // step's peak, which has transients on top (a gathered bucket, a reduction's buffer, ops'
+    // outputs the backward does not read): predicted, for the user to compare.
+    if (activations && std::isfinite(memory_budget)) p.peak = compiled_peak(g, p, cache);
+    return p;
+  };
+  if (lighter)
+    for (const std::vector<int>& choice : s.lighter) lighter->push_back(plan_for(choice));
+  return plan_for(s.choice);
 }
 
 Graph apply(const Graph& g, const Plan& plan) {

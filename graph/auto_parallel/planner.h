@@ -83,9 +83,11 @@ struct PlanOptions {
   bool merge_repeats = false;  // also for any graph of more than kWholeGraphNodes nodes
 };
 // With weights other than 1, the plan's seconds weigh the update and the forward alike.
+// `lighter`, if given, receives the plans of Solution::lighter (solve()).
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
-          bool activations = true, const PlanOptions& options = {});
+          bool activations = true, const PlanOptions& options = {},
+          std::vector<Plan>* lighter = nullptr);
 // The plan's predicted peak bytes per device once compiled (lower_layout): the most bytes the
 // step's values hold at once, and the variables.
 double compiled_peak(const graph::Graph& g, const Plan& p, PlanCache& cache);

@@ -36,6 +36,10 @@ struct Solution {
   double cost = 0;
   double memory = 0;
   double bound = 0;  // no plan costs less: cost itself, but for the largest problems (solve())
+  // Plans within the budget that cost more and take less memory, on the lower convex hull of the
+  // plans' (memory, cost), heaviest first: what a binding budget on a large problem found on the
+  // way (solve()), for a caller whose real limit is not this budget (a pipeline's stage).
+  std::vector<std::vector<int>> lighter;
 };
 
 // The cost and memory of a plan (raises for a malformed problem or plan).
@@ -47,10 +51,11 @@ double min_memory(const Problem& p);
 std::string bytes_str(double bytes);
 
 // The cheapest plan within the budget. Raises naming the budget and the least memory any plan
-// needs when none fits. Integer programs of over 20,000 columns (2-d meshes at scale), or 2,000
-// with a budget, stop once the plan is proven within 0.1% of the optimum (0.5% with a budget) or
-// after 50 branch-and-bound nodes, with what they proved in `bound`; smaller ones are solved
-// exactly.
+// needs when none fits. Smaller problems are solved exactly. Integer programs of over 20,000
+// columns (2-d meshes at scale) stop once the plan is proven within 0.1% of the optimum or after
+// 50 branch-and-bound nodes; over 2,000 with a binding budget, the plan comes from linear
+// relaxations with the budget imposed and priced (no branching), stopping within 0.5% of the
+// bound where they reach it. Either way `bound` says what was proved.
 Solution solve(const Problem& p);
 // The same by enumerating every plan (exponential: for tests).
 Solution brute_force(const Problem& p);

@@ -4,6 +4,7 @@
 // objective sum(cost x) + sum(C y) is the plan's cost exactly, with no integer y. Choices an
 // edge cannot tell apart share their y (see classes()).
 #include <Cbc_C_Interface.h>
+#include <Clp_C_Interface.h>
 #include <CoinFinite.hpp>
 
 #include <algorithm>
@@ -140,38 +141,68 @@ Solution brute_force(const Problem& p) {
 
 namespace {
 
-// A plan within the budget, good if not optimal, for CBC to start from: from `choice` (the
-// cheapest plan regardless of memory), the group whose lighter choice costs least per byte saved
-// moves to it until the plan fits; then each group in turn takes a cheaper choice that still
-// fits, until none does. Empty if no group can give up more bytes.
-std::optional<std::vector<int>> fit_greedily(const Problem& p, std::vector<int> choice) {
-  std::vector<std::vector<size_t>> edges_of(p.groups.size());
-  for (size_t e = 0; e < p.edges.size(); ++e) {
-    edges_of[size_t(p.edges[e].from)].push_back(e);
-    edges_of[size_t(p.edges[e].to)].push_back(e);
+// Group g's share of the cost of plan `choice` were it to take choice c, the others as they are.
+class LocalCost {
+ public:
+  explicit LocalCost(const Problem& p) : p_(p), edges_of_(p.groups.size()) {
+    for (size_t e = 0; e < p.edges.size(); ++e) {
+      edges_of_[size_t(p.edges[e].from)].push_back(e);
+      edges_of_[size_t(p.edges[e].to)].push_back(e);
+    }
   }
-  // Group g's share of the plan's cost with choice c, the other groups as they are.
-  auto local = [&](size_t g, int c) {
-    double cost = p.groups[g].cost[size_t(c)];
-    for (size_t e : edges_of[g]) {
-      const Edge& edge = p.edges[e];
+  double operator()(const std::vector<int>& choice, size_t g, int c) const {
+    double cost = p_.groups[g].cost[size_t(c)];
+    for (size_t e : edges_of_[g]) {
+      const Edge& edge = p_.edges[e];
       const int a = int(g) == edge.from ? c : choice[size_t(edge.from)];
       const int b = int(g) == edge.to ? c : choice[size_t(edge.to)];
-      cost += edge.cost[size_t(a) * p.groups[size_t(edge.to)].cost.size() + size_t(b)];
+      cost += edge.cost[size_t(a) * p_.groups[size_t(edge.to)].cost.size() + size_t(b)];
     }
     return cost;
-  };
+  }
+
+ private:
+  const Problem& p_;
+  std::vector<std::vector<size_t>> edges_of_;
+};
+
+// Each group in turn takes a cheaper choice that keeps the plan within the budget, until none
+// does. `choice` fits already.
+void improve_within_budget(const Problem& p, const LocalCost& local, std::vector<int>& choice) {
+  double memory = memory_of(p, choice);
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      const double now = local(choice, g, choice[g]);
+      for (size_t c = 0; c < p.groups[g].cost.size(); ++c) {
+        const double grown = mem(p.groups[g], c) - mem(p.groups[g], size_t(choice[g]));
+        if (memory + grown > p.memory_budget || !(local(choice, g, int(c)) < now)) continue;
+        memory += grown;
+        choice[g] = int(c);
+        improved = true;
+        break;
+      }
+    }
+  }
+}
+
+// A plan within the budget, good if not optimal, for CBC to start from: from `choice` (the
+// cheapest plan regardless of memory), the group whose lighter choice costs least per byte saved
+// moves to it until the plan fits; then improve_within_budget. Empty if no group can give up
+// more bytes.
+std::optional<std::vector<int>> fit_greedily(const Problem& p, std::vector<int> choice) {
+  const LocalCost local(p);
   double memory = memory_of(p, choice);
   while (memory > p.memory_budget) {
     double best = INFINITY;
     size_t best_group = 0;
     int best_choice = -1;
     for (size_t g = 0; g < p.groups.size(); ++g) {
-      const double now = local(g, choice[g]);
+      const double now = local(choice, g, choice[g]);
       for (size_t c = 0; c < p.groups[g].cost.size(); ++c) {
         const double saved = mem(p.groups[g], size_t(choice[g])) - mem(p.groups[g], c);
         if (saved <= 0) continue;
-        const double per_byte = (local(g, int(c)) - now) / saved;
+        const double per_byte = (local(choice, g, int(c)) - now) / saved;
         if (per_byte < best) best = per_byte, best_group = g, best_choice = int(c);
       }
     }
@@ -180,26 +211,14 @@ std::optional<std::vector<int>> fit_greedily(const Problem& p, std::vector<int> 
               mem(p.groups[best_group], size_t(best_choice));
     choice[best_group] = best_choice;
   }
-  for (bool improved = true; improved;) {
-    improved = false;
-    for (size_t g = 0; g < p.groups.size(); ++g) {
-      const double now = local(g, choice[g]);
-      for (size_t c = 0; c < p.groups[g].cost.size(); ++c) {
-        const double grown = mem(p.groups[g], c) - mem(p.groups[g], size_t(choice[g]));
-        if (memory + grown > p.memory_budget || !(local(g, int(c)) < now)) continue;
-        memory += grown;
-        choice[g] = int(c);
-        improved = true;
-        break;
-      }
-    }
-  }
+  improve_within_budget(p, local, choice);
   return choice;
 }
 
 // Integer programs with more columns than these (2-d meshes at scale; a budget over a step's
-// activations) stop once their plan is proven within kLargeGap of the optimum (kBudgetedGap with
-// a budget): proving the last 0.1% of a memory knapsack can take CBC minutes.
+// activations) stop once their plan is proven within kLargeGap of the optimum. With a budget,
+// solve_by_pricing plans them, to within kBudgetedGap where it can (CBC, where no plan that fits
+// is found to start from): proving the last 0.1% of a memory knapsack can take CBC minutes.
 constexpr int kExactColumns = 20000;
 constexpr int kExactBudgetedColumns = 2000;
 // Those stop after this many branch-and-bound nodes too, with the plan they have and the bound
@@ -210,15 +229,25 @@ constexpr double kLargeGap = 1e-3;
 // With a budget, the gap is 0.5%: closing GPT-3's budgeted stage (138k columns) from 0.4% to 0.1%
 // took CBC 86 more nodes and 20 s and found no better plan.
 constexpr double kBudgetedGap = 5e-3;
+// Prices solve_by_pricing tries at most (Table 1's stages take 2 to 8), and how far above the
+// slope between two plans it sets the price.
+constexpr int kPricingRounds = 30;
+constexpr double kPriceNudge = 1e-6;
+// The lighter plans solve_by_pricing returns at most.
+constexpr size_t kLighterPlans = 2;
 
 struct IlpResult {
   std::vector<int> choice;
-  double bound;  // no plan costs less
+  double bound = 0;                       // no plan costs less
+  int columns = 0;                        // the integer program's
+  std::vector<std::vector<int>> lighter;  // Solution::lighter
 };
 
 // The integer program's optimal choices (from `start_plan`, a plan that fits, if given); empty
-// when no plan fits.
-std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* start_plan = nullptr) {
+// when no plan fits. With `relaxation`, its linear relaxation alone, by Clp: each group's choice
+// is the one the relaxation weighs most, and the bound is the relaxation's optimum.
+std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* start_plan = nullptr,
+                                   bool relaxation = false) {
   Columns cols;
   std::vector<double> obj;
   std::vector<int> forbidden;  // columns of choices or pairs that cost infinity: fixed at 0
@@ -282,6 +311,31 @@ std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* sta
   const int ncols = int(cols.entries.size()), nrows = int(row_lo.size());
   std::vector<double> col_lo(size_t(ncols), 0.0), col_hi(size_t(ncols), 1.0);
   for (int c : forbidden) col_hi[size_t(c)] = obj[size_t(c)] = 0;
+  // Each group's choice: the one the solution weighs most.
+  const auto choices = [&](const double* sol) {
+    std::vector<int> choice;
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      int best = 0;
+      for (size_t i = 1; i < x[g].size(); ++i)
+        if (sol[x[g][i]] > sol[x[g][size_t(best)]]) best = int(i);
+      choice.push_back(best);
+    }
+    return choice;
+  };
+  if (relaxation) {
+    // Clp alone, outside CBC's lock: relaxations run on every core.
+    std::unique_ptr<Clp_Simplex, void (*)(Clp_Simplex*)> lp(Clp_newModel(), Clp_deleteModel);
+    Clp_setLogLevel(lp.get(), 0);
+    Clp_loadProblem(lp.get(), ncols, nrows, start.data(), index.data(), value.data(), col_lo.data(),
+                    col_hi.data(), obj.data(), row_lo.data(), row_hi.data());
+    Clp_dual(lp.get(), 0);
+    if (Clp_isProvenPrimalInfeasible(lp.get())) return std::nullopt;
+    if (!Clp_isProvenOptimal(lp.get()))
+      fail("auto_parallel", "Clp stopped without solving a relaxation (status ",
+           Clp_status(lp.get()), ")");
+    return IlpResult{
+        choices(Clp_getColSolution(lp.get())), Clp_objectiveValue(lp.get()), ncols, {}};
+  }
   // CBC's solver driver keeps static state: one solve at a time in a process (plan_pipeline plans
   // stages on several threads; the problems are built in parallel, solved in turn).
   static std::mutex cbc;
@@ -330,19 +384,152 @@ std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* sta
   if (!Cbc_isProvenOptimal(model.get()) && !stopped)
     fail("auto_parallel", "CBC stopped without a plan (status ", Cbc_status(model.get()),
          ", secondary ", Cbc_secondaryStatus(model.get()), ")");
-  const double* sol = best ? best : Cbc_getColSolution(model.get());
-  std::vector<int> choice;
-  for (size_t g = 0; g < p.groups.size(); ++g) {
-    int best = 0;
-    for (size_t i = 1; i < x[g].size(); ++i)
-      if (sol[x[g][i]] > sol[x[g][size_t(best)]]) best = int(i);
-    choice.push_back(best);
-  }
+  std::vector<int> choice = choices(best ? best : Cbc_getColSolution(model.get()));
   // Proven optimal, the plan is its own bound; within the gap or stopped, CBC's bound (its root's
   // when the tree closed at once).
   const double bound =
       within_gap ? Cbc_getBestPossibleObjValue(model.get()) : Cbc_getObjValue(model.get());
-  return IlpResult{std::move(choice), bound};
+  return IlpResult{std::move(choice), bound, ncols};
+}
+
+// The best plan within the budget that keeps `plan`'s choice in every group where it agrees with
+// all of `others` (RINS, relaxation-induced neighbourhood search): the groups where they differ
+// form a small program of their own, the kept groups' costs and memory moved onto it, solved by
+// CBC from `plan`. Empty if the others all agree with the plan.
+std::optional<std::vector<int>> search_between(const Problem& p, const std::vector<int>& plan,
+                                               const std::vector<const std::vector<int>*>& others) {
+  std::vector<int> index(p.groups.size(), -1);  // the group's in the small program, or -1: kept
+  Problem sub;
+  std::vector<int> start;
+  for (size_t g = 0; g < p.groups.size(); ++g)
+    for (const std::vector<int>* o : others)
+      if ((*o)[g] != plan[g]) {
+        index[g] = int(sub.groups.size());
+        sub.groups.push_back(p.groups[g]);
+        start.push_back(plan[g]);
+        break;
+      }
+  if (sub.groups.empty()) return std::nullopt;
+  sub.memory_budget = p.memory_budget;
+  for (size_t g = 0; g < p.groups.size(); ++g)
+    if (index[g] < 0) sub.memory_budget -= mem(p.groups[g], size_t(plan[g]));
+  for (const Edge& e : p.edges) {
+    const int a = index[size_t(e.from)], b = index[size_t(e.to)];
+    const size_t m = p.groups[size_t(e.to)].cost.size();
+    if (a >= 0 && b >= 0) {
+      sub.edges.push_back({a, b, e.cost});
+    } else if (a >= 0) {
+      std::vector<double>& cost = sub.groups[size_t(a)].cost;
+      for (size_t i = 0; i < cost.size(); ++i)
+        cost[i] += e.cost[i * m + size_t(plan[size_t(e.to)])];
+    } else if (b >= 0) {
+      std::vector<double>& cost = sub.groups[size_t(b)].cost;
+      for (size_t j = 0; j < cost.size(); ++j)
+        cost[j] += e.cost[size_t(plan[size_t(e.from)]) * m + j];
+    }
+  }
+  const std::optional<IlpResult> r = solve_ilp(sub, &start);
+  if (!r) return std::nullopt;
+  std::vector<int> out = plan;
+  for (size_t g = 0; g < p.groups.size(); ++g)
+    if (index[g] >= 0) out[g] = r->choice[size_t(index[g])];
+  return out;
+}
+
+// A plan within the budget for a large program, without branching: CBC's branch and bound on
+// the budget's knapsack took 3 to 22 s a program on the 310.1B row's stages (77,000 columns) and
+// often stopped at its node limit, up to 5% from its bound. Instead, from `fitting` (a plan
+// within the budget) and `free_plan` (the cheapest regardless of memory, over it):
+// - the budgeted program's linear relaxation, each group taking the choice it weighs most, fitted
+//   greedily;
+// - the budget priced instead of imposed (its Lagrangian): at lambda per budget's worth of bytes,
+//   the relaxation of cost + lambda x memory / budget without a budget, rounded the same way and
+//   improved group by group. Its plans lie on the lower convex hull of the plans' (memory, cost);
+//   lambda is the slope between the two hull plans found nearest the budget on either side, so
+//   each round finds a new hull plan between them or proves there is none. A plan just over the
+//   budget is fitted greedily.
+// Each relaxation bounds the plan: no plan within the budget costs less than its optimum (less
+// lambda, priced). Stops once the best plan within the budget is within `gap` of the bound; if it
+// never gets there, search_between the plans found (Table 1's stages: 0.3% to 1.7% from the
+// bound, where pricing alone left 2.6%). Returns that plan, the bound, and the hull's plans
+// within the budget that are lighter (Solution::lighter).
+IlpResult solve_by_pricing(const Problem& p, const IlpResult& free_plan, std::vector<int> fitting,
+                           double gap) {
+  struct Point {
+    std::vector<int> choice;
+    double cost, memory;  // memory in budgets
+  };
+  const auto point = [&](std::vector<int> c) {
+    const double cost = cost_of(p, c), memory = memory_of(p, c) / p.memory_budget;
+    return Point{std::move(c), cost, memory};
+  };
+  // The hull's plans nearest the budget, over and within it, and the best plan that fits.
+  Point over = point(free_plan.choice), within = point(std::move(fitting)), best = within;
+  const auto fits = [&](Point q) {
+    if (q.cost < best.cost) best = std::move(q);
+  };
+  double bound = free_plan.bound;  // lambda = 0
+  // The budget's own relaxation, rounded and fitted.
+  std::vector<int> relaxed = free_plan.choice;
+  if (std::optional<IlpResult> r = solve_ilp(p, nullptr, true)) {
+    bound = std::max(bound, r->bound);
+    relaxed = r->choice;
+    if (std::optional<std::vector<int>> fitted = fit_greedily(p, r->choice))
+      fits(point(std::move(*fitted)));
+  }
+  Problem priced = p;
+  priced.memory_budget = INFINITY;
+  std::vector<std::vector<int>> seen;
+  std::vector<Point> hull;  // hull plans within the budget before `within`, in the order found
+  for (int round = 0; round < kPricingRounds && best.cost > bound * (1 + gap); ++round) {
+    // Just above the slope between the two, so that the plan within the budget is the unique
+    // cheapest of them (at the slope itself both are, and the linear program is degenerate).
+    const double lambda =
+        (within.cost - over.cost) / (over.memory - within.memory) * (1 + kPriceNudge);
+    if (!(lambda > 0) || !std::isfinite(lambda)) break;
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t i = 0; i < p.groups[g].cost.size(); ++i)
+        priced.groups[g].cost[i] =
+            p.groups[g].cost[i] + lambda * mem(p.groups[g], i) / p.memory_budget;
+    // The relaxation alone, its few fractional groups rounded and improved group by group: CBC's
+    // root heuristics took 1 to 30 s on the degenerate relaxations near the budget's price.
+    std::optional<IlpResult> r = solve_ilp(priced, nullptr, true);
+    if (!r) break;
+    bound = std::max(bound, r->bound - lambda);
+    improve_within_budget(priced, LocalCost(priced), r->choice);
+    Point found = point(std::move(r->choice));
+    seen.push_back(found.choice);
+    // Cheaper at this price than both: a hull plan between them (else there is none).
+    const auto at_price = [&](const Point& q) { return q.cost + lambda * q.memory; };
+    const bool between =
+        at_price(found) < std::min(at_price(over), at_price(within)) * (1 - kPriceNudge / 100);
+    if (found.memory <= 1) {
+      fits(found);
+      if (between) hull.push_back(within), within = std::move(found);
+    } else {
+      // A plan just over the budget, fitted greedily, can beat the hull's plan within it.
+      if (std::optional<std::vector<int>> fitted = fit_greedily(p, found.choice))
+        fits(point(std::move(*fitted)));
+      if (between) over = std::move(found);
+    }
+    if (!between) break;
+  }
+  improve_within_budget(p, LocalCost(p), best.choice);
+  // Still short of the gap: the program over the groups where the plans found differ.
+  if (best.cost > bound * (1 + gap)) {
+    std::vector<const std::vector<int>*> others{&over.choice, &within.choice, &relaxed};
+    for (const auto& c : seen) others.push_back(&c);
+    if (std::optional<std::vector<int>> found = search_between(p, best.choice, others))
+      fits(point(std::move(*found)));
+  }
+  // The hull's plans within the budget lighter than the best, heaviest first.
+  IlpResult out{std::move(best.choice), bound, free_plan.columns, {}};
+  hull.push_back(std::move(within));
+  const double heaviest = memory_of(p, out.choice) / p.memory_budget;
+  for (size_t k = hull.size(); k-- > 0 && out.lighter.size() < kLighterPlans;)
+    if (hull[k].memory < heaviest && hull[k].cost > best.cost)
+      out.lighter.push_back(std::move(hull[k].choice));
+  return out;
 }
 
 }  // namespace
@@ -361,7 +548,10 @@ Solution solve(const Problem& p) {
     if (!r) no_plan_at_all();
     if (memory_of(reduced.rest(), r->choice) > reduced.rest().memory_budget) {
       const std::optional<std::vector<int>> start = fit_greedily(reduced.rest(), r->choice);
-      r = solve_ilp(reduced.rest(), start ? &*start : nullptr);
+      if (start && r->columns > kExactBudgetedColumns)
+        r = solve_by_pricing(reduced.rest(), *r, *start, kBudgetedGap);
+      else
+        r = solve_ilp(reduced.rest(), start ? &*start : nullptr);
       if (!r) no_plan_fits(p);
     }
     rest = std::move(*r);
@@ -375,6 +565,7 @@ Solution solve(const Problem& p) {
   s.bound = s.cost;
   if (!reduced.rest().groups.empty())
     s.bound -= std::max(cost_of(reduced.rest(), rest.choice) - rest.bound, 0.0);
+  for (const std::vector<int>& l : rest.lighter) s.lighter.push_back(reduced.expand(l));
   return s;
 }
 
