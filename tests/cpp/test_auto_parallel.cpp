@@ -184,6 +184,35 @@ TEST(AutoParallelSolve, ALargeBudgetedProblemAlsoGivesTheLighterPlansItFoundOnTh
   EXPECT_TRUE(solve(p).lighter.empty());
 }
 
+TEST(AutoParallelSolve, ALargeBudgetedProblemFitsAtTheLeastMemoryAndAroundForbiddenPairs) {
+  // The chain again within just the least any plan needs (only the lightest choices fit), and
+  // with one pair in twenty forbidden (infinite cost) within budgets above it: the plan fits,
+  // takes no forbidden pair, and its bound is no more than its cost.
+  std::mt19937 rng(41);
+  std::vector<std::pair<int, int>> edges;
+  for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
+  Problem p = random_problem(rng, std::vector<int>(64, 20), edges, true);
+  const auto fits = [](const Problem& q, const std::string& what) {
+    const Solution s = solve(q);
+    EXPECT_LE(s.memory, q.memory_budget) << what;
+    EXPECT_TRUE(std::isfinite(s.cost)) << what;
+    EXPECT_LE(s.bound, s.cost + 1e-9) << what;
+  };
+  const double least = min_memory(p);
+  p.memory_budget = least;
+  fits(p, "the least");
+  for (Edge& e : p.edges)
+    for (double& c : e.cost)
+      if (rng() % 20 == 0) c = INFINITY;
+  Problem unbounded = p;
+  unbounded.memory_budget = INFINITY;
+  const double loose = memory_of(p, solve(unbounded).choice);
+  for (double f : {0.1, 0.3, 0.6}) {
+    p.memory_budget = least + f * (loose - least);
+    fits(p, "forbidden pairs, " + std::to_string(f));
+  }
+}
+
 TEST(AutoParallelSolve, ABudgetNoPlanFitsRaisesWithTheLeastMemoryAnyPlanNeeds) {
   Problem p;
   p.groups.push_back({"w", {1.0, 2.0}, {100.0, 25.0}});
