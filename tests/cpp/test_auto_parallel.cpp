@@ -50,6 +50,13 @@ Problem random_problem(std::mt19937& rng, const std::vector<int>& sizes,
   return p;
 }
 
+// A chain of 64 groups of 20 choices, all holding memory (none folds): over 20,000 columns.
+Problem chain_of_64(std::mt19937& rng) {
+  std::vector<std::pair<int, int>> edges;
+  for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
+  return random_problem(rng, std::vector<int>(64, 20), edges, true);
+}
+
 // A new last choice of group g: choice `like`'s costs and memory plus `extra`.
 void add_choice_like(Problem& p, int g, size_t like, double extra) {
   Group& group = p.groups[size_t(g)];
@@ -144,9 +151,7 @@ TEST(AutoParallelSolve, LargeBudgetedProblemsStopWithinHalfAPercentOfTheirProven
   // over 2,000 pair columns, so the plan comes from relaxations and a neighbourhood search, within
   // 0.5% of the bound they prove, not to the last digit.
   std::mt19937 rng(31);
-  std::vector<std::pair<int, int>> edges;
-  for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
-  Problem p = random_problem(rng, std::vector<int>(64, 20), edges, true);
+  Problem p = chain_of_64(rng);
   Problem unbounded = p;
   const double loose = memory_of(p, solve(unbounded).choice), least = min_memory(p);
   p.memory_budget = least + 0.5 * (loose - least);
@@ -161,9 +166,7 @@ TEST(AutoParallelSolve, ALargeBudgetedProblemAlsoGivesTheLighterPlansItFoundOnTh
   // The same chain within budgets from tight to loose: every lighter plan fits, costs more and
   // holds less than the plan chosen, heaviest first, and is priced as its choices say.
   std::mt19937 rng(37);
-  std::vector<std::pair<int, int>> edges;
-  for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
-  Problem p = random_problem(rng, std::vector<int>(64, 20), edges, true);
+  Problem p = chain_of_64(rng);
   Problem unbounded = p;
   const double loose = memory_of(p, solve(unbounded).choice), least = min_memory(p);
   size_t found = 0;
@@ -189,9 +192,7 @@ TEST(AutoParallelSolve, ALargeBudgetedProblemFitsAtTheLeastMemoryAndAroundForbid
   // with one pair in twenty forbidden (infinite cost) within budgets above it: the plan fits,
   // takes no forbidden pair, and its bound is no more than its cost.
   std::mt19937 rng(41);
-  std::vector<std::pair<int, int>> edges;
-  for (int g = 0; g + 1 < 64; ++g) edges.emplace_back(g, g + 1);
-  Problem p = random_problem(rng, std::vector<int>(64, 20), edges, true);
+  Problem p = chain_of_64(rng);
   const auto fits = [](const Problem& q, const std::string& what) {
     const Solution s = solve(q);
     EXPECT_LE(s.memory, q.memory_budget) << what;
