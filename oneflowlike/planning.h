@@ -19,7 +19,8 @@ struct PipelinePlan {
   int micro_batches = 1;
   bool recompute = false;  // activations recomputed in the backward
   // Per stage, its first row: 0 is what comes before the repeated layers, 1..L the layers, L + 1
-  // what comes after them (stage s runs up to stage s + 1's first row).
+  // what comes after them (stage s runs up to stage s + 1's first row). With chunks > 1, per
+  // virtual stage (stages x chunks of them; virtual stage c runs on stage c % stages's devices).
   std::vector<int> first_layer;
   std::vector<double> stage_seconds;  // per stage: forward and backward of one micro-batch
   std::vector<double> stage_bytes;    // per stage: memory per device
@@ -32,6 +33,9 @@ struct PipelinePlan {
   // The chosen stage's variables by name (a parameter as its module names it, an optimizer
   // state as "state:<parameter>.<key>"): their SBP, "(S(0), B)" for a 2-D mesh, "S(1)" for 1-D.
   std::map<std::string, std::string> layouts;
+  // Virtual stages a device: 1 for 1F1B, more for the interleaved schedule (plan_pipeline's
+  // chunks, saved with the inputs).
+  int chunks = 1;
 };
 
 // The pipeline least in predicted step time for the inputs plan_pipeline saved in `dir`, within

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
                                 {"devices_per_stage", p.devices_per_stage},
                                 {"micro_batches", p.micro_batches},
                                 {"recompute", p.recompute},
+                                {"chunks", p.chunks},
                                 {"first_layer", p.first_layer},
                                 {"stage_seconds", p.stage_seconds},
                                 {"stage_bytes", p.stage_bytes},

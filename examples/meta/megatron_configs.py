@@ -54,6 +54,9 @@ TABLE1 = [
     ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163, 1),
     ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163, 1),
 ]
+# The rows the same script ran with the interleaved schedule, and its layers per virtual stage
+# (--num-layers-per-virtual-pipeline-stage): a device runs layers / (p x this) virtual stages.
+LAYERS_PER_VIRTUAL_STAGE = {"76.1B": 5, "145.6B": 5, "310.1B": 3, "529.6B": 1}
 
 
 def megatron_flops(batch, layers, hidden):
@@ -107,16 +110,18 @@ def price(row, planner=False):
     d = gpus // (t * p)
     m = batch // (d * micro)  # micro-batches per step
     megatron_stage[0] = t * d
+    chunks = layers // (p * LAYERS_PER_VIRTUAL_STAGE.get(name, layers // p))
     cluster = cluster_for(gpus)
     theirs = flow.auto_parallel.plan_pipeline(
         step_for(heads, hidden, batch, t, "megatron"), layers, gpus, cluster=cluster,
         memory_budget=80e9, stage_devices=[t * d], micro_batches=(m,), keep=True,
-        recompute=True,
+        recompute=True, chunks=(chunks,),
     )  # fmt: skip
     if not planner:
         return theirs, None, 0.0
-    # Stages of Megatron's size, half and twice it; Megatron's micro-batch size; recomputation
-    # and every layout inside a stage chosen.
+    # Stages of Megatron's size, half and twice it; Megatron's micro-batch size; 1F1B or the
+    # interleaved schedule (2 virtual stages a device, or Megatron's count); recomputation and
+    # every layout inside a stage chosen.
     sizes = [
         g for g in (t * d // 2, t * d, 2 * t * d) if g and gpus % g == 0 and gpus // g <= layers
     ]
@@ -124,6 +129,7 @@ def price(row, planner=False):
     ours = flow.auto_parallel.plan_pipeline(
         step_for(heads, hidden, batch, t, "free"), layers, gpus, cluster=cluster,
         memory_budget=80e9, stage_devices=sizes, micro_batches=(m,),
+        chunks=sorted({1, 2, chunks}),
     )  # fmt: skip
     return theirs, ours, time.perf_counter() - t0
 

@@ -62,17 +62,23 @@ StagePlan option_of(int step_index, const StageStep& step, Plan plan, double bud
   return {step_index, std::move(plan), budget, activations, std::move(costs)};
 }
 
-std::vector<StageOption> costs_of(const std::vector<StagePlan>& options) {
+// Each option once per schedule (chunks a device): option k's copies at k * chunks.size() + i.
+std::vector<StageOption> costs_of(const std::vector<StagePlan>& options,
+                                  const std::vector<int>& chunks) {
   std::vector<StageOption> costs;
-  for (const StagePlan& o : options) costs.push_back(o.costs);
+  for (const StagePlan& o : options)
+    for (int v : chunks) {
+      costs.push_back(o.costs);
+      costs.back().chunks = v;
+    }
   return costs;
 }
 
 // The least predicted step over `options` within the budget (inf when nothing fits).
 double best_seconds(const std::vector<StagePlan>& options, int total_devices, double budget,
-                    Recompute recompute) {
+                    Recompute recompute, const std::vector<int>& chunks) {
   try {
-    return plan_stages(costs_of(options), total_devices, budget, recompute).seconds;
+    return plan_stages(costs_of(options, chunks), total_devices, budget, recompute).seconds;
   } catch (const Error&) {
     return kInf;
   }
@@ -81,8 +87,13 @@ double best_seconds(const std::vector<StagePlan>& options, int total_devices, do
 }  // namespace
 
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
-                               double budget, PlanCache& cache, Recompute recompute) {
+                               double budget, PlanCache& cache, Recompute recompute,
+                               const std::vector<int>& chunks) {
   if (steps.empty()) fail("auto_parallel", "plan_pipeline: no stage size to plan");
+  if (chunks.empty() || *std::min_element(chunks.begin(), chunks.end()) < 1)
+    fail("auto_parallel",
+         "plan_pipeline: chunks (virtual stages a device) must be one or more "
+         "counts of at least 1");
   // A stage that recomputes runs its forward twice: its layouts are planned with the forward
   // weighed so, and with it once where it may keep its activations.
   std::vector<double> forward_weights;
@@ -133,13 +144,13 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
         fastest[k].layout == fastest[k - 1].layout)
       continue;
     std::vector<LayerCost> rows = add(tasks[k].step, fastest[k], kInf, false);
-    pending.push_back({best_seconds({out.options.back()}, total_devices, kInf, recompute),
+    pending.push_back({best_seconds({out.options.back()}, total_devices, kInf, recompute, chunks),
                        step.devices_per_stage, step.micro_batches, k, std::move(rows)});
   }
   // Where those overrun the budget's share for the stage's layers, layouts within the share,
   // without and with one micro-batch's activations counted (plan_stages multiplies them by the
   // micro-batches in flight).
-  double found = best_seconds(out.options, total_devices, budget, recompute);
+  double found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   std::stable_sort(pending.begin(), pending.end());
   for (const Pending& p : pending) {
     const Task& task = tasks[p.task];
@@ -176,10 +187,12 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     });
     for (size_t v = 0; v < counted.size(); ++v)
       for (Plan& variant : variants[v]) add(task.step, std::move(variant), share, counted[v]);
-    found = best_seconds(out.options, total_devices, budget, recompute);
+    found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   }
-  out.choice = plan_stages(costs_of(out.options), total_devices, budget, recompute);
-  for (StagePlan& o : out.options) o.seconds = best_seconds({o}, total_devices, budget, recompute);
+  out.choice = plan_stages(costs_of(out.options, chunks), total_devices, budget, recompute);
+  out.choice.option /= int(chunks.size());
+  for (StagePlan& o : out.options)
+    o.seconds = best_seconds({o}, total_devices, budget, recompute, chunks);
   return out;
 }
 

@@ -50,11 +50,13 @@ struct PipelineSearch {
 // alone predicts, where those layouts overrun the budget's share for the stage's layers, layouts
 // within that share, without and with one micro-batch's activations counted, skipped where even
 // the fastest layouts predict no faster a step than the best pipeline found that fits, and for
-// steps that keep layouts (nothing to choose). plan_stages then weighs every option. Raises
-// when a step has no repeated layers, and when nothing fits (naming the least memory needed).
+// steps that keep layouts (nothing to choose). plan_stages then weighs every option, under each
+// schedule of `chunks` virtual stages a device (1: 1F1B; more: interleaved). Raises when a step
+// has no repeated layers, and when nothing fits (naming the least memory needed).
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
                                double budget, PlanCache& cache,
-                               Recompute recompute = Recompute::kEither);
+                               Recompute recompute = Recompute::kEither,
+                               const std::vector<int>& chunks = {1});
 
 // What search_pipeline plans from, whole: what plan_pipeline(save=) writes, for the C++ API (and
 // any later run) to plan the same pipeline without the model's Python code.
@@ -65,6 +67,7 @@ struct PipelineInputs {
   double budget = std::numeric_limits<double>::infinity();  // bytes per device
   ClusterSpec cluster;
   Recompute recompute = Recompute::kEither;
+  std::vector<int> chunks{1};
 };
 
 // Writes `in` to the folder `dir` (made if missing): pipeline.json holds the numbers, the cluster

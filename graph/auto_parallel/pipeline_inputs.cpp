@@ -1,4 +1,5 @@
 // plan_pipeline's inputs as files (pipeline.h: save_pipeline_inputs, load_pipeline_inputs).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +124,7 @@ void save_pipeline_inputs(const std::string& dir, const PipelineInputs& in) {
                   {"budget", std::isfinite(in.budget) ? Json(in.budget) : Json(nullptr)},
                   {"cluster", Json::parse(in.cluster.to_json())},
                   {"recompute", recompute_name(in.recompute)},
+                  {"chunks", in.chunks},
                   {"steps", std::move(steps)}};
   write_file(fs::path(dir) / "pipeline.json", j.dump(1) + "\n");  // last: the folder is whole
 }
@@ -148,6 +150,13 @@ PipelineInputs load_pipeline_inputs(const std::string& dir) {
   } catch (const Error&) {
     r.bad("recompute is ", recompute.dump(), ", not \"either\", \"always\" or \"never\"");
   }
+  const Json chunks = j.value("chunks", Json::array({1}));  // folders saved before it: 1F1B
+  const auto positive = [](const Json& c) {
+    return c.is_number_integer() && c.get<int64_t>() >= 1;
+  };
+  if (!chunks.is_array() || chunks.empty() || !std::all_of(chunks.begin(), chunks.end(), positive))
+    r.bad("chunks is ", chunks.dump(), ", not a list of counts of at least 1");
+  in.chunks = chunks.get<std::vector<int>>();
   try {
     in.cluster = ClusterSpec::from_json(r.at(j, "cluster", "the file").dump());
   } catch (const Error& e) {

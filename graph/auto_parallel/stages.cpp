@@ -21,23 +21,35 @@ struct Segment {
   double bytes = 0;
 };
 
-// Layers [i, j) as stage s of S.
-Segment segment(const StageOption& o, int i, int j, int s, int S, bool recompute) {
+// Device s of S running the layers of `ranges` ([i, j) each, one per virtual stage: chunks of
+// them).
+Segment segment(const StageOption& o, const std::vector<std::pair<int, int>>& ranges, int s, int S,
+                bool recompute) {
   Segment g;
   double inputs = 0, activations = 0, largest = 0;
-  for (int l = i; l < j; ++l) {
-    const LayerCost& c = o.layers[size_t(l)];
-    g.seconds += c.forward + c.backward + (recompute ? c.forward : 0);
-    g.update += c.update;
-    g.bytes += c.state_bytes;
-    inputs += c.input_bytes;
-    activations += c.activation_bytes;
-    largest = std::max(largest, c.activation_bytes);
-  }
-  g.seconds += ((s > 0) + (s < S - 1)) * o.send_seconds;
-  const double in_flight = std::min(S - s, o.micro_batches);
+  for (auto [i, j] : ranges)
+    for (int l = i; l < j; ++l) {
+      const LayerCost& c = o.layers[size_t(l)];
+      g.seconds += c.forward + c.backward + (recompute ? c.forward : 0);
+      g.update += c.update;
+      g.bytes += c.state_bytes;
+      inputs += c.input_bytes;
+      activations += c.activation_bytes;
+      largest = std::max(largest, c.activation_bytes);
+    }
+  const int v = int(ranges.size());
+  g.seconds += (2 * v - (s == 0) - (s == S - 1)) * o.send_seconds;
+  // Micro-batches in flight, in units of all the device's layers: 1F1B's warm-up, or the
+  // interleaved schedule's in virtual stages (each 1/v of the layers).
+  const double in_flight =
+      v == 1 ? std::min(S - s, o.micro_batches)
+             : std::min(2.0 * (S - s - 1) + (v - 1) * S + 1, double(o.micro_batches) * v) / v;
   g.bytes += recompute ? in_flight * inputs + largest : in_flight * activations;
   return g;
+}
+
+Segment segment(const StageOption& o, int i, int j, int s, int S, bool recompute) {
+  return segment(o, {{i, j}}, s, S, recompute);
 }
 
 // The split of L layers into S contiguous non-empty stages least in max_s cost(i, j, s) (inf:
@@ -69,26 +81,45 @@ int end_of(const std::vector<int>& first, int s, int L) {
   return s + 1 < int(first.size()) ? first[size_t(s) + 1] : L;
 }
 
+// Device s of a choice: its virtual stages s, s + S, ... of `first` (one per chunk).
+Segment device_segment(const StageOption& o, const std::vector<int>& first, int s, bool recompute) {
+  const int virtual_stages = int(first.size()), S = virtual_stages / o.chunks;
+  std::vector<std::pair<int, int>> ranges;
+  for (int c = s; c < virtual_stages; c += S)
+    ranges.emplace_back(first[size_t(c)], end_of(first, c, int(o.layers.size())));
+  return segment(o, ranges, s, S, recompute);
+}
+
+// The interleaved schedule's split: the repeated layers (rows 1 .. L - 2) evenly into
+// `virtual_stages`, the first row with the first and the last with the last. Empty when they do
+// not divide.
+std::vector<int> even_split(int rows, int virtual_stages) {
+  const int repeated = rows - 2;
+  if (virtual_stages < 1 || repeated < virtual_stages || repeated % virtual_stages) return {};
+  std::vector<int> first{0};
+  for (int c = 1; c < virtual_stages; ++c) first.push_back(1 + c * (repeated / virtual_stages));
+  return first;
+}
+
 }  // namespace
 
 double pipeline_seconds(const StageOption& o, const std::vector<int>& first, bool recompute,
                         std::vector<double>* stage_seconds) {
-  const int S = int(first.size()), L = int(o.layers.size());
+  const int S = int(first.size()) / o.chunks;
+  const double v = o.chunks;
   double fill = 0, last = 0;
   if (stage_seconds) stage_seconds->clear();
   for (int s = 0; s < S; ++s) {
-    const Segment g = segment(o, first[size_t(s)], end_of(first, s, L), s, S, recompute);
-    fill += g.seconds;
-    last = std::max(last, (o.micro_batches - 1) * g.seconds + g.update);
+    const Segment g = device_segment(o, first, s, recompute);
+    fill += g.seconds / v;
+    last = std::max(last, (o.micro_batches - 1 / v) * g.seconds + g.update);
     if (stage_seconds) stage_seconds->push_back(g.seconds);
   }
   return fill + last;
 }
 
 double stage_bytes(const StageOption& o, const std::vector<int>& first, int s, bool recompute) {
-  const int S = int(first.size());
-  return segment(o, first[size_t(s)], end_of(first, s, int(o.layers.size())), s, S, recompute)
-      .bytes;
+  return device_segment(o, first, s, recompute).bytes;
 }
 
 std::vector<LayerCost> layer_costs(const graph::Graph& g, PlanCache& cache) {
@@ -173,6 +204,7 @@ std::string PipelineChoice::str() const {
   std::ostringstream os;
   os << stages << (stages == 1 ? " stage" : " stages") << " x " << devices_per_stage << " devices, "
      << micro_batches << " micro-batches, "
+     << (chunks > 1 ? "interleaved in " + std::to_string(chunks) + " chunks a device, " : "")
      << (recompute ? "recomputing activations" : "keeping activations") << "; first layers:";
   for (int f : first_layer) os << " " << f;
   return os.str();
@@ -202,8 +234,31 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
     const int L = int(o.layers.size());
     if (o.devices_per_stage < 1 || total_devices % o.devices_per_stage) continue;
     const int S = total_devices / o.devices_per_stage;
-    if (S > L || o.micro_batches < 1) continue;
+    if (S > L || o.micro_batches < 1 || o.chunks < 1) continue;
+    const std::vector<int> even = o.chunks > 1 ? even_split(L, S * o.chunks) : std::vector<int>{};
+    if (o.chunks > 1 && even.empty()) continue;
     for (bool recompute : settings) {
+      if (o.chunks > 1) {  // the interleaved schedule: the even split, if it fits
+        PipelineChoice c{.option = int(k),
+                         .stages = S,
+                         .devices_per_stage = o.devices_per_stage,
+                         .micro_batches = o.micro_batches,
+                         .chunks = o.chunks,
+                         .recompute = recompute,
+                         .first_layer = even};
+        double most = 0;
+        for (int s = 0; s < S; ++s) {
+          c.stage_bytes.push_back(stage_bytes(o, even, s, recompute));
+          most = std::max(most, c.stage_bytes.back());
+        }
+        if (most > budget) {
+          least_bytes = std::min(least_bytes, most);
+          continue;
+        }
+        c.seconds = pipeline_seconds(o, even, recompute, &c.stage_seconds);
+        if (c.seconds < best.seconds) best = std::move(c);
+        continue;
+      }
       std::vector<int> first;
       const double m1 = o.micro_batches - 1;
       // The fill term is the same for every split: only the slowest stage's finish varies.
@@ -241,8 +296,10 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
          : allowed == Recompute::kNever ? "(never recomputing) "
                                         : "",
          "needs is ",
-         std::isfinite(least_bytes) ? std::to_string(std::llround(least_bytes)) + " bytes"
-                                    : std::string("unknown (no option has a valid stage count)"));
+         std::isfinite(least_bytes)
+             ? std::to_string(std::llround(least_bytes)) + " bytes"
+             : std::string("unknown (no option has a valid stage count, or chunks that divide the "
+                           "layers)"));
   return best;
 }
 

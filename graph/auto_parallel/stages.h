@@ -27,6 +27,9 @@ struct LayerCost {
 struct StageOption {
   int devices_per_stage = 1;
   int micro_batches = 1;
+  // Virtual stages per device (Megatron-LM's interleaved 1F1B when > 1): the layers split evenly
+  // into stages x chunks pieces, device s running pieces s, s + stages, ...
+  int chunks = 1;
   double send_seconds = 0;  // one way, per micro-batch and stage boundary
   std::vector<LayerCost> layers;
 };
@@ -36,10 +39,13 @@ struct PipelineChoice {
   int stages = 1;
   int devices_per_stage = 1;
   int micro_batches = 1;
+  int chunks = 1;  // virtual stages per device (StageOption::chunks)
   bool recompute = false;
-  std::vector<int> first_layer;       // per stage: its first layer (stage s runs to s+1's)
-  std::vector<double> stage_seconds;  // per stage: forward + backward of one micro-batch
-  std::vector<double> stage_bytes;    // per stage: memory per device
+  // Per stage (per virtual stage: stages x chunks of them, virtual stage c on device c % stages,
+  // where chunks > 1): its first layer (it runs to the next one's).
+  std::vector<int> first_layer;
+  std::vector<double> stage_seconds;  // per device: forward + backward of one micro-batch
+  std::vector<double> stage_bytes;    // per device: memory
   double seconds = 0;                 // the predicted step
   std::string str() const;            // "4 stages x 8 devices, 16 micro-batches, ..."
 };
@@ -65,6 +71,16 @@ Recompute parse_recompute(const std::string& name);
 //   layer's activations while it recomputes).
 // Exact: a min-max dynamic program over (stage, layers so far) per option. Raises when nothing
 // fits, with the least memory any choice needs.
+//
+// An option of chunks v > 1 (the interleaved schedule) splits the repeated layers evenly into
+// S x v virtual stages (the option is skipped where they do not divide), the rows before and
+// after them going to the first and last; device s runs virtual stages s, s + S, ... Then
+//   T = (1/v) sum_s t_s + max_s ((m - 1/v) t_s + U_s)
+// (the bubble shrinks v-fold: (m + (S - 1)/v) t for equal stages, Narayanan et al. 2021), t_s
+// with 2v - [s = 0] - [s = S - 1] sends, and device s holds
+//   min(2 (S - s - 1) + (v - 1) S + 1, m v)
+// virtual stages' activations of a micro-batch in flight (Megatron-LM's warm-up, plus the one
+// running), each 1/v of its layers'.
 PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_devices,
                            double budget, Recompute recompute = Recompute::kEither);
 
@@ -75,10 +91,11 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
 // belongs where the forward first reads it, and its gradient's reduction and update there too.
 std::vector<LayerCost> layer_costs(const graph::Graph& compiled, PlanCache& cache);
 
-// The predicted step of one choice under the same model (for tests and explain()).
+// The predicted step of one choice under the same model (for tests and explain()); first_layer
+// per virtual stage where option.chunks > 1.
 double pipeline_seconds(const StageOption& option, const std::vector<int>& first_layer,
                         bool recompute, std::vector<double>* stage_seconds = nullptr);
-// Stage s's memory per device under the same model.
+// Device s's memory under the same model.
 double stage_bytes(const StageOption& option, const std::vector<int>& first_layer, int s,
                    bool recompute);
 

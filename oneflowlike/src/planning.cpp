@@ -11,8 +11,8 @@ PipelinePlan plan_pipeline(const std::string& dir, std::optional<double> memory_
     ap::PipelineInputs in = ap::load_pipeline_inputs(dir);
     if (memory_budget) in.budget = *memory_budget;
     internal::PlanCache cache(in.cluster);
-    const ap::PipelineSearch found =
-        ap::search_pipeline(in.steps, in.layers, in.total_devices, in.budget, cache, in.recompute);
+    const ap::PipelineSearch found = ap::search_pipeline(in.steps, in.layers, in.total_devices,
+                                                         in.budget, cache, in.recompute, in.chunks);
     const internal::auto_parallel::PipelineChoice& c = found.choice;
     PipelinePlan out{c.stages,
                      c.devices_per_stage,
@@ -25,6 +25,7 @@ PipelinePlan plan_pipeline(const std::string& dir, std::optional<double> memory_
                      c.str(),
                      {},
                      {}};
+    out.chunks = c.chunks;
     for (const ap::StagePlan& o : found.options) {
       out.options.emplace_back(o.costs.devices_per_stage, o.costs.micro_batches);
       out.option_seconds.push_back(o.seconds);

@@ -262,9 +262,10 @@ class _Traced:
 
 class PipelinePlan:
     """The planner's pipeline (plan_pipeline): `stages` of `devices_per_stage` devices each,
-    `micro_batches` per step, `recompute` (activations recomputed in the backward),
-    `first_layer` per stage (row 0 is what comes before the repeated layers, rows 1..L the
-    layers, row L + 1 what comes after), the predicted step `seconds`, each stage's
+    `micro_batches` per step, `chunks` virtual stages a device (1: 1F1B; more: the interleaved
+    schedule, virtual stage c on stage c % stages's devices), `recompute` (activations
+    recomputed in the backward), `first_layer` per virtual stage (row 0 is what comes before the
+    repeated layers, rows 1..L the layers, row L + 1 what comes after), the predicted step `seconds`, each stage's
     `stage_seconds` (forward and backward of one micro-batch) and `stage_bytes` per device, and
     `intra`: the intra-op Plan of a stage (the layouts and signatures inside it). `options`: the
     (devices per stage, micro-batches) of every option the search weighed, one per stage layout
@@ -275,6 +276,7 @@ class PipelinePlan:
         self.stages = found["stages"]
         self.devices_per_stage = found["devices_per_stage"]
         self.micro_batches = found["micro_batches"]
+        self.chunks = found["chunks"]
         self.recompute = found["recompute"]
         self.first_layer = list(found["first_layer"])
         self.stage_seconds = list(found["stage_seconds"])
@@ -288,17 +290,18 @@ class PipelinePlan:
         self.device_type = device_type
 
     def stage_layers(self):
-        """Each stage's repeated layers, as index ranges (the first and last stages also run what
-        comes before and after them)."""
+        """Each (virtual) stage's repeated layers, as index ranges (the first and last also run
+        what comes before and after them)."""
         rows = self.first_layer + [self.layers + 2]
         return [
             range(max(rows[s] - 1, 0), min(rows[s + 1] - 1, self.layers))
-            for s in range(self.stages)
+            for s in range(len(self.first_layer))
         ]
 
     def stage_of_row(self, row):
-        """The stage running row `row` (0: before the layers, 1..L: layer row - 1, L + 1: after)."""
-        return max(s for s in range(self.stages) if self.first_layer[s] <= row)
+        """The (virtual) stage running row `row` (0: before the layers, 1..L: layer row - 1,
+        L + 1: after); it runs on placements()[stage % stages]."""
+        return max(s for s in range(len(self.first_layer)) if self.first_layer[s] <= row)
 
     def placements(self, cluster=None):
         """Each stage's placement on the plan's device type: stage s on ranks s*d .. (s+1)*d - 1,
@@ -317,8 +320,9 @@ class PipelinePlan:
         `layers` (the repeated layers, a ModuleList of model) in its stage (GraphModule.set_stage),
         the modules in `before` in the first stage and those in `after` in the last,
         recomputation on every layer if chosen. The Parameter objects stay (an optimizer holding
-        them goes on). Returns the first and last stages' placements (where the inputs and the
-        targets go)."""
+        them goes on). With chunks > 1 each virtual stage goes on its device's placement, and the
+        graph needs config.set_pipeline_schedule("interleaved_1f1b"). Returns the first and last
+        stages' placements (where the inputs and the targets go)."""
         GraphModule = flow.nn.graph.GraphModule
         prefix = next(n for n, m in model.named_modules() if m is layers) + "."
         layouts = self.intra.layouts
@@ -346,24 +350,25 @@ class PipelinePlan:
                         m._buffers[key] = placed(f"{prefix}.{key}" if prefix else key, b)
         for k, layer in enumerate(layers):
             s = self.stage_of_row(k + 1)
-            layer.to(GraphModule).set_stage(s, places[s])
+            layer.to(GraphModule).set_stage(s, places[s % self.stages])
             layer.to(GraphModule).activation_checkpointing = self.recompute
         for m in before:
             m.to(GraphModule).set_stage(0, places[0])
         for m in after:
-            m.to(GraphModule).set_stage(self.stages - 1, places[-1])
+            m.to(GraphModule).set_stage(len(self.first_layer) - 1, places[-1])
         return places[0], places[-1]
 
     def explain(self):
         lines = [f"pipeline: {self.description}"]
-        for s, (r, t, b) in enumerate(
-            zip(self.stage_layers(), self.stage_seconds, self.stage_bytes)
-        ):
+        ranges = self.stage_layers()
+        for s, (t, b) in enumerate(zip(self.stage_seconds, self.stage_bytes)):
+            mine = ranges[s :: self.stages]
             extra = (" + what comes before them" if s == 0 else "") + (
                 " + what comes after" if s == self.stages - 1 else ""
             )
+            layers = ", ".join(f"{r.start}..{r.stop - 1}" for r in mine)
             lines.append(
-                f"  stage {s}: layers {r.start}..{r.stop - 1}{extra}: {t * 1e3:.3f} ms per "
+                f"  stage {s}: layers {layers}{extra}: {t * 1e3:.3f} ms per "
                 f"micro-batch, {b / 1e9:.3f} GB per device"
             )
         lines.append(f"predicted step: {self.seconds * 1e3:.3f} ms")
@@ -391,6 +396,7 @@ def plan_pipeline(
     device_type="cpu",
     save=None,
     recompute=None,
+    chunks=(1,),
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -415,6 +421,10 @@ def plan_pipeline(
     faster that fits); True or False forces it, to price a configuration as it ran (Megatron-LM
     recomputed every layer's forward in its published runs).
 
+    `chunks`: the virtual stages a device to weigh: 1 is 1F1B, more the interleaved schedule
+    (Megatron-LM's: the repeated layers split evenly into stages x chunks virtual stages, device
+    s running s, s + stages, ...; counts that do not divide the layers are skipped).
+
     `save`: a folder to write what the search plans from (the traced steps, the cluster, the
     numbers; no tensor data), for the C++ API's ofl::plan_pipeline(dir) (oneflowlike/planning.h)
     to plan the same pipeline without the model's code."""
@@ -423,6 +433,7 @@ def plan_pipeline(
             f"[plan_pipeline] recompute must be None, True or False, got {recompute!r}"
         )
     allowed = {None: "either", True: "always", False: "never"}[recompute]
+    chunks = [int(v) for v in chunks]
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     budget = float(budget) if budget else math.inf
@@ -440,8 +451,10 @@ def plan_pipeline(
     ]
     steps = [(d, m, t.traced, t.kept, t.names) for d, m, t in traced]
     if save is not None:
-        _C.save_pipeline_inputs(os.fspath(save), steps, layers, devices, budget, cluster, allowed)
-    found = _C.search_pipeline(steps, layers, devices, budget, cache, allowed)
+        _C.save_pipeline_inputs(
+            os.fspath(save), steps, layers, devices, budget, cluster, allowed, chunks
+        )
+    found = _C.search_pipeline(steps, layers, devices, budget, cache, allowed, chunks)
     chosen = traced[found["step"]][2]
     intra = Plan(found["plan"], chosen.names, chosen.placement)
     return PipelinePlan(found, intra, layers, device_type)

@@ -73,6 +73,7 @@ py::dict choice_dict(const auto_parallel::PipelineChoice& c) {
   out["stages"] = c.stages;
   out["devices_per_stage"] = c.devices_per_stage;
   out["micro_batches"] = c.micro_batches;
+  out["chunks"] = c.chunks;
   out["recompute"] = c.recompute;
   out["first_layer"] = c.first_layer;
   out["stage_seconds"] = c.stage_seconds;
@@ -310,14 +311,15 @@ void bind_graph(py::module_& m) {
   m.def(
       "search_pipeline",
       [](const py::list& steps, int layers, int total_devices, double budget,
-         std::shared_ptr<PlanCache> cache, const std::string& recompute) {
+         std::shared_ptr<PlanCache> cache, const std::string& recompute,
+         const std::vector<int>& chunks) {
         const std::vector<auto_parallel::StageStep> in = stage_steps(steps);
         const auto_parallel::Recompute allowed = auto_parallel::parse_recompute(recompute);
         auto_parallel::PipelineSearch found;
         {
           py::gil_scoped_release release;
-          found =
-              auto_parallel::search_pipeline(in, layers, total_devices, budget, *cache, allowed);
+          found = auto_parallel::search_pipeline(in, layers, total_devices, budget, *cache, allowed,
+                                                 chunks);
         }
         py::dict out = choice_dict(found.choice);
         py::list options;
@@ -334,20 +336,22 @@ void bind_graph(py::module_& m) {
         return out;
       },
       py::arg("steps"), py::arg("layers"), py::arg("total_devices"), py::arg("budget"),
-      py::arg("cache"), py::arg("recompute") = "either",
+      py::arg("cache"), py::arg("recompute") = "either", py::arg("chunks") = std::vector<int>{1},
       "plan_pipeline's search after the tracing (auto_parallel/pipeline.h): the chosen pipeline "
       "(plan_stages' fields), every option weighed as (devices per stage, micro-batches), and the "
       "chosen option's intra-op plan and step.");
   m.def(
       "save_pipeline_inputs",
       [](const std::string& dir, const py::list& steps, int layers, int total_devices,
-         double budget, const ClusterSpec& cluster, const std::string& recompute) {
+         double budget, const ClusterSpec& cluster, const std::string& recompute,
+         const std::vector<int>& chunks) {
         auto_parallel::save_pipeline_inputs(
             dir, {stage_steps(steps), layers, total_devices, budget, cluster,
-                  auto_parallel::parse_recompute(recompute)});
+                  auto_parallel::parse_recompute(recompute), chunks});
       },
       py::arg("dir"), py::arg("steps"), py::arg("layers"), py::arg("total_devices"),
       py::arg("budget"), py::arg("cluster"), py::arg("recompute") = "either",
+      py::arg("chunks") = std::vector<int>{1},
       "Writes search_pipeline's inputs to the folder `dir` (auto_parallel/pipeline.h), for the C++ "
       "API's ofl::plan_pipeline.");
   m.def(

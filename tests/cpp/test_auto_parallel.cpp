@@ -663,6 +663,11 @@ TEST(PipelineInputs, SavedAndLoadedTheyPlanTheSamePipelineAsTheTracedSteps) {
   ASSERT_EQ(got.options.size(), want.options.size());
   EXPECT_EQ(got.options[size_t(got.choice.option)].plan.layout,
             want.options[size_t(want.choice.option)].plan.layout);
+  // The schedules to weigh (chunks a device) and the recomputation are saved too.
+  save_pipeline_inputs(dir, {steps, 4, 4, budget, cluster, Recompute::kAlways, {1, 2}});
+  const PipelineInputs again = load_pipeline_inputs(dir);
+  EXPECT_EQ(again.chunks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(again.recompute, Recompute::kAlways);
 }
 
 TEST(PipelineInputs, AMissingDamagedOrForeignFolderRaisesNamingTheFileAndTheEntry) {
@@ -695,6 +700,9 @@ TEST(PipelineInputs, AMissingDamagedOrForeignFolderRaisesNamingTheFileAndTheEntr
   fresh();
   rewrite(index, "\"budget\": null", "\"budget\": \"lots\"");
   expect(error(), "the budget \"lots\" is not a positive number of bytes");
+  fresh();
+  rewrite(index, "\"chunks\": [", "\"chunks\": [0, ");
+  expect(error(), "chunks is [0,1], not a list of counts of at least 1");
   fresh();
   rewrite(index, "\"micro_batches\": 1", "\"micro_batches\": 0");
   expect(error(), "step 0's micro_batches 0 is not an integer from 1");

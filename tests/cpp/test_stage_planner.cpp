@@ -141,3 +141,52 @@ TEST(StagePlanner, RecomputationCanBeForcedOrForbidden) {
   EXPECT_NE(error_of([] { parse_recompute("sometimes"); }).find("got \"sometimes\""),
             std::string::npos);
 }
+
+TEST(StagePlanner, TheInterleavedScheduleShrinksTheBubbleByItsChunksAndCountsItsSendsAndWarmUp) {
+  // 8 equal layers between an empty first and last row, 2 stages of 2 chunks each, 4
+  // micro-batches: virtual stage c runs layers 2c + 1, 2c + 2, device s virtual stages s, s + 2.
+  StageOption o{.devices_per_stage = 1, .micro_batches = 4, .chunks = 2, .send_seconds = 0.5};
+  o.layers.push_back({});
+  for (int l = 0; l < 8; ++l)
+    o.layers.push_back({.forward = 1,
+                        .backward = 2,
+                        .update = 0.25,
+                        .state_bytes = 10,
+                        .activation_bytes = 100,
+                        .input_bytes = 1});
+  o.layers.push_back({});
+  const std::vector<int> first{0, 3, 5, 7};
+  // Each device: 4 layers x 3 s, and 2v - 1 = 3 sends of 0.5 s (device 0 receives nothing first,
+  // device 1 sends nothing last): t = 13.5 s; U = 1 s. T = (1/2)(13.5 + 13.5) + (4 - 1/2) 13.5 + 1.
+  std::vector<double> per_device;
+  EXPECT_DOUBLE_EQ(pipeline_seconds(o, first, false, &per_device), 13.5 + 3.5 * 13.5 + 1);
+  EXPECT_EQ(per_device, (std::vector<double>{13.5, 13.5}));
+  // In flight: device 0 min(2 (2 - 0 - 1) + (2 - 1) 2 + 1, 4 x 2) = 5 virtual stages, each half its
+  // 400 bytes of activations; device 1 min(0 + 2 + 1, 8) = 3.
+  EXPECT_DOUBLE_EQ(stage_bytes(o, first, 0, false), 40 + 5 * 400 / 2.0);
+  EXPECT_DOUBLE_EQ(stage_bytes(o, first, 1, false), 40 + 3 * 400 / 2.0);
+  // Recomputing: each layer's forward again, and the inputs in flight plus one layer's
+  // activations.
+  EXPECT_DOUBLE_EQ(pipeline_seconds(o, first, true), 17.5 + 3.5 * 17.5 + 1);
+  EXPECT_DOUBLE_EQ(stage_bytes(o, first, 0, true), 40 + 5 * 4 / 2.0 + 100);
+
+  // plan_stages splits evenly and reports the chunks; against 1F1B on the same costs the bubble
+  // halves: (m + (S - 1)) t against (m + (S - 1)/2) t, sends aside.
+  o.send_seconds = 0;
+  const PipelineChoice interleaved = plan_stages({o}, 2, 1e9, Recompute::kNever);
+  EXPECT_EQ(interleaved.chunks, 2);
+  EXPECT_EQ(interleaved.first_layer, first);
+  EXPECT_DOUBLE_EQ(interleaved.seconds, (4 + 0.5) * 12 + 1);
+  StageOption plain = o;
+  plain.chunks = 1;
+  const PipelineChoice one = plan_stages({plain}, 2, 1e9, Recompute::kNever);
+  EXPECT_EQ(one.chunks, 1);
+  EXPECT_DOUBLE_EQ(one.seconds, (4 + 1) * 12 + 1);
+  EXPECT_NE(interleaved.str().find("interleaved in 2 chunks a device"), std::string::npos);
+  // 3 chunks of 2 stages do not divide 8 layers: no choice, and the error says why.
+  o.chunks = 3;
+  EXPECT_NE(error_of([&] {
+              plan_stages({o}, 2, 1e9);
+            }).find("no option has a valid stage count, or chunks that divide the layers"),
+            std::string::npos);
+}

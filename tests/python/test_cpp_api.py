@@ -110,7 +110,7 @@ def test_plan_pipeline_plans_from_cpp_what_python_planned(examples, tmp_path):
     budget = 0.9 * least_bytes([4])  # one stage does not fit: a pipeline
     p = flow.auto_parallel.plan_pipeline(
         step_for, LAYERS, 4, cluster=flow.boxing.ClusterSpec.cpu_loopback(4),
-        memory_budget=budget, micro_batches=(1, 4), save=tmp_path / "inputs",
+        memory_budget=budget, micro_batches=(1, 4), save=tmp_path / "inputs", chunks=(1, 2),
     )  # fmt: skip
     assert p.stages > 1
     out = subprocess.run(
@@ -120,8 +120,8 @@ def test_plan_pipeline_plans_from_cpp_what_python_planned(examples, tmp_path):
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["description"] == p.description
-    assert (got["stages"], got["micro_batches"], got["recompute"]) == (
-        p.stages, p.micro_batches, p.recompute,
+    assert (got["stages"], got["micro_batches"], got["recompute"], got["chunks"]) == (
+        p.stages, p.micro_batches, p.recompute, p.chunks,
     )  # fmt: skip
     assert got["first_layer"] == p.first_layer
     assert got["seconds"] == pytest.approx(p.seconds, rel=1e-12)

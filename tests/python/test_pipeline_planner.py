@@ -32,11 +32,11 @@ def step_for(placement, micro_batches):
     return TrainStep(model, opt), [x, x]
 
 
-def plan(budget, stage_devices=None, recompute=None):
+def plan(budget, stage_devices=None, recompute=None, chunks=(1,)):
     cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
     return flow.auto_parallel.plan_pipeline(
         step_for, LAYERS, 4, cluster=cluster, memory_budget=budget, micro_batches=(1, 4),
-        stage_devices=stage_devices, recompute=recompute,
+        stage_devices=stage_devices, recompute=recompute, chunks=chunks,
     )  # fmt: skip
 
 
@@ -105,3 +105,33 @@ def test_a_stage_model_without_repeated_layers_raises():
             one_block, LAYERS, 4, cluster=flow.boxing.ClusterSpec.cpu_loopback(4),
             stage_devices=[4], micro_batches=(1,),
         )  # fmt: skip
+
+
+def test_the_interleaved_schedule_splits_evenly_and_the_plan_lays_virtual_stages_round_devices():
+    p = plan(None, [2], chunks=(2,))  # 2 stages of 2 devices, 2 virtual stages each
+    assert (p.stages, p.chunks) == (2, 2)
+    assert [(r.start, r.stop) for r in p.stage_layers()] == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    assert "interleaved in 2 chunks a device" in p.description
+    assert "stage 0: layers 0..1, 4..5 + what comes before them" in p.explain()
+    assert "stage 1: layers 2..3, 6..7 + what comes after" in p.explain()
+    both = plan(None, [2], chunks=(1, 2))  # the search weighs both schedules, takes the faster
+    assert both.seconds == pytest.approx(min(p.seconds, plan(None, [2]).seconds))
+    # apply: virtual stage c on device c % 2's placement, as the interleaved_1f1b schedule wants.
+    with flow.device("meta"):
+        model = GPT(GPTConfig(65, 32, LAYERS, 4, 64))
+    children = [m for _, m in model.named_children()]
+    cut = children.index(model.blocks)
+    cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
+    first, last = p.apply(model, model.blocks, children[:cut], children[cut + 1 :], cluster)
+    places = p.placements(cluster)
+    assert (first, last) == (places[0], places[1])
+    for k, block in enumerate(model.blocks):
+        stage = block.__dict__["_pipeline_stage"]
+        assert stage[0] == k // 2 and stage[1] == places[(k // 2) % 2], k
+
+
+def test_chunks_that_divide_no_stage_count_raise_saying_so():
+    with pytest.raises(RuntimeError, match="or chunks that divide the layers"):
+        plan(None, [2], chunks=(3,))  # 2 stages x 3 chunks do not divide 8 layers
+    with pytest.raises(RuntimeError, match="chunks .* must be one or more counts of at least 1"):
+        plan(None, [2], chunks=(0,))
