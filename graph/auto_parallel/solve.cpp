@@ -233,6 +233,9 @@ constexpr double kBudgetedGap = 5e-3;
 // slope between two plans it sets the price.
 constexpr int kPricingRounds = 30;
 constexpr double kPriceNudge = 1e-6;
+// search_between's branch-and-bound nodes at most: on Table 1's stages 50 took 2 to 5 s a
+// program and gained nothing over 20 in the plans the pipeline chose.
+constexpr int kNeighbourhoodNodes = 20;
 // The lighter plans solve_by_pricing returns at most.
 constexpr size_t kLighterPlans = 2;
 
@@ -247,7 +250,7 @@ struct IlpResult {
 // when no plan fits. With `relaxation`, its linear relaxation alone, by Clp: each group's choice
 // is the one the relaxation weighs most, and the bound is the relaxation's optimum.
 std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* start_plan = nullptr,
-                                   bool relaxation = false) {
+                                   bool relaxation = false, int max_nodes = kMaxNodes) {
   Columns cols;
   std::vector<double> obj;
   std::vector<int> forbidden;  // columns of choices or pairs that cost infinity: fixed at 0
@@ -367,7 +370,7 @@ std::optional<IlpResult> solve_ilp(const Problem& p, const std::vector<int>* sta
     Cbc_setAllowableFractionGap(model.get(),
                                 std::isfinite(p.memory_budget) ? kBudgetedGap : kLargeGap);
     // A node limit, not a time limit: every rank plans alone and must reach the same plan.
-    Cbc_setMaximumNodes(model.get(), kMaxNodes);
+    Cbc_setMaximumNodes(model.get(), max_nodes);
     // No strong branching: on these linear programs (GPT-3's stage over 128 devices within a
     // budget: 138k columns) each strong-branching probe costs seconds; without it CBC dives to
     // a better plan in fewer seconds (0.4% from its bound in 9 s, against 5% in 41 s).
@@ -428,7 +431,7 @@ std::optional<std::vector<int>> search_between(const Problem& p, const std::vect
         cost[j] += e.cost[size_t(plan[size_t(e.from)]) * m + j];
     }
   }
-  const std::optional<IlpResult> r = solve_ilp(sub, &start);
+  const std::optional<IlpResult> r = solve_ilp(sub, &start, false, kNeighbourhoodNodes);
   if (!r) return std::nullopt;
   std::vector<int> out = plan;
   for (size_t g = 0; g < p.groups.size(); ++g)
