@@ -16,10 +16,11 @@ Ours: the example GPT at each size in float16 on the meta device, AdamW, on simu
 nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs as a (d, t) mesh
 with its column/row-parallel layout over t (`keep=True`: only the ops' signatures are chosen),
 p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
-recomputed (plan_pipeline(recompute=True)), under 1F1B (the script ran the 76.1B to 529.6B rows
-with the interleaved schedule, which the planner's step formula does not model yet). The
-planner's plan (--planner): stages of Megatron's size, half and twice it, Megatron's micro-batch
-size, recomputation and every layout inside a stage its choice. A stage is traced with two of
+recomputed (plan_pipeline(recompute=True)), under 1F1B, or the interleaved schedule with the
+script's virtual stages on the 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's
+plan (--planner): stages of Megatron's size, half and twice it, Megatron's micro-batch size, 1F1B
+or interleaved (2 virtual stages a device, or Megatron's count), recomputation and every layout
+inside a stage its choice. A stage is traced with two of
 the model's blocks (their costs are per block). Both within 80 GB per GPU.
 """
 
