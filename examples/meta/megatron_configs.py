@@ -12,7 +12,8 @@ run recomputed each layer's forward in the backward; its throughput counts a ste
 96 B s l h^2 (1 + s / 6h + V / 16lh), the recomputed forward included, and so do the predicted
 figures here (the predicted step's seconds under the same count).
 
-Ours: the example GPT at each size in float16 on the meta device, AdamW, on simulated DGX A100
+Ours: the example GPT at each size in float16 on the meta device, AdamW with float32 master
+weights and moments (16 bytes a parameter, as Megatron holds them), on simulated DGX A100
 nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs as a (d, t) mesh
 with its column/row-parallel layout over t (`keep=True`: only the ops' signatures are chosen),
 p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
@@ -87,7 +88,7 @@ def step_for(heads, hidden, batch, t, layout):
             model.to_global(placement, lambda n, p: (B, megatron(n, p)))
         else:
             model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
-        opt = flow.optim.AdamW(model.parameters(), lr=1e-4)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
         sbp = (S(0), B) if axes > 1 else S(0)
         x = flow.zeros(batch // micro_batches, SEQ, dtype=flow.int64, device="meta",
                        placement=placement, sbp=sbp)  # fmt: skip

@@ -100,6 +100,27 @@ def test_kept_layouts_are_priced_not_chosen():
         flow.auto_parallel.plan(graph, batch, memory_budget=budget, keep=["tok_emb.weight"])
 
 
+def test_master_weights_count_16_bytes_a_parameter_as_mixed_precision_holds_them():
+    """A float16 parameter's own 2 bytes, its gradient's 2, and with master_weights a float32 copy
+    and two float32 moments (12); without, two float16 moments (4)."""
+    model, _, graph, batch = meta_step()
+    params = sum(p.numel() for p in model.parameters())
+    held = {}
+    for master in (False, True):
+        model.half()
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-3, master_weights=master)
+        plan = flow.auto_parallel.plan(
+            TrainStep(model, opt), batch, keep=True, activations=False,
+            cluster=flow.boxing.ClusterSpec.a100_nvlink(1, 8),
+        )  # fmt: skip
+        held[master] = plan.memory_bytes
+        assert (
+            plan.bytes_per_device["state:head.weight.exp_avg"]
+            == (4 if master else 2) * model.head.weight.numel()
+        )
+    assert held == {False: 8 * params, True: 16 * params}
+
+
 def test_a_bare_module_plans_its_forward():
     model, _, _, batch = meta_step()
     plan = flow.auto_parallel.plan(model, batch)

@@ -135,3 +135,20 @@ def test_zero_stages_train_like_one_process_and_shard_states_gradients_parameter
     assert peak[2] < peak[1], peak
     # Stage 3: the parameters are split too, gathered where they are read.
     assert "all_gather" in comm[3] and "reduce_scatter(sum)" in comm[3], comm[3]
+
+
+@pytest.mark.multiprocess
+def test_master_weights_under_zero_2_train_like_one_process_with_float32_states_sharded():
+    """master_weights_worker: a bfloat16 model's AdamW with master weights, ZeRO-2 on 2 ranks,
+    against one process; each rank checks its master copies, their dtype and their shards."""
+    r = launch(
+        ["--nproc_per_node", "2", "--rdzv_timeout", "30"],
+        [worker("master_weights_worker.py")],
+        env=clean_env(),
+        timeout=120,
+    )
+    assert r.returncode == 0, r
+    reports = json_lines(r.stdout)
+    assert sorted(rep["rank"] for rep in reports) == [0, 1], r
+    for rep in reports:
+        assert rep["problems"] == [], (rep["rank"], rep["problems"])

@@ -349,3 +349,80 @@ def test_a_groups_own_metadata_is_kept():
     p = flow.tensor([1.0], requires_grad=True)
     opt = flow.optim.SGD([{"params": [p], "name": "decoder", "param_names": ["w"]}], lr=0.1)
     assert opt.param_groups[0]["name"] == "decoder"
+
+
+@pytest.mark.parametrize("dtype", [flow.float16, flow.bfloat16], ids=str)
+@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW], ids=lambda c: c.__name__)
+def test_master_weights_update_a_float32_copy_and_round_it_into_the_parameter(dtype, cls):
+    """The float32 master copy follows the float32 update rule from the parameter's rounded
+    start (it never sees the low-precision rounding of its own steps); the parameter is the
+    copy rounded."""
+    start = flow.tensor(P0).to(dtype).float().numpy()
+    param = nn.Parameter(flow.tensor(P0).to(dtype))
+    opt = cls([param], lr=1e-3, weight_decay=0.01, master_weights=True)
+    for g in GRADS:
+        param.grad = flow.tensor(g).to(dtype)
+        opt.step()
+    state = opt.state[param]
+    assert {k: v.dtype for k, v in state.items() if k != "step"} == dict.fromkeys(
+        ("exp_avg", "exp_avg_sq", "master"), flow.float32
+    )
+    grads_seen = [flow.tensor(g).to(dtype).float().numpy() for g in GRADS]
+    expected = adam_reference(start, grads_seen, lr=1e-3, wd=0.01, decoupled=cls is optim.AdamW)
+    np.testing.assert_allclose(state["master"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert param.dtype == dtype
+    np.testing.assert_array_equal(param.float().numpy(), state["master"].to(dtype).float().numpy())
+
+
+def test_master_weights_leave_float32_parameters_as_they_are():
+    param = nn.Parameter(flow.tensor(P0))
+    opt = optim.AdamW([param], lr=0.01, master_weights=True)
+    param.grad = flow.tensor(GRADS[0])
+    opt.step()
+    assert "master" not in opt.state[param]
+    np.testing.assert_allclose(
+        param.numpy(), adam_reference(P0, GRADS[:1], lr=0.01, wd=0.01, decoupled=True), rtol=1e-5
+    )
+
+
+def test_master_weights_stay_float32_through_a_state_dict_round_trip():
+    param = nn.Parameter(flow.tensor(P0).half())
+    opt = optim.Adam([param], lr=0.01, master_weights=True)
+    param.grad = flow.tensor(GRADS[0]).half()
+    opt.step()
+    again = optim.Adam([param], lr=0.01, master_weights=True)
+    again.load_state_dict(opt.state_dict())
+    state = again.state[param]
+    assert {state[k].dtype for k in ("exp_avg", "exp_avg_sq", "master")} == {flow.float32}
+    np.testing.assert_array_equal(state["master"].numpy(), opt.state[param]["master"].numpy())
+    plain = optim.Adam([param], lr=0.01)  # states follow the parameter without master weights
+    plain.load_state_dict(opt.state_dict())
+    assert plain.state[param]["exp_avg"].dtype == flow.float16
+
+
+def test_master_weights_train_the_same_in_a_graph_as_eagerly():
+    class Step(flow.nn.Graph):
+        def __init__(self, model, opt):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).float().square().mean()
+            loss.backward()
+            return loss
+
+    flow.manual_seed(0)
+    eager = nn.Linear(8, 4).bfloat16()
+    traced = nn.Linear(8, 4).bfloat16()
+    traced.load_state_dict(eager.state_dict())
+    opt = optim.AdamW(eager.parameters(), lr=0.01, master_weights=True)
+    step = Step(traced, optim.AdamW(traced.parameters(), lr=0.01, master_weights=True))
+    x = flow.tensor(RNG.randn(16, 8).astype(np.float32)).bfloat16()
+    for _ in range(3):
+        opt.zero_grad()
+        eager(x).float().square().mean().backward()
+        opt.step()
+        step(x)
+    for a, b in zip(eager.parameters(), traced.parameters()):
+        np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())

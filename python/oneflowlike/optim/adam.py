@@ -21,6 +21,13 @@ def _fused(group, param):
     return param.device.type == "cuda" if fused is None else fused
 
 
+def _master(group, param):
+    """master_weights=True on a float16 / bfloat16 parameter: its update runs on a float32 copy
+    (the master weight) with float32 moments, and the parameter is that copy rounded, as mixed-
+    precision training holds them (2 + 2 + 4 + 4 + 4 = 16 bytes a parameter with its gradient)."""
+    return group["master_weights"] and param.dtype in (flow.float16, flow.bfloat16)
+
+
 def _check(lr, betas, eps, weight_decay):
     if lr < 0.0:
         raise ValueError(f"Invalid learning rate: {lr}")
@@ -36,7 +43,10 @@ def _check(lr, betas, eps, weight_decay):
 class Adam(Optimizer):
     """As torch.optim.Adam; weight_decay adds an L2 term to the gradient. fused=True (the
     default on CUDA) updates each parameter with three fused ops instead of a dozen.
-    do_bias_correction=False (OneFlow's) leaves the moments without Adam's bias correction."""
+    do_bias_correction=False (OneFlow's) leaves the moments without Adam's bias correction.
+    master_weights=True (apex's FusedAdam) keeps a float32 master copy of each float16 / bfloat16
+    parameter and float32 moments; the update runs on the copy, and the parameter is its
+    rounding."""
 
     _decoupled = False
 
@@ -53,6 +63,7 @@ class Adam(Optimizer):
         foreach=None,
         fused=None,
         do_bias_correction=True,
+        master_weights=False,
     ):
         _check(lr, betas, eps, weight_decay)
         defaults = dict(
@@ -64,18 +75,26 @@ class Adam(Optimizer):
             maximize=maximize,
             fused=fused,
             do_bias_correction=do_bias_correction,
+            master_weights=master_weights,
         )
         super().__init__(params, defaults)
 
     def _init_param_state(self, group, param):
+        master = param.detach().float().clone() if _master(group, param) else None
+        like = param if master is None else master
         state = {
             "step": 0,
-            "exp_avg": flow.zeros_like(param),
-            "exp_avg_sq": flow.zeros_like(param),
+            "exp_avg": flow.zeros_like(like),
+            "exp_avg_sq": flow.zeros_like(like),
         }
         if group["amsgrad"]:
-            state["max_exp_avg_sq"] = flow.zeros_like(param)
+            state["max_exp_avg_sq"] = flow.zeros_like(like)
+        if master is not None:
+            state["master"] = master
         return state
+
+    def _state_dtype(self, group, param):
+        return flow.float32 if _master(group, param) else param.dtype
 
     def _host(self, group, param, state):
         """Advances the step; [lr, 1 - lr * weight_decay, lr / bias_correction1,
@@ -91,6 +110,14 @@ class Adam(Optimizer):
         ]
 
     def _update(self, group, param, grad, state, scalars):
+        master = state.get("master")
+        if master is None:
+            self._adam(group, param, grad, state, scalars)
+            return
+        self._adam(group, master, grad.float(), state, scalars)
+        param.copy_(master)
+
+    def _adam(self, group, param, grad, state, scalars):
         _, decay, step_size, bias_correction2_sqrt = scalars
         beta1, beta2 = group["betas"]
         weight_decay = group["weight_decay"]
@@ -144,6 +171,7 @@ class AdamW(Adam):
         foreach=None,
         fused=None,
         do_bias_correction=True,
+        master_weights=False,
     ):
         super().__init__(
             params,
@@ -155,4 +183,5 @@ class AdamW(Adam):
             maximize=maximize,
             fused=fused,
             do_bias_correction=do_bias_correction,
+            master_weights=master_weights,
         )

@@ -65,7 +65,7 @@ _KNOWN_KEYS = {
     "lr", "lr_scale", "momentum", "dampening", "nesterov", "betas", "eps", "weight_decay",
     "amsgrad", "maximize", "do_bias_correction", "clip_grad_max_norm", "clip_grad_norm_type",
     "alpha", "centered", "lambd", "lr_decay", "initial_accumulator_value", "adam_w_mode",
-    "decoupled_weight_decay",
+    "decoupled_weight_decay", "master_weights",
 }  # fmt: skip
 # Keys every optimizer here honours: lr_scale multiplies the group's lr (after any scheduler);
 # clip_grad_max_norm / clip_grad_norm_type clip the group's gradients by their joint norm before
@@ -235,29 +235,34 @@ class Optimizer:
                 )
         param_of = {}
         for group, saved in zip(groups, saved_groups):
-            param_of.update(zip(saved["params"], group["params"]))
+            param_of.update((i, (group, p)) for i, p in zip(saved["params"], group["params"]))
         self.state = ParamState()
         for key, values in state_dict["state"].items():
             index = int(key)
             if index not in param_of:
                 raise ValueError(f"loaded state dict has state for unknown parameter index {index}")
-            param = param_of[index]
-            self.state[param] = {k: self._cast_state(param, k, v) for k, v in values.items()}
+            group, param = param_of[index]
+            dtype = self._state_dtype(group, param)
+            self.state[param] = {k: self._cast_state(param, dtype, k, v) for k, v in values.items()}
         for group, saved in zip(groups, saved_groups):
             for name, value in saved.items():
                 if name != "params":
                     group[name] = copy.deepcopy(value)
 
+    def _state_dtype(self, group, param):
+        """The dtype of a parameter's floating-point state: the parameter's own."""
+        return param.dtype
+
     @staticmethod
-    def _cast_state(param, name, value):
+    def _cast_state(param, dtype, name, value):
         if not isinstance(value, flow.Tensor):
             return copy.deepcopy(value)
         value = flow._global.like_global(value.detach(), param)
         if not value.is_global and not param.is_global and value.device != param.device:
             value = value.to(param.device)  # a loaded state (on the host) joins a GPU parameter
         value = value.clone()
-        if name != "step" and value.dtype.is_floating_point and value.dtype != param.dtype:
-            value = value.to(param.dtype)
+        if name != "step" and value.dtype.is_floating_point and value.dtype != dtype:
+            value = value.to(dtype)
         return value
 
     def __repr__(self):
