@@ -58,7 +58,8 @@ ClusterSpec ClusterSpec::cpu_loopback(int world) {
 // typical NCCL small-message figures (a few us on NVLink, ~10 us across an InfiniBand hop).
 // compute_efficiency is calibrated on Megatron-LM's Table 1 (Narayanan et al. 2021), its odd
 // rows: the value that brings the predicted TFLOP/s of their configurations closest to the
-// published (examples/meta/megatron_configs.py, which reports the even rows as held out).
+// published (`examples/meta/megatron_configs.py --efficiency E`, which reports the even rows as
+// held out), with the rings across nodes on a NIC a GPU (nics_per_node).
 ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   ClusterSpec s;
   s.name = "a100_nvlink";
@@ -70,10 +71,12 @@ ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   s.device.flops_int = 624e12;        // INT8 dense tensor core
   s.device.mem_bandwidth = 2.039e12;  // HBM2e, 80 GB SXM
   s.device.mem_capacity = 80e9;
-  s.device.compute_efficiency = 0.82;
+  s.device.compute_efficiency = 0.77;
   s.intra_node = {5e-6, 230e9};   // NVLink3: 600 GB/s bidirectional, 230 GB/s as NCCL's bus
   s.inter_node = {10e-6, 23e9};   // HDR InfiniBand 200 Gb/s per GPU, 23 GB/s as NCCL's bus
   s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
+  s.nics_per_node = gpus_per_node;
+  s.tree_all_reduce = true;
   return s;
 }
 
@@ -91,6 +94,8 @@ ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
   s.intra_node = {4e-6, 450e9};   // NVLink4: 900 GB/s bidirectional
   s.inter_node = {8e-6, 50e9};    // NDR InfiniBand 400 Gb/s per GPU
   s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
+  s.nics_per_node = gpus_per_node;
+  s.tree_all_reduce = true;
   return s;
 }
 
@@ -100,11 +105,51 @@ const LinkSpec& ClusterSpec::link_for(const std::vector<int>& group) const {
   return intra_node;
 }
 
+namespace {
+
+// How a group of ranks spreads over nodes: how many it spans, and the fewest and most of its
+// ranks on one of them. Priced for every candidate layout: no allocation.
+struct Spread {
+  int nodes = 1, fewest = 0, most = 0;
+};
+
+Spread spread(const ClusterSpec& c, const std::vector<int>& group) {
+  const int p = int(group.size());
+  if (&c.link_for(group) == &c.intra_node) return {1, p, p};
+  thread_local std::vector<int> per_node;  // ranks on each node, zero between calls
+  for (int r : group) {  // (a rank past the spec's world is on a node of its own number)
+    const size_t n = size_t(c.node_of(r));
+    if (per_node.size() <= n) per_node.resize(n + 1, 0);
+    ++per_node[n];
+  }
+  Spread out{0, p, 0};
+  for (int r : group) {
+    int& k = per_node[size_t(c.node_of(r))];
+    if (k == 0) continue;  // this node counted already
+    ++out.nodes;
+    out.fewest = std::min(out.fewest, k);
+    out.most = std::max(out.most, k);
+    k = 0;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Across nodes, rings run one a NIC: nccl-tests on 8-GPU A100 nodes with 4 HDR NICs report
+// 85 to 96 GB/s of all_reduce bus bandwidth over 16 to 24 GPUs (NVIDIA/nccl-tests issues 100
+// and 119), four NICs' worth.
+double ClusterSpec::ring_beta(const std::vector<int>& group) const {
+  const LinkSpec& l = link_for(group);
+  if (&l == &intra_node) return l.beta;
+  const double nics = std::max(1, std::min(spread(*this, group).fewest, nics_per_node));
+  return std::max(l.beta, std::min(nics * l.beta, intra_node.beta));
+}
+
 double ClusterSpec::all_gather(const std::vector<int>& group, double bytes) const {
   const double p = double(group.size());
   if (p <= 1) return 0;
-  const LinkSpec& l = link_for(group);
-  return collective_overhead + (p - 1) * (l.alpha + bytes / p / l.beta);
+  return collective_overhead + (p - 1) * (link_for(group).alpha + bytes / p / ring_beta(group));
 }
 
 double ClusterSpec::reduce_scatter(const std::vector<int>& group, double bytes) const {
@@ -112,11 +157,19 @@ double ClusterSpec::reduce_scatter(const std::vector<int>& group, double bytes) 
 }
 
 double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) const {
-  // Ring: a reduce-scatter then an all-gather, launched as one collective.
+  // Ring: a reduce-scatter then an all-gather, launched as one collective. Tree (NCCL's): a
+  // pipelined reduce up and broadcast down a chain inside each node and a binary tree across
+  // the nodes, each byte crossing a link twice.
   const double p = double(group.size());
   if (p <= 1) return 0;
-  const LinkSpec& l = link_for(group);
-  return collective_overhead + 2 * (p - 1) * (l.alpha + bytes / p / l.beta);
+  const double alpha = link_for(group).alpha, beta = ring_beta(group);
+  const double ring = 2 * (p - 1) * (alpha + bytes / p / beta);
+  if (!tree_all_reduce) return collective_overhead + ring;
+  const Spread s = spread(*this, group);
+  const double tree =
+      2 * (std::ceil(std::log2(double(s.nodes))) * alpha + double(s.most - 1) * intra_node.alpha) +
+      2 * bytes / beta;
+  return collective_overhead + std::min(ring, tree);
 }
 
 double ClusterSpec::all_to_all(const std::vector<int>& group, double bytes) const {
@@ -190,7 +243,9 @@ std::string num(double v) {
 std::string ClusterSpec::to_json() const {
   std::ostringstream os;
   os << "{\n  \"name\": \"" << name << "\",\n  \"nodes\": " << nodes
-     << ",\n  \"devices_per_node\": " << devices_per_node;
+     << ",\n  \"devices_per_node\": " << devices_per_node
+     << ",\n  \"nics_per_node\": " << nics_per_node
+     << ",\n  \"tree_all_reduce\": " << (tree_all_reduce ? 1 : 0);
   ClusterSpec& self = const_cast<ClusterSpec&>(*this);
   for (const NumField& f : kFields) os << ",\n  \"" << f.key << "\": " << num(*field_ptr(self, f));
   os << "\n}\n";
@@ -240,7 +295,12 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
         s.nodes = int(v);
       else if (key == "devices_per_node")
         s.devices_per_node = int(v);
-      else {
+      else if (key == "nics_per_node")
+        s.nics_per_node = int(v);
+      else if (key == "tree_all_reduce") {
+        if (v != 0 && v != 1) fail("ClusterSpec::from_json", "\"tree_all_reduce\" must be 0 or 1");
+        s.tree_all_reduce = v == 1;
+      } else {
         auto it = std::find_if(std::begin(kFields), std::end(kFields),
                                [&](const NumField& f) { return key == f.key; });
         known = it != std::end(kFields);
@@ -251,8 +311,8 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
     skip();
     if (i < json.size() && json[i] == ',') ++i;
   }
-  if (s.nodes < 1 || s.devices_per_node < 1)
-    fail("ClusterSpec::from_json", "nodes and devices_per_node must be positive");
+  if (s.nodes < 1 || s.devices_per_node < 1 || s.nics_per_node < 1)
+    fail("ClusterSpec::from_json", "nodes, devices_per_node and nics_per_node must be positive");
   return s;
 }
 

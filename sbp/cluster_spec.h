@@ -45,6 +45,14 @@ struct ClusterSpec {
   // Fixed cost of launching one collective (kernel launch, group setup), on top of its
   // per-hop alphas: why one collective over a merged group can beat two nested ones.
   double collective_overhead = 0;
+  // Inter-node NICs a node has, each at inter_node.beta. A ring over a group with k of its ranks
+  // on every node it spans runs min(k, nics_per_node) rings side by side, one a NIC (NCCL's
+  // channels), so it crosses nodes that many times faster, up to the intra-node link. 1: every
+  // ring that spans nodes runs at one NIC's bandwidth.
+  int nics_per_node = 1;
+  // Whether an all_reduce may run as a tree (NCCL's double binary tree: 2 log2(p) latencies
+  // where a ring takes 2 (p - 1)), priced at whichever of the two is faster; Gloo's rings only.
+  bool tree_all_reduce = false;
 
   // Gloo over TCP loopback on this machine, measured roughly (2 GB/s, 60 us, 100 GFLOP/s fp32).
   static ClusterSpec cpu_loopback(int world);
@@ -61,9 +69,15 @@ struct ClusterSpec {
   int node_of(int rank) const { return rank / devices_per_node; }
   // The slowest link a group of global ranks spans: inter-node once it spans two nodes.
   const LinkSpec& link_for(const std::vector<int>& group) const;
+  // The bandwidth rings over `group` reach together: the slowest link's, and across nodes
+  // min(k, nics_per_node) NICs' for the fewest ranks k the group has on one of its nodes, at
+  // most the intra-node link's.
+  double ring_beta(const std::vector<int>& group) const;
 
-  // Ring alpha-beta costs in seconds over `group`. `bytes` is each rank's full buffer: the
-  // gathered output of all_gather, the input of reduce_scatter / all_reduce / all_to_all.
+  // Alpha-beta costs in seconds over `group`: rings at ring_beta, with the slowest link's alpha
+  // per hop; all_reduce the faster of a ring and, where tree_all_reduce, a tree. `bytes` is each
+  // rank's full buffer: the gathered output of all_gather, the input of reduce_scatter /
+  // all_reduce / all_to_all.
   double all_gather(const std::vector<int>& group, double bytes) const;
   double reduce_scatter(const std::vector<int>& group, double bytes) const;
   double all_reduce(const std::vector<int>& group, double bytes) const;

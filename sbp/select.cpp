@@ -35,18 +35,23 @@ double local_fraction(const NdSbp& sbp, const Placement& p) {
 }
 
 // A partial output owes a reduction to whatever consumes it unpartialled: priced at its cheapest,
-// a reduce-scatter onto the largest axis. Without it the choice would favour signatures that only
-// move the bill to the next op (a column-parallel matmul fed split activations through an S(k)
-// signature, and then a reduction of its much larger output). A 0-d output owes nothing: its
-// reduction is latency only and often never due (a loss's backward takes it partial).
+// a reduce-scatter onto the largest axis or, where an all-reduce is cheaper (a tree's log-depth
+// latency on a small tensor over many ranks), an all-reduce. Without it the choice would favour
+// signatures that only move the bill to the next op (a column-parallel matmul fed split
+// activations through an S(k) signature, and then a reduction of its much larger output). A 0-d
+// output owes nothing: its reduction is latency only and often never due (a loss's backward
+// takes it partial).
 double owed_seconds(const SbpCall& call, const Shape& shape, const NdSbp& out,
                     const TransitionCost& transition) {
   if (!out.any_partial() || shape.empty()) return 0;
-  const Sbp target = Sbp::split(std::max_element(shape.begin(), shape.end()) - shape.begin());
-  std::vector<Sbp> axes = out.axes();
-  for (Sbp& s : axes)
-    if (s.is_partial()) s = target;
-  return transition(shape, call.out_dtype, out, NdSbp(std::move(axes))).seconds;
+  auto reduced_to = [&](Sbp target) {
+    std::vector<Sbp> axes = out.axes();
+    for (Sbp& s : axes)
+      if (s.is_partial()) s = target;
+    return transition(shape, call.out_dtype, out, NdSbp(std::move(axes))).seconds;
+  };
+  const Sbp split = Sbp::split(std::max_element(shape.begin(), shape.end()) - shape.begin());
+  return std::min(reduced_to(split), reduced_to(Sbp::broadcast()));
 }
 
 // `sbp` with the mesh axes where every input is broadcast made broadcast too.

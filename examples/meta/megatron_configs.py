@@ -100,9 +100,15 @@ def step_for(heads, hidden, batch, t, layout):
 megatron_stage = [0]  # the stage size of the row being priced
 
 
+EFFICIENCY = [None]  # --efficiency: the compute efficiency to price with (the preset's if None)
+
+
 def cluster_for(gpus):
     """DGX A100 nodes of 8 GPUs."""
-    return flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
+    cluster = flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
+    if EFFICIENCY[0] is not None:
+        cluster.compute_efficiency = EFFICIENCY[0]
+    return cluster
 
 
 def price(row, planner=False):
@@ -140,7 +146,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="rows by name, comma-separated, e.g. 1.7B,145.6B")
     ap.add_argument("--planner", action="store_true", help="also plan each row (slow)")
+    ap.add_argument(
+        "--efficiency", type=float, help="price at this compute efficiency (to calibrate the preset)"
+    )
     args = ap.parse_args(argv)
+    EFFICIENCY[0] = args.efficiency
     only = set(args.only.split(",")) if args.only else None
     print(f"{'model':8s} {'t':>2s} {'p':>3s} {'d':>3s} {'GPUs':>5s} {'batch':>5s} | "
           f"{'published':>9s} {'predicted':>9s} {'ratio':>6s} | {'planner':>8s} {'plan s':>6s}"

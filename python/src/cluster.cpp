@@ -33,6 +33,8 @@ void bind_cluster(py::module_& m) {
       .def_readwrite("nodes", &ClusterSpec::nodes)
       .def_readwrite("devices_per_node", &ClusterSpec::devices_per_node)
       .def_readwrite("collective_overhead", &ClusterSpec::collective_overhead)
+      .def_readwrite("nics_per_node", &ClusterSpec::nics_per_node)
+      .def_readwrite("tree_all_reduce", &ClusterSpec::tree_all_reduce)
       .def_property_readonly("world", &ClusterSpec::world)
       .def("all_reduce", &ClusterSpec::all_reduce, py::arg("group"), py::arg("bytes"))
       .def("all_gather", &ClusterSpec::all_gather, py::arg("group"), py::arg("bytes"))

@@ -71,6 +71,53 @@ TEST(ClusterSpec, RingFormulas) {
   EXPECT_EQ(&c.link_for({1, 2}), &c.inter_node);
 }
 
+TEST(ClusterSpec, RingsAcrossNodesRunOnAsManyNicsAsTheGroupHasRanksOnANode) {
+  ClusterSpec c;
+  c.nodes = 2;
+  c.devices_per_node = 4;
+  c.nics_per_node = 4;
+  c.intra_node = {1e-6, 1e9};
+  c.inter_node = {10e-6, 1e8};
+  EXPECT_EQ(c.ring_beta({0, 1, 2, 3}), 1e9);  // one node: NVLink
+  EXPECT_EQ(c.ring_beta({0, 4}), 1e8);        // one rank a node: one NIC
+  EXPECT_EQ(c.ring_beta({0, 1, 4, 5}), 2e8);  // two a node: two rings, two NICs
+  EXPECT_EQ(c.ring_beta({0, 1, 2, 3, 4, 5, 6, 7}), 4e8);
+  EXPECT_EQ(c.ring_beta({0, 1, 2, 4}), 1e8);  // node 1's one rank sets the pace
+  EXPECT_EQ(c.ring_beta({0, 12}), 1e8);       // a rank past the spec's world: a node of its own
+  EXPECT_NEAR(c.all_gather({0, 1, 4, 5}, 1e6), 3 * (10e-6 + 0.25e6 / 2e8), 1e-15);
+  EXPECT_NEAR(c.reduce_scatter({0, 1, 4, 5}, 1e6), 3 * (10e-6 + 0.25e6 / 2e8), 1e-15);
+  EXPECT_NEAR(c.all_reduce({0, 1, 4, 5}, 1e6), 6 * (10e-6 + 0.25e6 / 2e8), 1e-15);
+  c.nics_per_node = 16;
+  c.inter_node.beta = 5e8;  // four NICs would outrun the intra-node link: it caps them
+  EXPECT_EQ(c.ring_beta({0, 1, 2, 3, 4, 5, 6, 7}), 1e9);
+  c.nics_per_node = 1;  // one NIC a node: rings cross nodes at its bandwidth, as before
+  c.inter_node.beta = 1e8;
+  EXPECT_EQ(c.ring_beta({0, 1, 4, 5}), 1e8);
+}
+
+TEST(ClusterSpec, AllReduceTakesATreeWhereItIsFasterIfTheSpecAllowsOne) {
+  ClusterSpec c;
+  c.nodes = 8;
+  c.devices_per_node = 2;
+  c.nics_per_node = 2;
+  c.intra_node = {1e-6, 1e9};
+  c.inter_node = {10e-6, 1e8};
+  std::vector<int> all(16);  // p = 16, 2 a node on 8 nodes: rings at 2e8 B/s
+  for (int r = 0; r < 16; ++r) all[size_t(r)] = r;
+  // Tree: a chain of 2 inside each node (1 hop), a binary tree over 8 nodes (3 hops); each way.
+  const double ring_small = 30 * (10e-6 + 1e3 / 16 / 2e8);
+  const double tree_small = 2 * (3 * 10e-6 + 1 * 1e-6) + 2 * 1e3 / 2e8;
+  EXPECT_NEAR(c.all_reduce(all, 1e3), ring_small, 1e-15);  // no tree: a ring however small
+  c.tree_all_reduce = true;
+  EXPECT_NEAR(c.all_reduce(all, 1e3), tree_small, 1e-15);  // latency-bound: the tree
+  EXPECT_NEAR(c.all_reduce(all, 1e9), 30 * (10e-6 + 1e9 / 16 / 2e8), 1e-12);  // the ring
+  // Inside one node the tree is a chain, never faster than the ring.
+  EXPECT_NEAR(c.all_reduce({0, 1}, 1e3), 2 * (1e-6 + 1e3 / 2 / 1e9), 1e-15);
+  EXPECT_TRUE(ClusterSpec::a100_nvlink(2, 8).tree_all_reduce);
+  EXPECT_EQ(ClusterSpec::h100_ib(2, 8).nics_per_node, 8);
+  EXPECT_FALSE(ClusterSpec::cpu_loopback(4).tree_all_reduce);  // Gloo
+}
+
 TEST(ClusterSpec, PresetsArePlausible) {
   for (const ClusterSpec& c :
        {ClusterSpec::cpu_loopback(4), ClusterSpec::a100_nvlink(2, 8), ClusterSpec::h100_ib(4, 8)}) {
@@ -99,6 +146,11 @@ TEST(ClusterSpec, JsonRoundTrip) {
   EXPECT_EQ(c.intra_node.beta, 5e9);
   EXPECT_THROW(ClusterSpec::from_json(R"({"bogus": 1})"), Error);
   EXPECT_THROW(ClusterSpec::from_json(R"({"nodes": "x"})"), Error);
+  EXPECT_TRUE(b.tree_all_reduce);
+  EXPECT_EQ(b.nics_per_node, 8);
+  EXPECT_FALSE(ClusterSpec::from_json(R"({"nodes": 3})").tree_all_reduce);  // Gloo's default
+  EXPECT_THROW(ClusterSpec::from_json(R"({"tree_all_reduce": 2})"), Error);
+  EXPECT_THROW(ClusterSpec::from_json(R"({"nics_per_node": 0})"), Error);
 }
 
 TEST(Boxing, CanonicalOneDimTransitions) {

@@ -33,9 +33,9 @@ struct Sim {
   std::shared_ptr<BoxingContext> ctx = std::make_shared<BoxingContext>();
   std::vector<PredictedCost> costs;
   std::vector<std::string> log;
-  Sim() {
+  explicit Sim(const ClusterSpec& cluster = ClusterSpec::h100_ib(128, 8)) {
     ctx->world = world;
-    ctx->cache = std::make_shared<PlanCache>(ClusterSpec::h100_ib(128, 8));
+    ctx->cache = std::make_shared<PlanCache>(cluster);
     ctx->costs = &costs;
     ctx->log = &log;
   }
@@ -116,8 +116,11 @@ TEST(SimulatedGlobal, MatmulOn1024RanksKeepsTheDataSplitAndPredictsItsCompute) {
       s.cluster().compute(c.flops, 4.0 * (5 * 512 + 512 * 256 + 5 * 256), DType::kFloat32));
 }
 
-TEST(SimulatedGlobal, MegatronPairOn1024RanksOwesOneAllReduce) {
-  Sim s;
+namespace {
+
+// A Megatron MLP pair on 1024 ranks (128 nodes of 8), then its residual add: the row-parallel
+// output is P(sum), its 32 KB the whole shape on every rank. Returns the add's cost.
+PredictedCost megatron_pair_and_residual(Sim& s) {
   const Placement p = line(1024);
   Tensor x = s.meta({8, 1024}, p, "B");
   Tensor w1 = s.meta({1024, 4096}, p, "S(1)");  // column parallel
@@ -130,13 +133,22 @@ TEST(SimulatedGlobal, MegatronPairOn1024RanksOwesOneAllReduce) {
   EXPECT_EQ(o.shape(), (Shape{8, 1024}));  // every rank's partial is the whole shape
   s.expect_no_communication();
   for (const char* op : {"matmul", "gelu"}) EXPECT_EQ(s.last(op).comm_steps, 0) << op;
-
-  // The residual add: the model reduce-scatters o and slices x (cheaper than all-reducing o),
-  // and the record is the price of those plans.
   Tensor r = add(o, x);
   EXPECT_EQ(sbp_of(r), "S(1)");
   s.expect_no_communication();
-  const PredictedCost& c = s.last("add");
+  return s.last("add");
+}
+
+}  // namespace
+
+TEST(SimulatedGlobal, MegatronPairOn1024RanksOwesOneAllReduce) {
+  // With rings only, the model reduce-scatters o and slices x (cheaper than all-reducing o),
+  // and the record is the price of those plans.
+  ClusterSpec rings = ClusterSpec::h100_ib(128, 8);
+  rings.tree_all_reduce = false;
+  Sim s(rings);
+  const Placement p = line(1024);
+  const PredictedCost c = megatron_pair_and_residual(s);
   EXPECT_EQ(c.signature, "S(1), S(1) -> S(1)");
   EXPECT_EQ(c.comm_steps, 1);
   EXPECT_EQ(c.comm_bytes, 8 * 1024 * 4);
@@ -153,6 +165,22 @@ TEST(SimulatedGlobal, MegatronPairOn1024RanksOwesOneAllReduce) {
             std::string::npos)
       << c.steps[0];
   EXPECT_NE(c.steps[1].find("local_slice"), std::string::npos) << c.steps[1];
+}
+
+TEST(SimulatedGlobal, OnATreeTheSmallAllReduceOf1024RanksBeatsTheRingReduceScatter) {
+  // The preset's NCCL tree: 32 KB over 128 nodes is latency-bound, and a tree's 2 x (7 + 7)
+  // hops beat a ring's 1023, so the add all-reduces o and slices.
+  Sim s;
+  const Placement p = line(1024);
+  const PredictedCost c = megatron_pair_and_residual(s);
+  EXPECT_EQ(c.comm_steps, 1);
+  EXPECT_LT(c.comm_seconds, s.cluster().reduce_scatter(p.ranks(), 8 * 1024 * 4) / 10);
+  EXPECT_NEAR(c.comm_seconds, s.cluster().all_reduce(p.ranks(), 8 * 1024 * 4), 1e-6);
+  std::string steps;
+  for (const std::string& step : c.steps) steps += step + "\n";
+  EXPECT_NE(steps.find("all_reduce(sum) on mesh axis 0 (groups of 1024)"), std::string::npos)
+      << steps;
+  EXPECT_EQ(steps.find("reduce_scatter"), std::string::npos) << steps;
 }
 
 TEST(SimulatedGlobal, MegatronOnA128x8MeshSplitsDataAndModel) {
