@@ -33,7 +33,8 @@ NdSbp with_axes(const NdSbp& x, const std::vector<int64_t>& axes, const Sbp& s) 
 
 // The sub-groups of each set of mesh axes, computed once per plan: the search prices many steps
 // on the same axes, and a simulated mesh has a thousand ranks to group. A ClusterSpec prices a
-// group by its size and its slowest link, so one group of each kind stands for the others.
+// group by its size, its slowest link and its spread over nodes, so one group of each kind
+// stands for the others.
 class GroupsMemo {
  public:
   GroupsMemo(const Placement& p, const ClusterSpec& cluster) : p_(p), cluster_(cluster) {}
@@ -41,9 +42,10 @@ class GroupsMemo {
     auto it = memo_.find(axes);
     if (it != memo_.end()) return it->second;
     std::vector<std::vector<int>> kinds;
-    std::set<std::pair<size_t, const LinkSpec*>> seen;
+    std::set<std::tuple<size_t, const LinkSpec*, ClusterSpec::Spread>> seen;
     for (std::vector<int>& g : mesh_groups(p_, axes))
-      if (seen.insert({g.size(), &cluster_.link_for(g)}).second) kinds.push_back(std::move(g));
+      if (seen.insert({g.size(), &cluster_.link_for(g), cluster_.spread(g)}).second)
+        kinds.push_back(std::move(g));
     return memo_.emplace(axes, std::move(kinds)).first->second;
   }
 

@@ -105,26 +105,18 @@ const LinkSpec& ClusterSpec::link_for(const std::vector<int>& group) const {
   return intra_node;
 }
 
-namespace {
-
-// How a group of ranks spreads over nodes: how many it spans, and the fewest and most of its
-// ranks on one of them. Priced for every candidate layout: no allocation.
-struct Spread {
-  int nodes = 1, fewest = 0, most = 0;
-};
-
-Spread spread(const ClusterSpec& c, const std::vector<int>& group) {
+ClusterSpec::Spread ClusterSpec::spread(const std::vector<int>& group) const {
   const int p = int(group.size());
-  if (&c.link_for(group) == &c.intra_node) return {1, p, p};
+  if (&link_for(group) == &intra_node) return {1, p, p};
   thread_local std::vector<int> per_node;  // ranks on each node, zero between calls
   for (int r : group) {  // (a rank past the spec's world is on a node of its own number)
-    const size_t n = size_t(c.node_of(r));
+    const size_t n = size_t(node_of(r));
     if (per_node.size() <= n) per_node.resize(n + 1, 0);
     ++per_node[n];
   }
   Spread out{0, p, 0};
   for (int r : group) {
-    int& k = per_node[size_t(c.node_of(r))];
+    int& k = per_node[size_t(node_of(r))];
     if (k == 0) continue;  // this node counted already
     ++out.nodes;
     out.fewest = std::min(out.fewest, k);
@@ -134,15 +126,13 @@ Spread spread(const ClusterSpec& c, const std::vector<int>& group) {
   return out;
 }
 
-}  // namespace
-
 // Across nodes, rings run one a NIC: nccl-tests on 8-GPU A100 nodes with 4 HDR NICs report
 // 85 to 96 GB/s of all_reduce bus bandwidth over 16 to 24 GPUs (NVIDIA/nccl-tests issues 100
 // and 119), four NICs' worth.
 double ClusterSpec::ring_beta(const std::vector<int>& group) const {
   const LinkSpec& l = link_for(group);
   if (&l == &intra_node) return l.beta;
-  const double nics = std::max(1, std::min(spread(*this, group).fewest, nics_per_node));
+  const double nics = std::max(1, std::min(spread(group).fewest, nics_per_node));
   return std::max(l.beta, std::min(nics * l.beta, intra_node.beta));
 }
 
@@ -165,7 +155,7 @@ double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) cons
   const double alpha = link_for(group).alpha, beta = ring_beta(group);
   const double ring = 2 * (p - 1) * (alpha + bytes / p / beta);
   if (!tree_all_reduce) return collective_overhead + ring;
-  const Spread s = spread(*this, group);
+  const Spread s = spread(group);
   const double tree =
       2 * (std::ceil(std::log2(double(s.nodes))) * alpha + double(s.most - 1) * intra_node.alpha) +
       2 * bytes / beta;

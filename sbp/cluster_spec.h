@@ -69,6 +69,13 @@ struct ClusterSpec {
   int node_of(int rank) const { return rank / devices_per_node; }
   // The slowest link a group of global ranks spans: inter-node once it spans two nodes.
   const LinkSpec& link_for(const std::vector<int>& group) const;
+  // How a group spreads over nodes: how many it spans, and the fewest and most of its ranks on
+  // one of them. The collectives below price a group by its size, its slowest link and this.
+  struct Spread {
+    int nodes = 1, fewest = 0, most = 0;
+    auto operator<=>(const Spread&) const = default;
+  };
+  Spread spread(const std::vector<int>& group) const;
   // The bandwidth rings over `group` reach together: the slowest link's, and across nodes
   // min(k, nics_per_node) NICs' for the fewest ranks k the group has on one of its nodes, at
   // most the intra-node link's.

@@ -83,7 +83,9 @@ TEST(ClusterSpec, RingsAcrossNodesRunOnAsManyNicsAsTheGroupHasRanksOnANode) {
   EXPECT_EQ(c.ring_beta({0, 1, 4, 5}), 2e8);  // two a node: two rings, two NICs
   EXPECT_EQ(c.ring_beta({0, 1, 2, 3, 4, 5, 6, 7}), 4e8);
   EXPECT_EQ(c.ring_beta({0, 1, 2, 4}), 1e8);  // node 1's one rank sets the pace
-  EXPECT_EQ(c.ring_beta({0, 12}), 1e8);       // a rank past the spec's world: a node of its own
+  EXPECT_EQ(c.spread({0, 1, 2, 4}), (ClusterSpec::Spread{2, 1, 3}));
+  EXPECT_EQ(c.spread({5, 6}), (ClusterSpec::Spread{1, 2, 2}));
+  EXPECT_EQ(c.ring_beta({0, 12}), 1e8);  // a rank past the spec's world: a node of its own
   EXPECT_NEAR(c.all_gather({0, 1, 4, 5}, 1e6), 3 * (10e-6 + 0.25e6 / 2e8), 1e-15);
   EXPECT_NEAR(c.reduce_scatter({0, 1, 4, 5}, 1e6), 3 * (10e-6 + 0.25e6 / 2e8), 1e-15);
   EXPECT_NEAR(c.all_reduce({0, 1, 4, 5}, 1e6), 6 * (10e-6 + 0.25e6 / 2e8), 1e-15);
