@@ -16,8 +16,9 @@ tensor-parallel 8, pipeline-parallel 16, 1536 GPUs, global batch 1536, 163 TFLOP
 (quoted from memory of the paper; the row could not be checked against it here). Its step
 counts 96 B s l h^2 (1 + s / 6h + V / 16lh) FLOPs, the forward recomputed.
 
-Ours: the example GPT at that size in float16 on the meta device, AdamW (its states in float16
-too, where Megatron keeps float32 master weights and states), sequences of 2048, 80 GB per GPU.
+Ours: the example GPT at that size in float16 on the meta device, AdamW with float32 master
+weights and moments (16 bytes a parameter, as Megatron holds them), sequences of 2048, 80 GB per
+GPU.
 A stage is traced with two of the 96 blocks (their costs are per block); its inputs are split
 over the stage's nodes and replicated within a node. Megatron's configuration: stages of 96 GPUs
 (12 nodes) with its column/row-parallel layout over the node's 8 GPUs (plan(keep=True)), 128
@@ -58,7 +59,7 @@ def step_for(layout):
             model.to_global(placement, lambda n, p: (B, megatron(n, p)))
         else:
             model.to_global(placement, tuple([B] * axes))
-        opt = flow.optim.AdamW(model.parameters(), lr=1e-4)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
         sbp = (S(0), B) if axes > 1 else [B]
         x = flow.zeros(BATCH // micro_batches, SEQ, dtype=flow.int64, device="meta",
                        placement=placement, sbp=sbp)  # fmt: skip
