@@ -3,6 +3,7 @@ and optimizer state's layout chosen under the cost model and the memory budget, 
 applied to the module."""
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -119,6 +120,35 @@ def test_master_weights_count_16_bytes_a_parameter_as_mixed_precision_holds_them
             == (4 if master else 2) * model.head.weight.numel()
         )
     assert held == {False: 8 * params, True: 16 * params}
+
+
+def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
+    """Megatron's tensor-parallel weights kept on a (2, 4) mesh, one sequence per data-parallel
+    rank: with memory to spare the layer norms run replicated over the tensor-parallel axis; under
+    a budget between that and the least the kept layouts allow, some run split over the
+    sequence there (Megatron's sequence parallelism: their inputs reduce-scattered, their
+    outputs gathered), which is what fits."""
+    from gpt_layouts import megatron
+
+    place = flow.placement("cpu", ranks=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    with flow.device("meta"):
+        model = GPT(GPTConfig(256, 512, 2, 8, 256)).half()
+    model.to_global(place, lambda n, p: (B, megatron(n, p)))
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
+    x = flow.zeros(2, 512, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
+    graph, cluster = TrainStep(model, opt), flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+
+    def layer_norms(plan):
+        return {sig for op, sig in plan.signatures if op == "layer_norm"}
+
+    sequence_split = "(S(0), S(1)), (B, B), (B, B) -> (S(0), S(1)), (S(0), S(1)), (S(0), S(1))"
+    free = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True)
+    assert sequence_split not in layer_norms(free)
+    # The kept layouts need at least 0.83 of that (their error says so); between the two:
+    budget = 0.9 * free.memory_bytes
+    tight = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True, memory_budget=budget)
+    assert tight.memory_bytes <= budget < free.memory_bytes
+    assert sequence_split in layer_norms(tight)
 
 
 def test_a_bare_module_plans_its_forward():
