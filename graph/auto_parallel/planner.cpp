@@ -397,9 +397,10 @@ std::string variable_label(int value) {
   return "%" + std::to_string(value);
 }
 
-// Raises when no plan fits the budget, with the least memory any plan needs; or, when the kept
-// variables' layouts (constraints) are what stands in the way, naming the largest of them, what
-// they take, and the least a plan would need with them free.
+// Raises when no plan fits the budget, with the least memory any plan needs (with layouts kept:
+// the least with them, and with every layout free); or, when the kept variables' layouts
+// (constraints) are what stands in the way, naming the largest of them, what they take, and the
+// least a plan would need with them free.
 void check_fits(const Graph& g, const GraphProblem& gp, double memory_budget,
                 const std::set<int>& fixed, const std::function<std::string(int)>& name_of) {
   const double others = min_memory(gp.problem);
@@ -417,9 +418,12 @@ void check_fits(const Graph& g, const GraphProblem& gp, double memory_budget,
       smallest = std::min(smallest, copies * double(graph::bytes_per_rank(v, layout)));
     least_free += smallest - kept.back().first;
   }
-  if (kept.empty() || least_free > memory_budget)  // not the constraints' fault
+  if (kept.empty() || least_free > memory_budget)  // not the constraints' fault alone
     fail("auto_parallel", "no plan fits the memory budget of ", bytes_str(memory_budget),
-         " per device; the least any plan needs is ", bytes_str(least_free));
+         " per device; the least any plan needs is ",
+         kept.empty() ? bytes_str(least_free)
+                      : str_cat(bytes_str(gp.constant_memory + others), " with the kept layouts (",
+                                bytes_str(least_free), " with every layout free)"));
   std::sort(kept.rbegin(), kept.rend());
   double kept_bytes = 0;
   std::ostringstream largest;

@@ -379,6 +379,12 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
               auto_parallel::plan(pg.g, cache, weight / 4);
             }).find("the least any plan needs is 8192 bytes"),
             std::string::npos);
+  // Nor with w1 kept: the least then is with its layout, and with every layout free.
+  const std::string both = error_of([&] { auto_parallel::plan(pg.g, cache, weight / 4, {w1}); });
+  EXPECT_NE(both.find("the least any plan needs is 20480 bytes with the kept layouts (8192 bytes "
+                      "with every layout free)"),
+            std::string::npos)
+      << both;
 }
 
 TEST(AutoParallelPlan, PredictsThePeakOfTheStepAsGraphModeCompilesIt) {
