@@ -235,6 +235,9 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
     if (o.devices_per_stage < 1 || total_devices % o.devices_per_stage) continue;
     const int S = total_devices / o.devices_per_stage;
     if (S > L || o.micro_batches < 1 || o.chunks < 1) continue;
+    // The interleaved schedule sends micro-batches through in groups of S (Megatron-LM's, and
+    // the executor's: graph/pipeline/schedule.h), over layers split evenly.
+    if (o.chunks > 1 && o.micro_batches % S) continue;
     const std::vector<int> even = o.chunks > 1 ? even_split(L, S * o.chunks) : std::vector<int>{};
     if (o.chunks > 1 && even.empty()) continue;
     for (bool recompute : settings) {
@@ -299,7 +302,7 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
          std::isfinite(least_bytes)
              ? std::to_string(std::llround(least_bytes)) + " bytes"
              : std::string("unknown (no option has a valid stage count, or chunks that divide the "
-                           "layers)"));
+                           "layers and micro-batches that divide into the stages)"));
   return best;
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "graph/auto_parallel/stages.h"
+#include "graph/pipeline/schedule.h"
 #include "test_util.h"
 
 using namespace ofl::internal::auto_parallel;
@@ -189,4 +190,15 @@ TEST(StagePlanner, TheInterleavedScheduleShrinksTheBubbleByItsChunksAndCountsIts
               plan_stages({o}, 2, 1e9);
             }).find("no option has a valid stage count, or chunks that divide the layers"),
             std::string::npos);
+  // Nor 3 micro-batches on 2 stages interleaved: they go through in groups of the stages, as
+  // the executor's schedule runs them (make_schedule refuses the same).
+  o.chunks = 2;
+  o.micro_batches = 3;
+  EXPECT_NE(error_of([&] {
+              plan_stages({o}, 2, 1e9);
+            }).find("and micro-batches that divide into the stages"),
+            std::string::npos);
+  namespace pipeline = ofl::internal::graph::pipeline;
+  EXPECT_THROW(pipeline::make_schedule(pipeline::ScheduleKind::kInterleaved, 2, 3, 2),
+               ofl::internal::Error);
 }
