@@ -42,10 +42,9 @@ class GroupsMemo {
     auto it = memo_.find(axes);
     if (it != memo_.end()) return it->second;
     std::vector<std::vector<int>> kinds;
-    std::set<std::tuple<size_t, const LinkSpec*, ClusterSpec::Spread>> seen;
+    std::set<std::pair<size_t, ClusterSpec::Spread>> seen;  // (a spread over nodes: the link)
     for (std::vector<int>& g : mesh_groups(p_, axes))
-      if (seen.insert({g.size(), &cluster_.link_for(g), cluster_.spread(g)}).second)
-        kinds.push_back(std::move(g));
+      if (seen.insert({g.size(), cluster_.spread(g)}).second) kinds.push_back(std::move(g));
     return memo_.emplace(axes, std::move(kinds)).first->second;
   }
 

@@ -106,15 +106,13 @@ const LinkSpec& ClusterSpec::link_for(const std::vector<int>& group) const {
 }
 
 ClusterSpec::Spread ClusterSpec::spread(const std::vector<int>& group) const {
-  const int p = int(group.size());
-  if (&link_for(group) == &intra_node) return {1, p, p};
   thread_local std::vector<int> per_node;  // ranks on each node, zero between calls
   for (int r : group) {  // (a rank past the spec's world is on a node of its own number)
     const size_t n = size_t(node_of(r));
     if (per_node.size() <= n) per_node.resize(n + 1, 0);
     ++per_node[n];
   }
-  Spread out{0, p, 0};
+  Spread out{0, int(group.size()), 0};
   for (int r : group) {
     int& k = per_node[size_t(node_of(r))];
     if (k == 0) continue;  // this node counted already
@@ -129,17 +127,22 @@ ClusterSpec::Spread ClusterSpec::spread(const std::vector<int>& group) const {
 // Across nodes, rings run one a NIC: nccl-tests on 8-GPU A100 nodes with 4 HDR NICs report
 // 85 to 96 GB/s of all_reduce bus bandwidth over 16 to 24 GPUs (NVIDIA/nccl-tests issues 100
 // and 119), four NICs' worth.
+double ClusterSpec::ring_beta_of(const Spread& s) const {
+  if (s.nodes <= 1) return intra_node.beta;
+  const double nics = std::max(1, std::min(s.fewest, nics_per_node));
+  return std::max(inter_node.beta, std::min(nics * inter_node.beta, intra_node.beta));
+}
+
 double ClusterSpec::ring_beta(const std::vector<int>& group) const {
-  const LinkSpec& l = link_for(group);
-  if (&l == &intra_node) return l.beta;
-  const double nics = std::max(1, std::min(spread(group).fewest, nics_per_node));
-  return std::max(l.beta, std::min(nics * l.beta, intra_node.beta));
+  return ring_beta_of(spread(group));
 }
 
 double ClusterSpec::all_gather(const std::vector<int>& group, double bytes) const {
   const double p = double(group.size());
   if (p <= 1) return 0;
-  return collective_overhead + (p - 1) * (link_for(group).alpha + bytes / p / ring_beta(group));
+  const Spread s = spread(group);
+  const double alpha = s.nodes > 1 ? inter_node.alpha : intra_node.alpha;
+  return collective_overhead + (p - 1) * (alpha + bytes / p / ring_beta_of(s));
 }
 
 double ClusterSpec::reduce_scatter(const std::vector<int>& group, double bytes) const {
@@ -152,10 +155,10 @@ double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) cons
   // the nodes, each byte crossing a link twice.
   const double p = double(group.size());
   if (p <= 1) return 0;
-  const double alpha = link_for(group).alpha, beta = ring_beta(group);
+  const Spread s = spread(group);
+  const double alpha = s.nodes > 1 ? inter_node.alpha : intra_node.alpha, beta = ring_beta_of(s);
   const double ring = 2 * (p - 1) * (alpha + bytes / p / beta);
   if (!tree_all_reduce) return collective_overhead + ring;
-  const Spread s = spread(group);
   const double tree =
       2 * (std::ceil(std::log2(double(s.nodes))) * alpha + double(s.most - 1) * intra_node.alpha) +
       2 * bytes / beta;

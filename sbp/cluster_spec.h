@@ -80,6 +80,7 @@ struct ClusterSpec {
   // min(k, nics_per_node) NICs' for the fewest ranks k the group has on one of its nodes, at
   // most the intra-node link's.
   double ring_beta(const std::vector<int>& group) const;
+  double ring_beta_of(const Spread& spread) const;
 
   // Alpha-beta costs in seconds over `group`: rings at ring_beta, with the slowest link's alpha
   // per hop; all_reduce the faster of a ring and, where tree_all_reduce, a tree. `bytes` is each
