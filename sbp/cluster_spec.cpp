@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -284,12 +285,18 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
       }
       i += used;
       bool known = true;
+      // A count: a positive whole number an int holds (a damaged file's 1e300 is not one).
+      auto count = [&] {
+        if (!(v >= 1 && v <= double(std::numeric_limits<int>::max()) && v == std::floor(v)))
+          fail("ClusterSpec::from_json", "\"", key, "\" must be a positive whole number, got ", v);
+        return int(v);
+      };
       if (key == "nodes")
-        s.nodes = int(v);
+        s.nodes = count();
       else if (key == "devices_per_node")
-        s.devices_per_node = int(v);
+        s.devices_per_node = count();
       else if (key == "nics_per_node")
-        s.nics_per_node = int(v);
+        s.nics_per_node = count();
       else if (key == "tree_all_reduce") {
         if (v != 0 && v != 1) fail("ClusterSpec::from_json", "\"tree_all_reduce\" must be 0 or 1");
         s.tree_all_reduce = v == 1;
@@ -304,8 +311,6 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
     skip();
     if (i < json.size() && json[i] == ',') ++i;
   }
-  if (s.nodes < 1 || s.devices_per_node < 1 || s.nics_per_node < 1)
-    fail("ClusterSpec::from_json", "nodes, devices_per_node and nics_per_node must be positive");
   return s;
 }
 

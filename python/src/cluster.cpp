@@ -7,6 +7,19 @@ namespace ofl::internal::py_bind {
 
 namespace {
 
+// A read/write count (nodes, devices or NICs a node): at least 1, or every rank's node is a
+// division by zero.
+void count(py::class_<ClusterSpec>& c, const char* name, int ClusterSpec::*field) {
+  c.def_property(
+      name, [field](const ClusterSpec& s) { return s.*field; },
+      [name, field](ClusterSpec& s, int v) {
+        if (v < 1)
+          throw py::value_error(std::string("ClusterSpec.") + name + " must be at least 1, got " +
+                                std::to_string(v));
+        s.*field = v;
+      });
+}
+
 // A read/write property for a double reached through `get`.
 template <typename Get>
 void field(py::class_<ClusterSpec>& c, const char* name, Get get) {
@@ -30,10 +43,7 @@ void bind_cluster(py::module_& m) {
       .def("to_json", &ClusterSpec::to_json)
       .def("save", &ClusterSpec::save, py::arg("path"))
       .def_readwrite("name", &ClusterSpec::name)
-      .def_readwrite("nodes", &ClusterSpec::nodes)
-      .def_readwrite("devices_per_node", &ClusterSpec::devices_per_node)
       .def_readwrite("collective_overhead", &ClusterSpec::collective_overhead)
-      .def_readwrite("nics_per_node", &ClusterSpec::nics_per_node)
       .def_readwrite("tree_all_reduce", &ClusterSpec::tree_all_reduce)
       .def_property_readonly("world", &ClusterSpec::world)
       .def("all_reduce", &ClusterSpec::all_reduce, py::arg("group"), py::arg("bytes"))
@@ -46,6 +56,9 @@ void bind_cluster(py::module_& m) {
         return "ClusterSpec(name='" + s.name + "', nodes=" + std::to_string(s.nodes) +
                ", devices_per_node=" + std::to_string(s.devices_per_node) + ")";
       });
+  count(c, "nodes", &ClusterSpec::nodes);
+  count(c, "devices_per_node", &ClusterSpec::devices_per_node);
+  count(c, "nics_per_node", &ClusterSpec::nics_per_node);
   field(c, "flops_fp64", [](ClusterSpec& s) { return &s.device.flops_fp64; });
   field(c, "flops_fp32", [](ClusterSpec& s) { return &s.device.flops_fp32; });
   field(c, "flops_fp16", [](ClusterSpec& s) { return &s.device.flops_fp16; });

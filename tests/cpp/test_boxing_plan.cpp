@@ -5,8 +5,10 @@
 
 #include "boxing/search.h"
 #include "sbp/cluster_spec.h"
+#include "test_util.h"
 
 using namespace ofl::internal;
+using ofl::internal::testing::error_of;
 
 namespace {
 
@@ -49,6 +51,18 @@ void expect_one(const BoxingPlan& p, StepKind kind, PartialOp op = PartialOp::kS
   EXPECT_FALSE(p.fallback);
 }
 
+// Nodes of `per_node` devices with a NIC each: NVLink-like {1 us, 1 GB/s} inside, {10 us,
+// 100 MB/s} a NIC across.
+ClusterSpec nodes_with_a_nic_a_device(int nodes, int per_node) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.devices_per_node = per_node;
+  c.nics_per_node = per_node;
+  c.intra_node = {1e-6, 1e9};
+  c.inter_node = {10e-6, 1e8};
+  return c;
+}
+
 }  // namespace
 
 TEST(ClusterSpec, RingFormulas) {
@@ -72,12 +86,7 @@ TEST(ClusterSpec, RingFormulas) {
 }
 
 TEST(ClusterSpec, RingsAcrossNodesRunOnAsManyNicsAsTheGroupHasRanksOnANode) {
-  ClusterSpec c;
-  c.nodes = 2;
-  c.devices_per_node = 4;
-  c.nics_per_node = 4;
-  c.intra_node = {1e-6, 1e9};
-  c.inter_node = {10e-6, 1e8};
+  ClusterSpec c = nodes_with_a_nic_a_device(2, 4);
   EXPECT_EQ(c.ring_beta({0, 1, 2, 3}), 1e9);  // one node: NVLink
   EXPECT_EQ(c.ring_beta({0, 4}), 1e8);        // one rank a node: one NIC
   EXPECT_EQ(c.ring_beta({0, 1, 4, 5}), 2e8);  // two a node: two rings, two NICs
@@ -98,12 +107,7 @@ TEST(ClusterSpec, RingsAcrossNodesRunOnAsManyNicsAsTheGroupHasRanksOnANode) {
 }
 
 TEST(ClusterSpec, AllReduceTakesATreeWhereItIsFasterIfTheSpecAllowsOne) {
-  ClusterSpec c;
-  c.nodes = 8;
-  c.devices_per_node = 2;
-  c.nics_per_node = 2;
-  c.intra_node = {1e-6, 1e9};
-  c.inter_node = {10e-6, 1e8};
+  ClusterSpec c = nodes_with_a_nic_a_device(8, 2);
   std::vector<int> all(16);  // p = 16, 2 a node on 8 nodes: rings at 2e8 B/s
   for (int r = 0; r < 16; ++r) all[size_t(r)] = r;
   // Tree: a chain of 2 inside each node (1 hop), a binary tree over 8 nodes (3 hops); each way.
@@ -139,7 +143,7 @@ TEST(ClusterSpec, JsonRoundTrip) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(b.name, "h100_ib");
   EXPECT_EQ(b.intra_node, a.intra_node);
-  const std::string path = testing::TempDir() + "/ofl_cluster_spec.json";
+  const std::string path = ::testing::TempDir() + "/ofl_cluster_spec.json";
   a.save(path);
   EXPECT_EQ(ClusterSpec::load(path), a);
   std::remove(path.c_str());
@@ -153,6 +157,12 @@ TEST(ClusterSpec, JsonRoundTrip) {
   EXPECT_FALSE(ClusterSpec::from_json(R"({"nodes": 3})").tree_all_reduce);  // Gloo's default
   EXPECT_THROW(ClusterSpec::from_json(R"({"tree_all_reduce": 2})"), Error);
   EXPECT_THROW(ClusterSpec::from_json(R"({"nics_per_node": 0})"), Error);
+  for (const char* damaged : {R"({"nodes": 1e300})", R"({"devices_per_node": -8})",
+                              R"({"nics_per_node": 2.5})", R"({"nodes": 3000000000})"})
+    EXPECT_NE(
+        error_of([&] { ClusterSpec::from_json(damaged); }).find("must be a positive whole number"),
+        std::string::npos)
+        << damaged;
 }
 
 TEST(Boxing, CanonicalOneDimTransitions) {

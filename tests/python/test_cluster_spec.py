@@ -64,6 +64,14 @@ def test_fields_are_settable_and_bad_json_is_named():
     assert back != _C.ClusterSpec.cpu_loopback(2)
     with pytest.raises(RuntimeError, match="bogus"):
         _C.ClusterSpec.from_json('{"bogus": 1}')
+    with pytest.raises(RuntimeError, match=r'"nodes" must be a positive whole number, got 1e\+300'):
+        _C.ClusterSpec.from_json('{"nodes": 1e300}')
+    for count in ("nodes", "devices_per_node", "nics_per_node"):
+        with pytest.raises(ValueError, match=rf"ClusterSpec.{count} must be at least 1, got 0"):
+            setattr(spec, count, 0)  # every rank's node would be a division by zero
+    spec.nics_per_node, spec.tree_all_reduce = 2, True
+    back = _C.ClusterSpec.from_json(spec.to_json())
+    assert (back.nics_per_node, back.tree_all_reduce) == (2, True)
 
 
 def _plan_seconds():
