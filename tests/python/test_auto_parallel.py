@@ -3,7 +3,6 @@ and optimizer state's layout chosen under the cost model and the memory budget, 
 applied to the module."""
 
 import math
-import re
 import sys
 from pathlib import Path
 
