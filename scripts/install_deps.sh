@@ -14,6 +14,9 @@ if [ -n "$missing" ]; then
 fi
 python3 -m pip install -q --disable-pip-version-check numpy pytest pytest-xdist \
   scikit-build-core pybind11 matplotlib tqdm
+# PyTorch: the tests' and benchmarks' reference (its PyPI wheel, with its CUDA libraries; the
+# CPU-only index is not reachable from here). About 75 s on a fresh machine.
+python3 -m pip install -q --disable-pip-version-check torch
 # cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
 # the Python package's requirements).
 python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend
