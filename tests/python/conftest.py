@@ -62,6 +62,11 @@ def _refuse_in_unit_tests(self, args, *rest, **kwargs):
 
 subprocess.Popen._execute_child = _refuse_in_unit_tests
 
+# matplotlib builds its font cache on first use by running fc-list: built here, outside any test,
+# so that a fresh machine's first plotting test stays in one process.
+with contextlib.suppress(ImportError):
+    import matplotlib.font_manager  # noqa: F401
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
