@@ -112,11 +112,13 @@ struct ViewArgs {
 };
 
 // One rank's shards of a global call: the inputs' logical shapes, the local output shapes, and
-// where each input's shard begins in its logical tensor (per axis; zeros unless split).
+// where each input's and output's shard begins in its logical tensor (per axis; zeros unless
+// split).
 struct ShardArgs {
   const std::vector<Shape>& in_shapes;
   const std::vector<Shape>& local_out;
   const std::vector<std::vector<int64_t>>& in_offsets;
+  const std::vector<std::vector<int64_t>>& out_offsets;
 };
 
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };

@@ -57,6 +57,8 @@ struct ShardContext {
   std::vector<NdSbp> layouts;
   Placement placement;
   std::vector<int64_t> coords;
+  const std::vector<Shape>* out_shapes;  // logical
+  std::vector<NdSbp> out_layouts;
 };
 thread_local const ShardContext* current_shards = nullptr;
 
@@ -94,9 +96,10 @@ const char* op_name(const GlobalOp& op) {
     std::vector<Shape> shapes;
     for (const Shape& s : op.out_shapes)
       shapes.push_back(local_shape(s, NdSbp(f.out_sbps), g.placement, *coords));
-    ShardContext shards{&op.inputs, {}, g.placement, *coords};
+    ShardContext shards{&op.inputs, {}, g.placement, *coords, &op.out_shapes, {}};
     for (const Tensor& t : op.inputs)
       shards.layouts.push_back(t.defined() && t.is_global() ? info(t).nd_sbp : NdSbp());
+    shards.out_layouts.assign(op.out_shapes.size(), NdSbp(f.out_sbps));
     ShardScope scope(&shards);
     autograd::NoGradGuard no_grad;
     f.outputs = op.local(locals, shapes);
@@ -112,11 +115,15 @@ std::vector<int64_t> shard_offsets(size_t input) {
   const Tensor& t = (*current_shards->inputs)[input];
   if (!t.defined()) return {};
   if (!t.is_global()) return std::vector<int64_t>(size_t(t.dim()), 0);
-  std::vector<int64_t> starts;
-  for (const auto& [begin, end] : local_ranges(info(t).shape, current_shards->layouts[input],
-                                               current_shards->placement, current_shards->coords))
-    starts.push_back(begin);
-  return starts;
+  return local_starts(info(t).shape, current_shards->layouts[input], current_shards->placement,
+                      current_shards->coords);
+}
+
+std::vector<int64_t> shard_out_offsets(size_t output) {
+  OFL_CHECK(current_shards && output < current_shards->out_shapes->size(),
+            "shard_out_offsets outside a global op's local function");
+  return local_starts((*current_shards->out_shapes)[output], current_shards->out_layouts[output],
+                      current_shards->placement, current_shards->coords);
 }
 
 bool any_global(std::initializer_list<Tensor> ts) {
@@ -267,7 +274,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   std::vector<Shape> local_shapes;
   for (size_t j = 0; j < op.out_shapes.size(); ++j)
     local_shapes.push_back(local_shape(op.out_shapes[j], sig.out[j], placement, *coords));
-  const ShardContext shards{&op.inputs, sig.in, placement, *coords};
+  const ShardContext shards{&op.inputs, sig.in, placement, *coords, &op.out_shapes, sig.out};
   std::vector<Tensor> outs;
   {
     ShardScope scope(&shards);

@@ -39,6 +39,8 @@ bool any_global(std::initializer_list<Tensor> ts);
 // tensor, per axis (0 on axes it is not split on). For local functions that depend on the
 // shard's position, such as a vocabulary-split embedding looking up only its own rows.
 std::vector<int64_t> shard_offsets(size_t input);
+// The same for output `output`'s shard (a class-split gradient written at its own classes).
+std::vector<int64_t> shard_out_offsets(size_t output);
 // The logical shape: a global tensor's, else the tensor's own.
 const Shape& logical_shape(const Tensor& t);
 int64_t logical_dim(const Tensor& t);

@@ -11,10 +11,12 @@ namespace ofl::internal {
 // Runs def's compute on `locals` (this rank's shards, or local constants) giving outputs of the
 // shard shapes in `out`. An op whose compute depends on where its shards lie (a shard_attrs
 // function: random blocks, vocabulary-split embeddings) gets attributes for them: `in_shapes` are
-// the inputs' logical shapes and offset_of(i) where input i's shard begins in its logical tensor.
+// the inputs' logical shapes and offset_of(i) / out_offset_of(i) where input / output i's shard
+// begins in its logical tensor.
+using ShardOffsets = std::function<std::vector<int64_t>(size_t)>;
 std::vector<Tensor> run_shards(const OpDef& def, const std::vector<Tensor>& locals,
                                const Attrs& attrs, const std::vector<TensorMeta>& out,
-                               const std::vector<Shape>& in_shapes,
-                               const std::function<std::vector<int64_t>(size_t)>& offset_of);
+                               const std::vector<Shape>& in_shapes, const ShardOffsets& offset_of,
+                               const ShardOffsets& out_offset_of);
 
 }  // namespace ofl::internal

@@ -306,12 +306,13 @@ class Run {
       if (id < 0) return {};
       const Value& v = g_.values()[id];
       if (!v.is_global()) return std::vector<int64_t>(v.shape.size(), 0);
-      std::vector<int64_t> starts;
-      for (const auto& [begin, end] : local_ranges(v.shape, n.sig.in[i], *p, *coords))
-        starts.push_back(begin);
-      return starts;
+      return local_starts(v.shape, n.sig.in[i], *p, *coords);
     };
-    std::vector<Tensor> outs = run_shards(*n.op, locals, attrs, metas, in_shapes, offset_of);
+    auto out_offset_of = [&](size_t j) {
+      return local_starts(g_.values()[n.outputs[j]].shape, n.sig.out[j], *p, *coords);
+    };
+    std::vector<Tensor> outs =
+        run_shards(*n.op, locals, attrs, metas, in_shapes, offset_of, out_offset_of);
     for (size_t j = 0; j < outs.size(); ++j) {
       const Value& v = g_.values()[n.outputs[j]];
       outs[j] = n.op->inplace && j == 0

@@ -50,14 +50,20 @@ using RandomKernel = void(const Tensor& out, int kind, double a, double b, uint6
 // Raises op's IndexError naming the first index of `index` (int64, contiguous) outside
 // [0, size) of dimension `axis`: the bounds check of the index ops, run where the data is.
 using IndexCheckKernel = void(const char* op, const Tensor& index, int64_t size, int64_t axis);
-// Negative log-likelihood of x viewed as [outer, classes, inner] at int64 targets [outer, inner]:
-// out = -x[n, target, i], 0 where target == ignore_index; a target out of range raises.
-using NllLossKernel = void(const Tensor& x, const Tensor& target, int64_t outer, int64_t classes,
-                           int64_t inner, int64_t ignore_index, const Tensor& out);
-// Its adjoint: gx[n, target, i] = -grad[n, i], zeros elsewhere and at ignored targets.
-using NllLossBackwardKernel = void(const Tensor& grad, const Tensor& target, int64_t outer,
-                                   int64_t classes, int64_t inner, int64_t ignore_index,
-                                   const Tensor& gx);
+// x (or its gradient) viewed as [outer, classes, inner], holding classes [first, first + classes)
+// of `total`: a shard of a class-split tensor (vocabulary-parallel cross-entropy), or first 0
+// and total == classes.
+struct ClassView {
+  int64_t outer, classes, inner, first, total;
+};
+// Negative log-likelihood at int64 targets [outer, inner]: out = -x[n, target - first, i], 0
+// where target == ignore_index or outside the view's classes; a target outside [0, total) that
+// is not ignore_index raises.
+using NllLossKernel = void(const Tensor& x, const Tensor& target, const ClassView& v,
+                           int64_t ignore_index, const Tensor& out);
+// Its adjoint: gx[n, target - first, i] = -grad[n, i], zeros elsewhere.
+using NllLossBackwardKernel = void(const Tensor& grad, const Tensor& target, const ClassView& v,
+                                   int64_t ignore_index, const Tensor& gx);
 // out[.., i, ..] = x[.., index[i], ..] along axis of x viewed as [outer, n, inner].
 using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t outer, int64_t n,
                                int64_t inner, const Tensor& out);

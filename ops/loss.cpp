@@ -19,14 +19,41 @@ using elementwise_grad::k;
 
 namespace {
 
-// x (N, C, d...) or (C) as [outer, classes, inner].
-struct ClassView {
-  int64_t outer, classes, inner;
-};
-ClassView class_view(const Shape& x) {
-  if (x.size() == 1) return {1, x[0], 1};
-  const int64_t outer = x[0], classes = x[1], n = numel_of(x);
-  return {outer, classes, outer * classes ? n / (outer * classes) : 0};
+int64_t class_axis(const Shape& x) {
+  return x.size() == 1 ? 0 : 1;
+}
+
+// x (N, C, d...) or (C) as [outer, classes, inner]; a shard of a class-split x holds classes
+// [first_class, first_class + C) of num_classes (nll_class_shard).
+ClassView class_view(const Shape& x, const Attrs& attrs) {
+  ClassView v{1, x[class_axis(x)], 1, 0, x[class_axis(x)]};
+  if (x.size() > 1) {
+    v.outer = x[0];
+    v.inner = v.outer * v.classes ? numel_of(x) / (v.outer * v.classes) : 0;
+  }
+  if (attrs.has("first_class")) {
+    v.first = attrs.get<int64_t>("first_class");
+    v.total = attrs.get<int64_t>("num_classes");
+  }
+  return v;
+}
+
+// A class-split shard: where its classes begin, and how many there are in all (from the input x
+// forward; from the output gx backward, whose shard holds `classes` of them).
+Attrs nll_class_shard(const Attrs& attrs, const ShardArgs& s, bool backward) {
+  Attrs out = attrs;
+  if (backward) {
+    const Shape& gx = s.local_out[0];
+    const int64_t axis = class_axis(gx);
+    out.set("first_class", s.out_offsets[0].at(axis));
+    out.set("num_classes", attrs.get<int64_t>("classes"));
+    out.set("classes", gx[axis]);
+  } else {
+    const Shape& x = s.in_shapes[0];
+    out.set("first_class", s.in_offsets[0].at(class_axis(x)));
+    out.set("num_classes", x[class_axis(x)]);
+  }
+  return out;
 }
 
 void check_target_dtype(const char* op, const TensorMeta& target) {
@@ -72,7 +99,9 @@ Tensor int64_contiguous(const Tensor& t) {
 
 // nll_loss (x, target) -> losses and nll_loss_backward (grad, target) -> gx. x (N, C, d...) or
 // (C), target and the losses (N, d...): every axis but the classes may be split, and a P(sum) x
-// (or grad) with B target gives P(sum) (the losses are linear in it). The backward maps the
+// (or grad) with B target gives P(sum) (the losses are linear in it). A class-split x with B
+// target gives P(sum) too: each shard picks the targets among its classes and gives 0 for the
+// others (vocabulary-parallel cross-entropy, no gather of the logits). The backward maps the
 // same axes the other way.
 Sigs nll_splits(const SbpQuery& q, const Shape& x, bool backward) {
   Sigs sigs;
@@ -82,6 +111,9 @@ Sigs nll_splits(const SbpQuery& q, const Shape& x, bool backward) {
     sigs.push_back(backward ? SbpSignature{{Sbp::split(t), Sbp::split(t)}, {Sbp::split(d)}}
                             : SbpSignature{{Sbp::split(d), Sbp::split(t)}, {Sbp::split(t)}});
   }
+  const Sbp classes = Sbp::split(class_axis(x));
+  sigs.push_back(backward ? SbpSignature{{kB, kB}, {classes}}
+                          : SbpSignature{{classes, kB}, {kPSum}});
   sigs.push_back(one_input(q, 0, kPSum, kPSum));
   return sigs;
 }
@@ -106,15 +138,14 @@ OFL_REGISTER_OPS({
          [](const ComputeArgs& c) {
            require_output_shapes(op_def("nll_loss"), c);
            const Tensor& x = c.in[0];
-           const ClassView v = class_view(x.shape());
-           nll_loss_kernel().get(x.device().type)(contiguous(x), int64_contiguous(c.in[1]), v.outer,
-                                                  v.classes, v.inner,
+           nll_loss_kernel().get(x.device().type)(contiguous(x), int64_contiguous(c.in[1]),
+                                                  class_view(x.shape(), c.attrs),
                                                   c.attrs.get<int64_t>("ignore_index"), c.out[0]);
          },
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
        static const OpDef& grad_def = op_def("nll_loss_backward");
        const Shape& x = b.in_meta[0].shape;
-       const int64_t classes = x.size() == 1 ? x[0] : x[1];
+       const int64_t classes = x[class_axis(x)];
        return {dispatch1(
                    grad_def, {b.grads[0], b.in[1]},
                    {{"ignore_index", b.attrs.get<int64_t>("ignore_index")}, {"classes", classes}}),
@@ -122,6 +153,8 @@ OFL_REGISTER_OPS({
      },
      .saves = kSaveInputs,
      .autocast = Autocast::kFloat32,
+     .shard_attrs = [](const Attrs& attrs,
+                       const ShardArgs& s) { return nll_class_shard(attrs, s, false); },
      .api = {{"nll_loss(Tensor input, Tensor target, int ignore_index=-100, str reduction='mean') "
               "-> Tensor",
               [](const CallArgs& a) {
@@ -139,9 +172,8 @@ OFL_REGISTER_OPS({
          [](const ComputeArgs& c) {
            require_output_shapes(op_def("nll_loss_backward"), c);
            const Tensor& gx = c.out[0];
-           const ClassView v = class_view(gx.shape());
            nll_loss_backward_kernel().get(gx.device().type)(
-               contiguous(c.in[0]), int64_contiguous(c.in[1]), v.outer, v.classes, v.inner,
+               contiguous(c.in[0]), int64_contiguous(c.in[1]), class_view(gx.shape(), c.attrs),
                c.attrs.get<int64_t>("ignore_index"), gx);
          },
      .backward = [](const BackwardArgs& b) -> std::vector<Tensor> {
@@ -151,7 +183,9 @@ OFL_REGISTER_OPS({
                          {{"ignore_index", b.attrs.get<int64_t>("ignore_index")}}),
                Tensor()};
      },
-     .saves = kSaveInputs},
+     .saves = kSaveInputs,
+     .shard_attrs = [](const Attrs& attrs,
+                       const ShardArgs& s) { return nll_class_shard(attrs, s, true); }},
     {.name = "cross_entropy",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -195,32 +229,58 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
       reduction == "mean" ? counted(target, ignore_index, losses.dtype()) : Tensor());
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                     const std::string& reduction, double label_smoothing) {
-  if (label_smoothing < 0 || label_smoothing > 1)
-    fail("cross_entropy", "label_smoothing must be in [0, 1], got ", label_smoothing);
-  const Shape& shape = meta_of(logits).shape;
-  const int64_t class_axis = shape.size() == 1 ? 0 : 1;
-  Tensor logp = log_softmax(logits, class_axis);
+namespace {
+
+// -log softmax(x)[t] = logsumexp(x) - x[t]: a reduction over the classes and nll_loss of the
+// logits themselves, so logits split by class stay split (vocabulary-parallel cross-entropy:
+// all-reduces of each row's max, sum and picked logit instead of a gather of the logits, as
+// Megatron-LM computes it). Half logits go up to float32 first, as PyTorch's autocast and
+// Megatron do; the loss goes back to their dtype outside autocast (as PyTorch gives it).
+Tensor cross_entropy_float(const Tensor& x, const Tensor& target, int64_t ignore_index,
+                           const std::string& reduction, double label_smoothing) {
+  static const OpDef& nll = op_def("nll_loss");
+  const Shape& shape = meta_of(x).shape;
+  const int64_t axis = class_axis(shape);
   if (is_floating(target.dtype())) {  // class probabilities
     if (meta_of(target).shape != shape)
       fail("cross_entropy", "probability target of shape ", shape_str(meta_of(target).shape),
            " must match the input's shape ", shape_str(shape));
     Tensor t = target;
     if (label_smoothing > 0)  // t * (1 - ls) + ls / C
-      t = add(mul(target, k(1 - label_smoothing)), k(label_smoothing / shape[class_axis]));
-    Tensor losses = neg(sum(mul(logp, t), {class_axis}));
+      t = add(mul(target, k(1 - label_smoothing)), k(label_smoothing / shape[axis]));
+    Tensor logp = sub(x, logsumexp(x, {axis}, true));
+    Tensor losses = neg(sum(mul(logp, t), {axis}));
     return reduce_loss("cross_entropy", losses, reduction, Tensor());
   }
-  Tensor nll = nll_loss(logp, target, ignore_index, reduction);
-  if (label_smoothing == 0) return nll;
-  // The uniform part: the mean negative log-probability over classes, at counted targets.
+  Tensor picked = dispatch1(nll, {x, target}, {{"ignore_index", ignore_index}});  // -x[t]
   Tensor valid = ne(target, wrap_scalar(static_cast<double>(ignore_index), DType::kInt64));
-  Tensor smooth = mul(neg(mean(logp, {class_axis})), valid);
-  Tensor smooth_red =
-      reduce_loss("cross_entropy", smooth, reduction,
-                  reduction == "mean" ? counted(target, ignore_index, smooth.dtype()) : Tensor());
-  return add(mul(nll, k(1 - label_smoothing)), mul(smooth_red, k(label_smoothing)));
+  Tensor lse = logsumexp(x, {axis});
+  lse = where(valid, lse, zeros_like(lse));
+  const Tensor count =
+      reduction == "mean" ? counted(target, ignore_index, picked.dtype()) : Tensor();
+  Tensor loss = reduce_loss("cross_entropy", add(lse, picked), reduction, count);
+  if (label_smoothing == 0) return loss;
+  // The uniform part: the mean negative log-probability over classes, logsumexp(x) - mean(x),
+  // at counted targets.
+  Tensor smooth = sub(lse, mul(mean(x, {axis}), valid));
+  return add(mul(loss, k(1 - label_smoothing)),
+             mul(reduce_loss("cross_entropy", smooth, reduction, count), k(label_smoothing)));
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                     const std::string& reduction, double label_smoothing) {
+  if (label_smoothing < 0 || label_smoothing > 1)
+    fail("cross_entropy", "label_smoothing must be in [0, 1], got ", label_smoothing);
+  if (meta_of(logits).shape.empty())
+    fail("cross_entropy", "expects an input of at least one dimension, got 0-d");
+  const DType dtype = logits.dtype();
+  if (dtype != DType::kFloat16 && dtype != DType::kBFloat16)
+    return cross_entropy_float(logits, target, ignore_index, reduction, label_smoothing);
+  Tensor loss = cross_entropy_float(to_dtype(logits, DType::kFloat32), target, ignore_index,
+                                    reduction, label_smoothing);
+  return autocast_state().enabled ? loss : to_dtype(loss, dtype);
 }
 
 Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {

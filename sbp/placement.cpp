@@ -170,6 +170,14 @@ Shape local_shape(const Shape& shape, const NdSbp& nd_sbp, const Placement& plac
   return out;
 }
 
+std::vector<int64_t> local_starts(const Shape& shape, const NdSbp& nd_sbp,
+                                  const Placement& placement, const std::vector<int64_t>& coords) {
+  std::vector<int64_t> starts;
+  for (const auto& [begin, end] : local_ranges(shape, nd_sbp, placement, coords))
+    starts.push_back(begin);
+  return starts;
+}
+
 std::vector<Shape> local_shapes(const Shape& shape, const NdSbp& nd_sbp,
                                 const Placement& placement) {
   std::vector<Shape> out;

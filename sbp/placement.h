@@ -56,6 +56,9 @@ std::vector<std::pair<int64_t, int64_t>> local_ranges(const Shape& shape, const 
                                                       const std::vector<int64_t>& coords);
 Shape local_shape(const Shape& shape, const NdSbp& nd_sbp, const Placement& placement,
                   const std::vector<int64_t>& coords);
+// Where that rank's shard begins in the logical tensor: the ranges' begins.
+std::vector<int64_t> local_starts(const Shape& shape, const NdSbp& nd_sbp,
+                                  const Placement& placement, const std::vector<int64_t>& coords);
 // Every rank's shard shape, in the order of placement.ranks() (row-major over the mesh).
 std::vector<Shape> local_shapes(const Shape& shape, const NdSbp& nd_sbp,
                                 const Placement& placement);

@@ -185,10 +185,40 @@ TEST(NnOps, SbpRulesSplitAroundTheReducedAxes) {
   EXPECT_TRUE(has(sigs, "S(0), S(0), B, S(0), S(0) -> S(0), P(sum), P(sum)")) << sigs[0].str();
   EXPECT_TRUE(has(sigs, "P(sum), B, B, B, B -> P(sum), P(sum), P(sum)"));
   EXPECT_FALSE(has(sigs, "S(1), S(1), B, S(1), S(1) -> S(1), P(sum), P(sum)"));
-  // nll_loss: never the class axis.
+  // nll_loss: the class axis only with the target replicated, giving partial sums (each shard
+  // picks its own classes' targets); its backward gives the gradient split by class.
   SbpQuery nll{{{4, 5, 3}, {4, 3}}, {{4, 3}}, nullptr, 2};
   sigs = op_def("nll_loss").sbp->signatures(nll);
   EXPECT_TRUE(has(sigs, "S(0), S(0) -> S(0)"));
   EXPECT_TRUE(has(sigs, "S(2), S(1) -> S(1)"));
+  EXPECT_TRUE(has(sigs, "S(1), B -> P(sum)"));
   EXPECT_FALSE(has(sigs, "S(1), B -> S(1)"));
+  SbpQuery nll_grad{{{4, 3}, {4, 3}}, {{4, 5, 3}}, nullptr, 2};
+  EXPECT_TRUE(has(op_def("nll_loss_backward").sbp->signatures(nll_grad), "B, B -> S(1)"));
+}
+
+TEST(NnOps, NllLossOnAShardOfTheClassesPicksOnlyItsOwn) {
+  // Logits (2, 5) split by class: this shard holds classes [2, 4). Target 3 is its second
+  // column; target 0 is another shard's (0 here); ignore_index gives 0 everywhere.
+  Tensor x = Tensor::empty({2, 2}, DType::kFloat32);
+  float* xp = x.data<float>();
+  for (int i = 0; i < 4; ++i) xp[i] = static_cast<float>(i + 1);  // [[1, 2], [3, 4]]
+  Tensor target = full({2}, 3.0, DType::kInt64);
+  target.data<int64_t>()[1] = 0;
+  const ClassView shard{2, 2, 1, 2, 5};
+  Tensor out = Tensor::empty({2}, DType::kFloat32);
+  nll_loss_kernel().get(DeviceType::kCPU)(x, target, shard, -100, out);
+  EXPECT_EQ(out.data<float>()[0], -2.0f);
+  EXPECT_EQ(out.data<float>()[1], 0.0f);
+  Tensor gx = Tensor::empty({2, 2}, DType::kFloat32);
+  nll_loss_backward_kernel().get(DeviceType::kCPU)(ones({2}), target, shard, -100, gx);
+  EXPECT_EQ(gx.data<float>()[0], 0.0f);
+  EXPECT_EQ(gx.data<float>()[1], -1.0f);
+  EXPECT_EQ(gx.data<float>()[2], 0.0f);
+  EXPECT_EQ(gx.data<float>()[3], 0.0f);
+  // A target outside all the classes is named, whichever shard sees it.
+  target.data<int64_t>()[1] = 5;
+  std::string e = error_of<IndexError>(
+      [&] { nll_loss_kernel().get(DeviceType::kCPU)(x, target, shard, -100, out); });
+  EXPECT_TRUE(contains(e, "target 5 is out of bounds for 5 classes")) << e;
 }

@@ -212,3 +212,37 @@ def test_the_planner_is_no_slower_than_megatrons_published_layout_under_the_mode
     # Megatron's configuration is one point of the planner's search: its plan is at least as
     # fast (within the 0.1% the largest problems are solved to).
     assert ours.seconds <= theirs.seconds * 1.001
+
+
+class VocabularyHead(flow.nn.Module):
+    """An LM head and its loss: cross_entropy(x @ weight.T, targets)."""
+
+    def __init__(self, hidden, vocab):
+        super().__init__()
+        self.head = flow.nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, x, y):
+        logits = self.head(x)
+        return logits, flow.nn.functional.cross_entropy(logits, y)
+
+
+def test_a_vocabulary_parallel_head_keeps_its_logits_split_through_the_loss():
+    """Megatron's vocabulary-parallel output layer (the head's weight split by vocabulary on 8
+    ranks, kept): the planned step moves statistics of each row (its max, its sum of
+    exponentials, its picked logit) and never the logits, 128 MB a rank."""
+    rows, hidden, vocab = 4096, 256, 65536
+    with flow.device("meta"):
+        model = VocabularyHead(hidden, vocab)
+    model.to_global(EIGHT, S(0))
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+    x = flow.zeros(rows, hidden, device="meta", placement=EIGHT, sbp=B)
+    y = flow.zeros(rows, dtype=flow.int64, device="meta", placement=EIGHT, sbp=B)
+    cluster = flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+    plan = flow.auto_parallel.plan(TrainStep(model, opt), [x, y], cluster=cluster, keep=True)
+    assert plan.layouts["head.weight"] == (S(0),)
+    assert ("nll_loss", "S(1), B -> P(sum)") in plan.signatures
+    assert ("nll_loss_backward", "B, B -> S(1)") in plan.signatures
+    # Far below one gather of the logits (or of their gradient): a few all-reduces of rows.
+    group = EIGHT.axis_group(0, 0)
+    assert plan.comm_seconds < 0.1 * cluster.all_gather(group, rows * vocab * 4)
+    assert plan.comm_seconds < 8 * cluster.all_reduce(group, rows * 4)

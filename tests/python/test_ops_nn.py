@@ -161,6 +161,18 @@ def test_cross_entropy_with_probability_targets_and_label_smoothing():
     assert_close(out, np.mean(-(smoothed * np_log_softmax(x, 1)).sum(1)))
 
 
+def test_cross_entropy_of_half_logits_is_computed_in_float32_and_given_in_their_dtype():
+    # Logits far apart (a half rounds 1000.5 to 1000): the float32 result, rounded once.
+    x = (np.random.default_rng(4).standard_normal((6, 9)) * 300).astype(np.float16)
+    t = np.arange(6) % 9
+    want = np_cross_entropy(x.astype(np.float64), t, reduction="none")
+    out = F.cross_entropy(flow.tensor(x), flow.tensor(t), reduction="none")
+    assert out.dtype == flow.float16
+    assert_close(out, want.astype(np.float16), rtol=1e-3, atol=1e-2)
+    with flow.autocast("cpu", dtype=flow.float16):  # autocast gives cross_entropy in float32
+        assert F.cross_entropy(flow.tensor(x), flow.tensor(t)).dtype == flow.float32
+
+
 def test_cross_entropy_all_ignored_mean_is_nan():
     out = F.cross_entropy(flow.randn(2, 3), flow.tensor([-100, -100]))
     assert np.isnan(out.item())

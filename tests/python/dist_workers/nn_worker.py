@@ -1,7 +1,9 @@
 """nn ops on global tensors across real processes. Dropout: for every layout, the same seed gives
 the single-process result, each rank draws only its own shard (no communication), and the
 gradient uses the same mask. layer_norm with split rows: the output and the parameters'
-(partial-sum) gradients equal the single-process ones. Prints one JSON line of problems."""
+(partial-sum) gradients equal the single-process ones. cross_entropy of logits split by class
+(vocabulary parallel): the loss and the logits' gradient equal the single-process ones, and the
+logits are never gathered. Prints one JSON line of problems."""
 
 import itertools
 import sys
@@ -77,7 +79,40 @@ def main():
     (y * y).sum().backward()
     for name, got, ref in zip(("x", "weight", "bias"), [xs, *ws], local):
         check(f"layer_norm {name} grad", np.allclose(got.grad.numpy(), ref.grad.numpy(), atol=1e-4))
+    vocabulary_parallel_cross_entropy(check, world)
     report(rank=rank, problems=problems)
+
+
+def vocabulary_parallel_cross_entropy(check, world):
+    """Logits (rows, 2 * world + 3 classes) split by class, targets replicated (some ignored):
+    each rank picks its own classes' targets and the per-row max, sum and pick are reduced."""
+    rows, classes = 2 * world + 1, 2 * world + 3
+    rng = np.random.default_rng(3)
+    logits_np = (rng.standard_normal((rows, classes)) * 3).astype(np.float32)
+    target_np = rng.integers(0, classes, rows).astype(np.int64)
+    target_np[1] = -100
+    target_np[0] = classes - 1  # the last rank's class
+    ranks_1d = flow.placement("cpu", ranks=list(range(world)))
+    for smoothing in (0.0, 0.1):
+        x_local = flow.tensor(logits_np, requires_grad=True)
+        want = F.cross_entropy(x_local, flow.tensor(target_np), label_smoothing=smoothing)
+        want.backward()
+        x = flow.tensor(logits_np).to_global(ranks_1d, flow.sbp.broadcast)
+        x = x.to_global(sbp=flow.sbp.split(1))
+        x.requires_grad = True
+        target = flow.tensor(target_np).to_global(ranks_1d, flow.sbp.broadcast)
+        with flow.boxing.comm_log() as log:
+            loss = F.cross_entropy(x, target, label_smoothing=smoothing)
+        loss.backward()
+        name = f"vocabulary-parallel cross_entropy (label_smoothing {smoothing})"
+        check(f"{name}: loss", np.allclose(loss.numpy(), want.numpy(), atol=1e-5))
+        # The forward moves rows of statistics only (a row's float32 is 4 bytes; the logits'
+        # shards are `classes / world` times larger). The eager backward may move the logits'
+        # gradient (each op's signature is chosen alone); the planner's does not.
+        sizes = [int(e.split()[-2]) for e in log]
+        check(f"{name}: the forward moves only rows ({log})", max(sizes) <= 4 * rows)
+        check(f"{name}: the gradient is split as the logits", x.grad.sbp == (flow.sbp.split(1),))
+        check(f"{name}: gradient", np.allclose(x.grad.numpy(), x_local.grad.numpy(), atol=1e-6))
 
 
 if __name__ == "__main__":
