@@ -122,7 +122,7 @@ def price(row, planner=False):
     cluster = cluster_for(gpus)
     theirs = flow.auto_parallel.plan_pipeline(
         step_for(heads, hidden, batch, t, "megatron"), layers, gpus, cluster=cluster,
-        memory_budget=80e9, stage_devices=[t * d], micro_batches=(m,), keep=True,
+        memory_budget=80e9, stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True,
         recompute=True, chunks=(chunks,),
     )  # fmt: skip
     if not planner:

@@ -33,11 +33,13 @@ S, B = flow.sbp.split, flow.sbp.broadcast
 def megatron(name, param):
     """Tensor parallel, Megatron style: q/k/v and the MLP's first Linear split by output
     features (column parallel), the attention and MLP projections by input features (row
-    parallel); embeddings, LayerNorms and the LM head replicated."""
+    parallel); the token embedding and the LM head split by vocabulary (the loss runs on the
+    split logits: vocabulary-parallel cross-entropy); position embeddings and LayerNorms
+    replicated."""
     column = any(f".{m}." in f".{name}" for m in ("query", "key", "value", "mlp.fc"))
     row = name.endswith("attn.proj.weight") or name.endswith("mlp.proj.weight")
-    if column:
-        return S(0)  # weight (out, in) and bias (out,)
+    if column or name in ("tok_emb.weight", "head.weight"):
+        return S(0)  # weight (out, in) and bias (out,); a table (vocabulary, width)
     if row:
         return S(1)  # weight (out, in); the bias stays B
     return B

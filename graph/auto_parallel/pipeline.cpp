@@ -112,7 +112,8 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     return plan(*s.traced, cache, within, s.fixed, s.name_of, activations,
                 {.update_weight = 1.0 / s.micro_batches,
                  .forward_weight = t.forward_weight,
-                 .merge_repeats = true},
+                 .merge_repeats = true,
+                 .fixed_in_place = s.fixed_in_place},
                 lighter);
   };
   const ClusterSpec& cluster = cache.cluster();

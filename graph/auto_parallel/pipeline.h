@@ -24,6 +24,7 @@ struct StageStep {
   int micro_batches = 1;
   std::shared_ptr<const graph::Graph> traced;  // dead code dropped
   std::set<int> fixed;  // variables (value ids) that keep their layouts: a hand layout priced
+  bool fixed_in_place = false;              // and are computed with as they are (build_problem's)
   std::function<std::string(int)> name_of;  // a variable's name by value id, for errors
 };
 

@@ -115,7 +115,8 @@ void save_pipeline_inputs(const std::string& dir, const PipelineInputs& in) {
     steps.push_back({{"devices_per_stage", s.devices_per_stage},
                      {"micro_batches", s.micro_batches},
                      {"graph", step_file(i)},
-                     {"variables", std::move(variables)}});
+                     {"variables", std::move(variables)},
+                     {"kept_in_place", s.fixed_in_place}});
   }
   const Json j = {{"format", kFormat},
                   {"format_version", kFormatVersion},
@@ -171,6 +172,8 @@ PipelineInputs load_pipeline_inputs(const std::string& dir) {
     StageStep s;
     s.devices_per_stage = int(r.integer(step, "devices_per_stage", what, 1));
     s.micro_batches = int(r.integer(step, "micro_batches", what, 1));
+    // Files from before kept_in_place priced kept layouts with their weights free to move.
+    if (step.contains("kept_in_place")) s.fixed_in_place = r.flag(step, "kept_in_place", what);
     if (step.value("graph", Json()) != step_file(i))
       r.bad(what, "'s graph is not \"", step_file(i), "\"");
     const std::string path = (fs::path(dir) / step_file(i)).string();

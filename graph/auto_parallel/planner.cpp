@@ -88,9 +88,28 @@ std::set<int> all_variables(const Graph& g) {
   return out;
 }
 
+namespace {
+
+// The values a fixed_in_place step reads as they are: the fixed variables, and views and casts
+// of them in the step's forward and backward (a Linear's transposed weight, a half copy).
+std::vector<bool> fixed_derived(const Graph& g, const std::set<int>& fixed,
+                                const std::function<bool(size_t)>& once) {
+  std::vector<bool> out(g.values().size(), false);
+  for (int v : fixed) out[size_t(v)] = true;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.kind != NodeKind::kOp || once(i) || (!n.op->view && n.op->name != "to")) continue;
+    if (!n.inputs.empty() && n.inputs[0] >= 0 && out[size_t(n.inputs[0])])
+      for (int id : n.outputs) out[size_t(id)] = true;
+  }
+  return out;
+}
+
+}  // namespace
+
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed, bool merge_repeats, bool activations,
-                           double update_weight, double forward_weight) {
+                           double update_weight, double forward_weight, bool fixed_in_place) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -311,6 +330,8 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
 
   // What reading each value costs. A read from within a copied layer is its counterpart's,
   // counted once per copy there.
+  const std::vector<bool> in_place =
+      fixed_in_place ? fixed_derived(g, fixed, once) : std::vector<bool>(values.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     const int rep = repeats.node_rep[i];
@@ -357,9 +378,9 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int id = n.inputs[k];
       if (id < 0 || !values[size_t(id)].is_global() || weight(id) == 0) continue;
+      const bool as_it_is = (n.op->inplace && k == 0) || (!once(i) && in_place[size_t(id)]);
       read(
-          id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, n.op->inplace && k == 0, false,
-          weight(id));
+          id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id));
     }
   }
   gp.problem.memory_budget -= gp.constant_memory;  // plan() checks that the kept ones fit
@@ -456,7 +477,7 @@ Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set
           const PlanOptions& options, std::vector<Plan>* lighter) {
   const GraphProblem gp = build_problem(
       g, cache, memory_budget, fixed, options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
-      activations, options.update_weight, options.forward_weight);
+      activations, options.update_weight, options.forward_weight, options.fixed_in_place);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   const auto plan_for = [&](const std::vector<int>& choice) {

@@ -58,11 +58,14 @@ struct GraphProblem {
 // gradients' reductions and the optimizer's update, after the backward) counts `update_weight`
 // times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage). The
 // forward (its ops and the conversions they read through) counts `forward_weight` times: 2 when
-// the stage recomputes it in the backward.
+// the stage recomputes it in the backward. With `fixed_in_place`, the fixed variables are also
+// computed with as they are (no conversion between one, or a view or cast of one, and the
+// forward's and backward's ops reading it): a hand layout priced as it runs, Megatron's tensor
+// parallelism say, rather than with its weights gathered for the compute.
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed = {}, bool merge_repeats = true,
                            bool activations = true, double update_weight = 1.0,
-                           double forward_weight = 1.0);
+                           double forward_weight = 1.0, bool fixed_in_place = false);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 
@@ -80,7 +83,8 @@ constexpr size_t kWholeGraphNodes = 5000;
 struct PlanOptions {
   double update_weight = 1.0;
   double forward_weight = 1.0;
-  bool merge_repeats = false;  // also for any graph of more than kWholeGraphNodes nodes
+  bool merge_repeats = false;   // also for any graph of more than kWholeGraphNodes nodes
+  bool fixed_in_place = false;  // build_problem's
 };
 // With weights other than 1, the plan's seconds weigh the update and the forward alike.
 // `lighter`, if given, receives the plans of Solution::lighter (solve()).

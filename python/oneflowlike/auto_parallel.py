@@ -210,13 +210,17 @@ def plan(
     activations=True,
     update_weight=1.0,
     _cache=None,
+    in_place=False,
 ):
     """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
     or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with
     (default: the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per
     device (default: the cluster's device capacity); keep: parameters that keep their current
     layouts (constraints), by name or as tensors, or True for every parameter and optimizer state
-    (the ops' signatures are still chosen: what a hand layout costs); activations: whether the
+    (the ops' signatures are still chosen: what a hand layout costs); in_place: the kept
+    parameters are also computed with as they are stored, with no conversion between one (or a
+    view or cast of one) and the ops that read it (Megatron's tensor parallelism priced as it
+    runs; without it a kept weight may be gathered for the compute, FSDP-like); activations: whether the
     forward's outputs that the backward reads count against the budget, in their ops' layouts
     (all live when the forward ends: a bound on the step's peak); update_weight: how much the
     step's once-a-step part (gradient reductions, optimizer) weighs against the rest, 1/m for one
@@ -238,15 +242,17 @@ def plan(
         graph = _Forward(graph)
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
-    return _Traced(graph, inputs, keep).plan(cluster, budget, activations, update_weight, _cache)
+    traced = _Traced(graph, inputs, keep, in_place)
+    return traced.plan(cluster, budget, activations, update_weight, _cache)
 
 
 class _Traced:
     """A step traced for the planner (in this thread: tracing is Python), to plan from any
     thread as often as wanted: the C++ planner runs without the GIL."""
 
-    def __init__(self, graph, inputs, keep):
+    def __init__(self, graph, inputs, keep, in_place=False):
         self.traced, _, _ = graph._trace(inputs, finish="finish_traced")
+        self.in_place = bool(in_place)
         variables = _variables(graph)
         self.names = {i: name for i, (name, _) in variables.items()}
         self.kept = _kept(keep, variables)
@@ -255,7 +261,7 @@ class _Traced:
     def plan(self, cluster, budget, activations, update_weight, cache):
         result = _C.auto_parallel_plan(
             self.traced, cluster, float(budget) if budget else math.inf, self.kept, self.names,
-            activations, update_weight, cache,
+            activations, update_weight, cache, self.in_place,
         )  # fmt: skip
         return Plan(result, self.names, self.placement)
 
@@ -397,6 +403,7 @@ def plan_pipeline(
     save=None,
     recompute=None,
     chunks=(1,),
+    in_place=False,
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -414,8 +421,9 @@ def plan_pipeline(
     (_C.search_pipeline, graph/auto_parallel/pipeline.h), planned on every core: each traced
     step's fastest layouts, layouts within the budget's share for the stage's layers where those
     overrun it, then the inter-op search (exact under its model) over every split. `keep` (as
-    plan()'s) keeps the stage's parameters' layouts: a hand layout priced. Raises when nothing
-    fits, naming the least memory any choice needs.
+    plan()'s) keeps the stage's parameters' layouts: a hand layout priced, and `in_place` (as
+    plan()'s) computes with them as they are. Raises when nothing fits, naming the least memory
+    any choice needs.
 
     `recompute`: None lets the search choose whether the backward recomputes activations (the
     faster that fits); True or False forces it, to price a configuration as it ran (Megatron-LM
@@ -445,11 +453,17 @@ def plan_pipeline(
             if devices % d == 0 and devices // d <= layers
         ]
     traced = [
-        (d, m, _Traced(*step_for(stage_placement(d, cluster, device_type=device_type), m), keep))
+        (
+            d,
+            m,
+            _Traced(
+                *step_for(stage_placement(d, cluster, device_type=device_type), m), keep, in_place
+            ),
+        )
         for d in stage_devices
         for m in micro_batches
     ]
-    steps = [(d, m, t.traced, t.kept, t.names) for d, m, t in traced]
+    steps = [(d, m, t.traced, t.kept, t.names, t.in_place) for d, m, t in traced]
     if save is not None:
         _C.save_pipeline_inputs(
             os.fspath(save), steps, layers, devices, budget, cluster, allowed, chunks

@@ -54,7 +54,7 @@ std::pair<std::set<int>, std::function<std::string(int)>> kept_and_names(
 }
 
 // search_pipeline's steps from Python's (devices per stage, micro-batches, traced Graph, keep,
-// names) tuples.
+// names, kept in place) tuples.
 std::vector<auto_parallel::StageStep> stage_steps(const py::list& steps) {
   std::vector<auto_parallel::StageStep> in;
   for (py::handle h : steps) {
@@ -62,7 +62,8 @@ std::vector<auto_parallel::StageStep> stage_steps(const py::list& steps) {
     auto g = t[2].cast<std::shared_ptr<graph::Graph>>();
     auto [fixed, name_of] = kept_and_names(*g, t[3].cast<std::vector<Tensor>>(),
                                            t[4].cast<std::map<uintptr_t, std::string>>());
-    in.push_back({t[0].cast<int>(), t[1].cast<int>(), g, std::move(fixed), name_of});
+    in.push_back(
+        {t[0].cast<int>(), t[1].cast<int>(), g, std::move(fixed), t[5].cast<bool>(), name_of});
   }
   return in;
 }
@@ -381,7 +382,7 @@ void bind_graph(py::module_& m) {
       "auto_parallel_plan",
       [](std::shared_ptr<Graph> g, const ClusterSpec& cluster, double budget,
          const std::vector<Tensor>& keep, const std::map<uintptr_t, std::string>& names,
-         bool activations, double update_weight, std::shared_ptr<PlanCache> shared) {
+         bool activations, double update_weight, std::shared_ptr<PlanCache> shared, bool in_place) {
         const auto [fixed, name_of] = kept_and_names(*g, keep, names);
         // A shared cache (plan_pipeline's) keeps the conversions priced for the next plans.
         std::shared_ptr<PlanCache> own = shared ? shared : std::make_shared<PlanCache>(cluster);
@@ -389,15 +390,16 @@ void bind_graph(py::module_& m) {
         PlanResult r{g, {}, budget, activations};
         {
           py::gil_scoped_release release;
-          r.plan = auto_parallel::plan(*g, cache, budget, fixed, name_of, activations,
-                                       {.update_weight = update_weight});
+          r.plan =
+              auto_parallel::plan(*g, cache, budget, fixed, name_of, activations,
+                                  {.update_weight = update_weight, .fixed_in_place = in_place});
         }
         return r;
       },
       py::arg("graph"), py::arg("cluster"), py::arg("memory_budget"),
       py::arg("keep") = std::vector<Tensor>{},
       py::arg("names") = std::map<uintptr_t, std::string>{}, py::arg("activations") = true,
-      py::arg("update_weight") = 1.0, py::arg("cache") = nullptr);
+      py::arg("update_weight") = 1.0, py::arg("cache") = nullptr, py::arg("in_place") = false);
 }
 
 }  // namespace ofl::internal::py_bind

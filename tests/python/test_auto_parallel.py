@@ -143,8 +143,8 @@ def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
     sequence_split = "(S(0), S(1)), (B, B), (B, B) -> (S(0), S(1)), (S(0), S(1)), (S(0), S(1))"
     free = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True)
     assert sequence_split not in layer_norms(free)
-    # The kept layouts need at least 0.83 of that (their error says so); between the two:
-    budget = 0.9 * free.memory_bytes
+    # The kept layouts need more than 0.75 of that (their error says so); between the two:
+    budget = 0.8 * free.memory_bytes
     tight = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True, memory_budget=budget)
     assert tight.memory_bytes <= budget < free.memory_bytes
     assert sequence_split in layer_norms(tight)
@@ -246,3 +246,30 @@ def test_a_vocabulary_parallel_head_keeps_its_logits_split_through_the_loss():
     group = EIGHT.axis_group(0, 0)
     assert plan.comm_seconds < 0.1 * cluster.all_gather(group, rows * vocab * 4)
     assert plan.comm_seconds < 8 * cluster.all_reduce(group, rows * 4)
+
+
+def test_kept_in_place_prices_megatrons_tensor_parallelism_as_it_runs():
+    """keep=True keeps where the parameters are stored, and the ops may still gather a weight
+    for their compute (FSDP-like); in_place=True computes with them as stored: column- and
+    row-parallel matmuls and the vocabulary-parallel embedding, as Megatron-LM runs them. The
+    free plan is one of more choices, so never slower."""
+    from gpt_layouts import megatron
+
+    place = flow.placement("cpu", ranks=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    with flow.device("meta"):
+        model = GPT(GPTConfig(256, 512, 2, 8, 256)).half()
+    model.to_global(place, lambda n, p: (B, megatron(n, p)))
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
+    x = flow.zeros(8, 512, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
+    graph, cluster = TrainStep(model, opt), flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+    free = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True)
+    as_run = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True, in_place=True)
+    signatures = {sig for op, sig in as_run.signatures if op in ("matmul", "embedding")}
+    assert "(S(0), B), (B, S(1)) -> (S(0), S(2))" in signatures  # column parallel
+    assert "(S(0), S(2)), (B, S(0)) -> (S(0), P(sum))" in signatures  # row parallel
+    assert "(B, S(0)), (S(0), B) -> (S(0), P(sum))" in signatures  # vocabulary parallel
+    # No forward or backward op reads a weight other than as it is kept.
+    weights = [s for op, s in as_run.signatures if op == "matmul" and "(B, B) ->" in s]
+    assert weights == [], weights
+    assert free.seconds <= as_run.seconds
+    assert as_run.layouts == free.layouts  # both keep every layout
