@@ -15,7 +15,9 @@ figures here (the predicted step's seconds under the same count).
 Ours: the example GPT at each size in float16 on the meta device, AdamW with float32 master
 weights and moments (16 bytes a parameter, as Megatron holds them), on simulated DGX A100
 nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs as a (d, t) mesh
-with its column/row-parallel layout over t (`keep=True`: only the ops' signatures are chosen),
+with its column/row-parallel layout over t, the token embedding and the LM head split by
+vocabulary (`keep=True, in_place=True`: the weights computed with where they lie, only the
+activations' layouts chosen),
 p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
 recomputed (plan_pipeline(recompute=True)), under 1F1B, or the interleaved schedule with the
 script's virtual stages on the 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's

@@ -21,7 +21,8 @@ weights and moments (16 bytes a parameter, as Megatron holds them), sequences of
 GPU.
 A stage is traced with two of the 96 blocks (their costs are per block); its inputs are split
 over the stage's nodes and replicated within a node. Megatron's configuration: stages of 96 GPUs
-(12 nodes) with its column/row-parallel layout over the node's 8 GPUs (plan(keep=True)), 128
+(12 nodes) with its column/row-parallel layout over the node's 8 GPUs, computed with where it
+lies (plan_pipeline(keep=True, in_place=True)), 128
 micro-batches (one sequence per GPU), every layer recomputed, as Megatron-LM ran it.
 """
 
@@ -100,7 +101,8 @@ def main(argv=None):
     theirs = flow.auto_parallel.plan_pipeline(  # on other cluster sizes: its tp and pp, less dp
         step_for("megatron"), LAYERS, args.gpus, cluster=cluster, memory_budget=budget,
         stage_devices=[args.gpus // PUBLISHED["pp"]],
-        micro_batches=[PUBLISHED["micro_batches"]], keep=True, recompute=True,  # as it ran
+        micro_batches=[PUBLISHED["micro_batches"]], keep=True, in_place=True,  # as it ran
+        recompute=True,
     )  # fmt: skip
     t_theirs = time.perf_counter() - t0
 
