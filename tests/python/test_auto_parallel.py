@@ -273,3 +273,60 @@ def test_kept_in_place_prices_megatrons_tensor_parallelism_as_it_runs():
     assert weights == [], weights
     assert free.seconds <= as_run.seconds
     assert as_run.layouts == free.layouts  # both keep every layout
+
+
+class Attention(flow.nn.Module):
+    """Causal self-attention with q, k and v from three Linears ("separate") or from one
+    (3 x width) Linear: Megatron-LM's order ("head_major": each head's q, k and v side by side,
+    viewed as heads before the split) or nanoGPT's ("feature_major": every head's q, then k,
+    then v, split before the view)."""
+
+    def __init__(self, width, heads, style):
+        super().__init__()
+        self.heads, self.style = heads, style
+        if style == "separate":
+            self.q, self.k, self.v = (flow.nn.Linear(width, width) for _ in range(3))
+        else:
+            self.qkv = flow.nn.Linear(width, 3 * width)
+        self.proj = flow.nn.Linear(width, width)
+
+    def forward(self, x, y):
+        b, t, c = x.shape
+        hd = c // self.heads
+        if self.style == "separate":
+            q, k, v = (m(x).view(b, t, self.heads, hd) for m in (self.q, self.k, self.v))
+        elif self.style == "head_major":
+            q, k, v = self.qkv(x).view(b, t, self.heads, 3 * hd).split(hd, dim=-1)
+        else:
+            q, k, v = (z.view(b, t, self.heads, hd) for z in self.qkv(x).split(c, dim=2))
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+        out = flow.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = self.proj(out.transpose(1, 2).reshape(b, t, c))
+        return out, (out * out).mean()
+
+
+def test_one_qkv_weight_in_megatrons_head_order_splits_by_head_without_an_all_to_all():
+    """Column-parallel q, k and v from one shared weight (split by output feature over 4 ranks,
+    kept in place): in Megatron's head-major order each rank's rows are whole heads' q, k and
+    v, so the planned step communicates exactly as with three separate weights (the output
+    projection's all-reduces); in nanoGPT's order a rank's rows are some heads' q only, and the
+    step pays to move them."""
+    four = flow.placement("cpu", ranks=[0, 1, 2, 3])
+
+    def megatron(name, param):
+        return (S(1) if name.endswith("weight") else B) if name.startswith("proj.") else S(0)
+
+    comm = {}
+    for style in ("separate", "head_major", "feature_major"):
+        with flow.device("meta"):
+            model = Attention(256, 8, style)
+        model.to_global(four, megatron)
+        opt = flow.optim.SGD(model.parameters(), lr=0.1)
+        x = flow.zeros(4, 128, 256, device="meta", placement=four, sbp=B)
+        cluster = flow.boxing.ClusterSpec.a100_nvlink(1, 4)
+        step = TrainStep(model, opt)
+        comm[style] = flow.auto_parallel.plan(
+            step, [x, x], cluster=cluster, keep=True, in_place=True
+        ).comm_seconds
+    assert comm["head_major"] == pytest.approx(comm["separate"], rel=1e-9)
+    assert comm["feature_major"] > 2 * comm["separate"]
