@@ -190,8 +190,10 @@ double ClusterSpec::local(double bytes) const {
 
 double ClusterSpec::compute(double flops, double bytes, DType t) const {
   const double rate = device.peak_flops(t) * device.compute_efficiency;
-  const double math = flops > 0 && rate > 0 ? (flops + device.half_efficiency_flops) / rate : 0;
-  return device.op_overhead + std::max(math, local(bytes));
+  const double memory = local(bytes);
+  double math = flops > 0 && rate > 0 ? flops / rate : 0;
+  if (math > memory) math += device.half_efficiency_flops / rate;  // compute-bound: the ramp
+  return device.op_overhead + std::max(math, memory);
 }
 
 namespace {

@@ -22,7 +22,9 @@ struct DeviceSpec {
   // What compute reaches of the peak: `compute_efficiency` of it in large ops, and half that in
   // an op of `half_efficiency_flops` FLOPs (small matmuls run far below peak). An op of f FLOPs
   // takes (f + half_efficiency_flops) / (peak x compute_efficiency) seconds: a GEMM's ramp and
-  // tail (partial waves) as a fixed cost, its steady state at the fraction measured.
+  // tail (partial waves) as a fixed cost, its steady state at the fraction measured. Only ops
+  // bound by their FLOPs pay the ramp: a memory-bound op (an elementwise one) runs at the
+  // bandwidth, whatever few FLOPs it counts.
   double compute_efficiency = 1;
   double half_efficiency_flops = 0;
   double peak_flops(DType t) const;

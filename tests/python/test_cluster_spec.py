@@ -46,8 +46,10 @@ def test_compute_reaches_its_efficiency_and_small_ops_less():
     assert spec.compute(f, 0, flow.float16) == pytest.approx((f + 2e9) / (312e12 * 0.8))
     half = spec.compute(2e9, 0, flow.float16)
     assert 2e9 / half == pytest.approx(0.4 * 312e12)
-    # Memory-bound work stays at the bandwidth, whatever the efficiency: a copy has no FLOPs.
+    # Memory-bound work stays at the bandwidth, whatever the efficiency: a copy has no FLOPs,
+    # and an elementwise op's few FLOPs pay no matmul's ramp.
     assert spec.compute(0, 2.039e12, flow.float16) == pytest.approx(1.0)
+    assert spec.compute(1e6, 2.039e9, flow.float16) == pytest.approx(1e-3)
     spec.op_overhead = 5e-6
     assert spec.compute(0, 0, flow.float16) == pytest.approx(5e-6)
     back = _C.ClusterSpec.from_json(spec.to_json())
