@@ -186,7 +186,10 @@ def main(argv=None):
     step = TrainStep(model, opt) if args.graph else None
     if args.layout == "auto":
         step.config.enable_auto_parallel(
-            True, memory_budget=args.memory_budget, pipeline=args.pipeline
+            True,
+            memory_budget=args.memory_budget,
+            pipeline=args.pipeline,
+            chunks=(args.chunks,) if args.chunks > 1 else (1, 2),
         )
     if step is not None:
         step.config.set_gradient_accumulation_steps(args.micro_batches)

@@ -107,6 +107,8 @@ def test_enable_amp_traces_under_autocast_and_set_grad_scaler_checks_its_argumen
 
 def test_auto_parallel_on_one_device_runs_as_is_and_hints_warn_once():
     g = Step(*setup())
+    with pytest.raises(ValueError, match=r"chunks must be counts of at least 1, got \(0,\)"):
+        g.config.enable_auto_parallel(True, pipeline=True, chunks=(0,))
     g.config.enable_auto_parallel(True)
     x, y = batches(1)[0]
     with pytest.warns(UserWarning, match=r"enable_auto_parallel on local inputs"):

@@ -93,3 +93,17 @@ def test_enable_auto_parallel_chooses_the_stages_and_trains_like_one_process(tmp
     # micro-batch.
     micro = int(got["pipeline"].split(", ")[1].split(" ")[0])
     assert got["collectives"]["send_recv"] == 2 * micro + 2, (got["pipeline"], got["collectives"])
+
+
+def test_enable_auto_parallel_with_the_interleaved_schedule_trains_like_one_process(
+    tmp_path, one_process
+):
+    """enable_auto_parallel(pipeline=True, chunks=(2,)): the planner weighs only the interleaved
+    schedule (two virtual stages a device), the graph runs it (interleaved_1f1b), and the
+    losses and parameters are the one-process run's."""
+    model = ["--n-layer", "4"]
+    want, want_params = _single(one_process, model)
+    args = [*model, "--layout", "auto", "--pipeline", "--graph", "--memory-budget", "600000"]
+    got, params = _run(tmp_path, "auto_interleaved", [*args, "--chunks", "2"], nproc=4)
+    assert "interleaved in 2 chunks a device" in got["pipeline"], got["pipeline"]
+    _check_like_one_process(got, params, want, want_params)

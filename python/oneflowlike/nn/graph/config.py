@@ -20,6 +20,7 @@ class GraphConfig:
         self.auto_parallel = False
         self.auto_parallel_memory_budget = None
         self.auto_parallel_pipeline = False
+        self.auto_parallel_chunks = (1, 2)
         self.pipeline_schedule = "1f1b"
         self.timeline = False
         self.amp = False
@@ -49,7 +50,7 @@ class GraphConfig:
         """Record when each node runs on this rank at every call (graph.timeline)."""
         self.timeline = bool(on)
 
-    def enable_auto_parallel(self, on=True, memory_budget=None, pipeline=False):
+    def enable_auto_parallel(self, on=True, memory_budget=None, pipeline=False, chunks=(1, 2)):
         """Let the planner choose every layout (flow.auto_parallel): on the first call, the
         parameters' and optimizer states' layouts (applied to them, in place), then every op's
         signature, exactly under the cost model, within `memory_budget` bytes per device
@@ -59,10 +60,18 @@ class GraphConfig:
         plan_pipeline): the number of stages, which of the repeated layers (a ModuleList directly
         in a module of the graph) each runs, the micro-batch count, recomputation and the
         layouts inside a stage; the modules registered before the list run in the first stage,
-        those after it in the last. Inputs given on every rank are moved where they are read."""
+        those after it in the last. Inputs given on every rank are moved where they are read.
+        `chunks`: the virtual stages a device to weigh, 1 for 1F1B and more for the interleaved
+        schedule (which the graph then runs: set_pipeline_schedule("interleaved_1f1b"))."""
+        chunks = tuple(int(c) for c in chunks)
+        if not chunks or min(chunks) < 1:
+            raise ValueError(
+                f"[graph] enable_auto_parallel: chunks must be counts of at least 1, got {chunks}"
+            )
         self.auto_parallel = bool(on)
         self.auto_parallel_memory_budget = memory_budget
         self.auto_parallel_pipeline = bool(pipeline)
+        self.auto_parallel_chunks = chunks
 
     def enable_amp(self, mode=True, *, dtype=None):
         """Mixed precision: the build is traced under flow.autocast on its inputs' device type,

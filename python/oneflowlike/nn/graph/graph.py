@@ -437,9 +437,12 @@ class Graph:
             memory_budget=self.config.auto_parallel_memory_budget,
             micro_batches=micro,
             device_type=placement.type,  # the stages on the inputs' kind of device
+            chunks=self.config.auto_parallel_chunks,
         )
         plan.apply(top, container, children[:cut], children[cut + 1 :], cluster)
         self.config.gradient_accumulation_steps = plan.micro_batches
+        if plan.chunks > 1:
+            self.config.set_pipeline_schedule("interleaved_1f1b")
         return plan
 
     def _meta_step(self, attr, list_name, placement, shapes, micro_batches):
