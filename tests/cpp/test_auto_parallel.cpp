@@ -387,6 +387,36 @@ TEST(AutoParallelPlan, ReplicatesSmallWeightsForABigSplitBatchAndShardsThemUnder
       << both;
 }
 
+TEST(AutoParallelPlan, KeptInPlaceTheWeightsAreReadAsStoredAndThePlanStaysExact) {
+  // Megatron's MLP kept: w1 split by output column, w2 by input row; the rows of x split (data
+  // parallel). Free, the planner gathers the small weights rather than the many rows; in place,
+  // every op reads them as stored: each matmul's weight input is the kept layout (the rows are
+  // gathered instead), and the plan is brute force's.
+  PlanCache cache(ClusterSpec::default_for(4));
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanGraph pg = mlp(line, 4096, "S(0)");
+  const int w1 = pg.g.variables()[0].value, w2 = pg.g.variables()[1].value;
+  pg.g.values()[size_t(w1)].nd_sbp = NdSbp::parse("S(1)");
+  pg.g.values()[size_t(w2)].nd_sbp = NdSbp::parse("S(0)");
+  const auto free = auto_parallel::plan(pg.g, cache, INFINITY, {w1, w2});
+  const auto in_place =
+      auto_parallel::plan(pg.g, cache, INFINITY, {w1, w2}, nullptr, true, {.fixed_in_place = true});
+  int gathered = 0;  // weights the free plan reads otherwise than stored
+  for (size_t i = 0; i < pg.g.nodes().size(); ++i) {
+    const graph::Node& n = pg.g.nodes()[i];
+    if (n.kind != graph::NodeKind::kOp || n.name() != "matmul") continue;
+    const NdSbp& kept = pg.g.values()[size_t(n.inputs[1])].nd_sbp;
+    EXPECT_EQ(in_place.sig[i].in[1], kept) << i;
+    gathered += !(free.sig[i].in[1] == kept);
+  }
+  EXPECT_GT(gathered, 0);
+  EXPECT_LE(free.seconds(), in_place.seconds() * (1 + 1e-12));
+  const auto gp =
+      auto_parallel::build_problem(pg.g, cache, INFINITY, {w1, w2}, false, true, 1.0, 1.0, true);
+  EXPECT_NEAR(auto_parallel::solve(gp.problem).cost, auto_parallel::brute_force(gp.problem).cost,
+              1e-12);
+}
+
 TEST(AutoParallelPlan, PredictsThePeakOfTheStepAsGraphModeCompilesIt) {
   PlanCache cache(ClusterSpec::default_for(4));
   const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
