@@ -121,12 +121,9 @@ def test_master_weights_count_16_bytes_a_parameter_as_mixed_precision_holds_them
     assert held == {False: 8 * params, True: 16 * params}
 
 
-def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
-    """Megatron's tensor-parallel weights kept on a (2, 4) mesh, one sequence per data-parallel
-    rank: with memory to spare the layer norms run replicated over the tensor-parallel axis; under
-    a budget between that and the least the kept layouts allow, some run split over the
-    sequence there (Megatron's sequence parallelism: their inputs reduce-scattered, their
-    outputs gathered), which is what fits."""
+def megatron_step(sequences):
+    """A float16 GPT's step (AdamW with master weights) in Megatron's layout kept on a (2, 4)
+    mesh of one DGX A100 node: (graph, its input of `sequences` sequences, the cluster)."""
     from gpt_layouts import megatron
 
     place = flow.placement("cpu", ranks=[[0, 1, 2, 3], [4, 5, 6, 7]])
@@ -134,8 +131,17 @@ def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
         model = GPT(GPTConfig(256, 512, 2, 8, 256)).half()
     model.to_global(place, lambda n, p: (B, megatron(n, p)))
     opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
-    x = flow.zeros(2, 512, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
-    graph, cluster = TrainStep(model, opt), flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+    x = flow.zeros(sequences, 512, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
+    return TrainStep(model, opt), x, flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+
+
+def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
+    """Megatron's tensor-parallel weights kept on a (2, 4) mesh, one sequence per data-parallel
+    rank: with memory to spare the layer norms run replicated over the tensor-parallel axis; under
+    a budget between that and the least the kept layouts allow, some run split over the
+    sequence there (Megatron's sequence parallelism: their inputs reduce-scattered, their
+    outputs gathered), which is what fits."""
+    graph, x, cluster = megatron_step(sequences=2)
 
     def layer_norms(plan):
         return {sig for op, sig in plan.signatures if op == "layer_norm"}
@@ -253,15 +259,7 @@ def test_kept_in_place_prices_megatrons_tensor_parallelism_as_it_runs():
     for their compute (FSDP-like); in_place=True computes with them as stored: column- and
     row-parallel matmuls and the vocabulary-parallel embedding, as Megatron-LM runs them. The
     free plan is one of more choices, so never slower."""
-    from gpt_layouts import megatron
-
-    place = flow.placement("cpu", ranks=[[0, 1, 2, 3], [4, 5, 6, 7]])
-    with flow.device("meta"):
-        model = GPT(GPTConfig(256, 512, 2, 8, 256)).half()
-    model.to_global(place, lambda n, p: (B, megatron(n, p)))
-    opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
-    x = flow.zeros(8, 512, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
-    graph, cluster = TrainStep(model, opt), flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+    graph, x, cluster = megatron_step(sequences=8)
     free = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True)
     as_run = flow.auto_parallel.plan(graph, [x, x], cluster=cluster, keep=True, in_place=True)
     signatures = {sig for op, sig in as_run.signatures if op in ("matmul", "embedding")}
