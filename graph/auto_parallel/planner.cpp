@@ -109,7 +109,8 @@ std::vector<bool> fixed_derived(const Graph& g, const std::set<int>& fixed,
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed, bool merge_repeats, bool activations,
-                           double update_weight, double forward_weight, bool fixed_in_place) {
+                           double update_weight, double forward_weight, bool fixed_in_place,
+                           const std::function<std::string(int)>& name_of) {
   GraphProblem gp;
   gp.problem.memory_budget = memory_budget;
   const ClusterSpec& cluster = cache.cluster();
@@ -378,7 +379,18 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int id = n.inputs[k];
       if (id < 0 || !values[size_t(id)].is_global() || weight(id) == 0) continue;
-      const bool as_it_is = (n.op->inplace && k == 0) || (!once(i) && in_place[size_t(id)]);
+      const bool kept_read = !once(i) && in_place[size_t(id)];
+      if (kept_read && origin[size_t(id)].group < 0 &&
+          std::none_of(sigs.begin(), sigs.end(), [&](const NdSbpSignature& sig) {
+            return sig.in[k] == values[size_t(id)].nd_sbp;
+          }))
+        fail("auto_parallel", n.name(), " (node ", i, ") cannot read ",
+             name_of ? name_of(id) : "%" + std::to_string(id), " as it is kept, ",
+             values[size_t(id)].nd_sbp.str(), ": no signature of ", n.name(), " takes its input ",
+             k,
+             " so (in_place=True reads kept parameters as stored; keep "
+             "another layout, or plan without in_place)");
+      const bool as_it_is = (n.op->inplace && k == 0) || kept_read;
       read(
           id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id));
     }
@@ -477,7 +489,7 @@ Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set
           const PlanOptions& options, std::vector<Plan>* lighter) {
   const GraphProblem gp = build_problem(
       g, cache, memory_budget, fixed, options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
-      activations, options.update_weight, options.forward_weight, options.fixed_in_place);
+      activations, options.update_weight, options.forward_weight, options.fixed_in_place, name_of);
   check_fits(g, gp, memory_budget, fixed, name_of ? name_of : variable_label);
   const Solution s = solve(gp.problem);
   const auto plan_for = [&](const std::vector<int>& choice) {

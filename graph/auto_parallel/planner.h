@@ -61,11 +61,13 @@ struct GraphProblem {
 // the stage recomputes it in the backward. With `fixed_in_place`, the fixed variables are also
 // computed with as they are (no conversion between one, or a view or cast of one, and the
 // forward's and backward's ops reading it): a hand layout priced as it runs, Megatron's tensor
-// parallelism say, rather than with its weights gathered for the compute.
+// parallelism say, rather than with its weights gathered for the compute; an op that has no
+// signature reading a kept variable as stored raises, naming both (`name_of`, default "%<id>").
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed = {}, bool merge_repeats = true,
                            bool activations = true, double update_weight = 1.0,
-                           double forward_weight = 1.0, bool fixed_in_place = false);
+                           double forward_weight = 1.0, bool fixed_in_place = false,
+                           const std::function<std::string(int)>& name_of = nullptr);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 

@@ -328,3 +328,17 @@ def test_one_qkv_weight_in_megatrons_head_order_splits_by_head_without_an_all_to
         ).comm_seconds
     assert comm["head_major"] == pytest.approx(comm["separate"], rel=1e-9)
     assert comm["feature_major"] > 2 * comm["separate"]
+
+
+def test_a_kept_layout_no_op_can_read_as_stored_raises_naming_the_op_and_the_parameter():
+    four = flow.placement("cpu", ranks=[0, 1, 2, 3])
+    with flow.device("meta"):
+        model = GPT(GPTConfig(64, 32, 2, 4, 64))
+    model.to_global(four, lambda n, p: S(0) if n == "ln_f.weight" else B)
+    graph = TrainStep(model, flow.optim.SGD(model.parameters(), lr=1e-4))
+    x = flow.zeros(8, 32, dtype=flow.int64, device="meta", placement=four, sbp=S(0))
+    flow.auto_parallel.plan(graph, [x, x], keep=True)  # free to convert it: plans
+    with pytest.raises(
+        RuntimeError, match=r"layer_norm \(node \d+\) cannot read ln_f.weight as it is kept, S\(0\)"
+    ):
+        flow.auto_parallel.plan(graph, [x, x], keep=True, in_place=True)
