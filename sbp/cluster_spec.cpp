@@ -73,6 +73,10 @@ ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   s.device.mem_bandwidth = 2.039e12;  // HBM2e, 80 GB SXM
   s.device.mem_capacity = 80e9;
   s.device.compute_efficiency = 0.77;
+  // A kernel's launch, and a GEMM's ramp: a 1024^3 float16 GEMM (2.1 GFLOP) at about 80% of a
+  // large one's rate, as we recall cuBLAS's figures (not checked against a source here).
+  s.device.op_overhead = 4e-6;
+  s.device.half_efficiency_flops = 5e8;
   s.intra_node = {5e-6, 230e9};   // NVLink3: 600 GB/s bidirectional, 230 GB/s as NCCL's bus
   s.inter_node = {10e-6, 23e9};   // HDR InfiniBand 200 Gb/s per GPU, 23 GB/s as NCCL's bus
   s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup

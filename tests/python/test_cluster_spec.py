@@ -37,7 +37,7 @@ def test_presets_round_trip_through_json(make, tmp_path):
 
 def test_compute_reaches_its_efficiency_and_small_ops_less():
     spec = _C.ClusterSpec.a100_nvlink(1, 8)
-    spec.compute_efficiency, spec.half_efficiency_flops = 1.0, 0.0
+    spec.compute_efficiency, spec.half_efficiency_flops, spec.op_overhead = 1.0, 0.0, 0.0
     f = 2 * 4096**3  # a 4096^3 GEMM: 137 GFLOP, 100 MB in float16
     roofline = f / 312e12
     assert spec.compute(f, 3 * 4096**2 * 2, flow.float16) == pytest.approx(roofline)
