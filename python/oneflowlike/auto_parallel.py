@@ -251,6 +251,11 @@ class _Traced:
     thread as often as wanted: the C++ planner runs without the GIL."""
 
     def __init__(self, graph, inputs, keep, in_place=False):
+        if in_place and (keep is None or keep is False):
+            raise ValueError(
+                "[auto_parallel] in_place=True reads kept parameters as stored: name them with "
+                "keep= (or keep=True for all)"
+            )
         self.traced, _, _ = graph._trace(inputs, finish="finish_traced")
         self.in_place = bool(in_place)
         variables = _variables(graph)

@@ -338,6 +338,8 @@ def test_a_kept_layout_no_op_can_read_as_stored_raises_naming_the_op_and_the_par
     graph = TrainStep(model, flow.optim.SGD(model.parameters(), lr=1e-4))
     x = flow.zeros(8, 32, dtype=flow.int64, device="meta", placement=four, sbp=S(0))
     flow.auto_parallel.plan(graph, [x, x], keep=True)  # free to convert it: plans
+    with pytest.raises(ValueError, match=r"in_place=True reads kept parameters as stored"):
+        flow.auto_parallel.plan(graph, [x, x], in_place=True)  # nothing kept
     with pytest.raises(
         RuntimeError, match=r"layer_norm \(node \d+\) cannot read ln_f.weight as it is kept, S\(0\)"
     ):
