@@ -113,6 +113,19 @@ def vocabulary_parallel_cross_entropy(check, world):
         check(f"{name}: the forward moves only rows ({log})", max(sizes) <= 4 * rows)
         check(f"{name}: the gradient is split as the logits", x.grad.sbp == (flow.sbp.split(1),))
         check(f"{name}: gradient", np.allclose(x.grad.numpy(), x_local.grad.numpy(), atol=1e-6))
+    # (N, C, d) logits split by class, and a target no rank's classes hold: every rank names it.
+    wide = rng.standard_normal((3, classes, 4)).astype(np.float32)
+    targets = rng.integers(0, classes, (3, 4))
+    want = F.cross_entropy(flow.tensor(wide), flow.tensor(targets)).numpy()
+    x = flow.tensor(wide).to_global(ranks_1d, flow.sbp.broadcast).to_global(sbp=flow.sbp.split(1))
+    target = flow.tensor(targets).to_global(ranks_1d, flow.sbp.broadcast)
+    check("3-d logits split by class", np.allclose(F.cross_entropy(x, target).numpy(), want))
+    bad = flow.tensor(np.full((3, 4), classes)).to_global(ranks_1d, flow.sbp.broadcast)
+    try:
+        F.cross_entropy(x, bad).numpy()
+        check("a target out of every rank's classes raises", False)
+    except IndexError as e:
+        check(f"the error names the target ({e})", f"target {classes} is out of bounds" in str(e))
 
 
 if __name__ == "__main__":
