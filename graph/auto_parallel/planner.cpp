@@ -388,8 +388,8 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
              name_of ? name_of(id) : "%" + std::to_string(id), " as it is kept, ",
              values[size_t(id)].nd_sbp.str(), ": no signature of ", n.name(), " takes its input ",
              k,
-             " so (in_place=True reads kept parameters as stored; keep "
-             "another layout, or plan without in_place)");
+             " so (in_place=True reads kept parameters as stored; keep another layout, or plan "
+             "without in_place)");
       const bool as_it_is = (n.op->inplace && k == 0) || kept_read;
       read(
           id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id));
