@@ -64,11 +64,6 @@ def measure_mem_bandwidth(nbytes=64 << 20, repeat=10):
     return 2 * n * 4 / _mean(lambda: dst.copy_(src), repeat)
 
 
-def measure_gemm_flops(n=1024, repeat=8):
-    """FLOP/s of an fp32 n x n x n matmul (2 n^3 FLOPs)."""
-    return 2.0 * n**3 / measure_gemm_seconds(n, n, n, repeat)
-
-
 def measure_gemm_seconds(m, k, n, repeat=8):
     """Seconds of an fp32 (m, k) @ (k, n) matmul."""
     import oneflowlike as flow
