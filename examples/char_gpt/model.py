@@ -7,6 +7,7 @@ from typing import Optional
 import oneflowlike as flow
 import oneflowlike.nn as nn
 import oneflowlike.nn.functional as F
+from oneflowlike.utils.checkpoint import checkpoint
 
 
 @dataclass
@@ -19,6 +20,14 @@ class GPTConfig:
     n_head: int = 4
     n_embd: int = 128
     dropout: float = 0.0
+    # The attention core as one op (F.scaled_dot_product_attention: where its fused kernel serves,
+    # 16-bit on CUDA, the backward recomputes the attention probabilities and no (T, T) tensor is
+    # kept), or written out as nanoGPT's slow path (q k^T, causal mask, softmax, dropout, @ v).
+    fused_attention: bool = True
+    # With the written-out core: keep only its inputs and recompute it in the backward (Korthikanti
+    # et al. 2022's selective recomputation: the (T, T) tensors are most of a layer's activations
+    # and little of its FLOPs).
+    recompute_attention: bool = False
 
 
 class CausalSelfAttention(nn.Module):
@@ -29,6 +38,13 @@ class CausalSelfAttention(nn.Module):
         if cfg.n_embd % cfg.n_head != 0:
             raise ValueError(f"n_embd ({cfg.n_embd}) must be divisible by n_head ({cfg.n_head})")
         self.n_head = cfg.n_head
+        self.fused = cfg.fused_attention
+        self.recompute = cfg.recompute_attention
+        if not self.fused:
+            self.attn_drop = nn.Dropout(cfg.dropout)
+            future = flow.ones(cfg.block_size, cfg.block_size).triu(1) > 0
+            future = future.view(1, 1, cfg.block_size, cfg.block_size)
+            self.register_buffer("future", future, persistent=False)  # not in the state_dict
         self.query = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.key = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.value = nn.Linear(cfg.n_embd, cfg.n_embd)
@@ -42,9 +58,21 @@ class CausalSelfAttention(nn.Module):
         q = self.query(x).view(B, T, self.n_head, hd).transpose(1, 2)
         k = self.key(x).view(B, T, self.n_head, hd).transpose(1, 2)
         v = self.value(x).view(B, T, self.n_head, hd).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.fused:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif self.recompute:
+            y = checkpoint(self.core, q, k, v)
+        else:
+            y = self.core(q, k, v)
         y = y.transpose(1, 2).reshape(B, T, C)
         return self.resid_drop(self.proj(y))
+
+    def core(self, q, k, v):
+        """softmax(q k^T / sqrt(hd), the future masked) @ v, written out."""
+        T = q.size(-2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+        att = att.masked_fill(self.future[:, :, :T, :T], float("-inf"))
+        return self.attn_drop(F.softmax(att, dim=-1)) @ v
 
 
 class MLP(nn.Module):

@@ -156,6 +156,44 @@ def test_under_a_budget_megatrons_layout_takes_sequence_parallel_layer_norms():
     assert sequence_split in layer_norms(tight)
 
 
+@pytest.mark.parametrize("t", [1, 4])
+def test_a_layers_activations_are_korthikantis_and_selective_recomputation_drops_the_core(t):
+    """Korthikanti et al. 2022 (eq. 2): a layer of 16-bit activations on t tensor-parallel devices
+    keeps s b h (10 + 24 / t + 5 a s / (h t)) bytes, and with the attention core recomputed
+    (selective recomputation) s b h (10 + 24 / t). Beyond their count: the layer norms' float32
+    mean and reciprocal deviation, 16 bytes a token. Measured as what a second layer adds to the
+    planned step's memory (Megatron's layout kept in place, dropout on); the recomputed core costs
+    compute."""
+    from gpt_layouts import megatron
+
+    b, s, h, a = 2, 64, 64, 4
+    place = flow.placement("cpu", ranks=[list(range(t))])
+
+    def planned(layers, activations, recompute_attention=False):
+        cfg = GPTConfig(64, s, layers, a, h, 0.1, False, recompute_attention)
+        with flow.device("meta"):
+            model = GPT(cfg).half()
+        model.to_global(place, lambda n, p: (B, megatron(n, p)))
+        step = TrainStep(model, flow.optim.SGD(model.parameters(), lr=0.1))
+        x = flow.zeros(b, s, dtype=flow.int64, device="meta", placement=place, sbp=(S(0), B))
+        cluster = flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+        return flow.auto_parallel.plan(
+            step, [x, x], cluster=cluster, keep=True, in_place=True, activations=activations
+        )
+
+    state = {layers: planned(layers, False).memory_bytes for layers in (1, 2)}
+    kept = [planned(layers, True) for layers in (1, 2)]
+    selective = [planned(layers, True, recompute_attention=True) for layers in (1, 2)]
+
+    def layer(plans):
+        return (plans[1].memory_bytes - state[2]) - (plans[0].memory_bytes - state[1])
+
+    norms = 16 * s * b
+    assert layer(kept) == s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + norms
+    assert layer(selective) == s * b * h * (10 + 24 / t) + norms
+    assert selective[1].compute_seconds > kept[1].compute_seconds
+
+
 def test_a_bare_module_plans_its_forward():
     model, _, _, batch = meta_step()
     plan = flow.auto_parallel.plan(model, batch)

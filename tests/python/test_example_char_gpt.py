@@ -112,3 +112,49 @@ def test_generate_runs_nanogpts_loop_top_k_softmax_multinomial_cat():
             logits = model(flow.tensor(want))[0][:, -1, :].numpy()
             want = np.concatenate([want, logits.argmax(axis=1)[:, None]], axis=1)
         np.testing.assert_array_equal(greedy, want)
+
+
+def _written_out(recompute, dropout=0.2):
+    """A 2-layer GPT with nanoGPT's written-out attention (its core recomputed in the backward or
+    not), every instance from the same seed."""
+    from char_gpt.model import GPTConfig
+
+    flow.manual_seed(0)
+    cfg = GPTConfig(11, 8, 2, 2, 16, dropout, fused_attention=False, recompute_attention=recompute)
+    return GPT(cfg)
+
+
+def test_written_out_attention_matches_the_fused_op():
+    from char_gpt.model import GPTConfig
+
+    flow.manual_seed(0)
+    fused = GPT(GPTConfig(11, 8, 2, 2, 16))
+    written = _written_out(False, dropout=0.0)
+    written.load_state_dict(fused.state_dict())
+    idx = flow.tensor([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]])
+    np.testing.assert_allclose(written(idx)[0].numpy(), fused(idx)[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_selective_recomputation_gives_the_same_gradients_eagerly_and_in_a_graph():
+    """Recomputing the attention core (its dropout drawing the forward's values again) changes
+    what the backward keeps, not what it computes: eager gradients, and a graph step's update."""
+    sys.path.insert(0, str(ROOT / "examples" / "parallel"))
+    from gpt_layouts import TrainStep
+
+    idx = flow.tensor([[1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1]])
+    grads, updated = {}, {}
+    for recompute in (False, True):
+        model = _written_out(recompute)
+        flow.manual_seed(1)
+        model(idx, idx)[1].backward()
+        grads[recompute] = {n: p.grad.numpy() for n, p in model.named_parameters()}
+        model = _written_out(recompute)
+        step = TrainStep(model, flow.optim.SGD(model.parameters(), lr=0.5))
+        flow.manual_seed(1)
+        for _ in range(2):
+            step(idx, idx)
+        updated[recompute] = {n: p.numpy() for n, p in model.named_parameters()}
+    for n, g in grads[False].items():
+        np.testing.assert_allclose(grads[True][n], g, rtol=1e-5, atol=1e-6, err_msg=n)
+        np.testing.assert_allclose(updated[True][n], updated[False][n], rtol=1e-5, atol=1e-6)
+    assert any(np.abs(g).max() > 0 for g in grads[False].values())
