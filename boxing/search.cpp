@@ -81,11 +81,14 @@ BoxingPlan finish(std::vector<BoxingStep> steps) {
 
 }  // namespace
 
-std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, const Placement& p,
-                                              const NdSbp& from, const NdSbp& to,
-                                              const ClusterSpec& cluster) {
-  if (from == to) return BoxingPlan{};
-  const std::vector<Sbp> cands = candidate_sbps(shape, from, to);
+namespace {
+
+// Dijkstra from `from` over the layouts reachable with `cands` on each axis, until `to` (or, when
+// `to` is null, every reachable layout) is settled. Settled layouts in order with their plans.
+std::vector<std::pair<NdSbp, BoxingPlan>> search(const Shape& shape, DType dtype,
+                                                 const Placement& p, const NdSbp& from,
+                                                 const NdSbp* to, const std::vector<Sbp>& cands,
+                                                 const ClusterSpec& cluster) {
   GroupsMemo groups(p, cluster);
   std::vector<NdSbp> states = {from};
   std::unordered_map<NdSbp, int> ids = {{from, 0}};
@@ -93,6 +96,7 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
   std::vector<int> prev = {-1};
   std::vector<BoxingStep> via = {BoxingStep{}};
   std::vector<bool> done = {false};
+  std::vector<int> settled;
   using Item = std::pair<Cost, int>;
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
   queue.push({best[0], 0});
@@ -102,7 +106,8 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
     queue.pop();
     if (done[size_t(u)]) continue;
     done[size_t(u)] = true;
-    if (states[size_t(u)] == to) break;
+    settled.push_back(u);
+    if (to != nullptr && states[size_t(u)] == *to) break;
     const NdSbp x = states[size_t(u)];
     for (int64_t k = 0; k < n; ++k) {
       std::vector<int64_t> axes;
@@ -134,13 +139,37 @@ std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, c
       }
     }
   }
-  auto it = ids.find(to);
-  if (it == ids.end()) return std::nullopt;
-  std::vector<BoxingStep> steps;
-  for (int v = it->second; prev[size_t(v)] >= 0; v = prev[size_t(v)])
-    steps.push_back(via[size_t(v)]);
-  std::reverse(steps.begin(), steps.end());
-  return finish(std::move(steps));
+  std::vector<std::pair<NdSbp, BoxingPlan>> out;
+  for (int s : settled) {
+    if (to != nullptr && !(states[size_t(s)] == *to)) continue;
+    std::vector<BoxingStep> steps;
+    for (int v = s; prev[size_t(v)] >= 0; v = prev[size_t(v)]) steps.push_back(via[size_t(v)]);
+    std::reverse(steps.begin(), steps.end());
+    out.emplace_back(states[size_t(s)], finish(std::move(steps)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype, const Placement& p,
+                                              const NdSbp& from, const NdSbp& to,
+                                              const ClusterSpec& cluster) {
+  if (from == to) return BoxingPlan{};
+  auto found = search(shape, dtype, p, from, &to, candidate_sbps(shape, from, to), cluster);
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front().second);
+}
+
+std::vector<std::pair<NdSbp, BoxingPlan>> plans_from(const Shape& shape, DType dtype,
+                                                     const Placement& p, const NdSbp& from,
+                                                     const NdSbp& to, const ClusterSpec& cluster) {
+  const std::vector<Sbp> cands = candidate_sbps(shape, from, to);
+  auto found = search(shape, dtype, p, from, nullptr, cands, cluster);
+  // A layout the search for it would have run with other candidates is left out.
+  std::erase_if(found,
+                [&](const auto& f) { return candidate_sbps(shape, from, f.first) != cands; });
+  return found;
 }
 
 BoxingPlan fallback_plan(const Shape& shape, DType dtype, const Placement& from_p,
@@ -208,6 +237,19 @@ std::shared_ptr<const BoxingPlan> PlanCache::get(const Shape& shape, DType dtype
       return it->second;
     }
     ++misses_;
+  }
+  if (from_p == to_p && !(from == to)) {
+    // One search from `from` settles the plans to every layout it reaches: keep them all (the
+    // planner asks for many layouts from each source).
+    validate_sbp("boxing", shape, from, from_p);
+    validate_sbp("boxing", shape, to, to_p);
+    auto found = plans_from(shape, dtype, from_p, from, to, cluster_);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [layout, plan] : found)
+      plans_.try_emplace(Key{shape, dtype, from_p, from, to_p, layout},
+                         std::make_shared<const BoxingPlan>(std::move(plan)));
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
   }
   auto plan = std::make_shared<const BoxingPlan>(
       plan_boxing(shape, dtype, from_p, from, to_p, to, cluster_));

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "boxing/plan.h"
 #include "core/dtype.h"
@@ -29,6 +31,11 @@ BoxingPlan plan_boxing(const Shape& shape, DType dtype, const Placement& from_p,
 std::optional<BoxingPlan> plan_same_placement(const Shape& shape, DType dtype,
                                               const Placement& placement, const NdSbp& from,
                                               const NdSbp& to, const ClusterSpec& cluster);
+// The min-cost same-placement plans from `from` to every layout one search for `to` settles
+// (itself included when reachable): what plan_same_placement gives for each of them.
+std::vector<std::pair<NdSbp, BoxingPlan>> plans_from(const Shape& shape, DType dtype,
+                                                     const Placement& placement, const NdSbp& from,
+                                                     const NdSbp& to, const ClusterSpec& cluster);
 // The cheapest cross-placement plan: reshard on the source, send_recv, reshard on the target.
 std::optional<BoxingPlan> plan_cross_placement(const Shape& shape, DType dtype,
                                                const Placement& from_p, const NdSbp& from,

@@ -308,9 +308,30 @@ TEST(Boxing, PlanCacheHitsOnSecondCall) {
   auto b = cache.get({8, 8}, DType::kFloat32, p, NdSbp::parse("S(0)"), p, NdSbp::parse("B"));
   EXPECT_EQ(cache.hits(), 1);
   EXPECT_EQ(a.get(), b.get());
+  // One search from S(0) settled its plan to S(1) too.
+  cache.get({8, 8}, DType::kFloat32, p, NdSbp::parse("S(0)"), p, NdSbp::parse("S(1)"));
+  EXPECT_EQ(cache.hits(), 2);
   cache.get({8, 8}, DType::kFloat16, p, NdSbp::parse("S(0)"), p, NdSbp::parse("B"));
   EXPECT_EQ(cache.misses(), 2);
-  EXPECT_EQ(cache.size(), 2u);
+}
+
+// The cache keeps every plan one search settles: each is the plan a search for it alone finds,
+// between any two layouts of a 2x2 mesh, partial sums and maxima included.
+TEST(Boxing, PlanCacheGivesWhatEachSearchAloneFinds) {
+  PlanCache cache(kCpu4);
+  const Placement p = mesh2x2();
+  const Shape shape{8, 6, 4};
+  std::vector<NdSbp> layouts;
+  for (const char* a : {"B", "S(0)", "S(1)", "S(2)", "P(sum)", "P(max)"})
+    for (const char* b : {"B", "S(0)", "S(1)", "S(2)", "P(sum)", "P(max)"})
+      layouts.push_back(NdSbp::parse(std::string("(") + a + ", " + b + ")"));
+  for (const NdSbp& from : layouts)
+    for (const NdSbp& to : layouts) {
+      const BoxingPlan alone = plan_boxing(shape, DType::kFloat32, p, from, p, to, kCpu4);
+      const auto cached = cache.get(shape, DType::kFloat32, p, from, p, to);
+      EXPECT_EQ(cached->str(), alone.str()) << from.str() << " -> " << to.str();
+    }
+  EXPECT_GT(cache.hits(), cache.misses());
 }
 
 TEST(Boxing, PlanStrIsReadable) {
