@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace ofl::internal {
@@ -142,16 +144,45 @@ double ClusterSpec::ring_beta(const std::vector<int>& group) const {
   return ring_beta_of(spread(group));
 }
 
-double ClusterSpec::all_gather(const std::vector<int>& group, double bytes) const {
+double MeasuredCurve::operator()(double x) const {
+  if (at.empty()) return 0;
+  if (x <= at.front() || at.size() == 1) return seconds.front();
+  size_t i = size_t(std::upper_bound(at.begin(), at.end(), x) - at.begin());
+  i = std::min(i, at.size() - 1);  // past the last point: the last segment, extended
+  const double rate = (seconds[i] - seconds[i - 1]) / (at[i] - at[i - 1]);
+  return std::max(seconds[i - 1] + (x - at[i - 1]) * rate, 0.0);
+}
+
+const MeasuredCurve* ClusterSpec::measured(const std::string& kind, size_t size,
+                                           const Spread& spread) const {
+  if (spread.nodes > 1) return nullptr;
+  for (const MeasuredCollective& m : measured_collectives)
+    if (m.kind == kind && size_t(m.group) == size) return &m.curve;
+  return nullptr;
+}
+
+namespace {
+
+// A ring collective of p - 1 hops, each moving a p-th of `bytes`: all_gather, reduce_scatter
+// and all_to_all alike (all_to_all's p - 1 rounds each move one block).
+double ring_pass(const ClusterSpec& c, const std::vector<int>& group, double bytes,
+                 const char* kind) {
   const double p = double(group.size());
   if (p <= 1) return 0;
-  const Spread s = spread(group);
-  const double alpha = s.nodes > 1 ? inter_node.alpha : intra_node.alpha;
-  return collective_overhead + (p - 1) * (alpha + bytes / p / ring_beta_of(s));
+  const ClusterSpec::Spread s = c.spread(group);
+  if (const MeasuredCurve* m = c.measured(kind, group.size(), s)) return (*m)(bytes);
+  const double alpha = s.nodes > 1 ? c.inter_node.alpha : c.intra_node.alpha;
+  return c.collective_overhead + (p - 1) * (alpha + bytes / p / c.ring_beta_of(s));
+}
+
+}  // namespace
+
+double ClusterSpec::all_gather(const std::vector<int>& group, double bytes) const {
+  return ring_pass(*this, group, bytes, "all_gather");
 }
 
 double ClusterSpec::reduce_scatter(const std::vector<int>& group, double bytes) const {
-  return all_gather(group, bytes);
+  return ring_pass(*this, group, bytes, "reduce_scatter");
 }
 
 double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) const {
@@ -161,6 +192,7 @@ double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) cons
   const double p = double(group.size());
   if (p <= 1) return 0;
   const Spread s = spread(group);
+  if (const MeasuredCurve* m = measured("all_reduce", group.size(), s)) return (*m)(bytes);
   const double alpha = s.nodes > 1 ? inter_node.alpha : intra_node.alpha, beta = ring_beta_of(s);
   const double ring = 2 * (p - 1) * (alpha + bytes / p / beta);
   if (!tree_all_reduce) return collective_overhead + ring;
@@ -171,8 +203,7 @@ double ClusterSpec::all_reduce(const std::vector<int>& group, double bytes) cons
 }
 
 double ClusterSpec::all_to_all(const std::vector<int>& group, double bytes) const {
-  // p-1 rounds, each moving one 1/p block of the buffer.
-  return all_gather(group, bytes);
+  return ring_pass(*this, group, bytes, "all_to_all");
 }
 
 double ClusterSpec::broadcast(const std::vector<int>& group, double bytes) const {
@@ -238,6 +269,50 @@ std::string num(double v) {
   return buf;
 }
 
+const char* const kMeasuredKinds[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+
+// One entry of "collectives": {"kind": ..., "group": g, "bytes": [...], "seconds": [...]}, the
+// sizes increasing and every number finite and not negative.
+MeasuredCollective measured_from_json(const nlohmann::json& j, size_t index) {
+  const std::string where = "\"collectives\"[" + std::to_string(index) + "]";
+  if (!j.is_object()) fail("ClusterSpec::from_json", where, " is not an object");
+  for (const char* key : {"kind", "group", "bytes", "seconds"})
+    if (!j.contains(key)) fail("ClusterSpec::from_json", where, " has no \"", key, "\"");
+  MeasuredCollective m;
+  if (!j["kind"].is_string()) fail("ClusterSpec::from_json", where, ": \"kind\" is not a string");
+  m.kind = j["kind"].get<std::string>();
+  if (std::find(std::begin(kMeasuredKinds), std::end(kMeasuredKinds), m.kind) ==
+      std::end(kMeasuredKinds))
+    fail("ClusterSpec::from_json", where, ": unknown collective \"", m.kind,
+         "\" (all_reduce, all_gather, reduce_scatter or all_to_all)");
+  const nlohmann::json& g = j["group"];
+  if (!g.is_number_integer() || g.get<int64_t>() < 2 || g.get<int64_t>() > (1 << 24))
+    fail("ClusterSpec::from_json", where, ": \"group\" must be a whole number of ranks >= 2");
+  m.group = g.get<int>();
+  auto numbers = [&](const char* key) {
+    const nlohmann::json& a = j[key];
+    if (!a.is_array() || a.empty())
+      fail("ClusterSpec::from_json", where, ": \"", key, "\" is not a list of numbers");
+    std::vector<double> out;
+    for (const nlohmann::json& v : a) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        fail("ClusterSpec::from_json", where, ": \"", key, "\" holds ", v.dump(),
+             ", not a finite number >= 0");
+      out.push_back(v.get<double>());
+    }
+    return out;
+  };
+  m.curve.at = numbers("bytes");
+  m.curve.seconds = numbers("seconds");
+  if (m.curve.at.size() != m.curve.seconds.size())
+    fail("ClusterSpec::from_json", where, ": ", m.curve.at.size(), " sizes but ",
+         m.curve.seconds.size(), " times");
+  if (std::adjacent_find(m.curve.at.begin(), m.curve.at.end(), std::greater_equal<>()) !=
+      m.curve.at.end())
+    fail("ClusterSpec::from_json", where, ": \"bytes\" must increase");
+  return m;
+}
+
 }  // namespace
 
 std::string ClusterSpec::to_json() const {
@@ -248,74 +323,69 @@ std::string ClusterSpec::to_json() const {
      << ",\n  \"tree_all_reduce\": " << (tree_all_reduce ? 1 : 0);
   ClusterSpec& self = const_cast<ClusterSpec&>(*this);
   for (const NumField& f : kFields) os << ",\n  \"" << f.key << "\": " << num(*field_ptr(self, f));
+  if (!measured_collectives.empty()) {
+    os << ",\n  \"collectives\": [";
+    for (size_t k = 0; k < measured_collectives.size(); ++k) {
+      const MeasuredCollective& m = measured_collectives[k];
+      auto list = [&](const std::vector<double>& v) {
+        std::string out;
+        for (double x : v) out += (out.empty() ? "" : ", ") + num(x);
+        return "[" + out + "]";
+      };
+      os << (k ? "," : "") << "\n    {\"kind\": \"" << m.kind << "\", \"group\": " << m.group
+         << ", \"bytes\": " << list(m.curve.at) << ", \"seconds\": " << list(m.curve.seconds)
+         << "}";
+    }
+    os << "\n  ]";
+  }
   os << "\n}\n";
   return os.str();
 }
 
 ClusterSpec ClusterSpec::from_json(const std::string& json) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    fail("ClusterSpec::from_json", "not valid JSON: ", e.what());
+  }
+  if (!j.is_object()) fail("ClusterSpec::from_json", "expected a JSON object");
   ClusterSpec s;
-  size_t i = json.find('{');
-  if (i == std::string::npos) fail("ClusterSpec::from_json", "expected a JSON object");
-  auto skip = [&] {
-    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
-  };
-  auto string_at = [&]() {
-    skip();
-    if (i >= json.size() || json[i] != '"')
-      fail("ClusterSpec::from_json", "expected a string at ", i);
-    size_t end = json.find('"', i + 1);
-    if (end == std::string::npos) fail("ClusterSpec::from_json", "unterminated string");
-    std::string out = json.substr(i + 1, end - i - 1);
-    i = end + 1;
-    return out;
-  };
-  ++i;
-  for (;;) {
-    skip();
-    if (i < json.size() && json[i] == '}') break;
-    std::string key = string_at();
-    skip();
-    if (i >= json.size() || json[i] != ':')
-      fail("ClusterSpec::from_json", "expected ':' after \"", key, "\"");
-    ++i;
-    skip();
+  for (const auto& [key, value] : j.items()) {
     if (key == "name") {
-      s.name = string_at();
-    } else {
-      size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(json.substr(i), &used);
-      } catch (const std::exception&) {
-        fail("ClusterSpec::from_json", "\"", key, "\" is not a number");
-      }
-      i += used;
-      bool known = true;
-      // A count: a positive whole number an int holds (a damaged file's 1e300 is not one).
-      auto count = [&] {
-        if (!(v >= 1 && v <= double(std::numeric_limits<int>::max()) && v == std::floor(v)))
-          fail("ClusterSpec::from_json", "\"", key, "\" must be a positive whole number, got ", v);
-        return int(v);
-      };
-      if (key == "nodes")
-        s.nodes = count();
-      else if (key == "devices_per_node")
-        s.devices_per_node = count();
-      else if (key == "nics_per_node")
-        s.nics_per_node = count();
-      else if (key == "tree_all_reduce") {
-        if (v != 0 && v != 1) fail("ClusterSpec::from_json", "\"tree_all_reduce\" must be 0 or 1");
-        s.tree_all_reduce = v == 1;
-      } else {
-        auto it = std::find_if(std::begin(kFields), std::end(kFields),
-                               [&](const NumField& f) { return key == f.key; });
-        known = it != std::end(kFields);
-        if (known) *field_ptr(s, *it) = v;
-      }
-      if (!known) fail("ClusterSpec::from_json", "unknown key \"", key, "\"");
+      if (!value.is_string()) fail("ClusterSpec::from_json", "\"name\" is not a string");
+      s.name = value.get<std::string>();
+      continue;
     }
-    skip();
-    if (i < json.size() && json[i] == ',') ++i;
+    if (key == "collectives") {
+      if (!value.is_array()) fail("ClusterSpec::from_json", "\"collectives\" is not a list");
+      for (size_t k = 0; k < value.size(); ++k)
+        s.measured_collectives.push_back(measured_from_json(value[k], k));
+      continue;
+    }
+    if (!value.is_number()) fail("ClusterSpec::from_json", "\"", key, "\" is not a number");
+    const double v = value.get<double>();
+    // A count: a positive whole number an int holds (a damaged file's 1e300 is not one).
+    auto count = [&] {
+      if (!(v >= 1 && v <= double(std::numeric_limits<int>::max()) && v == std::floor(v)))
+        fail("ClusterSpec::from_json", "\"", key, "\" must be a positive whole number, got ", v);
+      return int(v);
+    };
+    if (key == "nodes") {
+      s.nodes = count();
+    } else if (key == "devices_per_node") {
+      s.devices_per_node = count();
+    } else if (key == "nics_per_node") {
+      s.nics_per_node = count();
+    } else if (key == "tree_all_reduce") {
+      if (v != 0 && v != 1) fail("ClusterSpec::from_json", "\"tree_all_reduce\" must be 0 or 1");
+      s.tree_all_reduce = v == 1;
+    } else {
+      auto it = std::find_if(std::begin(kFields), std::end(kFields),
+                             [&](const NumField& f) { return key == f.key; });
+      if (it == std::end(kFields)) fail("ClusterSpec::from_json", "unknown key \"", key, "\"");
+      *field_ptr(s, *it) = v;
+    }
   }
   return s;
 }

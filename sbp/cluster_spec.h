@@ -37,6 +37,25 @@ struct LinkSpec {
   bool operator==(const LinkSpec&) const = default;
 };
 
+// Seconds measured at increasing sizes (bytes, FLOPs): between two points the line through
+// them; below the first, the first's time (latency bounds a small one); past the last, the last
+// segment's rate.
+struct MeasuredCurve {
+  std::vector<double> at, seconds;
+  double operator()(double x) const;
+  bool operator==(const MeasuredCurve&) const = default;
+};
+
+// A collective timed over groups of `group` ranks on one node, every such group of the ranks at
+// once (as a mesh axis's groups run), at several buffer sizes (bytes as ClusterSpec's
+// collectives count them). `kind`: all_reduce, all_gather, reduce_scatter or all_to_all.
+struct MeasuredCollective {
+  std::string kind;
+  int group = 0;
+  MeasuredCurve curve;
+  bool operator==(const MeasuredCollective&) const = default;
+};
+
 struct ClusterSpec {
   std::string name = "custom";
   int nodes = 1;
@@ -55,6 +74,9 @@ struct ClusterSpec {
   // Whether an all_reduce may run as a tree (NCCL's double binary tree: 2 log2(p) latencies
   // where a ring takes 2 (p - 1)), priced at whichever of the two is faster; Gloo's rings only.
   bool tree_all_reduce = false;
+  // Collectives as measured (profile_cluster): a group of a measured size inside one node is
+  // priced by its curve instead of the alpha-beta formulas below (which price the rest).
+  std::vector<MeasuredCollective> measured_collectives;
 
   // Gloo over TCP loopback on this machine, measured roughly (2 GB/s, 60 us, 100 GFLOP/s fp32).
   static ClusterSpec cpu_loopback(int world);
@@ -83,6 +105,8 @@ struct ClusterSpec {
   // most the intra-node link's.
   double ring_beta(const std::vector<int>& group) const;
   double ring_beta_of(const Spread& spread) const;
+  // The curve of `kind` over a group of `size` ranks on one node, or null.
+  const MeasuredCurve* measured(const std::string& kind, size_t size, const Spread& spread) const;
 
   // Alpha-beta costs in seconds over `group`: rings at ring_beta, with the slowest link's alpha
   // per hop; all_reduce the faster of a ring and, where tree_all_reduce, a tree. `bytes` is each

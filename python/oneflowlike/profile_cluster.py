@@ -16,8 +16,19 @@ wide). Compute is timed with every rank busy, averaged over calls, so that a ran
 is its fair share of the cores: a rank that raced ahead waits at the next collective for the
 others, and the two add up to that share (an all_reduce timed on one rank right after compute
 looks slower by what the others still computed, which the compute already counts). The local
-link is written as both intra- and inter-node. Peaks not measured (fp64, fp16, int) keep the
-cpu_loopback preset's ratios to fp32.
+link is written as both intra- and inter-node.
+
+With --table it also times each collective (all_reduce, all_gather, reduce_scatter, all_to_all)
+over every group size that divides the ranks, every group of that size running at once as a mesh
+axis's groups do, at 4 KiB to 4 MiB, made non-decreasing in size: the spec's "collectives" table.
+The cost model prices a group of a measured size by interpolating it, and the rest by the
+alpha-beta fit. The launcher's measurement leaves it out: on 4 ranks over 2 cores, collectives
+timed alone took 5 to 10 ms at every size up to 512 KiB, pairs about as long as the whole ring,
+and inside a training step they take less, so the table priced bench_parallel's steps 26% and
+33% off (median) where the fit is within 2 to 10%, and the signatures it chose ran 1.3 to 2.9x
+slower (dp eager 95 to 280 ms, tp graph 111 to 206 ms).
+
+Peaks not measured (fp64, fp16, int) keep the cpu_loopback preset's ratios to fp32.
 
 The launcher measures on first use: a one-node job of several CPU ranks without OFL_CLUSTER_SPEC
 gets this machine's spec for its rank count (`cached`), measured once and kept in
@@ -123,6 +134,72 @@ def _time_all_reduce(flow, numel, iters):
     return statistics.mean(times)  # a step pays every collective, the slow ones too
 
 
+# The collectives timed for the spec's table, the buffer sizes (ClusterSpec's count: the
+# gathered output of all_gather, the input of the others) and the calls timed at each.
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+TABLE_SIZES = ((4 << 10, 40), (64 << 10, 30), (512 << 10, 15), (4 << 20, 6))
+
+
+def group_sizes(world):
+    """The group sizes a plan's collectives run over on `world` local ranks: every divisor > 1
+    (a mesh axis's groups)."""
+    return [g for g in range(2, world + 1) if world % g == 0]
+
+
+def _time_collective(flow, kind, group, size, nbytes, iters):
+    """Mean seconds of `kind` over `group` (of `size` ranks) on a buffer of nbytes."""
+    dist = flow.distributed
+    x = flow.ones(max(nbytes // 4 // (size if kind == "all_gather" else 1), size))
+    call = {
+        "all_reduce": lambda: dist.all_reduce(x, group=group),
+        "all_gather": lambda: dist.all_gather(x, group=group),
+        "reduce_scatter": lambda: dist.reduce_scatter(x, group=group),
+        "all_to_all": lambda: dist.all_to_all(x, group=group),
+    }[kind]
+    call()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    return (time.perf_counter() - t0) / iters
+
+
+def nondecreasing(times):
+    """The least-squares fit of `times` that never decreases (pool adjacent violators): a larger
+    buffer is not faster, and on shared cores single times swing by 2x either way."""
+    blocks = []  # [mean, count]
+    for t in times:
+        blocks.append([t, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (a, n), (b, m) = blocks.pop(-2), blocks.pop()
+            blocks.append([(a * n + b * m) / (n + m), n + m])
+    return [mean for mean, count in blocks for _ in range(count)]
+
+
+def measure_collective_table(flow):
+    """[{"kind", "group", "bytes", "seconds"}]: each collective over every group size, all the
+    world's groups of that size (contiguous ranks) at once, at TABLE_SIZES; a rank's own
+    times (rank 0's are reported)."""
+    dist = flow.distributed
+    world, rank = dist.get_world_size(), dist.get_rank()
+    table = []
+    for size in group_sizes(world):
+        first = rank // size * size
+        mine = dist.new_group(range(first, first + size)) if size < world else None
+        for kind in COLLECTIVES:
+            seconds = nondecreasing(
+                [
+                    _time_collective(flow, kind, mine, size, nbytes, iters)
+                    for nbytes, iters in TABLE_SIZES
+                ]
+            )
+            table.append(
+                {"kind": kind, "group": size, "bytes": [b for b, _ in TABLE_SIZES],
+                 "seconds": seconds}
+            )  # fmt: skip
+    return table
+
+
 def measure_op_overhead(iters=2000):
     """Seconds per call of a one-element add: what starting an op costs beyond its work."""
     import oneflowlike as flow
@@ -139,6 +216,7 @@ def _worker(args):
     dist.init()
     small = _time_all_reduce(flow, args.small_bytes // 4, args.small_iters)
     large = _time_all_reduce(flow, args.large_bytes // 4, args.large_iters)
+    table = measure_collective_table(flow) if args.table else []
     dist.barrier()  # every rank computes at once: a rank's share of the cores
     flops, half_efficiency = measure_gemm()
     dist.barrier()
@@ -149,12 +227,13 @@ def _worker(args):
         out = {"world": dist.get_world_size(), "t_small": small, "t_large": large}
         out.update(flops_fp32=flops, mem_bandwidth=bandwidth)
         out.update(half_efficiency_flops=half_efficiency)
-        out.update(op_overhead=overhead)
+        out.update(op_overhead=overhead, collectives=table)
         print(_TAG + json.dumps(out), flush=True)
     dist.barrier()
 
 
-def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, timeout=120):
+def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, table=False,
+                        timeout=120):  # fmt: skip
     """The ranks' measurements: world, t_small and t_large (mean all_reduce seconds over nproc
     local ranks), and rank 0's flops_fp32 and mem_bandwidth while every rank measured them."""
     env = {k: v for k, v in os.environ.items() if k not in JOB_ENV_VARS}
@@ -164,7 +243,7 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
         "--rdzv_timeout", "30", "-m", "oneflowlike.profile_cluster", "--worker",
         "--small_bytes", str(small_bytes), "--large_bytes", str(large_bytes),
         "--small_iters", str(small_iters), "--large_iters", str(large_iters),
-    ]  # fmt: skip
+    ] + (["--table"] if table else [])  # fmt: skip
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     for line in r.stdout.splitlines():
         if line.startswith(_TAG):
@@ -175,14 +254,17 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
     )
 
 
-def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, large_iters=10):
-    """A ClusterSpec measured on this machine, and a dict of the raw measurements."""
+def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, large_iters=10,
+            table=False):  # fmt: skip
+    """A ClusterSpec measured on this machine, and a dict of the raw measurements. With `table`,
+    the spec also carries each collective's times over every group size (measure_collective_table),
+    which price those groups in place of the alpha-beta fit."""
     from . import _C
 
     spec = _C.ClusterSpec.cpu_loopback(nproc)
     base_fp32 = spec.flops_fp32
     spec.name = "measured"
-    raw = measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters)
+    raw = measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iters, table)
     scale = raw["flops_fp32"] / base_fp32
     spec.flops_fp32 = raw["flops_fp32"]
     spec.flops_fp64 *= scale
@@ -197,6 +279,10 @@ def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, la
     spec.intra_alpha = spec.inter_alpha = alpha
     spec.intra_beta = spec.inter_beta = beta
     spec.collective_overhead = 0.0  # the measured alpha includes starting a collective
+    if raw["collectives"]:  # set through the JSON, which checks the table
+        fields = json.loads(spec.to_json())
+        fields["collectives"] = raw["collectives"]
+        spec = _C.ClusterSpec.from_json(json.dumps(fields))
     return spec, raw
 
 
@@ -275,6 +361,11 @@ def main(argv=None):
     p.add_argument("--large_bytes", type=int, default=16 << 20)
     p.add_argument("--small_iters", type=int, default=200)
     p.add_argument("--large_iters", type=int, default=10)
+    p.add_argument(
+        "--table",
+        action="store_true",
+        help="also time each collective over every group size, to price them by (see above)",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -283,8 +374,9 @@ def main(argv=None):
         p.error("--nproc must be at least 2 to measure a link")
     t0 = time.perf_counter()
     spec, raw = profile(
-        args.nproc, args.small_bytes, args.large_bytes, args.small_iters, args.large_iters
-    )
+        args.nproc, args.small_bytes, args.large_bytes, args.small_iters, args.large_iters,
+        args.table,
+    )  # fmt: skip
     spec.save(args.out)
     print(f"memory bandwidth  {raw['mem_bandwidth'] / 1e9:.2f} GB/s (copy, read + write)")
     print(f"fp32 GEMM         {raw['flops_fp32'] / 1e9:.2f} GFLOP/s (1024^3 matmul)")
@@ -300,6 +392,9 @@ def main(argv=None):
     print(f"link alpha        {raw['alpha'] * 1e6:.1f} us")
     print(f"link beta         {raw['beta'] / 1e9:.2f} GB/s")
     print(f"op overhead       {spec.op_overhead * 1e6:.2f} us per op")
+    for kind, group, sizes, seconds in spec.measured_collectives:
+        times = ", ".join(f"{t * 1e3:.2f} ms at {int(b) >> 10} KiB" for b, t in zip(sizes, seconds))
+        print(f"{kind} x{group}: {times}")
     print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s")
 
 

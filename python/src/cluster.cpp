@@ -48,6 +48,17 @@ void bind_cluster(py::module_& m) {
       .def_property_readonly("world", &ClusterSpec::world)
       .def("all_reduce", &ClusterSpec::all_reduce, py::arg("group"), py::arg("bytes"))
       .def("all_gather", &ClusterSpec::all_gather, py::arg("group"), py::arg("bytes"))
+      .def("reduce_scatter", &ClusterSpec::reduce_scatter, py::arg("group"), py::arg("bytes"))
+      .def("all_to_all", &ClusterSpec::all_to_all, py::arg("group"), py::arg("bytes"))
+      // [(kind, group, bytes, seconds)]: set through the JSON ("collectives"), which checks them.
+      .def_property_readonly(
+          "measured_collectives",
+          [](const ClusterSpec& s) {
+            py::list out;
+            for (const MeasuredCollective& m : s.measured_collectives)
+              out.append(py::make_tuple(m.kind, m.group, m.curve.at, m.curve.seconds));
+            return out;
+          })
       .def("send_recv", &ClusterSpec::send_recv, py::arg("src"), py::arg("dst"), py::arg("bytes"))
       .def("compute", &ClusterSpec::compute, py::arg("flops"), py::arg("bytes"), py::arg("dtype"))
       .def("__eq__", [](const ClusterSpec& a, const ClusterSpec& b) { return a == b; })

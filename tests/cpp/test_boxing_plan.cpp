@@ -165,6 +165,63 @@ TEST(ClusterSpec, JsonRoundTrip) {
         << damaged;
 }
 
+// Measured collectives price groups of their size inside a node by interpolation: the first
+// point's time below it, the line between points, the last segment's rate past the end; groups
+// of other sizes, other collectives and groups across nodes keep the formulas.
+TEST(ClusterSpec, MeasuredCollectivesInterpolateAndRoundTrip) {
+  ClusterSpec c = ClusterSpec::cpu_loopback(4);
+  const ClusterSpec formulas = c;
+  c.measured_collectives.push_back({"all_reduce", 2, {{1000, 3000, 5000}, {0.004, 0.005, 0.009}}});
+  c.measured_collectives.push_back({"all_gather", 4, {{1000}, {0.002}}});
+  EXPECT_DOUBLE_EQ(c.all_reduce({0, 1}, 10), 0.004);
+  EXPECT_DOUBLE_EQ(c.all_reduce({2, 3}, 2000), 0.0045);
+  EXPECT_DOUBLE_EQ(c.all_reduce({0, 1}, 4000), 0.007);
+  EXPECT_DOUBLE_EQ(c.all_reduce({0, 1}, 7000), 0.013);       // 2e-6 s a byte past 5000
+  EXPECT_DOUBLE_EQ(c.all_gather({0, 1, 2, 3}, 1e9), 0.002);  // one point: a constant
+  EXPECT_DOUBLE_EQ(c.all_reduce({0, 1, 2, 3}, 4000), formulas.all_reduce({0, 1, 2, 3}, 4000));
+  EXPECT_DOUBLE_EQ(c.reduce_scatter({0, 1}, 4000), formulas.reduce_scatter({0, 1}, 4000));
+  EXPECT_DOUBLE_EQ(c.all_reduce({0}, 4000), 0);
+  ClusterSpec two_nodes = c;
+  two_nodes.nodes = 2;
+  two_nodes.devices_per_node = 2;
+  ClusterSpec two_nodes_formulas = two_nodes;
+  two_nodes_formulas.measured_collectives.clear();
+  EXPECT_DOUBLE_EQ(two_nodes.all_reduce({0, 2}, 4000), two_nodes_formulas.all_reduce({0, 2}, 4000));
+  EXPECT_DOUBLE_EQ(two_nodes.all_reduce({0, 1}, 4000), 0.007);
+
+  const ClusterSpec back = ClusterSpec::from_json(c.to_json());
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(back.measured_collectives, c.measured_collectives);
+  EXPECT_EQ(formulas.to_json().find("collectives"), std::string::npos);  // files stay as they were
+
+  const auto error = [](const std::string& entry) {
+    return error_of([&] { ClusterSpec::from_json(R"({"collectives": [)" + entry + "]}"); });
+  };
+  const std::string ok = R"("group": 2, "bytes": [1, 2], "seconds": [0.1, 0.2])";
+  EXPECT_NE(error(R"({"kind": "all_reduce"})").find("has no \"group\""), std::string::npos);
+  EXPECT_NE(error(R"({"kind": "gather", )" + ok + "}").find("unknown collective \"gather\""),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 1, "bytes": [1], "seconds": [1]})")
+                .find("\"group\" must be a whole number of ranks >= 2"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [2, 1], "seconds": [1, 1]})")
+                .find("\"bytes\" must increase"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [1, 2], "seconds": [1]})")
+                .find("2 sizes but 1 times"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [1], "seconds": [-1]})")
+                .find("not a finite number >= 0"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [], "seconds": []})")
+                .find("is not a list of numbers"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { ClusterSpec::from_json(R"({"collectives": 3})"); }).find("not a list"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { ClusterSpec::from_json(R"({"nodes": 2,)"); }).find("not valid JSON"),
+            std::string::npos);
+}
+
 TEST(Boxing, CanonicalOneDimTransitions) {
   const Shape s = {8, 8};
   const Placement p = line(4);

@@ -122,7 +122,7 @@ _within_40s = pytest.mark.timeout(40) if importlib.util.find_spec("pytest_timeou
 def test_profiler_writes_a_loadable_spec(tmp_path):
     out = tmp_path / "measured.json"
     r = subprocess.run(
-        [sys.executable, "-m", "oneflowlike.profile_cluster", "--out", str(out)],
+        [sys.executable, "-m", "oneflowlike.profile_cluster", "--out", str(out), "--table"],
         env=clean_env(),
         capture_output=True,
         text=True,
@@ -135,6 +135,17 @@ def test_profiler_writes_a_loadable_spec(tmp_path):
     for field in ("flops_fp32", "mem_bandwidth", "intra_alpha", "intra_beta"):
         assert getattr(spec, field) > 0, field
     assert spec.intra_alpha < 1.0 and spec.intra_beta > 1e6
+    # --table: each collective over pairs (the one group size of 2 ranks), times not decreasing
+    # with size, and pricing a pair by them.
+    table = {
+        kind: (group, sizes, seconds) for kind, group, sizes, seconds in spec.measured_collectives
+    }
+    assert sorted(table) == ["all_gather", "all_reduce", "all_to_all", "reduce_scatter"]
+    for group, sizes, seconds in table.values():
+        assert group == 2 and sizes == sorted(sizes) and len(sizes) == 4
+        assert all(0 < a <= b < 1.0 for a, b in zip(seconds, seconds[1:]))
+    group, sizes, seconds = table["all_reduce"]
+    assert spec.all_reduce([0, 1], sizes[1]) == pytest.approx(seconds[1])
 
 
 @pytest.mark.multiprocess
@@ -193,3 +204,11 @@ def test_a_small_matmul_slower_than_the_large_ones_rate_gives_the_half_efficienc
     spec.half_efficiency_flops = fit_half_efficiency(spec.flops_fp32, 1e-3, 1024, 128, 128)
     # The small matmul is then priced at what it took (ClusterSpec.compute: (f + h) / rate).
     assert spec.compute(2 * 1024 * 128 * 128, 0, flow.float32) == pytest.approx(1e-3, rel=1e-9)
+
+
+def test_a_measured_table_is_made_nondecreasing_by_pooling_the_violators():
+    from oneflowlike.profile_cluster import nondecreasing
+
+    assert nondecreasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
+    assert nondecreasing([3.0, 1.0, 2.0, 4.0]) == [2.0, 2.0, 2.0, 4.0]
+    assert nondecreasing([4.0, 3.0, 2.0, 1.0]) == [2.5] * 4
