@@ -17,6 +17,20 @@
 
 namespace ofl::internal {
 
+const char* peak_class(DType t) {
+  switch (t) {
+    case DType::kFloat64:
+      return "fp64";
+    case DType::kFloat32:
+      return "fp32";
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return "fp16";
+    default:
+      return "int";
+  }
+}
+
 double DeviceSpec::peak_flops(DType t) const {
   switch (t) {
     case DType::kFloat64:
@@ -227,7 +241,13 @@ double ClusterSpec::compute(double flops, double bytes, DType t) const {
   const double rate = device.peak_flops(t) * device.compute_efficiency;
   const double memory = local(bytes);
   double math = flops > 0 && rate > 0 ? flops / rate : 0;
-  if (math > memory) math += device.half_efficiency_flops / rate;  // compute-bound: the ramp
+  if (math > memory) {  // compute-bound: the measured GEMM time, or the roofline's ramp
+    const char* cls = peak_class(t);
+    auto m = std::find_if(measured_gemms.begin(), measured_gemms.end(),
+                          [&](const MeasuredGemm& g) { return g.dtype == cls; });
+    math = m != measured_gemms.end() ? std::max(m->curve(flops), memory)
+                                     : math + device.half_efficiency_flops / rate;
+  }
   return device.op_overhead + std::max(math, memory);
 }
 
@@ -271,13 +291,60 @@ std::string num(double v) {
 
 const char* const kMeasuredKinds[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
 
+// The numbers under `key` of a measured entry: finite, not negative, and (`increasing`) each
+// above the one before.
+std::vector<double> numbers_of(const nlohmann::json& j, const char* key, const std::string& where,
+                               bool increasing) {
+  const nlohmann::json& a = j[key];
+  if (!a.is_array() || a.empty())
+    fail("ClusterSpec::from_json", where, ": \"", key, "\" is not a list of numbers");
+  std::vector<double> out;
+  for (const nlohmann::json& v : a) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      fail("ClusterSpec::from_json", where, ": \"", key, "\" holds ", v.dump(),
+           ", not a finite number >= 0");
+    out.push_back(v.get<double>());
+  }
+  if (increasing && std::adjacent_find(out.begin(), out.end(), std::greater_equal<>()) != out.end())
+    fail("ClusterSpec::from_json", where, ": \"", key, "\" must increase");
+  return out;
+}
+
+// A measured entry's curve: `at` (sizes, increasing) against "seconds", of one length.
+MeasuredCurve curve_of(const nlohmann::json& j, const char* at, const std::string& where) {
+  MeasuredCurve c{numbers_of(j, at, where, true), numbers_of(j, "seconds", where, false)};
+  if (c.at.size() != c.seconds.size())
+    fail("ClusterSpec::from_json", where, ": ", c.at.size(), " sizes but ", c.seconds.size(),
+         " times");
+  return c;
+}
+
+// An entry of "collectives" or "gemms" is an object with these keys.
+void require_keys(const nlohmann::json& j, const std::string& where,
+                  std::initializer_list<const char*> keys) {
+  if (!j.is_object()) fail("ClusterSpec::from_json", where, " is not an object");
+  for (const char* key : keys)
+    if (!j.contains(key)) fail("ClusterSpec::from_json", where, " has no \"", key, "\"");
+}
+
+// One entry of "gemms": {"dtype": "fp16", "flops": [...], "seconds": [...]}.
+MeasuredGemm gemm_from_json(const nlohmann::json& j, size_t index) {
+  const std::string where = "\"gemms\"[" + std::to_string(index) + "]";
+  require_keys(j, where, {"dtype", "flops", "seconds"});
+  const nlohmann::json& d = j["dtype"];
+  const char* const classes[] = {"fp64", "fp32", "fp16", "int"};
+  if (!d.is_string() ||
+      std::find(std::begin(classes), std::end(classes), d.get<std::string>()) == std::end(classes))
+    fail("ClusterSpec::from_json", where, ": \"dtype\" must be fp64, fp32, fp16 or int, got ",
+         d.dump());
+  return {d.get<std::string>(), curve_of(j, "flops", where)};
+}
+
 // One entry of "collectives": {"kind": ..., "group": g, "bytes": [...], "seconds": [...]}, the
 // sizes increasing and every number finite and not negative.
 MeasuredCollective measured_from_json(const nlohmann::json& j, size_t index) {
   const std::string where = "\"collectives\"[" + std::to_string(index) + "]";
-  if (!j.is_object()) fail("ClusterSpec::from_json", where, " is not an object");
-  for (const char* key : {"kind", "group", "bytes", "seconds"})
-    if (!j.contains(key)) fail("ClusterSpec::from_json", where, " has no \"", key, "\"");
+  require_keys(j, where, {"kind", "group", "bytes", "seconds"});
   MeasuredCollective m;
   if (!j["kind"].is_string()) fail("ClusterSpec::from_json", where, ": \"kind\" is not a string");
   m.kind = j["kind"].get<std::string>();
@@ -289,27 +356,7 @@ MeasuredCollective measured_from_json(const nlohmann::json& j, size_t index) {
   if (!g.is_number_integer() || g.get<int64_t>() < 2 || g.get<int64_t>() > (1 << 24))
     fail("ClusterSpec::from_json", where, ": \"group\" must be a whole number of ranks >= 2");
   m.group = g.get<int>();
-  auto numbers = [&](const char* key) {
-    const nlohmann::json& a = j[key];
-    if (!a.is_array() || a.empty())
-      fail("ClusterSpec::from_json", where, ": \"", key, "\" is not a list of numbers");
-    std::vector<double> out;
-    for (const nlohmann::json& v : a) {
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-        fail("ClusterSpec::from_json", where, ": \"", key, "\" holds ", v.dump(),
-             ", not a finite number >= 0");
-      out.push_back(v.get<double>());
-    }
-    return out;
-  };
-  m.curve.at = numbers("bytes");
-  m.curve.seconds = numbers("seconds");
-  if (m.curve.at.size() != m.curve.seconds.size())
-    fail("ClusterSpec::from_json", where, ": ", m.curve.at.size(), " sizes but ",
-         m.curve.seconds.size(), " times");
-  if (std::adjacent_find(m.curve.at.begin(), m.curve.at.end(), std::greater_equal<>()) !=
-      m.curve.at.end())
-    fail("ClusterSpec::from_json", where, ": \"bytes\" must increase");
+  m.curve = curve_of(j, "bytes", where);
   return m;
 }
 
@@ -323,17 +370,27 @@ std::string ClusterSpec::to_json() const {
      << ",\n  \"tree_all_reduce\": " << (tree_all_reduce ? 1 : 0);
   ClusterSpec& self = const_cast<ClusterSpec&>(*this);
   for (const NumField& f : kFields) os << ",\n  \"" << f.key << "\": " << num(*field_ptr(self, f));
+  auto list = [&](const std::vector<double>& v) {
+    std::string out;
+    for (double x : v) out += (out.empty() ? "" : ", ") + num(x);
+    return "[" + out + "]";
+  };
   if (!measured_collectives.empty()) {
     os << ",\n  \"collectives\": [";
     for (size_t k = 0; k < measured_collectives.size(); ++k) {
       const MeasuredCollective& m = measured_collectives[k];
-      auto list = [&](const std::vector<double>& v) {
-        std::string out;
-        for (double x : v) out += (out.empty() ? "" : ", ") + num(x);
-        return "[" + out + "]";
-      };
       os << (k ? "," : "") << "\n    {\"kind\": \"" << m.kind << "\", \"group\": " << m.group
          << ", \"bytes\": " << list(m.curve.at) << ", \"seconds\": " << list(m.curve.seconds)
+         << "}";
+    }
+    os << "\n  ]";
+  }
+  if (!measured_gemms.empty()) {
+    os << ",\n  \"gemms\": [";
+    for (size_t k = 0; k < measured_gemms.size(); ++k) {
+      const MeasuredGemm& m = measured_gemms[k];
+      os << (k ? "," : "") << "\n    {\"dtype\": \"" << m.dtype
+         << "\", \"flops\": " << list(m.curve.at) << ", \"seconds\": " << list(m.curve.seconds)
          << "}";
     }
     os << "\n  ]";
@@ -361,6 +418,12 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
       if (!value.is_array()) fail("ClusterSpec::from_json", "\"collectives\" is not a list");
       for (size_t k = 0; k < value.size(); ++k)
         s.measured_collectives.push_back(measured_from_json(value[k], k));
+      continue;
+    }
+    if (key == "gemms") {
+      if (!value.is_array()) fail("ClusterSpec::from_json", "\"gemms\" is not a list");
+      for (size_t k = 0; k < value.size(); ++k)
+        s.measured_gemms.push_back(gemm_from_json(value[k], k));
       continue;
     }
     if (!value.is_number()) fail("ClusterSpec::from_json", "\"", key, "\" is not a number");

@@ -56,6 +56,17 @@ struct MeasuredCollective {
   bool operator==(const MeasuredCollective&) const = default;
 };
 
+// Matrix multiplies timed on one device in one dtype class ("fp64", "fp32", "fp16": fp16 and
+// bf16; "int"), by their FLOPs.
+struct MeasuredGemm {
+  std::string dtype;
+  MeasuredCurve curve;
+  bool operator==(const MeasuredGemm&) const = default;
+};
+
+// The name of t's class of peaks: "fp64", "fp32", "fp16" (fp16 and bf16) or "int".
+const char* peak_class(DType t);
+
 struct ClusterSpec {
   std::string name = "custom";
   int nodes = 1;
@@ -77,6 +88,9 @@ struct ClusterSpec {
   // Collectives as measured (profile_cluster): a group of a measured size inside one node is
   // priced by its curve instead of the alpha-beta formulas below (which price the rest).
   std::vector<MeasuredCollective> measured_collectives;
+  // GEMMs as measured (profile_cluster): a compute-bound op of a measured dtype class takes the
+  // curve's time at its FLOPs in place of the roofline's FLOPs / (peak x efficiency) and ramp.
+  std::vector<MeasuredGemm> measured_gemms;
 
   // Gloo over TCP loopback on this machine, measured roughly (2 GB/s, 60 us, 100 GFLOP/s fp32).
   static ClusterSpec cpu_loopback(int world);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU tier and the GPU benchmarks, for a machine with NVIDIA GPUs (after scripts/build.sh, or
 # scripts/setup_gpu_machine.sh on a machine without registries): the CUDA and NCCL C++ tests, the
-# Python GPU tests, then bench_ops and the GPT training step against PyTorch CUDA.
-#   scripts/run_gpu_checks.sh [logdir] [tests] [bench]     (default: gpu-checks/, both parts)
+# Python GPU tests, then bench_ops and the GPT training step against PyTorch CUDA, and (part
+# `profile`) the cost model's spec of the machine measured by profile_cluster.
+#   scripts/run_gpu_checks.sh [logdir] [tests] [bench] [profile]   (default: gpu-checks/, all)
 # Logs go to logdir, one file per part, written as they run (a killed run keeps what it said).
 # For a short lease: TEST_TIMEOUT (seconds a test, default 180) and BENCH_TIMEOUT (seconds a
 # benchmark, default none) keep one hung case from eating the rest.
@@ -10,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-checks}
 shift || true
-parts=${*:-tests bench}
+parts=${*:-tests bench profile}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
@@ -36,6 +37,13 @@ if [[ " $parts " == *" bench "* ]]; then
     --n-embd 768 --block-size 1024 --batch-size 8
   bench bench_ops --device cuda
   bench bench_optimizer --device cuda
+fi
+if [[ " $parts " == *" profile "* ]]; then
+  # This machine's spec for the cost model (a GPU a rank; tables of matmul and collective
+  # times), to keep in specs/ and price plans with.
+  gpus=$(nvidia-smi -L | wc -l)
+  timeout "${PROFILE_TIMEOUT:-300}" python3 -m oneflowlike.profile_cluster --device cuda \
+    --nproc "$gpus" --table --out "$out/spec_gpu.json" > "$out/profile.txt" 2>&1 || status=1
 fi
 tail -n 3 "$out"/*.txt
 exit $status

@@ -59,6 +59,14 @@ void bind_cluster(py::module_& m) {
               out.append(py::make_tuple(m.kind, m.group, m.curve.at, m.curve.seconds));
             return out;
           })
+      // [(dtype class, flops, seconds)]: set through the JSON ("gemms").
+      .def_property_readonly("measured_gemms",
+                             [](const ClusterSpec& s) {
+                               py::list out;
+                               for (const MeasuredGemm& m : s.measured_gemms)
+                                 out.append(py::make_tuple(m.dtype, m.curve.at, m.curve.seconds));
+                               return out;
+                             })
       .def("send_recv", &ClusterSpec::send_recv, py::arg("src"), py::arg("dst"), py::arg("bytes"))
       .def("compute", &ClusterSpec::compute, py::arg("flops"), py::arg("bytes"), py::arg("dtype"))
       .def("__eq__", [](const ClusterSpec& a, const ClusterSpec& b) { return a == b; })

@@ -222,6 +222,33 @@ TEST(ClusterSpec, MeasuredCollectivesInterpolateAndRoundTrip) {
             std::string::npos);
 }
 
+// A measured GEMM curve times a compute-bound op of its dtype class by its FLOPs, the op
+// overhead on top; memory-bound ops and other dtypes keep the roofline.
+TEST(ClusterSpec, MeasuredGemmsTimeComputeBoundOpsOfTheirDtype) {
+  ClusterSpec c = ClusterSpec::a100_nvlink(1, 8);
+  const ClusterSpec roofline = c;
+  c.measured_gemms.push_back({"fp16", {{1e9, 1e12}, {1e-5, 5e-3}}});
+  const double overhead = c.device.op_overhead;
+  EXPECT_DOUBLE_EQ(c.compute(1e12, 1e6, DType::kBFloat16), overhead + 5e-3);
+  EXPECT_DOUBLE_EQ(c.compute(1e8, 1e3, DType::kFloat16), overhead + 1e-5);  // below: the first
+  EXPECT_DOUBLE_EQ(c.compute(1e12, 1e6, DType::kFloat32),
+                   roofline.compute(1e12, 1e6, DType::kFloat32));
+  EXPECT_DOUBLE_EQ(c.compute(1e3, 1e9, DType::kFloat16),
+                   roofline.compute(1e3, 1e9, DType::kFloat16));
+  const ClusterSpec back = ClusterSpec::from_json(c.to_json());
+  EXPECT_EQ(back.measured_gemms, c.measured_gemms);
+  EXPECT_NE(
+      error_of([] {
+        ClusterSpec::from_json(R"({"gemms": [{"dtype": "fp8", "flops": [1], "seconds": [1]}]})");
+      }).find("\"dtype\" must be fp64, fp32, fp16 or int"),
+      std::string::npos);
+  EXPECT_NE(error_of([] {
+              ClusterSpec::from_json(
+                  R"({"gemms": [{"dtype": "fp16", "flops": [2, 1], "seconds": [1, 2]}]})");
+            }).find("\"flops\" must increase"),
+            std::string::npos);
+}
+
 TEST(Boxing, CanonicalOneDimTransitions) {
   const Shape s = {8, 8};
   const Placement p = line(4);

@@ -146,6 +146,11 @@ def test_profiler_writes_a_loadable_spec(tmp_path):
         assert all(0 < a <= b < 1.0 for a, b in zip(seconds, seconds[1:]))
     group, sizes, seconds = table["all_reduce"]
     assert spec.all_reduce([0, 1], sizes[1]) == pytest.approx(seconds[1])
+    [(dtype, flops, seconds)] = spec.measured_gemms  # fp32 matmuls, 64 to 1024 a side
+    assert dtype == "fp32" and flops == [2.0 * n**3 for n in (64, 128, 256, 512, 1024)]
+    assert all(0 < a <= b < 10.0 for a, b in zip(seconds, seconds[1:]))
+    assert spec.compute(flops[-1], 0, flow.float32) == pytest.approx(seconds[-1] + spec.op_overhead)
+    assert "fp32 GEMM GFLOP/s" in r.stdout
 
 
 @pytest.mark.multiprocess
@@ -212,3 +217,16 @@ def test_a_measured_table_is_made_nondecreasing_by_pooling_the_violators():
     assert nondecreasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
     assert nondecreasing([3.0, 1.0, 2.0, 4.0]) == [2.0, 2.0, 2.0, 4.0]
     assert nondecreasing([4.0, 3.0, 2.0, 1.0]) == [2.5] * 4
+
+
+@pytest.mark.multiprocess
+def test_profiling_more_gpus_than_are_visible_is_refused_naming_the_count():
+    r = subprocess.run(
+        [sys.executable, "-m", "oneflowlike.profile_cluster", "--device", "cuda", "--nproc", "64"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=40,
+    )
+    assert r.returncode == 2 and "--device cuda --nproc 64:" in r.stderr, r.stderr
+    assert "GPUs visible" in r.stderr
