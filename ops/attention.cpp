@@ -240,15 +240,18 @@ OFL_REGISTER_OPS({
 
 // Whether flash_attention serves this call: no mask tensor or dropout, 4-d operands of one
 // 16-bit float dtype (as given, or as autocast makes them) on CUDA, and a head dim cuDNN's
-// fused kernels take (a multiple of 8 up to 128, the same for v).
+// fused kernels take (a multiple of 8 up to 128, the same for v). On the meta device too: a
+// 16-bit step traced there is planned for GPUs, where cuDNN serves it, and is priced so
+// (flow.backends.cuda.enable_flash_sdp(False) prices the attention as its parts).
 bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool masked,
                   double dropout_p) {
   if (!attention_allow_fused() || masked || dropout_p > 0) return false;
   if (q.dim() != 4 || key.dim() != 4 || v.dim() != 4) return false;
-  if (q.device().type != DeviceType::kCUDA) return false;
+  const DeviceType on = q.device().type;
+  if (on != DeviceType::kCUDA && on != DeviceType::kMeta) return false;
   const AutocastState& cast = autocast_state();
   DType dt = q.dtype();
-  if (cast.enabled && cast.device == DeviceType::kCUDA && is_floating(dt))
+  if (cast.enabled && (cast.device == on || on == DeviceType::kMeta) && is_floating(dt))
     dt = cast.dtype;
   else if (key.dtype() != dt || v.dtype() != dt)
     return false;

@@ -23,8 +23,10 @@ recomputed (plan_pipeline(recompute=True)), under 1F1B, or the interleaved sched
 script's virtual stages on the 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's
 plan (--planner): stages of Megatron's size, half and twice it, Megatron's micro-batch size, 1F1B
 or interleaved (2 virtual stages a device, or Megatron's count), recomputation and every layout
-inside a stage its choice. A stage is traced with two of
-the model's blocks (their costs are per block). Both within 80 GB per GPU.
+inside a stage its choice. A stage is traced with two of the model's blocks (their costs are
+per block). Both within 80 GB per GPU. Attention is priced as its parts
+(flow.backends.cuda.sdp_kernel(enable_flash=False)): Megatron-LM ran it so in 2021, before fused
+attention kernels; --flash-attention prices it as one fused kernel.
 """
 
 import argparse
@@ -145,11 +147,25 @@ def price(row, planner=False):
 
 
 def main(argv=None):
+    # 2021's Megatron-LM computed attention as its parts; --flash-attention prices the fused op.
+    flash = "--flash-attention" in (argv if argv is not None else sys.argv[1:])
+    with flow.backends.cuda.sdp_kernel(enable_flash=flash):
+        return _main(argv)
+
+
+def _main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="rows by name, comma-separated, e.g. 1.7B,145.6B")
     ap.add_argument("--planner", action="store_true", help="also plan each row (slow)")
     ap.add_argument(
-        "--efficiency", type=float, help="price at this compute efficiency (to calibrate the preset)"
+        "--flash-attention",
+        action="store_true",
+        help="price attention as one fused kernel (cuDNN's flash attention), not as its parts",
+    )
+    ap.add_argument(
+        "--efficiency",
+        type=float,
+        help="price at this compute efficiency (to calibrate the preset)",
     )
     args = ap.parse_args(argv)
     EFFICIENCY[0] = args.efficiency

@@ -80,12 +80,19 @@ def report(name, plan, gpus, seconds):
 
 
 def main(argv=None):
+    with flow.backends.cuda.sdp_kernel(enable_flash=False):  # 2021's Megatron-LM: as its parts
+        return _main(argv)
+
+
+def _main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpus", type=int, default=PUBLISHED["gpus"])
     p.add_argument("--stages", default="8,16,32", help="stage counts to weigh")
     p.add_argument("--micro-batches", default="32,128", help="micro-batch counts to weigh")
     p.add_argument("--budget-gb", type=float, default=80)
-    p.add_argument("--save", help="a folder for the planner's inputs (C++'s plan_pipeline reads it)")
+    p.add_argument(
+        "--save", help="a folder for the planner's inputs (C++'s plan_pipeline reads it)"
+    )
     args = p.parse_args(argv)
     cluster = flow.boxing.ClusterSpec.a100_nvlink(args.gpus // 8, 8)
     budget = args.budget_gb * 1e9

@@ -5,6 +5,8 @@ flow.backends.cuda.enable_flash_sdp(False)     # attention as its parts, not cuD
 flow.backends.cudnn.allow_tf32 = False        # float32 convolutions in TF32 (on by default)
 """
 
+import contextlib
+
 from . import _C
 
 
@@ -30,6 +32,18 @@ class _Cuda:
     @staticmethod
     def flash_sdp_enabled():
         return _C.attention_allow_fused()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def sdp_kernel(enable_flash=True):
+        """enable_flash_sdp(enable_flash) inside a `with` block, the setting restored after
+        (torch.backends.cuda.sdp_kernel's form)."""
+        was = _C.attention_allow_fused()
+        _C.set_attention_allow_fused(bool(enable_flash))
+        try:
+            yield
+        finally:
+            _C.set_attention_allow_fused(was)
 
 
 cuda = _Cuda()

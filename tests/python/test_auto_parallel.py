@@ -163,14 +163,15 @@ def test_a_layers_activations_are_korthikantis_and_selective_recomputation_drops
     (selective recomputation) s b h (10 + 24 / t). Beyond their count: the layer norms' float32
     mean and reciprocal deviation, 16 bytes a token. Measured as what a second layer adds to the
     planned step's memory (Megatron's layout kept in place, dropout on); the recomputed core costs
-    compute."""
+    compute. The fused attention op (as planned for GPUs on meta) keeps no more than selective
+    recomputation does, with each head's float32 log-sum-exp a token."""
     from gpt_layouts import megatron
 
     b, s, h, a = 2, 64, 64, 4
     place = flow.placement("cpu", ranks=[list(range(t))])
 
-    def planned(layers, activations, recompute_attention=False):
-        cfg = GPTConfig(64, s, layers, a, h, 0.1, False, recompute_attention)
+    def planned(layers, activations, recompute_attention=False, fused=False):
+        cfg = GPTConfig(64, s, layers, a, h, 0.1, fused, recompute_attention)
         with flow.device("meta"):
             model = GPT(cfg).half()
         model.to_global(place, lambda n, p: (B, megatron(n, p)))
@@ -192,6 +193,8 @@ def test_a_layers_activations_are_korthikantis_and_selective_recomputation_drops
     assert layer(kept) == s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + norms
     assert layer(selective) == s * b * h * (10 + 24 / t) + norms
     assert selective[1].compute_seconds > kept[1].compute_seconds
+    fused = [planned(layers, True, fused=True) for layers in (1, 2)]
+    assert layer(fused) <= layer(selective) + 4 * a * s * b / t
 
 
 def test_a_bare_module_plans_its_forward():
