@@ -98,3 +98,29 @@ def test_the_composite_runs_as_its_parts_where_no_fused_kernel_serves():
         flow.backends.cuda.enable_flash_sdp(True)
     on = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     np.testing.assert_array_equal(on.numpy(), off.numpy())
+
+
+def test_on_meta_16_bit_attention_is_the_fused_op_unless_switched_off_for_a_block():
+    """A 16-bit step traced on the meta device is planned for GPUs, where cuDNN's fused kernel
+    serves it; float32, a head dim over 128, or sdp_kernel(enable_flash=False) give the parts."""
+
+    fused = repr(
+        F.scaled_dot_product_attention(
+            *[flow.empty(1, 1, 8, 16, device="meta", dtype=flow.bfloat16).requires_grad_()] * 3
+        ).grad_fn
+    )
+    assert fused == "<flash_attentionBackward>"
+    parts = "<matmulBackward>"
+    q32 = flow.empty(1, 1, 8, 16, device="meta").requires_grad_()
+    assert repr(F.scaled_dot_product_attention(q32, q32, q32).grad_fn) == parts
+    wide = flow.empty(1, 1, 8, 160, device="meta", dtype=flow.float16).requires_grad_()
+    assert repr(F.scaled_dot_product_attention(wide, wide, wide).grad_fn) == parts
+    with flow.backends.cuda.sdp_kernel(enable_flash=False):
+        assert not flow.backends.cuda.flash_sdp_enabled()
+        q = flow.empty(1, 1, 8, 16, device="meta", dtype=flow.float16).requires_grad_()
+        assert repr(F.scaled_dot_product_attention(q, q, q).grad_fn) == parts
+    assert flow.backends.cuda.flash_sdp_enabled()  # restored, also after an exception:
+    with pytest.raises(RuntimeError):
+        with flow.backends.cuda.sdp_kernel(enable_flash=False):
+            raise RuntimeError
+    assert flow.backends.cuda.flash_sdp_enabled()
