@@ -93,6 +93,14 @@ using TriangularKernel = void(const Tensor& x, bool upper, int64_t diagonal, con
 // replacement, n without). Raises on rows that are no distribution.
 using MultinomialKernel = void(const Tensor& probs, int64_t num_samples, bool replacement,
                                uint64_t seed, uint64_t offset, const Tensor& out);
+// One token id per row of logits (B, V) into out (B,) int64: the largest logit where
+// temperature[r] <= 0, else drawn from softmax(logits / temperature) cut to the top_k[r] largest
+// (0: all) and then to the fewest of those whose probability reaches top_p[r], with the uniform
+// draw of Philox counter steps[r] under key seeds[r]. Per-row inputs are contiguous (B,): seeds,
+// steps and top_k int64, temperature and top_p float64. Same inputs, same tokens.
+using SampleTokensKernel = void(const Tensor& logits, const Tensor& seeds, const Tensor& steps,
+                                const Tensor& temperature, const Tensor& top_k, const Tensor& top_p,
+                                const Tensor& out);
 // x's elements where mask is true (both contiguous, one shape), in row-major order, into out.
 using MaskedSelectKernel = void(const Tensor& x, const Tensor& mask, const Tensor& out);
 // Writes source's leading elements, in row-major order, where mask (contiguous, out's shape) is
@@ -178,6 +186,7 @@ OFL_DECLARE_KERNEL(sort_kernel, SortKernel)
 OFL_DECLARE_KERNEL(cumsum_kernel, CumsumKernel)
 OFL_DECLARE_KERNEL(triangular_kernel, TriangularKernel)
 OFL_DECLARE_KERNEL(multinomial_kernel, MultinomialKernel)
+OFL_DECLARE_KERNEL(sample_tokens_kernel, SampleTokensKernel)
 OFL_DECLARE_KERNEL(masked_select_kernel, MaskedSelectKernel)
 OFL_DECLARE_KERNEL(masked_scatter_kernel, MaskedScatterKernel)
 OFL_DECLARE_KERNEL(conv2d_kernel, Conv2dKernel)

@@ -3,6 +3,7 @@
 #include "ops/sampling.h"
 
 #include "core/dispatcher.h"
+#include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/kernels.h"
 #include "ops/op_helpers.h"
@@ -85,9 +86,62 @@ Sigs multinomial_sbp(const SbpQuery& q) {
 }
 const SbpRule kMultinomial{"multinomial", multinomial_sbp};
 
+// sample_tokens (logits (B, V), seeds, steps, temperature, top_k, top_p: each (B,)) -> (B,)
+// int64.
+std::vector<TensorMeta> infer_sample_tokens(const InferArgs& a) {
+  const TensorMeta& l = a.in[0];
+  if (l.shape.size() != 2 || l.shape[1] < 1 || !is_floating(l.dtype))
+    fail(a.op, "logits must be floating (batch, vocabulary), got ", l.str());
+  const char* names[] = {"logits", "seeds", "steps", "temperature", "top_k", "top_p"};
+  for (size_t i = 1; i < 6; ++i) {
+    const TensorMeta& x = a.in[i];
+    const bool want_float = i == 3 || i == 5;
+    if (x.shape != Shape{l.shape[0]} || is_floating(x.dtype) != want_float ||
+        x.dtype == DType::kBool)
+      fail(a.op, names[i], " must be ", want_float ? "floating" : "integer", " of shape (",
+           l.shape[0], ",), one per row of logits ", shape_str(l.shape), ", got ", x.str());
+  }
+  return single_output({l.shape[0]}, DType::kInt64, l.device);
+}
+
+void compute_sample_tokens(const ComputeArgs& c) {
+  static const OpDef& def = op_def("sample_tokens");
+  require_output_shapes(def, c);
+  const auto as = [](const Tensor& t, DType dt) { return contiguous(to_dtype(t, dt)); };
+  sample_tokens_kernel().get(c.in[0].device().type)(
+      contiguous(c.in[0]), as(c.in[1], DType::kInt64), as(c.in[2], DType::kInt64),
+      as(c.in[3], DType::kFloat64), as(c.in[4], DType::kInt64), as(c.in[5], DType::kFloat64),
+      c.out[0]);
+}
+
+// Rows may be split: a row's token depends on its own inputs only.
+Sigs sample_tokens_sbp(const SbpQuery& q) {
+  return {uniform(q, Sbp::split(0))};
+}
+const SbpRule kSampleTokens{"sample_tokens", sample_tokens_sbp};
+
 }  // namespace
 
+Tensor sample_tokens(const Tensor& logits, const Tensor& seeds, const Tensor& steps,
+                     const Tensor& temperature, const Tensor& top_k, const Tensor& top_p) {
+  static const OpDef& def = op_def("sample_tokens");
+  return dispatch1(def, {logits, seeds, steps, temperature, top_k, top_p}, {});
+}
+
 OFL_REGISTER_OPS({
+    {.name = "sample_tokens",
+     .num_inputs = 6,
+     .differentiable = false,
+     .cost = elementwise_cost,
+     .sbp = &kSampleTokens,
+     .infer = infer_sample_tokens,
+     .compute = compute_sample_tokens,
+     .api = {{"sample_tokens(Tensor logits, Tensor seeds, Tensor steps, Tensor temperature, "
+              "Tensor top_k, Tensor top_p) -> Tensor",
+              [](const CallArgs& a) {
+                return sample_tokens(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3),
+                                     a.tensor(4), a.tensor(5));
+              }}}},
     {.name = "multinomial",
      .num_inputs = 1,
      .differentiable = false,

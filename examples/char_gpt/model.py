@@ -51,11 +51,23 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.resid_drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x):
+    def forward(self, x, cache=None, positions=None):
+        """x (B, T, C). With `cache` (a layer's (keys, values) of KVCache) and `positions` (B, T)
+        int64: this step's keys and values are written at their positions, and each query
+        attends to the cache up to its own position."""
         B, T, C = x.shape
         hd = C // self.n_head
         # (B, T, C) -> (B, n_head, T, hd): every head attends independently.
         q = self.query(x).view(B, T, self.n_head, hd).transpose(1, 2)
+        if cache is not None:
+            keys, values = cache.write(self.key(x), self.value(x), positions)
+            k = keys.view(B, -1, self.n_head, hd).transpose(1, 2)
+            v = values.view(B, -1, self.n_head, hd).transpose(1, 2)
+            seen = flow.arange(k.size(2), device=x.device)[None, None, None, :]
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=seen <= positions[:, None, :, None]
+            )
+            return self.resid_drop(self.proj(y.transpose(1, 2).reshape(B, T, C)))
         k = self.key(x).view(B, T, self.n_head, hd).transpose(1, 2)
         v = self.value(x).view(B, T, self.n_head, hd).transpose(1, 2)
         if self.fused:
@@ -99,8 +111,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.n_embd)
         self.mlp = MLP(cfg)
 
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
+    def forward(self, x, cache=None, positions=None):
+        x = x + self.attn(self.ln1(x), cache, positions)
         return x + self.mlp(self.ln2(x))
 
 
@@ -132,11 +144,25 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx, targets=None):
-        """idx: (B, T) int64 token ids; returns (logits (B, T, V), loss or None)."""
+    def forward(self, idx, targets=None, cache=None, positions=None):
+        """idx: (B, T) int64 token ids; returns (logits (B, T, V), loss or None).
+
+        Incremental decoding: with `cache` (a KVCache) and `positions` (B, T) int64 (where each
+        token sits in its sequence), the tokens' keys and values are written into the cache and
+        each attends to its sequence's cached past: a prefill of whole prompts, then one token a
+        step, gives the logits the full window would."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
+        if cache is not None:
+            if positions is None or tuple(positions.shape) != (B, T):
+                raise ValueError(
+                    f"decoding with a cache needs positions of shape ({B}, {T}), one per token"
+                )
+            x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
+            for block, layer in zip(self.blocks, cache.layers()):
+                x = block(x, layer, positions)
+            return self.head(self.ln_f(x)), None
         # Positions 0..T-1 are the table's first T rows (pos_emb(arange(T)), without an index
         # tensor that would have to be placed like idx when idx is global).
         x = self.drop(self.tok_emb(idx) + self.pos_emb.weight[:T])
@@ -148,6 +174,103 @@ class GPT(nn.Module):
             V = logits.shape[-1]
             loss = F.cross_entropy(logits.view(-1, V), targets.view(-1))
         return logits, loss
+
+
+class KVCache(nn.Module):
+    """Every layer's keys and values for `batch` sequences of up to `length` positions (default
+    the model's block_size), preallocated and written in place at each step (HF's StaticCache):
+    buffers `k<layer>`, `v<layer>` of shape (batch, length, n_embd), not saved in a state_dict."""
+
+    def __init__(self, cfg: GPTConfig, batch: int, length: Optional[int] = None, dtype=None,
+                 device=None):  # fmt: skip
+        super().__init__()
+        self.batch, self.length = batch, length or cfg.block_size
+        if self.length > cfg.block_size:
+            raise ValueError(
+                f"a cache of {self.length} positions exceeds block_size {cfg.block_size}"
+            )
+        for i in range(cfg.n_layer):
+            for kind in "kv":
+                buf = flow.zeros(batch, self.length, cfg.n_embd, dtype=dtype, device=device)
+                self.register_buffer(f"{kind}{i}", buf, persistent=False)
+        self.n_layer = cfg.n_layer
+
+    def layers(self):
+        return [_LayerCache(self, i) for i in range(self.n_layer)]
+
+
+class _LayerCache:
+    """One layer's view of a KVCache."""
+
+    def __init__(self, cache, layer):
+        self.cache, self.layer = cache, layer
+
+    def write(self, k, v, positions):
+        """Writes k, v (B, T, C) at positions (B, T) of each row; returns the layer's (keys,
+        values), (B, length, C)."""
+        keys, values = getattr(self.cache, f"k{self.layer}"), getattr(self.cache, f"v{self.layer}")
+        B, L, C = keys.shape
+        if positions.min().item() < 0 or positions.max().item() >= L:
+            raise ValueError(f"positions must lie in [0, {L}), the cache's length")
+        rows = (flow.arange(B, device=positions.device)[:, None] * L + positions).reshape(-1, 1)
+        at = rows.expand(rows.size(0), C)
+        keys.view(B * L, C).scatter_(0, at, k.reshape(-1, C))
+        values.view(B * L, C).scatter_(0, at, v.reshape(-1, C))
+        return keys, values
+
+
+@flow.no_grad()
+def generate_cached(
+    model: GPT,
+    prompts,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seeds=None,
+):
+    """Extends each prompt (a list of token-id lists, of any lengths) by up to max_new_tokens
+    tokens, decoding with a KVCache: one prefill of the prompts, then one token a step for the
+    whole batch. Sampling is flow.sample_tokens's: greedy at temperature 0, else top-k and top-p
+    with a seed per prompt (seeds; default 0), token i of a request drawn at step i, so a prompt
+    gets the same tokens in any batch. Stops at the model's block_size. Returns the new tokens."""
+    was_training = model.training
+    model.eval()
+    B, lengths = len(prompts), [len(p) for p in prompts]
+    if min(lengths) < 1:
+        raise ValueError("every prompt needs at least one token")
+    steps = min(max_new_tokens, model.cfg.block_size - max(lengths) + 1)
+    if steps < 1:
+        raise ValueError(
+            f"a prompt of {max(lengths)} tokens leaves no room in block_size {model.cfg.block_size}"
+        )
+    device = model.head.weight.device
+    cache = KVCache(model.cfg, B, dtype=model.head.weight.dtype, device=device)
+    T = max(lengths)
+    idx = flow.tensor([p + [0] * (T - len(p)) for p in prompts], device=device)
+    positions = flow.arange(T, device=device)[None, :].expand(B, T).contiguous()
+    seeds = flow.tensor(list(seeds) if seeds is not None else [0] * B, device=device)
+    per_row = lambda v, dtype: flow.full((B,), v, dtype=dtype, device=device)  # noqa: E731
+    t, k, p = (
+        per_row(temperature, flow.float32),
+        per_row(top_k, flow.int64),
+        per_row(top_p, flow.float32),
+    )
+    last = flow.tensor([n - 1 for n in lengths], device=device)
+    logits, _ = model(idx, cache=cache, positions=positions)
+    V = logits.size(-1)
+    logits = logits.gather(1, last[:, None, None].expand(B, 1, V))[:, 0]  # each prompt's last
+    out = []
+    for i in range(steps):
+        step = flow.full((B,), i, dtype=flow.int64, device=device)
+        token = flow.sample_tokens(logits.float(), seeds, step, t, k, p)
+        out.append(token)
+        if i + 1 == steps:
+            break
+        logits, _ = model(token[:, None], cache=cache, positions=(last + 1 + i)[:, None])
+        logits = logits[:, -1]
+    model.train(was_training)
+    return flow.stack(out, dim=1).tolist()
 
 
 @flow.no_grad()

@@ -191,6 +191,12 @@ CASES.update(
         "triu": (lambda x: x.triu(-1), [_f(2, 5, 4)]),
         # A fresh generator per call: every rank and the reference draw the same counters.
         "multinomial": (lambda p: p.multinomial(3, generator=flow.Generator(7)), [POS]),
+        # A row's token depends on its own logits, seed, step and settings only.
+        "sample_tokens": (
+            flow.sample_tokens,
+            [_f(5, 4), _i(100, 5), _i(9, 5, seed=1), _f(5, positive=True), _i(4, 5, seed=2),
+             np.full(5, 0.9, np.float32)],
+        ),  # fmt: skip
         "conv2d": (
             lambda x, w, b: F.conv2d(x, w, b, padding=1),
             [_f(3, 4, 5, 5), _f(5, 4, 3, 3, seed=1), _f(5, seed=2)],

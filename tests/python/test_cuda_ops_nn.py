@@ -1,5 +1,5 @@
 """The GPU tier of the ops beyond the elementwise and transformer ones: convolution through
-cuDNN, pooling, sort / topk, cumsum, multinomial, masked and scatter ops, each with its gradient,
+cuDNN, pooling, sort / topk, cumsum, multinomial, sample_tokens, masked and scatter ops, each with its gradient,
 the norms' weight and bias gradients over many rows, and cuDNN's fused attention, on a GPU against
 the same call on the CPU. Skips, saying why, where no GPU is visible."""
 
@@ -155,6 +155,23 @@ def test_a_seed_draws_the_same_multinomial_samples_on_the_gpu(replacement):
         return flow.multinomial(p.to(device), 8, replacement=replacement).cpu().numpy()
 
     np.testing.assert_array_equal(draw("cuda"), draw("cpu"))
+
+
+def test_sample_tokens_on_the_gpu_draws_the_cpus_tokens_and_raises_the_same():
+    rng = np.random.default_rng(0)
+    args = [
+        rng.standard_normal((6, 50)).astype(np.float32), np.arange(6), np.full(6, 2),
+        np.array([0.0, 0.7, 1.0, 1.3, 1.0, 1.0], np.float32), np.array([0, 0, 5, 0, 1, 3]),
+        np.array([1.0, 1.0, 1.0, 0.8, 1.0, 0.5], np.float32),
+    ]  # fmt: skip
+
+    def draw(device):
+        return flow.sample_tokens(*[flow.tensor(a).to(device) for a in args]).cpu().numpy()
+
+    np.testing.assert_array_equal(draw("cuda"), draw("cpu"))
+    args[3][2] = -1.0
+    with pytest.raises(RuntimeError, match=r"\[sample_tokens\] row 2: temperature"):
+        draw("cuda")
 
 
 def test_multinomial_on_the_gpu_rejects_rows_that_are_no_distribution():

@@ -158,3 +158,65 @@ def test_selective_recomputation_gives_the_same_gradients_eagerly_and_in_a_graph
         np.testing.assert_allclose(grads[True][n], g, rtol=1e-5, atol=1e-6, err_msg=n)
         np.testing.assert_allclose(updated[True][n], updated[False][n], rtol=1e-5, atol=1e-6)
     assert any(np.abs(g).max() > 0 for g in grads[False].values())
+
+
+def test_decoding_with_the_kv_cache_gives_the_full_forwards_logits_at_every_step():
+    """A prefill of prompts of different lengths, then one token a step for the whole batch:
+    every step's logits are the full window's, for a batch of one and a ragged batch."""
+    from char_gpt.model import GPTConfig, KVCache
+
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(11, 12, 2, 2, 16)).eval()
+    rng = np.random.default_rng(0)
+    for prompts in ([[1, 2, 3]], [[1, 2, 3, 4, 5], [6], [7, 8, 9]]):
+        B, T = len(prompts), max(map(len, prompts))
+        cache = KVCache(model.cfg, B)
+        seqs = [list(p) for p in prompts]
+        idx = flow.tensor([p + [0] * (T - len(p)) for p in prompts])
+        logits, _ = model(
+            idx, cache=cache, positions=flow.arange(T)[None].expand(B, T).contiguous()
+        )
+        got = [logits.numpy()[b, len(p) - 1] for b, p in enumerate(prompts)]
+        for step in range(12 - T):
+            for b, seq in enumerate(seqs):
+                full = model(flow.tensor([seq]))[0].numpy()[0, -1]
+                np.testing.assert_allclose(got[b], full, rtol=1e-4, atol=1e-5, err_msg=str(step))
+            new = rng.integers(0, 11, B)
+            positions = flow.tensor([[len(s)] for s in seqs])
+            for seq, t in zip(seqs, new):
+                seq.append(int(t))
+            logits, _ = model(flow.tensor(new[:, None]), cache=cache, positions=positions)
+            got = list(logits.numpy()[:, 0])
+
+
+def test_cached_generation_is_greedy_or_seeded_and_a_prompt_gets_its_tokens_in_any_batch():
+    from char_gpt.model import GPTConfig, generate_cached
+
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(11, 16, 2, 2, 16, dropout=0.1))
+    prompts = [[1, 2, 3, 4, 5], [6, 7], [8]]
+    greedy = generate_cached(model, prompts, 6)
+    assert model.training  # restored
+    for prompt, tokens in zip(prompts, greedy):
+        seq = list(prompt)
+        model.eval()
+        for _ in range(6):
+            seq.append(int(model(flow.tensor([seq]))[0].numpy()[0, -1].argmax()))
+        model.train()
+        assert tokens == seq[len(prompt) :]
+    args = dict(temperature=1.0, top_k=5, top_p=0.9)
+    together = generate_cached(model, prompts, 8, seeds=[3, 4, 5], **args)
+    alone = [
+        generate_cached(model, [p], 8, seeds=[s], **args)[0] for p, s in zip(prompts, [3, 4, 5])
+    ]
+    assert together == alone
+    assert generate_cached(model, prompts, 8, seeds=[3, 4, 5], **args) == together
+    assert (
+        len({tuple(generate_cached(model, [[1]], 8, seeds=[s], **args)[0]) for s in range(6)}) > 1
+    )
+    # Past the block: as many tokens as fit; a prompt that fills it leaves none.
+    assert len(generate_cached(model, [[1] * 14], 10)[0]) == 3
+    with pytest.raises(ValueError, match="leaves no room in block_size 16"):
+        generate_cached(model, [[1] * 17], 1)
+    with pytest.raises(ValueError, match="at least one token"):
+        generate_cached(model, [[1], []], 1)
