@@ -209,13 +209,9 @@ class _LayerCache:
         """Writes k, v (B, T, C) at positions (B, T) of each row; returns the layer's (keys,
         values), (B, length, C)."""
         keys, values = getattr(self.cache, f"k{self.layer}"), getattr(self.cache, f"v{self.layer}")
-        B, L, C = keys.shape
-        if positions.min().item() < 0 or positions.max().item() >= L:
-            raise ValueError(f"positions must lie in [0, {L}), the cache's length")
-        rows = (flow.arange(B, device=positions.device)[:, None] * L + positions).reshape(-1, 1)
-        at = rows.expand(rows.size(0), C)
-        keys.view(B * L, C).scatter_(0, at, k.reshape(-1, C))
-        values.view(B * L, C).scatter_(0, at, v.reshape(-1, C))
+        at = positions[:, :, None].expand(*positions.shape, keys.size(2))
+        keys.scatter_(1, at, k)  # a position outside the cache raises
+        values.scatter_(1, at, v)
         return keys, values
 
 

@@ -220,3 +220,38 @@ def test_cached_generation_is_greedy_or_seeded_and_a_prompt_gets_its_tokens_in_a
         generate_cached(model, [[1] * 17], 1)
     with pytest.raises(ValueError, match="at least one token"):
         generate_cached(model, [[1], []], 1)
+
+
+class _DecodeStep(flow.nn.Graph):
+    """A decoding step as a graph: the cache is graph state, written in place; tokens and their
+    positions are the inputs (a prefill and a one-token step are two traces)."""
+
+    def __init__(self, model, cache):
+        super().__init__()
+        self.model, self.cache = model, cache
+
+    def build(self, idx, positions):
+        return self.model(idx, cache=self.cache, positions=positions)[0]
+
+
+def test_a_graph_decodes_with_its_cache_as_state_like_the_full_forward():
+    from char_gpt.model import GPTConfig, KVCache
+
+    flow.manual_seed(0)
+    model = GPT(GPTConfig(11, 12, 2, 2, 16)).eval()
+    cache = KVCache(model.cfg, 2)
+    step = _DecodeStep(model, cache)
+    seqs = [[1, 2, 3], [4, 5]]
+    logits = step(flow.tensor([[1, 2, 3], [4, 5, 0]]), flow.tensor([[0, 1, 2], [0, 1, 2]]))
+    got = [logits.numpy()[0, 2], logits.numpy()[1, 1]]
+    before = cache.k0.numpy().copy()
+    for i in range(6):
+        for seq, row in zip(seqs, got):
+            full = model(flow.tensor([seq]))[0].numpy()[0, -1]
+            np.testing.assert_allclose(row, full, rtol=1e-4, atol=1e-5, err_msg=str(i))
+        new = [(i * 3 + 1) % 11, (i * 5 + 2) % 11]
+        positions = flow.tensor([[len(s)] for s in seqs])
+        for seq, t in zip(seqs, new):
+            seq.append(t)
+        got = list(step(flow.tensor([[t] for t in new]), positions).numpy()[:, 0])
+    assert not np.array_equal(cache.k0.numpy(), before)  # the module's buffer, written in place
