@@ -51,16 +51,19 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.resid_drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, cache=None, positions=None):
+    def forward(self, x, cache=None, positions=None, span=None):
         """x (B, T, C). With `cache` (a layer's (keys, values) of KVCache) and `positions` (B, T)
         int64: this step's keys and values are written at their positions, and each query
-        attends to the cache up to its own position."""
+        attends to the cache up to its own position (within its first `span` positions, when
+        given: no later position is read)."""
         B, T, C = x.shape
         hd = C // self.n_head
         # (B, T, C) -> (B, n_head, T, hd): every head attends independently.
         q = self.query(x).view(B, T, self.n_head, hd).transpose(1, 2)
         if cache is not None:
             keys, values = cache.write(self.key(x), self.value(x), positions)
+            if span is not None:
+                keys, values = keys[:, :span], values[:, :span]
             k = keys.view(B, -1, self.n_head, hd).transpose(1, 2)
             v = values.view(B, -1, self.n_head, hd).transpose(1, 2)
             seen = flow.arange(k.size(2), device=x.device)[None, None, None, :]
@@ -111,8 +114,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.n_embd)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cache=None, positions=None):
-        x = x + self.attn(self.ln1(x), cache, positions)
+    def forward(self, x, cache=None, positions=None, span=None):
+        x = x + self.attn(self.ln1(x), cache, positions, span)
         return x + self.mlp(self.ln2(x))
 
 
@@ -144,13 +147,14 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx, targets=None, cache=None, positions=None):
+    def forward(self, idx, targets=None, cache=None, positions=None, span=None):
         """idx: (B, T) int64 token ids; returns (logits (B, T, V), loss or None).
 
         Incremental decoding: with `cache` (a KVCache) and `positions` (B, T) int64 (where each
         token sits in its sequence), the tokens' keys and values are written into the cache and
         each attends to its sequence's cached past: a prefill of whole prompts, then one token a
-        step, gives the logits the full window would."""
+        step, gives the logits the full window would. `span` (an int above every position)
+        limits attention to the cache's first span positions, which costs less than all."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
@@ -161,7 +165,7 @@ class GPT(nn.Module):
                 )
             x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
             for block, layer in zip(self.blocks, cache.layers()):
-                x = block(x, layer, positions)
+                x = block(x, layer, positions, span)
             return self.head(self.ln_f(x)), None
         # Positions 0..T-1 are the table's first T rows (pos_emb(arange(T)), without an index
         # tensor that would have to be placed like idx when idx is global).
@@ -215,7 +219,88 @@ class _LayerCache:
         return keys, values
 
 
-@flow.no_grad()
+class _DecodeStep(flow.nn.Graph):
+    """One step of a Decoder as a graph, attending to the cache's first `span` positions: the
+    cache is graph state written in place; the tokens, their positions and the index of each
+    row's last token are inputs (a prefill and a one-token step are two traces, compiled once
+    each)."""
+
+    def __init__(self, model, cache, span):
+        super().__init__()
+        self.model, self.cache, self.span = model, cache, span
+
+    def build(self, idx, positions, last):
+        logits, _ = self.model(idx, cache=self.cache, positions=positions, span=self.span)
+        return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
+
+
+class Decoder:
+    """Generates for up to `batch` prompts at a time with one KVCache: one prefill of the
+    prompts, then one token a step for the whole batch. With graph=True every step runs as an
+    nn.Graph (compiled on first use, kept for later calls), without Python per op. Sampling is
+    flow.sample_tokens's: greedy at temperature 0, else top-k and top-p with a seed per prompt
+    (default 0), token i of a request drawn at step i, so a prompt gets the same tokens in any
+    batch."""
+
+    def __init__(self, model: GPT, batch: int, graph: bool = False):
+        self.model, self.batch = model, batch
+        w = model.head.weight
+        self.cache = KVCache(model.cfg, batch, dtype=w.dtype, device=w.device)
+        self.graph = graph
+        self.steps = {}  # span -> its _DecodeStep
+
+    # Attention reads the cache up to a multiple of SPAN past the furthest position: a handful of
+    # shapes (graphs) per generation, and no step reads the whole cache before it must.
+    SPAN = 64
+
+    def _logits(self, idx, positions, last, furthest):
+        span = min(self.cache.length, (furthest // self.SPAN + 1) * self.SPAN)
+        if self.graph:
+            if span not in self.steps:
+                self.steps[span] = _DecodeStep(self.model, self.cache, span)
+            return self.steps[span](idx, positions, last)
+        logits, _ = self.model(idx, cache=self.cache, positions=positions, span=span)
+        return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
+
+    @flow.no_grad()
+    def generate(self, prompts, max_new_tokens, temperature=0.0, top_k=0, top_p=1.0, seeds=None):
+        """Up to max_new_tokens new tokens for each prompt (token-id lists of any lengths, at
+        most `batch` of them; fewer are padded with empty rows), stopping at the block."""
+        model, cfg = self.model, self.model.cfg
+        n, lengths = len(prompts), [len(p) for p in prompts]
+        if not 1 <= n <= self.batch:
+            raise ValueError(f"a Decoder for {self.batch} prompts got {n}")
+        if min(lengths) < 1:
+            raise ValueError("every prompt needs at least one token")
+        steps = min(max_new_tokens, cfg.block_size - max(lengths) + 1)
+        if steps < 1:
+            raise ValueError(
+                f"a prompt of {max(lengths)} tokens leaves no room in block_size {cfg.block_size}"
+            )
+        was_training = model.training
+        model.eval()
+        B, T, device = self.batch, max(lengths), self.cache.k0.device
+        rows = [list(p) + [0] * (T - len(p)) for p in prompts] + [[0] * T] * (B - n)
+        lengths += [1] * (B - n)
+        per_row = lambda v, dtype: flow.full((B,), v, dtype=dtype, device=device)  # noqa: E731
+        seeds = list(seeds) if seeds is not None else [0] * n
+        seeds = flow.tensor(seeds + [0] * (B - n), device=device)
+        t, k = per_row(temperature, flow.float32), per_row(top_k, flow.int64)
+        p = per_row(top_p, flow.float32)
+        last = flow.tensor([m - 1 for m in lengths], device=device)
+        positions = flow.arange(T, device=device)[None, :].expand(B, T).contiguous()
+        logits = self._logits(flow.tensor(rows, device=device), positions, last, T - 1)
+        out, first = [], per_row(0, flow.int64)
+        for i in range(steps):
+            token = flow.sample_tokens(logits.float(), seeds, per_row(i, flow.int64), t, k, p)
+            out.append(token)
+            if i + 1 < steps:
+                furthest = max(lengths) + i
+                logits = self._logits(token[:, None], (last + 1 + i)[:, None], first, furthest)
+        model.train(was_training)
+        return flow.stack(out, dim=1).tolist()[:n]
+
+
 def generate_cached(
     model: GPT,
     prompts,
@@ -224,49 +309,13 @@ def generate_cached(
     top_k: int = 0,
     top_p: float = 1.0,
     seeds=None,
+    graph: bool = False,
 ):
-    """Extends each prompt (a list of token-id lists, of any lengths) by up to max_new_tokens
-    tokens, decoding with a KVCache: one prefill of the prompts, then one token a step for the
-    whole batch. Sampling is flow.sample_tokens's: greedy at temperature 0, else top-k and top-p
-    with a seed per prompt (seeds; default 0), token i of a request drawn at step i, so a prompt
-    gets the same tokens in any batch. Stops at the model's block_size. Returns the new tokens."""
-    was_training = model.training
-    model.eval()
-    B, lengths = len(prompts), [len(p) for p in prompts]
-    if min(lengths) < 1:
-        raise ValueError("every prompt needs at least one token")
-    steps = min(max_new_tokens, model.cfg.block_size - max(lengths) + 1)
-    if steps < 1:
-        raise ValueError(
-            f"a prompt of {max(lengths)} tokens leaves no room in block_size {model.cfg.block_size}"
-        )
-    device = model.head.weight.device
-    cache = KVCache(model.cfg, B, dtype=model.head.weight.dtype, device=device)
-    T = max(lengths)
-    idx = flow.tensor([p + [0] * (T - len(p)) for p in prompts], device=device)
-    positions = flow.arange(T, device=device)[None, :].expand(B, T).contiguous()
-    seeds = flow.tensor(list(seeds) if seeds is not None else [0] * B, device=device)
-    per_row = lambda v, dtype: flow.full((B,), v, dtype=dtype, device=device)  # noqa: E731
-    t, k, p = (
-        per_row(temperature, flow.float32),
-        per_row(top_k, flow.int64),
-        per_row(top_p, flow.float32),
+    """Decoder(model, len(prompts), graph).generate(prompts, ...): the new tokens of each
+    prompt, decoding with a KV cache."""  # fmt: skip
+    return Decoder(model, len(prompts), graph).generate(
+        prompts, max_new_tokens, temperature, top_k, top_p, seeds
     )
-    last = flow.tensor([n - 1 for n in lengths], device=device)
-    logits, _ = model(idx, cache=cache, positions=positions)
-    V = logits.size(-1)
-    logits = logits.gather(1, last[:, None, None].expand(B, 1, V))[:, 0]  # each prompt's last
-    out = []
-    for i in range(steps):
-        step = flow.full((B,), i, dtype=flow.int64, device=device)
-        token = flow.sample_tokens(logits.float(), seeds, step, t, k, p)
-        out.append(token)
-        if i + 1 == steps:
-            break
-        logits, _ = model(token[:, None], cache=cache, positions=(last + 1 + i)[:, None])
-        logits = logits[:, -1]
-    model.train(was_training)
-    return flow.stack(out, dim=1).tolist()
 
 
 @flow.no_grad()

@@ -211,6 +211,15 @@ def test_cached_generation_is_greedy_or_seeded_and_a_prompt_gets_its_tokens_in_a
     ]
     assert together == alone
     assert generate_cached(model, prompts, 8, seeds=[3, 4, 5], **args) == together
+    # As graphs (a prefill and a one-token step, compiled once), and again on the same Decoder.
+    from char_gpt.model import Decoder
+
+    decoder = Decoder(model, 4, graph=True)
+    assert decoder.generate(prompts, 6) == greedy
+    assert decoder.generate(prompts, 8, seeds=[3, 4, 5], **args) == together
+    assert decoder.generate(prompts[:1], 6) == greedy[:1]
+    with pytest.raises(ValueError, match="a Decoder for 4 prompts got 5"):
+        decoder.generate(prompts + prompts[:2], 1)
     assert (
         len({tuple(generate_cached(model, [[1]], 8, seeds=[s], **args)[0]) for s in range(6)}) > 1
     )
