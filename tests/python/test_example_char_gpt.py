@@ -231,28 +231,18 @@ def test_cached_generation_is_greedy_or_seeded_and_a_prompt_gets_its_tokens_in_a
         generate_cached(model, [[1], []], 1)
 
 
-class _DecodeStep(flow.nn.Graph):
-    """A decoding step as a graph: the cache is graph state, written in place; tokens and their
-    positions are the inputs (a prefill and a one-token step are two traces)."""
-
-    def __init__(self, model, cache):
-        super().__init__()
-        self.model, self.cache = model, cache
-
-    def build(self, idx, positions):
-        return self.model(idx, cache=self.cache, positions=positions)[0]
-
-
 def test_a_graph_decodes_with_its_cache_as_state_like_the_full_forward():
-    from char_gpt.model import GPTConfig, KVCache
+    """The Decoder's step graph: the cache is graph state, written in place; tokens, positions
+    and each row's last token are inputs (a prefill and a one-token step are two traces)."""
+    from char_gpt.model import GPTConfig, KVCache, _DecodeStep
 
     flow.manual_seed(0)
     model = GPT(GPTConfig(11, 12, 2, 2, 16)).eval()
     cache = KVCache(model.cfg, 2)
-    step = _DecodeStep(model, cache)
+    step = _DecodeStep(model, cache, span=12)
     seqs = [[1, 2, 3], [4, 5]]
-    logits = step(flow.tensor([[1, 2, 3], [4, 5, 0]]), flow.tensor([[0, 1, 2], [0, 1, 2]]))
-    got = [logits.numpy()[0, 2], logits.numpy()[1, 1]]
+    positions = flow.tensor([[0, 1, 2], [0, 1, 2]])
+    got = list(step(flow.tensor([[1, 2, 3], [4, 5, 0]]), positions, flow.tensor([2, 1])).numpy())
     before = cache.k0.numpy().copy()
     for i in range(6):
         for seq, row in zip(seqs, got):
@@ -262,5 +252,5 @@ def test_a_graph_decodes_with_its_cache_as_state_like_the_full_forward():
         positions = flow.tensor([[len(s)] for s in seqs])
         for seq, t in zip(seqs, new):
             seq.append(t)
-        got = list(step(flow.tensor([[t] for t in new]), positions).numpy()[:, 0])
+        got = list(step(flow.tensor([[t] for t in new]), positions, flow.tensor([0, 0])).numpy())
     assert not np.array_equal(cache.k0.numpy(), before)  # the module's buffer, written in place
