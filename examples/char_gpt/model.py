@@ -219,6 +219,12 @@ class _LayerCache:
         return keys, values
 
 
+def _last_logits(model, cache, idx, positions, last, span):
+    """The logits of each row's token `last` (B,), the tokens written into the cache."""
+    logits, _ = model(idx, cache=cache, positions=positions, span=span)
+    return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
+
+
 class _DecodeStep(flow.nn.Graph):
     """One step of a Decoder as a graph, attending to the cache's first `span` positions: the
     cache is graph state written in place; the tokens, their positions and the index of each
@@ -230,8 +236,7 @@ class _DecodeStep(flow.nn.Graph):
         self.model, self.cache, self.span = model, cache, span
 
     def build(self, idx, positions, last):
-        logits, _ = self.model(idx, cache=self.cache, positions=positions, span=self.span)
-        return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
+        return _last_logits(self.model, self.cache, idx, positions, last, self.span)
 
 
 class Decoder:
@@ -259,8 +264,7 @@ class Decoder:
             if span not in self.steps:
                 self.steps[span] = _DecodeStep(self.model, self.cache, span)
             return self.steps[span](idx, positions, last)
-        logits, _ = self.model(idx, cache=self.cache, positions=positions, span=span)
-        return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
+        return _last_logits(self.model, self.cache, idx, positions, last, span)
 
     @flow.no_grad()
     def generate(self, prompts, max_new_tokens, temperature=0.0, top_k=0, top_p=1.0, seeds=None):
