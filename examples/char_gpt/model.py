@@ -51,25 +51,30 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
         self.resid_drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, cache=None, positions=None, span=None):
+    def forward(self, x, cache=None, positions=None, span=None, prefill=False):
         """x (B, T, C). With `cache` (a layer's (keys, values) of KVCache) and `positions` (B, T)
         int64: this step's keys and values are written at their positions, and each query
         attends to the cache up to its own position (within its first `span` positions, when
-        given: no later position is read)."""
+        given: no later position is read). `prefill`: the positions are 0..T-1 in every row, so
+        the past is this step's own tokens, attended causally without reading the cache."""
         B, T, C = x.shape
         hd = C // self.n_head
         # (B, T, C) -> (B, n_head, T, hd): every head attends independently.
         q = self.query(x).view(B, T, self.n_head, hd).transpose(1, 2)
         if cache is not None:
             keys, values = cache.write(self.key(x), self.value(x), positions)
-            if span is not None:
+            if prefill:
+                keys, values = keys[:, :T], values[:, :T]
+            elif span is not None:
                 keys, values = keys[:, :span], values[:, :span]
             k = keys.view(B, -1, self.n_head, hd).transpose(1, 2)
             v = values.view(B, -1, self.n_head, hd).transpose(1, 2)
-            seen = flow.arange(k.size(2), device=x.device)[None, None, None, :]
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=seen <= positions[:, None, :, None]
-            )
+            if prefill:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                seen = flow.arange(k.size(2), device=x.device)[None, None, None, :]
+                mask = seen <= positions[:, None, :, None]
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             return self.resid_drop(self.proj(y.transpose(1, 2).reshape(B, T, C)))
         k = self.key(x).view(B, T, self.n_head, hd).transpose(1, 2)
         v = self.value(x).view(B, T, self.n_head, hd).transpose(1, 2)
@@ -114,8 +119,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.n_embd)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cache=None, positions=None, span=None):
-        x = x + self.attn(self.ln1(x), cache, positions, span)
+    def forward(self, x, cache=None, positions=None, span=None, prefill=False):
+        x = x + self.attn(self.ln1(x), cache, positions, span, prefill)
         return x + self.mlp(self.ln2(x))
 
 
@@ -147,14 +152,16 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx, targets=None, cache=None, positions=None, span=None):
+    def forward(self, idx, targets=None, cache=None, positions=None, span=None, prefill=False):
         """idx: (B, T) int64 token ids; returns (logits (B, T, V), loss or None).
 
         Incremental decoding: with `cache` (a KVCache) and `positions` (B, T) int64 (where each
         token sits in its sequence), the tokens' keys and values are written into the cache and
         each attends to its sequence's cached past: a prefill of whole prompts, then one token a
         step, gives the logits the full window would. `span` (an int above every position)
-        limits attention to the cache's first span positions, which costs less than all."""
+        limits attention to the cache's first span positions, which costs less than all;
+        `prefill` says the positions are 0..T-1 in every row (attention is then causal over the
+        tokens themselves, as without a cache)."""
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}")
@@ -165,7 +172,7 @@ class GPT(nn.Module):
                 )
             x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
             for block, layer in zip(self.blocks, cache.layers()):
-                x = block(x, layer, positions, span)
+                x = block(x, layer, positions, span, prefill)
             return self.head(self.ln_f(x)), None
         # Positions 0..T-1 are the table's first T rows (pos_emb(arange(T)), without an index
         # tensor that would have to be placed like idx when idx is global).
@@ -219,9 +226,9 @@ class _LayerCache:
         return keys, values
 
 
-def _last_logits(model, cache, idx, positions, last, span):
+def _last_logits(model, cache, idx, positions, last, span, prefill):
     """The logits of each row's token `last` (B,), the tokens written into the cache."""
-    logits, _ = model(idx, cache=cache, positions=positions, span=span)
+    logits, _ = model(idx, cache=cache, positions=positions, span=span, prefill=prefill)
     return logits.gather(1, last[:, None, None].expand(-1, 1, logits.size(-1)))[:, 0]
 
 
@@ -231,12 +238,12 @@ class _DecodeStep(flow.nn.Graph):
     row's last token are inputs (a prefill and a one-token step are two traces, compiled once
     each)."""
 
-    def __init__(self, model, cache, span):
+    def __init__(self, model, cache, span, prefill):
         super().__init__()
-        self.model, self.cache, self.span = model, cache, span
+        self.model, self.cache, self.span, self.prefill = model, cache, span, prefill
 
     def build(self, idx, positions, last):
-        return _last_logits(self.model, self.cache, idx, positions, last, self.span)
+        return _last_logits(self.model, self.cache, idx, positions, last, self.span, self.prefill)
 
 
 class Decoder:
@@ -252,19 +259,20 @@ class Decoder:
         w = model.head.weight
         self.cache = KVCache(model.cfg, batch, dtype=w.dtype, device=w.device)
         self.graph = graph
-        self.steps = {}  # span -> its _DecodeStep
+        self.steps = {}  # (span, prefill) -> its _DecodeStep
 
     # Attention reads the cache up to a multiple of SPAN past the furthest position: a handful of
     # shapes (graphs) per generation, and no step reads the whole cache before it must.
     SPAN = 64
 
-    def _logits(self, idx, positions, last, furthest):
+    def _logits(self, idx, positions, last, furthest, prefill=False):
         span = min(self.cache.length, (furthest // self.SPAN + 1) * self.SPAN)
         if self.graph:
-            if span not in self.steps:
-                self.steps[span] = _DecodeStep(self.model, self.cache, span)
-            return self.steps[span](idx, positions, last)
-        return _last_logits(self.model, self.cache, idx, positions, last, span)
+            key = (span, prefill)
+            if key not in self.steps:
+                self.steps[key] = _DecodeStep(self.model, self.cache, span, prefill)
+            return self.steps[key](idx, positions, last)
+        return _last_logits(self.model, self.cache, idx, positions, last, span, prefill)
 
     @flow.no_grad()
     def generate(self, prompts, max_new_tokens, temperature=0.0, top_k=0, top_p=1.0, seeds=None):
@@ -293,7 +301,7 @@ class Decoder:
         p = per_row(top_p, flow.float32)
         last = flow.tensor([m - 1 for m in lengths], device=device)
         positions = flow.arange(T, device=device)[None, :].expand(B, T).contiguous()
-        logits = self._logits(flow.tensor(rows, device=device), positions, last, T - 1)
+        logits = self._logits(flow.tensor(rows, device=device), positions, last, T - 1, True)
         out, first = [], per_row(0, flow.int64)
         for i in range(steps):
             token = flow.sample_tokens(logits.float(), seeds, per_row(i, flow.int64), t, k, p)

@@ -239,10 +239,10 @@ def test_a_graph_decodes_with_its_cache_as_state_like_the_full_forward():
     flow.manual_seed(0)
     model = GPT(GPTConfig(11, 12, 2, 2, 16)).eval()
     cache = KVCache(model.cfg, 2)
-    step = _DecodeStep(model, cache, span=12)
+    prefill, step = _DecodeStep(model, cache, 12, True), _DecodeStep(model, cache, 12, False)
     seqs = [[1, 2, 3], [4, 5]]
     positions = flow.tensor([[0, 1, 2], [0, 1, 2]])
-    got = list(step(flow.tensor([[1, 2, 3], [4, 5, 0]]), positions, flow.tensor([2, 1])).numpy())
+    got = list(prefill(flow.tensor([[1, 2, 3], [4, 5, 0]]), positions, flow.tensor([2, 1])).numpy())
     before = cache.k0.numpy().copy()
     for i in range(6):
         for seq, row in zip(seqs, got):
