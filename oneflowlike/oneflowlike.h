@@ -5,6 +5,7 @@
 // CMAKE_PREFIX_PATH from `python -m oneflowlike --cmake-prefix-path`).
 #pragma once
 #include "oneflowlike/distributed.h"
+#include "oneflowlike/generator.h"
 #include "oneflowlike/graph.h"
 #include "oneflowlike/planning.h"
 #include "oneflowlike/tensor.h"

@@ -1,6 +1,8 @@
 """A small GPT (decoder-only transformer) for character-level language modelling."""
 
+import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -207,19 +209,33 @@ class KVCache(nn.Module):
         self.n_layer = cfg.n_layer
 
     def layers(self):
-        return [_LayerCache(self, i) for i in range(self.n_layer)]
+        return [
+            _LayerCache(getattr(self, f"k{i}"), getattr(self, f"v{i}")) for i in range(self.n_layer)
+        ]
+
+
+class CacheTensors:
+    """A cache given as tensors k0, v0, k1, v1, ... (each (B, length, C)), written in place: how a
+    graph saved for generation takes it, so that its caller (ofl::Generator) owns the memory and
+    keeps one row per sequence."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+
+    def layers(self):
+        return [_LayerCache(k, v) for k, v in zip(self.tensors[0::2], self.tensors[1::2])]
 
 
 class _LayerCache:
-    """One layer's view of a KVCache."""
+    """One layer's keys and values, (B, length, C)."""
 
-    def __init__(self, cache, layer):
-        self.cache, self.layer = cache, layer
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
 
     def write(self, k, v, positions):
         """Writes k, v (B, T, C) at positions (B, T) of each row; returns the layer's (keys,
         values), (B, length, C)."""
-        keys, values = getattr(self.cache, f"k{self.layer}"), getattr(self.cache, f"v{self.layer}")
+        keys, values = self.keys, self.values
         at = positions[:, :, None].expand(*positions.shape, keys.size(2))
         keys.scatter_(1, at, k)  # a position outside the cache raises
         values.scatter_(1, at, v)
@@ -244,6 +260,63 @@ class _DecodeStep(flow.nn.Graph):
 
     def build(self, idx, positions, last):
         return _last_logits(self.model, self.cache, idx, positions, last, self.span, self.prefill)
+
+
+class _SavedStep(flow.nn.Graph):
+    """A decoding step as saved for C++ (save_for_generation): the cache comes in as tensors
+    (CacheTensors) written in place, the tokens, positions and each row's last token too."""
+
+    def __init__(self, model, prefill):
+        super().__init__()
+        self.model, self.prefill = model, prefill
+
+    def build(self, idx, positions, last, *cache):
+        return _last_logits(
+            self.model, CacheTensors(cache), idx, positions, last, None, self.prefill
+        )
+
+
+GENERATION_FORMAT = "oneflowlike-generation"
+
+
+@flow.no_grad()
+def save_for_generation(model: GPT, path, chars: Optional[str] = None):
+    """Saves what ofl::Generator loads (C++): two graphs with a dynamic batch, path/prefill
+    (whole prompts, padded to block_size, positions 0..T-1) and path/step (one token a row at
+    its position, attending to the whole cache up to it), both taking (idx, positions, last,
+    k0, v0, k1, v1, ...) and giving each row's logits after its token `last`; and
+    path/generation.json: the cache's sizes and, with `chars`, the vocabulary (token i is
+    chars[i]) for text prompts."""
+    cfg = model.cfg
+    if chars is not None and len(chars) != cfg.vocab_size:
+        raise ValueError(f"{len(chars)} characters for a vocabulary of {cfg.vocab_size} tokens")
+    was_training = model.training
+    model.eval()
+    w = model.head.weight
+    L = cfg.block_size
+    for name, prefill, T in (("prefill", True, L), ("step", False, 1)):
+        cache = [flow.zeros(1, L, cfg.n_embd, dtype=w.dtype, device=w.device)] * (2 * cfg.n_layer)
+        cache = [c.clone() for c in cache]
+        idx = flow.zeros(1, T, dtype=flow.int64, device=w.device)
+        positions = flow.arange(T, device=w.device)[None, :].contiguous()
+        graph = _SavedStep(model, prefill)
+        graph(idx, positions, flow.zeros(1, dtype=flow.int64, device=w.device), *cache)
+        graph.save(os.path.join(path, name), dynamic_batch=True)
+    model.train(was_training)
+    meta = {
+        "format": GENERATION_FORMAT,
+        "format_version": 1,
+        "length": L,
+        "n_layer": cfg.n_layer,
+        "n_embd": cfg.n_embd,
+        "vocab_size": cfg.vocab_size,
+        "cache": [f"{kind}{i}" for i in range(cfg.n_layer) for kind in "kv"],
+        "graphs": {"prefill": "prefill", "step": "step"},
+    }
+    if chars is not None:
+        meta["chars"] = list(chars)
+    with open(os.path.join(path, "generation.json"), "w") as f:
+        json.dump(meta, f, indent=1)
 
 
 class Decoder:

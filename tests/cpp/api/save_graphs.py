@@ -12,7 +12,7 @@ import sys
 
 import oneflowlike as flow
 from oneflowlike import nn
-from examples.char_gpt.model import GPT, GPTConfig
+from examples.char_gpt.model import GPT, GPTConfig, generate_cached, save_for_generation
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 sys.path.insert(0, os.path.join(EXAMPLES, "cpp"))
@@ -61,6 +61,29 @@ def save_pipeline(out):
         json.dump(found, f, indent=1)
 
 
+PROMPTS = [[1, 2, 3], [4, 5, 6, 7, 8], [9]]  # ragged
+CHARS = "abcdefghijklmnopq"
+
+
+def save_generation(model, out, expected):
+    """The model saved for ofl::Generator, with what Python makes of PROMPTS: the full window's
+    logits after each prompt and each greedy token so far (gen_logits<i>: (tokens, V)), and the
+    tokens Python's Decoder samples with seeds 11, 12, 13 (sampled<i>)."""
+    save_for_generation(model, f"{out}/generation", chars=CHARS)
+    with flow.no_grad():
+        for i, prompt in enumerate(PROMPTS):
+            tokens, rows = list(prompt), []
+            for _ in range(model.cfg.block_size - len(prompt) + 1):
+                rows.append(model(flow.tensor([tokens]))[0][0, -1])
+                tokens.append(int(rows[-1].argmax()))
+            expected[f"gen_logits{i}"] = flow.stack(rows)
+    sampled = generate_cached(
+        model, PROMPTS, 4, temperature=1.0, top_k=5, top_p=0.9, seeds=[11, 12, 13]
+    )
+    for i, tokens in enumerate(sampled):
+        expected[f"sampled{i}"] = flow.tensor(tokens)
+
+
 def main(out):
     flow.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=17, block_size=8, n_layer=2, n_head=2, n_embd=16)).eval()
@@ -77,6 +100,7 @@ def main(out):
     two = TwoOutputs(model)
     two(expected["idx2"])
     two.save(f"{out}/two_outputs")
+    save_generation(model, out, expected)
     flow.save(expected, f"{out}/expected.safetensors")
     save_pipeline(out)
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -222,6 +223,154 @@ TEST(Api, PlanningFromAFolderPlanPipelineDidNotWriteRaisesNamingIt) {
   EXPECT_NE(err.find("gpt/pipeline.json (not a folder plan_pipeline(save=...) wrote?)"),
             std::string::npos)
       << err;
+}
+
+// --- Generation (ofl::Generator, on the GPT save_graphs.py saved for it) ---
+
+const std::vector<std::vector<int64_t>> kPrompts = {{1, 2, 3}, {4, 5, 6, 7, 8}, {9}};
+
+TEST(Generator, EveryStepsLogitsAreTheFullWindowsForARaggedBatch) {
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), 3);
+  EXPECT_EQ(gen.length(), 8);
+  EXPECT_EQ(gen.vocab_size(), 17);
+  std::vector<int64_t> ids;
+  for (const auto& p : kPrompts) ids.push_back(gen.add(p, {.max_new_tokens = 8}));
+  std::vector<int64_t> steps(kPrompts.size(), 0);
+  while (gen.running()) {
+    const std::vector<ofl::Made> made = gen.step();
+    const std::vector<float> logits = gen.last_logits().to_vector<float>();
+    ASSERT_EQ(int64_t(logits.size()), int64_t(made.size()) * 17);
+    for (size_t r = 0; r < made.size(); ++r) {
+      const size_t i = size_t(made[r].id - ids[0]);
+      const std::vector<float> full = want("gen_logits" + std::to_string(i)).to_vector<float>();
+      const int64_t at = steps[i]++;
+      ASSERT_LT((at + 1) * 17, int64_t(full.size()) + 1) << "prompt " << i << " made too many";
+      for (int64_t v = 0; v < 17; ++v)
+        ASSERT_NEAR(logits[r * 17 + size_t(v)], full[size_t(at * 17 + v)], 1e-4f)
+            << "prompt " << i << ", token " << at << ", logit " << v;
+    }
+  }
+  // Each made tokens up to the cache's end: length - prompt + 1.
+  for (size_t i = 0; i < kPrompts.size(); ++i)
+    EXPECT_EQ(steps[i], 8 - int64_t(kPrompts[i].size()) + 1) << "prompt " << i;
+}
+
+TEST(Generator, SeededSamplingGivesPythonsTokens) {
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), 4);
+  std::vector<ofl::Sampling> sampling;
+  for (int64_t seed : {11, 12, 13})
+    sampling.push_back(
+        {.temperature = 1.0, .top_k = 5, .top_p = 0.9, .seed = seed, .max_new_tokens = 4});
+  const auto got = gen.generate(kPrompts, sampling);
+  for (size_t i = 0; i < kPrompts.size(); ++i)
+    EXPECT_EQ(got[i], want("sampled" + std::to_string(i)).to_vector<int64_t>()) << "prompt " << i;
+}
+
+TEST(Generator, ASequenceJoiningOrLeavingARunningBatchGetsItsTokensAlone) {
+  ofl::Generator alone = ofl::Generator::load(saved("generation"), 1);
+  std::vector<ofl::Sampling> sampling;
+  for (int64_t i = 0; i < 5; ++i)
+    sampling.push_back(
+        {.temperature = 0.8, .top_k = 0, .top_p = 1, .seed = i, .max_new_tokens = 2 + i});
+  const std::vector<std::vector<int64_t>> prompts = {{1}, {2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11}};
+  std::vector<std::vector<int64_t>> want;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    want.push_back(alone.generate({prompts[i]}, {sampling[i]})[0]);
+  // Three slots; a new sequence every step while there is room; one cancelled midway.
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), 3);
+  std::map<int64_t, size_t> index;
+  std::vector<std::vector<int64_t>> got(prompts.size());
+  size_t next = 0;
+  int64_t cancelled = -1;
+  for (int step = 0; step < 50 && (gen.running() || next < prompts.size()); ++step) {
+    if (next < prompts.size() && gen.refusal(prompts[next], sampling[next]).empty()) {
+      index[gen.add(prompts[next], sampling[next])] = next;
+      ++next;
+    }
+    if (step == 2) gen.cancel(cancelled = gen.add({12, 13}, {.max_new_tokens = 5}));
+    for (const ofl::Made& m : gen.step()) {
+      ASSERT_NE(m.id, cancelled);
+      got[index.at(m.id)].push_back(m.token);
+    }
+  }
+  EXPECT_EQ(gen.running(), 0);
+  EXPECT_EQ(got, want);
+}
+
+TEST(Generator, StopTokensEndASequenceWithTheReason) {
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), 1);
+  const std::vector<int64_t> greedy = gen.generate({{1, 2, 3}}, {{.max_new_tokens = 3}})[0];
+  ASSERT_EQ(greedy.size(), 3u);
+  gen.add({1, 2, 3}, {.max_new_tokens = 3, .stop = {greedy[1]}});
+  std::vector<ofl::Made> made;
+  while (gen.running())
+    for (const ofl::Made& m : gen.step()) made.push_back(m);
+  ASSERT_EQ(made.size(), 2u);
+  EXPECT_EQ(made[1].token, greedy[1]);
+  EXPECT_TRUE(made[1].finished);
+  EXPECT_EQ(made[1].finish_reason, "stop");
+  gen.add({1, 2, 3}, {.max_new_tokens = 1});
+  made = gen.step();
+  EXPECT_EQ(made[0].finish_reason, "length");
+}
+
+TEST(Generator, BadRequestsAndAFullBatchAreRefusedWithTheReason) {
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), 2, ofl::Device(), 6);
+  auto add_error = [&](std::vector<int64_t> prompt, ofl::Sampling s) {
+    return error_of([&] { gen.add(prompt, s); });
+  };
+  EXPECT_NE(add_error({}, {}).find("the prompt is empty"), std::string::npos);
+  EXPECT_NE(add_error({17}, {}).find("token 17 is not in [0, 17)"), std::string::npos);
+  EXPECT_NE(add_error(std::vector<int64_t>(9, 1), {}).find("exceeds the 8 positions"),
+            std::string::npos);
+  EXPECT_NE(add_error({1}, {.temperature = -1}).find("temperature"), std::string::npos);
+  EXPECT_NE(add_error({1}, {.top_p = 0}).find("top_p"), std::string::npos);
+  EXPECT_NE(add_error({1}, {.max_new_tokens = 0}).find("max_new_tokens 0 < 1"), std::string::npos);
+  EXPECT_NE(add_error({1}, {.stop = {-2}}).find("stop token -2"), std::string::npos);
+  // max_tokens 6: a sequence reserves the cache positions it may fill (its prompt and its tokens
+  // but the last, within the 8 of a slot).
+  EXPECT_NE(gen.refusal_forever({1, 2, 3}, {.max_new_tokens = 10})
+                .find("need 8 positions of the cache, over max_tokens 6"),
+            std::string::npos);
+  gen.add({1, 2}, {.max_new_tokens = 3});
+  EXPECT_NE(gen.refusal({1}, {.max_new_tokens = 3}).find("reserve 4 of max_tokens 6"),
+            std::string::npos);
+  EXPECT_EQ(gen.refusal({1}, {.max_new_tokens = 2}), "");
+  gen.add({1}, {.max_new_tokens = 2});
+  EXPECT_NE(gen.refusal({1}, {.max_new_tokens = 1}).find("all 2 sequences"), std::string::npos);
+  EXPECT_EQ(gen.refusal_forever({1}, {.max_new_tokens = 1}), "");
+  EXPECT_EQ(gen.running(), 2);
+}
+
+TEST(Generator, EncodesAndDecodesTheSavedVocabulary) {
+  const ofl::Generator gen = ofl::Generator::load(saved("generation"), 1);
+  ASSERT_TRUE(gen.has_vocabulary());
+  EXPECT_EQ(gen.encode("bad"), (std::vector<int64_t>{1, 0, 3}));
+  EXPECT_EQ(gen.decode({1, 0, 3}), "bad");
+  EXPECT_NE(error_of([&] { gen.encode("bz"); }).find("\"z\" at byte 1 is not in the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { gen.encode("\xff"); }).find("at byte 0"), std::string::npos);
+  EXPECT_NE(error_of([&] { gen.decode({17}); }).find("token 17"), std::string::npos);
+}
+
+TEST(Generator, DamagedFoldersRaiseNamingTheFile) {
+  const std::string dir = ::testing::TempDir() + "/damaged_generation";
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(saved("generation"), dir, std::filesystem::copy_options::recursive);
+  auto load_error = [&] { return error_of([&] { ofl::Generator::load(dir, 1); }); };
+  auto write = [&](const std::string& text) { std::ofstream(dir + "/generation.json") << text; };
+  write("{\"format\": \"oneflowlike-generation\", \"format_version\": 1, \"length\": 8");
+  EXPECT_NE(load_error().find("generation.json: not a JSON object"), std::string::npos);
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 9,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16})");
+  EXPECT_NE(load_error().find("/prefill is Graph("), std::string::npos) << load_error();
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16, "chars": ["a", "a"]})");
+  EXPECT_NE(load_error().find("\"chars\" is not a list of vocab_size"), std::string::npos);
+  std::filesystem::remove(dir + "/generation.json");
+  EXPECT_NE(load_error().find("generation.json cannot be read"), std::string::npos);
+  EXPECT_NE(error_of([] { ofl::Generator::load(saved("generation"), 0); }).find("max_batch 0"),
+            std::string::npos);
 }
 
 }  // namespace

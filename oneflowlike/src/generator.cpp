@@ -1,0 +1,430 @@
+#include "oneflowlike/generator.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "core/autograd/grad_mode.h"
+#include "oneflowlike/graph.h"
+#include "oneflowlike/src/api_util.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/index_ops.h"
+#include "ops/sampling.h"
+#include "ops/shape_ops.h"
+
+namespace ofl {
+
+using api::fail;
+using api::guarded;
+using api::to_internal;
+using Json = nlohmann::json;
+
+namespace {
+
+Tensor wrap(internal::Tensor t) {
+  return Tensor(std::make_shared<const internal::Tensor>(std::move(t)));
+}
+
+// A (rows,) or (rows, n) tensor of `values` on `device`.
+template <class T>
+Tensor host_tensor(const std::vector<T>& values, std::vector<int64_t> shape, const Device& device) {
+  return Tensor::from_vector(values, std::move(shape)).to(device);
+}
+
+// The byte length of the UTF-8 character starting with `lead` (1 for a stray byte).
+size_t utf8_length(unsigned char lead) {
+  if (lead >= 0xF0) return 4;
+  if (lead >= 0xE0) return 3;
+  if (lead >= 0xC0) return 2;
+  return 1;
+}
+
+}  // namespace
+
+Tensor sample_tokens(const Tensor& logits, const Tensor& seeds, const Tensor& steps,
+                     const Tensor& temperature, const Tensor& top_k, const Tensor& top_p) {
+  return guarded([&] {
+    internal::autograd::NoGradGuard no_grad;
+    return wrap(internal::sample_tokens(logits.impl(), seeds.impl(), steps.impl(),
+                                        temperature.impl(), top_k.impl(), top_p.impl()));
+  });
+}
+
+// A running sequence: the slot it holds is its index in Impl::running.
+struct Sequence {
+  int64_t id = 0;
+  std::vector<int64_t> prompt;
+  Sampling sampling;
+  std::vector<int64_t> made;
+  bool prefilled = false;
+  int64_t reserved() const { return int64_t(prompt.size()) + sampling.max_new_tokens; }
+};
+
+struct Generator::Impl {
+  std::string dir;
+  Device device;
+  int64_t length = 0, vocab = 0, n_layer = 0, max_batch = 0, max_tokens = 0;
+  std::optional<Graph> prefill, step;
+  std::vector<internal::Tensor> cache;  // k0, v0, k1, v1, ...: (max_batch, length, C) each
+  std::vector<std::string> chars;       // token i's UTF-8 text
+  std::map<std::string, int64_t> token_of;
+  std::vector<Sequence> running;
+  int64_t next_id = 0, reserved = 0;
+  Tensor last_logits;
+
+  [[noreturn]] void damaged(const std::string& why) const {
+    fail("Generator", dir, "/generation.json: ", why);
+  }
+
+  void read_meta() {
+    std::ifstream in(dir + "/generation.json");
+    if (!in)
+      fail("Generator", dir, "/generation.json cannot be read: not a folder saved by ",
+           "save_for_generation (examples/char_gpt/model.py)");
+    std::stringstream text;
+    text << in.rdbuf();
+    const Json meta = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) damaged("not a JSON object");
+    if (meta.value("format", "") != "oneflowlike-generation")
+      damaged("\"format\" is not \"oneflowlike-generation\"");
+    if (meta.value("format_version", 0) != 1)
+      damaged("format_version " + meta.value("format_version", Json()).dump() +
+              " (this build reads 1)");
+    for (const char* key : {"length", "vocab_size", "n_layer", "n_embd"})
+      if (!meta.contains(key) || !meta[key].is_number_integer() || meta[key].get<int64_t>() < 1)
+        damaged(std::string("\"") + key + "\" is not a positive integer");
+    length = meta["length"].get<int64_t>();
+    vocab = meta["vocab_size"].get<int64_t>();
+    n_layer = meta["n_layer"].get<int64_t>();
+    if (meta.contains("chars")) {
+      const Json& c = meta["chars"];
+      if (!c.is_array() || int64_t(c.size()) != vocab)
+        damaged("\"chars\" is not a list of vocab_size (" + std::to_string(vocab) + ") strings");
+      for (const Json& ch : c) {
+        if (!ch.is_string() || ch.get<std::string>().empty())
+          damaged("\"chars\" holds " + ch.dump() + ", not a character");
+        if (!token_of.emplace(ch.get<std::string>(), int64_t(chars.size())).second)
+          damaged("\"chars\" holds " + ch.dump() + " twice");
+        chars.push_back(ch.get<std::string>());
+      }
+    }
+  }
+
+  // The graph at dir/name, checked to take (idx, positions, last, k0, v0, ...) and give the
+  // logits (-1, V).
+  Graph load_graph(const std::string& name, int64_t tokens, int64_t cache_tensors) {
+    Graph g = Graph::load(dir + "/" + name, device);
+    const auto& in = g.input_infos();
+    const auto& out = g.output_infos();
+    bool fits = g.dynamic_batch() && int64_t(in.size()) == 3 + cache_tensors && out.size() == 1 &&
+                out[0].shape == std::vector<int64_t>{-1, vocab} &&
+                in[0].shape == std::vector<int64_t>{-1, tokens} && in[1].shape == in[0].shape &&
+                in[2].shape == std::vector<int64_t>{-1};
+    for (size_t i = 3; fits && i < in.size(); ++i)
+      fits = in[i].shape.size() == 3 && in[i].shape[0] == -1 && in[i].shape[1] == length &&
+             in[i].shape == in[3].shape && in[i].dtype == in[3].dtype;
+    if (!fits)
+      fail("Generator", dir, "/", name, " is ", g.str(), ", not (idx, positions (-1, ", tokens,
+           "), last (-1,), ", cache_tensors, " cache tensors (-1, ", length,
+           ", C)) -> logits (-1, ", vocab, ") with a dynamic batch");
+    return g;
+  }
+
+  std::string bad_request(const std::vector<int64_t>& prompt, const Sampling& s) const {
+    if (prompt.empty()) return "the prompt is empty";
+    for (int64_t t : prompt)
+      if (t < 0 || t >= vocab)
+        return "token " + std::to_string(t) + " is not in [0, " + std::to_string(vocab) + ")";
+    if (int64_t(prompt.size()) > length)
+      return "a prompt of " + std::to_string(prompt.size()) + " tokens exceeds the " +
+             std::to_string(length) + " positions of the cache";
+    if (!(s.temperature >= 0)) return "temperature " + std::to_string(s.temperature) + " < 0";
+    if (s.top_k < 0) return "top_k " + std::to_string(s.top_k) + " < 0";
+    if (!(s.top_p > 0 && s.top_p <= 1))
+      return "top_p " + std::to_string(s.top_p) + " is not in (0, 1]";
+    if (s.max_new_tokens < 1) return "max_new_tokens " + std::to_string(s.max_new_tokens) + " < 1";
+    for (int64_t t : s.stop)
+      if (t < 0 || t >= vocab)
+        return "stop token " + std::to_string(t) + " is not in [0, " + std::to_string(vocab) + ")";
+    return "";
+  }
+
+  // The cache positions a sequence may fill, which it reserves of max_tokens: its prompt and
+  // every token but the last (never fed back), within the slot's length.
+  int64_t reservation(const std::vector<int64_t>& prompt, const Sampling& s) const {
+    return std::min<int64_t>(int64_t(prompt.size()) + s.max_new_tokens - 1, length);
+  }
+
+  std::string refusal_forever(const std::vector<int64_t>& prompt, const Sampling& s) const {
+    if (std::string bad = bad_request(prompt, s); !bad.empty()) return bad;
+    if (reservation(prompt, s) > max_tokens)
+      return "the prompt's " + std::to_string(prompt.size()) + " tokens and max_new_tokens " +
+             std::to_string(s.max_new_tokens) + " need " + std::to_string(reservation(prompt, s)) +
+             " positions of the cache, over max_tokens " + std::to_string(max_tokens);
+    return "";
+  }
+
+  std::string refusal(const std::vector<int64_t>& prompt, const Sampling& s) const {
+    if (std::string never = refusal_forever(prompt, s); !never.empty()) return never;
+    if (int64_t(running.size()) == max_batch)
+      return "all " + std::to_string(max_batch) + " sequences of the batch are running";
+    if (reserved + reservation(prompt, s) > max_tokens)
+      return "the running sequences reserve " + std::to_string(reserved) + " of max_tokens " +
+             std::to_string(max_tokens) + ", and this one needs " +
+             std::to_string(reservation(prompt, s));
+    return "";
+  }
+
+  // The cache's rows [begin, begin + rows) as the graph's inputs after idx, positions, last.
+  std::vector<Tensor> inputs(const Tensor& idx, const Tensor& positions, const Tensor& last,
+                             int64_t begin, int64_t rows) const {
+    std::vector<Tensor> in{idx, positions, last};
+    for (const internal::Tensor& c : cache) in.push_back(wrap(internal::narrow(c, 0, begin, rows)));
+    return in;
+  }
+
+  // The logits after the prompts of the sequences in slots [begin, end), written into the cache.
+  Tensor prefill_rows(int64_t begin, int64_t end) {
+    const int64_t rows = end - begin;
+    std::vector<int64_t> idx(size_t(rows * length), 0), positions(idx.size()), last;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<int64_t>& p = running[size_t(begin + r)].prompt;
+      std::copy(p.begin(), p.end(), idx.begin() + r * length);
+      for (int64_t j = 0; j < length; ++j) positions[size_t(r * length + j)] = j;
+      last.push_back(int64_t(p.size()) - 1);
+    }
+    return prefill->forward(inputs(host_tensor(idx, {rows, length}, device),
+                                   host_tensor(positions, {rows, length}, device),
+                                   host_tensor(last, {rows}, device), begin, rows))[0];
+  }
+
+  // The logits after each running sequence's latest token in slots [0, rows), written into the
+  // cache at its position.
+  Tensor decode_rows(int64_t rows) {
+    std::vector<int64_t> idx, positions;
+    for (int64_t r = 0; r < rows; ++r) {
+      const Sequence& s = running[size_t(r)];
+      idx.push_back(s.made.back());
+      positions.push_back(int64_t(s.prompt.size() + s.made.size()) - 1);
+    }
+    return step->forward(
+        inputs(host_tensor(idx, {rows, 1}, device), host_tensor(positions, {rows, 1}, device),
+               host_tensor(std::vector<int64_t>(size_t(rows), 0), {rows}, device), 0, rows))[0];
+  }
+
+  std::vector<int64_t> sample(const Tensor& logits) const {
+    const int64_t rows = int64_t(running.size());
+    std::vector<int64_t> seeds, steps, top_k;
+    std::vector<float> temperature, top_p;
+    for (const Sequence& s : running) {
+      seeds.push_back(s.sampling.seed);
+      steps.push_back(int64_t(s.made.size()));
+      top_k.push_back(s.sampling.top_k);
+      temperature.push_back(float(s.sampling.temperature));
+      top_p.push_back(float(s.sampling.top_p));
+    }
+    const Tensor out =
+        sample_tokens(logits, host_tensor(seeds, {rows}, device),
+                      host_tensor(steps, {rows}, device), host_tensor(temperature, {rows}, device),
+                      host_tensor(top_k, {rows}, device), host_tensor(top_p, {rows}, device));
+    return out.to_vector<int64_t>();
+  }
+
+  // Slot `from`'s cache rows copied into slot `to`.
+  void move_slot(int64_t from, int64_t to) {
+    for (internal::Tensor& c : cache) {
+      internal::Tensor dst = internal::narrow(c, 0, to, 1);
+      internal::copy_(dst, internal::narrow(c, 0, from, 1));
+    }
+  }
+
+  // Removes running[slot]. A prefilled sequence's slot is taken by the last prefilled one (its
+  // cache rows copied), so that the prefilled stay in slots [0, n) and the admitted after them.
+  void remove(size_t slot) {
+    reserved -= reservation(running[slot].prompt, running[slot].sampling);
+    size_t last = slot;
+    if (running[slot].prefilled)
+      while (last + 1 < running.size() && running[last + 1].prefilled) ++last;
+    if (slot != last) {
+      move_slot(int64_t(last), int64_t(slot));
+      running[slot] = std::move(running[last]);
+    }
+    running.erase(running.begin() + std::ptrdiff_t(last));
+  }
+
+  std::vector<Made> step_all() {
+    internal::autograd::NoGradGuard no_grad;
+    const int64_t n = int64_t(running.size());
+    if (n == 0) return {};
+    // The sequences admitted since the last step come last (slots [old, n)).
+    int64_t old = 0;
+    while (old < n && running[size_t(old)].prefilled) ++old;
+    std::vector<Tensor> parts;
+    if (old > 0) parts.push_back(decode_rows(old));
+    if (old < n) parts.push_back(prefill_rows(old, n));
+    std::vector<internal::Tensor> impls;
+    for (const Tensor& p : parts) impls.push_back(p.impl());
+    last_logits = parts.size() == 1 ? parts[0] : wrap(internal::cat(impls, 0));
+    const std::vector<int64_t> tokens = sample(last_logits);
+    std::vector<Made> made;
+    std::vector<size_t> done;
+    for (size_t r = 0; r < running.size(); ++r) {
+      Sequence& s = running[r];
+      s.prefilled = true;
+      s.made.push_back(tokens[r]);
+      Made m{s.id, tokens[r], false, ""};
+      if (std::find(s.sampling.stop.begin(), s.sampling.stop.end(), tokens[r]) !=
+          s.sampling.stop.end())
+        m.finish_reason = "stop";
+      else if (int64_t(s.made.size()) == s.sampling.max_new_tokens ||
+               int64_t(s.prompt.size() + s.made.size()) > length)
+        m.finish_reason = "length";
+      m.finished = !m.finish_reason.empty();
+      if (m.finished) done.push_back(r);
+      made.push_back(std::move(m));
+    }
+    // From the highest slot down: a moved sequence is never one still to remove.
+    for (auto it = done.rbegin(); it != done.rend(); ++it) remove(*it);
+    return made;
+  }
+};
+
+Generator::Generator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Generator Generator::load(const std::string& dir, int64_t max_batch, const Device& device,
+                          int64_t max_tokens) {
+  return guarded([&] {
+    if (max_batch < 1) fail("Generator", "max_batch ", max_batch, " < 1");
+    if (max_tokens < 0) fail("Generator", "max_tokens ", max_tokens, " < 0");
+    auto impl = std::make_shared<Impl>();
+    impl->dir = dir;
+    impl->device = device;
+    impl->max_batch = max_batch;
+    impl->read_meta();
+    const int64_t n_cache = 2 * impl->n_layer;
+    impl->prefill = impl->load_graph("prefill", impl->length, n_cache);
+    impl->step = impl->load_graph("step", 1, n_cache);
+    const TensorInfo& c = impl->prefill->input_infos()[3];
+    if (impl->step->input_infos()[3].shape != c.shape)
+      fail("Generator", dir, ": the prefill's cache is ", internal::shape_str(c.shape),
+           " and the step's ", internal::shape_str(impl->step->input_infos()[3].shape));
+    for (int64_t i = 0; i < n_cache; ++i)
+      impl->cache.push_back(internal::zeros({max_batch, impl->length, c.shape[2]},
+                                            to_internal(c.dtype), to_internal(device)));
+    impl->max_tokens = max_tokens ? max_tokens : max_batch * impl->length;
+    return Generator(std::move(impl));
+  });
+}
+
+int64_t Generator::add(const std::vector<int64_t>& prompt, const Sampling& sampling) {
+  return guarded([&] {
+    if (std::string why = impl_->refusal(prompt, sampling); !why.empty()) fail("add", why);
+    Sequence s;
+    s.id = impl_->next_id++;
+    s.prompt = prompt;
+    s.sampling = sampling;
+    impl_->reserved += impl_->reservation(prompt, sampling);
+    impl_->running.push_back(std::move(s));
+    return impl_->running.back().id;
+  });
+}
+
+std::string Generator::refusal(const std::vector<int64_t>& prompt, const Sampling& sampling) const {
+  return impl_->refusal(prompt, sampling);
+}
+
+std::string Generator::refusal_forever(const std::vector<int64_t>& prompt,
+                                       const Sampling& sampling) const {
+  return impl_->refusal_forever(prompt, sampling);
+}
+
+void Generator::cancel(int64_t id) {
+  guarded([&] {
+    auto& running = impl_->running;
+    for (size_t r = 0; r < running.size(); ++r)
+      if (running[r].id == id) return impl_->remove(r);
+  });
+}
+
+std::vector<Made> Generator::step() {
+  return guarded([&] { return impl_->step_all(); });
+}
+
+Tensor Generator::last_logits() const {
+  return impl_->last_logits;
+}
+
+int64_t Generator::running() const {
+  return int64_t(impl_->running.size());
+}
+
+std::vector<std::vector<int64_t>> Generator::generate(
+    const std::vector<std::vector<int64_t>>& prompts, const std::vector<Sampling>& sampling) {
+  return guarded([&] {
+    if (sampling.size() != prompts.size() && sampling.size() != 1)
+      fail("generate", prompts.size(), " prompts and ", sampling.size(),
+           " samplings: give one per prompt, or one for all");
+    if (running()) fail("generate", "the Generator has ", running(), " sequences running");
+    std::map<int64_t, size_t> index;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      index[add(prompts[i], sampling[sampling.size() == 1 ? 0 : i])] = i;
+    std::vector<std::vector<int64_t>> out(prompts.size());
+    while (running())
+      for (const Made& m : step()) out[index.at(m.id)].push_back(m.token);
+    return out;
+  });
+}
+
+int64_t Generator::length() const {
+  return impl_->length;
+}
+int64_t Generator::vocab_size() const {
+  return impl_->vocab;
+}
+int64_t Generator::max_batch() const {
+  return impl_->max_batch;
+}
+int64_t Generator::max_tokens() const {
+  return impl_->max_tokens;
+}
+bool Generator::has_vocabulary() const {
+  return !impl_->chars.empty();
+}
+
+std::vector<int64_t> Generator::encode(const std::string& text) const {
+  return guarded([&] {
+    if (!has_vocabulary()) fail("encode", impl_->dir, " was saved without a vocabulary");
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < text.size();) {
+      const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+      auto it = impl_->token_of.find(text.substr(i, n));
+      if (it == impl_->token_of.end()) {
+        Json shown = text.substr(i, n);
+        fail("encode", "the character ", shown.dump(-1, ' ', true, Json::error_handler_t::replace),
+             " at byte ", i, " is not in the vocabulary");
+      }
+      out.push_back(it->second);
+      i += n;
+    }
+    return out;
+  });
+}
+
+std::string Generator::decode(const std::vector<int64_t>& tokens) const {
+  return guarded([&] {
+    if (!has_vocabulary()) fail("decode", impl_->dir, " was saved without a vocabulary");
+    std::string out;
+    for (int64_t t : tokens) {
+      if (t < 0 || t >= int64_t(impl_->chars.size()))
+        fail("decode", "token ", t, " is not in [0, ", impl_->chars.size(), ")");
+      out += impl_->chars[size_t(t)];
+    }
+    return out;
+  });
+}
+
+}  // namespace ofl
