@@ -3,12 +3,22 @@
 // the example GPT's (examples/cpp/save_gpt.py saves one).
 //
 //   inference_server GRAPH_DIR [--host 127.0.0.1] [--port 8000] [--threads 16] [--max-batch 1]
+//                    [--max-tokens 0] [--max-waiting 1024]
 //                    [--max-body-bytes 1048576] [--read-timeout-ms 5000]
 //                    [--write-timeout-ms 5000] [--keep-alive-timeout-ms 5000] [--backlog 1024]
 //
 //   GET  /v1/health                                   {"block_size": T, "vocab_size": V}
 //   POST /v1/logits   {"tokens": [1, 2, 3]}           {"logits": [V floats]} (after the last)
 //   POST /v1/generate {"tokens": [...], "max_new_tokens": 16}   {"tokens": [16 ids]} (greedy)
+//   POST /v1/completions {"prompt": "text" or [ids], "max_tokens": 16, "temperature": 1,
+//                         "top_p": 1, "top_k": 0, "seed": 0, "stop": ["\n"], "stream": false}
+//        OpenAI's completion ({"choices": [{"text", "tokens", "finish_reason"}], "usage"}), or
+//        with "stream": true server-sent events, one a token ("data: {...}", then
+//        "data: [DONE]"). Only for a model saved with save_gpt.py --generation (GRAPH_DIR/
+//        generation): decoded with a KV cache and batched continuously (ofl::Generator): up to
+//        --max-batch sequences at once, each admitted at the next step while its cache positions
+//        fit --max-tokens, and leaving when done; the others wait (503 over --max-waiting, or
+//        for one that could never fit). Each streamed request holds one of --threads meanwhile.
 //
 // Sequences shorter than T are padded on the right and read at their last position (the model
 // is causal, so padding changes nothing before it); longer ones keep their last T tokens, as the
@@ -40,8 +50,11 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -59,6 +72,11 @@ using Json = nlohmann::json;
 
 // A bad request: answered with status 400 and its message.
 struct BadRequest : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A request the server has no room for: answered with status 503 and its message.
+struct Unavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -171,6 +189,131 @@ class Model {
   std::thread worker_;
 };
 
+// A /v1/completions request, filled in by the Scheduler's thread as its tokens are made.
+struct Completion {
+  std::vector<int64_t> prompt;
+  ofl::Sampling sampling;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int64_t> tokens;         // made so far
+  std::string finish_reason;           // "stop" or "length" once finished
+  std::string error;                   // why it failed, if it did
+  std::atomic<bool> cancelled{false};  // its client left
+  bool done() const { return !finish_reason.empty() || !error.empty(); }
+};
+
+// Continuous batching: one thread drives an ofl::Generator, admitting waiting requests (first
+// come, first served) whenever the batch and the token budget have room, and making one token a
+// step for every running one; a finished or cancelled request leaves the batch at once.
+class Scheduler {
+ public:
+  Scheduler(const std::string& dir, int max_batch, int64_t max_tokens, int max_waiting)
+      : gen_(ofl::Generator::load(dir, max_batch, ofl::Device(), max_tokens)),
+        max_waiting_(size_t(max_waiting)),
+        worker_([this] { run(); }) {}
+  ~Scheduler() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    worker_.join();
+  }
+
+  // Queues a request; throws BadRequest for a bad one, Unavailable when it could never be
+  // admitted under --max-tokens or when --max-waiting requests are waiting already.
+  std::shared_ptr<Completion> submit(std::vector<int64_t> prompt, const ofl::Sampling& sampling) {
+    if (const std::string why = gen_.refusal_forever(prompt, sampling); !why.empty()) {
+      if (why.find("max_tokens") != std::string::npos) throw Unavailable(why + " (--max-tokens)");
+      throw BadRequest(why);
+    }
+    auto c = std::make_shared<Completion>();
+    c->prompt = std::move(prompt);
+    c->sampling = sampling;
+    {
+      std::lock_guard lock(mutex_);
+      if (waiting_.size() >= max_waiting_)
+        throw Unavailable(std::to_string(waiting_.size()) +
+                          " requests are waiting for room in the batch (--max-waiting)");
+      waiting_.push_back(c);
+    }
+    ready_.notify_one();
+    return c;
+  }
+
+  // Safe from any thread: they read only what loading set.
+  const ofl::Generator& generator() const { return gen_; }
+
+ private:
+  void run() {
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !waiting_.empty() || !running_.empty(); });
+        if (stopping_) break;
+        while (!waiting_.empty()) {
+          const std::shared_ptr<Completion>& c = waiting_.front();
+          if (!c->cancelled) {
+            if (!gen_.refusal(c->prompt, c->sampling).empty()) break;  // waits for room
+            running_[gen_.add(c->prompt, c->sampling)] = c;
+          }
+          waiting_.pop_front();
+        }
+      }
+      for (auto it = running_.begin(); it != running_.end();)
+        if (it->second->cancelled) {
+          gen_.cancel(it->first);
+          it = running_.erase(it);
+        } else {
+          ++it;
+        }
+      if (running_.empty()) continue;
+      try {
+        for (const ofl::Made& m : gen_.step()) {
+          const std::shared_ptr<Completion>& c = running_.at(m.id);
+          {
+            std::lock_guard lock(c->mutex);
+            c->tokens.push_back(m.token);
+            c->finish_reason = m.finish_reason;
+          }
+          c->changed.notify_all();
+          if (m.finished) running_.erase(m.id);
+        }
+      } catch (const std::exception& e) {
+        fail_running(std::string("generation failed: ") + e.what());
+      }
+    }
+    fail_running("the server is stopping");
+    std::lock_guard lock(mutex_);
+    for (const auto& c : waiting_) finish(*c, "the server is stopping");
+  }
+
+  static void finish(Completion& c, const std::string& error) {
+    {
+      std::lock_guard lock(c.mutex);
+      c.error = error;
+    }
+    c.changed.notify_all();
+  }
+
+  void fail_running(const std::string& error) {
+    for (const auto& [id, c] : running_) {
+      gen_.cancel(id);
+      finish(*c, error);
+    }
+    running_.clear();
+  }
+
+  ofl::Generator gen_;
+  size_t max_waiting_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::shared_ptr<Completion>> waiting_;
+  bool stopping_ = false;
+  std::map<int64_t, std::shared_ptr<Completion>> running_;  // the worker's own
+  std::thread worker_;
+};
+
 std::vector<int64_t> tokens_of(const Json& body) {
   if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
     throw BadRequest("the body needs \"tokens\": a list of token ids");
@@ -201,24 +344,150 @@ constexpr size_t kMaxJsonDepth = 32;
 
 // Runs `answer` on the request's JSON body; a bad body or request gives 400 with the reason, a
 // failure of the model 500.
+Json body_of(const httplib::Request& req) {
+  if (ofl_examples::json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth)
+    throw BadRequest("the body nests arrays and objects more than " +
+                     std::to_string(kMaxJsonDepth) + " deep");
+  Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) throw BadRequest("the body is not JSON");
+  return body;
+}
+
+// Runs `answer` on the request's JSON body, which either returns the reply or has set the
+// response itself (a stream) and returns null; a bad body or request gives 400 with the reason,
+// no room 503, a failure of the model 500.
 template <class F>
 void handle(const httplib::Request& req, httplib::Response& res, F&& answer) {
   Json reply;
   try {
-    if (ofl_examples::json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth)
-      throw BadRequest("the body nests arrays and objects more than " +
-                       std::to_string(kMaxJsonDepth) + " deep");
-    const Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) throw BadRequest("the body is not JSON");
-    reply = answer(body);
+    reply = answer(body_of(req));
+    if (reply.is_null()) return;
   } catch (const BadRequest& e) {
     res.status = 400;
+    reply = {{"error", e.what()}};
+  } catch (const Unavailable& e) {
+    res.status = 503;
     reply = {{"error", e.what()}};
   } catch (const std::exception& e) {
     res.status = 500;
     reply = {{"error", e.what()}};
   }
   res.set_content(text_of(reply), "application/json");
+}
+
+// --- /v1/completions ---
+
+// body[key]: a number in [lo, hi] (default `fallback` when absent or null).
+double number_in(const Json& body, const char* key, double fallback, double lo, double hi) {
+  if (!body.contains(key) || body[key].is_null()) return fallback;
+  const Json& v = body[key];
+  if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi))
+    throw BadRequest(std::string("\"") + key + "\" is " + v.dump() + ", not a number in [" +
+                     Json(lo).dump() + ", " + Json(hi).dump() + "]");
+  return v.get<double>();
+}
+
+// body[key]: an integer in [lo, hi] (default `fallback` when absent or null).
+int64_t integer_in(const Json& body, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!body.contains(key) || body[key].is_null()) return fallback;
+  const Json& v = body[key];
+  const bool fits = v.is_number_integer() &&
+                    !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) &&
+                    v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!fits)
+    throw BadRequest(std::string("\"") + key + "\" is " + v.dump() + ", not an integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v.get<int64_t>();
+}
+
+// A token given as an id, or as text of exactly one token in the saved vocabulary.
+int64_t token_of(const Json& v, const ofl::Generator& gen, const char* what) {
+  if (v.is_string()) {
+    if (!gen.has_vocabulary())
+      throw BadRequest(std::string(what) + " " +
+                       v.dump(-1, ' ', false, Json::error_handler_t::replace) +
+                       " is text, but the model was saved without a vocabulary: give token ids");
+    std::vector<int64_t> ids;
+    try {
+      ids = gen.encode(v.get<std::string>());
+    } catch (const ofl::Error& e) {
+      throw BadRequest(e.what());
+    }
+    if (ids.size() != 1) throw BadRequest(std::string(what) + " " + v.dump() + " is not one token");
+    return ids[0];
+  }
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
+    throw BadRequest(std::string(what) + " " + v.dump() + " is not a token id");
+  return v.get<int64_t>();
+}
+
+// The prompt of a completions body: token ids, or text in the saved vocabulary.
+std::vector<int64_t> prompt_of(const Json& body, const ofl::Generator& gen) {
+  if (!body.is_object() || !body.contains("prompt"))
+    throw BadRequest("the body needs \"prompt\": text, or a list of token ids");
+  const Json& p = body["prompt"];
+  if (p.is_string()) {
+    if (!gen.has_vocabulary())
+      throw BadRequest("the model was saved without a vocabulary: give the prompt as token ids");
+    try {
+      return gen.encode(p.get<std::string>());
+    } catch (const ofl::Error& e) {
+      throw BadRequest(e.what());
+    }
+  }
+  if (!p.is_array())
+    throw BadRequest(std::string("\"prompt\" is ") + p.type_name() + ", not text or token ids");
+  std::vector<int64_t> ids;
+  for (const Json& t : p) {
+    if (t.is_string())
+      throw BadRequest("\"prompt\" holds text in a list: give one string or token ids");
+    ids.push_back(token_of(t, gen, "\"prompt\" holds"));
+  }
+  return ids;
+}
+
+constexpr size_t kMaxStops = 16;
+
+ofl::Sampling sampling_of(const Json& body, const ofl::Generator& gen) {
+  if (body.contains("n") && !(body["n"].is_number_integer() && body["n"].get<int64_t>() == 1))
+    throw BadRequest("\"n\" is " + body["n"].dump() + ": one completion a request (n = 1)");
+  ofl::Sampling s;
+  s.max_new_tokens = integer_in(body, "max_tokens", 16, 1, gen.length() + 1);
+  s.temperature = number_in(body, "temperature", 1.0, 0, 100);
+  s.top_p = number_in(body, "top_p", 1.0, 0, 1);
+  if (s.top_p == 0) throw BadRequest("\"top_p\" is 0: give a probability in (0, 1]");
+  s.top_k = integer_in(body, "top_k", 0, 0, gen.vocab_size());
+  s.seed = integer_in(body, "seed", 0, INT64_MIN, INT64_MAX);
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const Json& stop = body["stop"];
+    const Json list = stop.is_array() ? stop : Json::array({stop});
+    if (list.size() > kMaxStops)
+      throw BadRequest("\"stop\" holds " + std::to_string(list.size()) + " tokens, over " +
+                       std::to_string(kMaxStops));
+    for (const Json& t : list) s.stop.push_back(token_of(t, gen, "\"stop\" holds"));
+  }
+  return s;
+}
+
+// The choice of a completion (OpenAI's shape, with the token ids beside the text).
+Json choice_of(const ofl::Generator& gen, const std::vector<int64_t>& tokens,
+               const std::string& finish_reason) {
+  return Json{{"index", 0},
+              {"text", gen.has_vocabulary() ? gen.decode(tokens) : ""},
+              {"tokens", tokens},
+              {"logprobs", nullptr},
+              {"finish_reason", finish_reason.empty() ? Json(nullptr) : Json(finish_reason)}};
+}
+
+std::atomic<int64_t> completion_count{0};
+
+Json completion_head() {
+  return Json{{"id", "cmpl-" + std::to_string(completion_count++)},
+              {"object", "text_completion"},
+              {"created", std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count()},
+              {"model", "oneflowlike"}};
 }
 
 // What one connection may take from the server (see the top of the file).
@@ -261,6 +530,9 @@ class DeadlineStream final : public httplib::Stream {
   }
   void end_head() { in_head_ = false; }
   bool refused() const { return refused_; }
+  // A streamed answer gives each event the write timeout anew: a long generation is many writes.
+  void restart_write_clock() { write_deadline_.reset(); }
+  static thread_local DeadlineStream* serving;  // the stream of this thread's connection
 
   bool is_readable() const override { return begin_ < end_ || wait(POLLIN, read_deadline_); }
   bool is_writable() const override {
@@ -370,6 +642,8 @@ class DeadlineStream final : public httplib::Stream {
   bool in_head_ = false, refused_ = false;
 };
 
+thread_local DeadlineStream* DeadlineStream::serving = nullptr;
+
 // Why httplib must not read the request's body, if so: httplib 0.11 reads a chunked body, one
 // without a length and a compressed one's expansion with no limit, so only a body of a stated
 // Content-Length (over the limit: 413 without keeping it) and no coding is read.
@@ -449,6 +723,7 @@ class GuardedServer : public httplib::Server {
 
   bool process_and_close_socket(socket_t sock) override {
     DeadlineStream stream(sock, limits_);
+    DeadlineStream::serving = &stream;
     bool ok = false;
     for (size_t left = keep_alive_max_count_; left > 0 && stream.next_request(svr_sock_); --left) {
       bool closed = false;
@@ -456,6 +731,7 @@ class GuardedServer : public httplib::Server {
                            [&](httplib::Request& req) { after_head(req, stream, closed); });
       if (!ok || closed || stream.refused()) break;
     }
+    DeadlineStream::serving = nullptr;
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
@@ -464,9 +740,65 @@ class GuardedServer : public httplib::Server {
   ConnectionLimits limits_;
 };
 
+// Answers a /v1/completions body: the whole completion as JSON, or (stream: true) server-sent
+// events, one a token, as the scheduler makes them ("data: {...}\n\n", then "data: [DONE]").
+Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
+  if (!scheduler)
+    throw BadRequest("the model was saved without generation/: save it with save_gpt.py " +
+                     std::string("--generation to serve /v1/completions"));
+  const ofl::Generator& gen = scheduler->generator();
+  const std::vector<int64_t> prompt = prompt_of(body, gen);
+  const ofl::Sampling sampling = sampling_of(body, gen);
+  const Json stream = body.value("stream", Json(false));
+  if (!stream.is_boolean()) throw BadRequest("\"stream\" is " + stream.dump() + ", not a bool");
+  std::shared_ptr<Completion> c = scheduler->submit(prompt, sampling);
+  Json head = completion_head();
+  if (!stream.get<bool>()) {
+    std::unique_lock lock(c->mutex);
+    c->changed.wait(lock, [&] { return c->done(); });
+    if (!c->error.empty()) throw std::runtime_error(c->error);
+    head["choices"] = Json::array({choice_of(gen, c->tokens, c->finish_reason)});
+    head["usage"] = {{"prompt_tokens", prompt.size()},
+                     {"completion_tokens", c->tokens.size()},
+                     {"total_tokens", prompt.size() + c->tokens.size()}};
+    return head;
+  }
+  auto events = [c, head, &gen, sent = size_t(0)](size_t, httplib::DataSink& sink) mutable {
+    std::vector<int64_t> fresh;
+    std::string finish, error;
+    {
+      std::unique_lock lock(c->mutex);
+      c->changed.wait(lock, [&] { return c->tokens.size() > sent || c->done(); });
+      fresh.assign(c->tokens.begin() + std::ptrdiff_t(sent), c->tokens.end());
+      sent = c->tokens.size();
+      finish = c->finish_reason;
+      error = c->error;
+    }
+    std::string text;
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      Json event = head;
+      event["choices"] =
+          Json::array({choice_of(gen, {fresh[i]}, i + 1 == fresh.size() ? finish : "")});
+      text += "data: " + text_of(event) + "\n\n";
+    }
+    if (!error.empty()) text += "data: " + error_body(error) + "\n\n";
+    const bool last = !finish.empty() || !error.empty();
+    if (last) text += "data: [DONE]\n\n";
+    if (DeadlineStream::serving) DeadlineStream::serving->restart_write_clock();
+    if (!sink.write(text.data(), text.size())) return false;
+    if (last) sink.done();
+    return true;
+  };
+  // A client gone mid-stream leaves the batch at the next step.
+  res.set_chunked_content_provider("text/event-stream", std::move(events),
+                                   [c](bool success) { c->cancelled = c->cancelled || !success; });
+  return Json();  // the stream is the answer
+}
+
 struct Options {
   std::string dir, host = "127.0.0.1";
-  int port = 8000, threads = 16, max_batch = 1, backlog = 1024;
+  int port = 8000, threads = 16, max_batch = 1, backlog = 1024, max_waiting = 1024;
+  int64_t max_tokens = 0;
   // httplib's 5 s for each recv() and send(), now for the whole request and the whole answer.
   int64_t read_timeout_ms = 5000, write_timeout_ms = 5000, keep_alive_timeout_ms = 5000;
   size_t max_body_bytes = 1 << 20;
@@ -476,7 +808,7 @@ struct Options {
 // a bad flag or value, with CLI11's message and usage hint on stderr).
 std::optional<int> parse_options(int argc, char** argv, Options& opt) {
   CLI::App app{"Serves a GPT graph saved by nn.Graph.save over HTTP (/v1/health, /v1/logits, " +
-                   std::string("/v1/generate)."),
+                   std::string("/v1/generate, /v1/completions)."),
                "inference_server"};
   app.add_option("GRAPH_DIR", opt.dir, "the saved graph's directory")
       ->required()
@@ -488,8 +820,17 @@ std::optional<int> parse_options(int argc, char** argv, Options& opt) {
   app.add_option("--threads", opt.threads, "connections served at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--max-batch", opt.max_batch, "rows of one batched forward (1: no batching)")
+  app.add_option("--max-batch", opt.max_batch,
+                 "rows of one batched forward (1: no batching), and sequences generated at once")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--max-tokens", opt.max_tokens,
+                 "cache positions the running sequences may reserve (0: max-batch x block)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40))
+      ->capture_default_str();
+  app.add_option("--max-waiting", opt.max_waiting,
+                 "completions waiting for room in the batch; more are answered 503")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-body-bytes", opt.max_body_bytes, "a larger request body is answered 413")
       ->check(CLI::Range(size_t(1), size_t(1) << 30))
@@ -534,16 +875,26 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &on_stop, nullptr);
   try {
     Model model(opt.dir, opt.max_batch);
+    // Generation, when the model was saved for it (save_gpt.py --generation).
+    std::unique_ptr<Scheduler> scheduler;
+    const std::string generation = opt.dir + "/generation";
+    if (std::ifstream(generation + "/generation.json"))
+      scheduler =
+          std::make_unique<Scheduler>(generation, opt.max_batch, opt.max_tokens, opt.max_waiting);
+    else if (opt.max_tokens)
+      throw std::runtime_error("--max-tokens: " + generation +
+                               " holds no model saved for generation (save_gpt.py --generation)");
     GuardedServer server(limits);
     const int threads = opt.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     server.set_tcp_nodelay(true);  // the headers and the body are two writes: no Nagle wait
     server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Json{{"status", "ok"},
-                           {"block_size", model.block_size()},
-                           {"vocab_size", model.vocab_size()}}
-                          .dump(),
-                      "application/json");
+      Json health{{"status", "ok"},
+                  {"block_size", model.block_size()},
+                  {"vocab_size", model.vocab_size()},
+                  {"generation", scheduler != nullptr}};
+      if (scheduler) health["max_tokens"] = scheduler->generator().max_tokens();
+      res.set_content(health.dump(), "application/json");
     });
     server.Post("/v1/logits", [&](const httplib::Request& req, httplib::Response& res) {
       handle(req, res, [&](const Json& body) {
@@ -563,6 +914,9 @@ int main(int argc, char** argv) {
         }
         return Json{{"tokens", made}};
       });
+    });
+    server.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+      handle(req, res, [&](const Json& body) { return complete(scheduler.get(), body, res); });
     });
     const std::string& host = opt.host;
     const int bound = opt.port == 0                         ? server.bind_to_any_port(host)

@@ -1,0 +1,225 @@
+"""The inference server's /v1/completions on a GPT saved with save_gpt.py --generation: continuous
+batching gives each of 32 concurrent streamed requests the tokens it gets alone, greedy tokens
+are Python's, text prompts go through the saved vocabulary, and bad or unfittable requests are
+refused with the reason (400 / 503) while the server lives on."""
+
+import concurrent.futures
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+
+import oneflowlike as flow
+from examples.char_gpt.model import GPT, GPTConfig, generate_cached
+from test_cpp_api import SAVE_GPT, Server
+
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif(
+        shutil.which("cmake") is None or shutil.which("ninja") is None,
+        reason="needs cmake and ninja",
+    ),
+]
+
+TEXT = "the quick brown fox jumps over the lazy dog\n"
+CHARS = "".join(sorted(set(TEXT)))
+SIZES = ["--block-size", "24", "--n-embd", "16", "--n-head", "2"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """The GPT saved for generation, with TEXT's characters as its vocabulary."""
+    out = tmp_path_factory.mktemp("generation")
+    data = out / "input.txt"
+    data.write_text(TEXT)
+    cmd = [sys.executable, SAVE_GPT, str(out / "gpt"), "--generation", "--data", str(data), *SIZES]
+    subprocess.run(cmd, check=True, timeout=120)
+    return str(out / "gpt")
+
+
+def small_gpt():
+    """The model save_gpt.py saves with SIZES and TEXT's vocabulary."""
+    flow.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=len(CHARS), block_size=24, n_layer=2, n_head=2, n_embd=16))
+
+
+def stream(server, body, timeout=60):
+    """The events of a streamed completion: (token ids, text, finish reasons, saw [DONE])."""
+    req = urllib.request.Request(
+        server.url + "/v1/completions",
+        data=json.dumps({**body, "stream": True}).encode(),
+        method="POST",
+    )
+    tokens, text, reasons, done = [], "", [], False
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        for line in r:
+            line = line.decode().strip()
+            if not line:
+                continue
+            assert line.startswith("data: "), line
+            if line == "data: [DONE]":
+                done = True
+                continue
+            event = json.loads(line[len("data: ") :])
+            assert "error" not in event, event
+            (choice,) = event["choices"]
+            tokens += choice["tokens"]
+            text += choice["text"]
+            reasons.append(choice["finish_reason"])
+    return tokens, text, reasons, done
+
+
+def test_32_concurrent_streamed_requests_get_the_tokens_each_gets_alone(examples, saved):
+    rng = np.random.default_rng(0)
+    requests = []
+    for i in range(32):
+        n = int(rng.integers(1, 12))
+        requests.append(
+            {
+                "prompt": rng.integers(0, len(CHARS), size=n).tolist(),
+                "max_tokens": int(rng.integers(1, 24 - n + 2)),
+                "temperature": [0.0, 0.7, 1.0, 1.5][i % 4],
+                "top_k": [0, 5][i % 2],
+                "top_p": [1.0, 0.9][(i // 2) % 2],
+                "seed": i,
+            }
+        )
+    # 8 sequences at a time: the others wait, join as earlier ones leave, at every step.
+    server = Server(examples / "inference_server", saved, "--max-batch", "8", "--threads", "40")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(32) as pool:
+            together = list(pool.map(lambda b: stream(server, b), requests))
+        for body, (tokens, text, reasons, done) in zip(requests, together):
+            status, alone = server.post("/v1/completions", body)
+            assert status == 200, alone
+            (choice,) = alone["choices"]
+            assert tokens == choice["tokens"], body
+            assert text == choice["text"] == "".join(CHARS[t] for t in tokens)
+            assert done and reasons[-1] == choice["finish_reason"] == "length"
+            assert reasons[:-1] == [None] * (len(reasons) - 1)
+            assert len(tokens) == min(body["max_tokens"], 24 - len(body["prompt"]) + 1)
+            assert alone["usage"] == {
+                "prompt_tokens": len(body["prompt"]),
+                "completion_tokens": len(tokens),
+                "total_tokens": len(body["prompt"]) + len(tokens),
+            }
+    finally:
+        server.stop()
+    # Greedy and seeded tokens are Python's Decoder's.
+    model = small_gpt().eval()
+    for body, (tokens, _, _, _) in list(zip(requests, together))[:8]:
+        want = generate_cached(
+            model, [body["prompt"]], body["max_tokens"], body["temperature"], body["top_k"],
+            body["top_p"], seeds=[body["seed"]],
+        )[0]  # fmt: skip
+        assert tokens == want, body
+
+
+def test_text_prompts_stop_tokens_and_refusals(examples, saved):
+    server = Server(examples / "inference_server", saved, "--max-batch", "2")
+    try:
+        status, body = server.post("/v1/completions", {"prompt": "the ", "temperature": 0})
+        assert status == 200, body
+        (choice,) = body["choices"]
+        assert choice["text"] == "".join(CHARS[t] for t in choice["tokens"])
+        model = small_gpt().eval()
+        prompt = [CHARS.index(c) for c in "the "]
+        assert choice["tokens"] == generate_cached(model, [prompt], 16)[0]
+        # A stop token ends the completion, and is its last.
+        stop = CHARS[choice["tokens"][2]]
+        first = choice["tokens"].index(choice["tokens"][2])
+        status, body = server.post(
+            "/v1/completions", {"prompt": "the ", "temperature": 0, "stop": [stop]}
+        )
+        assert body["choices"][0]["tokens"] == choice["tokens"][: first + 1]
+        assert body["choices"][0]["finish_reason"] == "stop"
+        for bad, reason in [
+            ({}, 'the body needs "prompt"'),
+            ({"prompt": "Z"}, 'the character "Z" at byte 0 is not in the vocabulary'),
+            ({"prompt": []}, "the prompt is empty"),
+            ({"prompt": [99]}, f"token 99 is not in [0, {len(CHARS)})"),
+            ({"prompt": "a" * 25}, "a prompt of 25 tokens exceeds the 24 positions"),
+            ({"prompt": "a", "max_tokens": 0}, '"max_tokens" is 0, not an integer in [1, 25]'),
+            ({"prompt": "a", "max_tokens": 2**70}, '"max_tokens" is'),
+            ({"prompt": "a", "temperature": -1}, '"temperature" is -1'),
+            ({"prompt": "a", "temperature": "hot"}, '"temperature" is "hot"'),
+            ({"prompt": "a", "top_p": 0}, '"top_p" is 0'),
+            ({"prompt": "a", "top_p": 1.5}, '"top_p" is 1.5'),
+            ({"prompt": "a", "top_k": -3}, '"top_k" is -3'),
+            ({"prompt": "a", "seed": 2**64}, '"seed" is'),
+            ({"prompt": "a", "stop": ["ab"]}, '"stop" holds "ab" is not one token'),
+            ({"prompt": "a", "stop": list(range(17))}, '"stop" holds 17 tokens, over 16'),
+            ({"prompt": "a", "stream": "yes"}, '"stream" is "yes", not a bool'),
+            ({"prompt": "a", "n": 2}, '"n" is 2: one completion a request'),
+            ({"prompt": ["a", "b"]}, '"prompt" holds text in a list'),
+            ({"prompt": {"text": "a"}}, '"prompt" is object, not text or token ids'),
+        ]:
+            status, body = server.post("/v1/completions", bad)
+            assert status == 400 and reason in body["error"], (bad, body)
+        # The server lives on.
+        assert server.post("/v1/completions", {"prompt": "a", "max_tokens": 2})[0] == 200
+    finally:
+        server.stop()
+
+
+def test_a_request_that_cannot_fit_gets_503_and_clients_leaving_midstream_do_no_harm(
+    examples, saved
+):
+    server = Server(
+        examples / "inference_server", saved, "--max-batch", "1", "--max-tokens", "10",
+        "--max-waiting", "1",
+    )  # fmt: skip
+    try:
+        status, body = server.post("/v1/completions", {"prompt": "the", "max_tokens": 9})
+        assert status == 503, body
+        assert "need 11 positions of the cache, over max_tokens 10 (--max-tokens)" in body["error"]
+        # Clients that read one event of a stream and leave.
+        host, port = server.url.split("//")[1].split(":")
+        request = json.dumps({"prompt": "t", "max_tokens": 10, "stream": True}).encode()
+        for _ in range(3):
+            with socket.create_connection((host, int(port)), timeout=30) as s:
+                s.sendall(
+                    b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                    + str(len(request)).encode() + b"\r\n\r\n" + request
+                )  # fmt: skip
+                got = b""
+                while b"data: " not in got:
+                    chunk = s.recv(4096)
+                    assert chunk, got
+                    got += chunk
+        status, body = server.post("/v1/completions", {"prompt": "the", "max_tokens": 8})
+        assert status == 200, body
+        # One sequence at a time and one waiting: each of many at once is answered, or refused
+        # with the reason.
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            long = {"prompt": "t", "max_tokens": 10, "temperature": 0}
+            answers = list(pool.map(lambda _: server.post("/v1/completions", long), range(32)))
+        assert {status for status, _ in answers} <= {200, 503}
+        assert any(status == 200 for status, _ in answers)
+        for status, body in answers:
+            if status == 503:
+                assert "waiting for room in the batch (--max-waiting)" in body["error"], body
+    finally:
+        server.stop()
+
+
+def test_completions_need_a_model_saved_for_generation(examples, gpt):
+    server = Server(examples / "inference_server", gpt[1])
+    try:
+        status, body = server.post("/v1/completions", {"prompt": [1]})
+        assert status == 400 and "save_gpt.py --generation" in body["error"]
+        with urllib.request.urlopen(server.url + "/v1/health", timeout=10) as r:
+            assert json.loads(r.read())["generation"] is False
+    finally:
+        server.stop()
+    bad = subprocess.run(
+        [str(examples / "inference_server"), gpt[1], "--max-tokens", "5"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 1 and "holds no model saved for generation" in bad.stderr
