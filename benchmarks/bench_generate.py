@@ -13,12 +13,26 @@ costs the whole window, so all 128 would take minutes); its tokens/s is that rat
 tokens (longer windows) would only lower. Each library runs in its own process. Greedy tokens
 are compared across the three at the end (the same weights give the same tokens).
 
+The server row (with the C++ examples built, as the README shows): examples/cpp/inference_server
+serving the same weights, saved with save_for_generation, to --clients concurrent clients, each
+streaming one /v1/completions of --new greedy tokens after a prompt of 32 (continuous batching,
+--max-batch = --clients), against today's /v1/generate (the window recomputed for every token,
+the waiting requests' windows batched into one forward) timed over --window-tokens tokens a
+client. Tokens/s is every client's tokens over the wall time; TTFT the mean wait for the first
+streamed token.
+
     python3 benchmarks/bench_generate.py [--batches 1,8,32] [--prompts 32,256] [--new 128]
+                                         [--clients 32] [--server PATH | --no-server]
 """
 
 import argparse
+import http.client
 import json
+import os
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from _timing import run_child  # noqa: E402
 
 VOCAB, LAYERS, HEADS, WIDTH = 65, 4, 4, 256
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "build" / "examples" / "inference_server"
+SERVER_PROMPT = 32
 
 
 def weights(block):
@@ -154,6 +171,96 @@ def torch_side(args, block):
     return out
 
 
+def post_stream(host, port, body, first):
+    """POSTs a streamed /v1/completions; returns its tokens, and calls first() at the first."""
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    conn.request("POST", "/v1/completions", json.dumps({**body, "stream": True}))
+    r = conn.getresponse()
+    assert r.status == 200, r.read()
+    tokens = []
+    for line in r:
+        if line.startswith(b"data: {"):
+            if not tokens:
+                first()
+            tokens += json.loads(line[6:])["choices"][0]["tokens"]
+    conn.close()
+    return tokens
+
+
+def post(host, port, route, body):
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    conn.request("POST", route, json.dumps(body))
+    r = conn.getresponse()
+    out = json.loads(r.read())
+    assert r.status == 200, out
+    conn.close()
+    return out
+
+
+def concurrently(fn, n):
+    """fn(i) on n threads at once; returns (wall seconds, results)."""
+    out = [None] * n
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, fn(i))) for i in range(n)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, out
+
+
+def server_side(args, _block=None):
+    """The C++ server's tokens/s under args.clients clients: /v1/completions streamed, and
+    today's /v1/generate."""
+    import oneflowlike as flow
+    from char_gpt.model import GPT, GPTConfig, save_for_generation
+
+    sys.path.insert(0, str(ROOT / "examples" / "cpp"))
+    from save_gpt import Logits
+
+    block = SERVER_PROMPT + args.new
+    model = GPT(GPTConfig(VOCAB, block, LAYERS, HEADS, WIDTH))
+    model.load_state_dict({k: flow.tensor(v) for k, v in weights(block).items()})
+    model.eval()
+    n = args.clients
+    p = prompts(n, SERVER_PROMPT)
+    with tempfile.TemporaryDirectory() as d:
+        graph = Logits(model)
+        graph(flow.zeros(1, block, dtype=flow.int64))
+        graph.save(f"{d}/gpt")
+        save_for_generation(model, f"{d}/gpt/generation")
+        cmd = [args.server, f"{d}/gpt", "--port", "0", "--max-batch", str(n)]
+        proc = subprocess.Popen(cmd + ["--threads", str(2 * n)], stdout=subprocess.PIPE, text=True)
+        try:
+            host, port = proc.stdout.readline().split("//")[1].strip().split(":")
+            port = int(port)
+            body = lambda i, m: {"prompt": p[i], "max_tokens": m, "temperature": 0}  # noqa: E731
+            post(host, port, "/v1/completions", body(0, 2))  # the graphs built
+            best = None
+            for _ in range(args.repeats):
+                firsts = [None] * n
+                t0 = time.perf_counter()
+                first = lambda i: firsts.__setitem__(i, time.perf_counter() - t0)  # noqa: E731
+                wall, made = concurrently(
+                    lambda i: post_stream(host, port, body(i, args.new), lambda: first(i)), n
+                )
+                run = {"stream": [float(np.mean(firsts)), n * args.new / wall], "tokens": made[0]}
+                if best is None or run["stream"][1] > best["stream"][1]:
+                    best = run
+            k = args.window_tokens
+            gen = lambda i: post(  # noqa: E731
+                host, port, "/v1/generate", {"tokens": p[i], "max_new_tokens": k}
+            )
+            post(host, port, "/v1/generate", {"tokens": p[0], "max_new_tokens": 1})
+            wall, today = concurrently(gen, n)
+            best["today"] = [float("nan"), n * k / wall]
+            best["same"] = today[0]["tokens"] == best["tokens"][:k]
+        finally:
+            proc.terminate()
+            proc.wait()
+    return best
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
@@ -162,7 +269,10 @@ def parse_args(argv=None):
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--window-tokens", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--lib", choices=["oneflowlike", "torch"], help=argparse.SUPPRESS)
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--server", default=str(SERVER), help="the inference_server binary")
+    ap.add_argument("--no-server", action="store_true", help="leave the server row out")
+    ap.add_argument("--lib", choices=["oneflowlike", "torch", "server"], help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -170,7 +280,7 @@ def main():
     args = parse_args()
     block = max(args.prompts) + args.new
     if args.lib:
-        side = ours if args.lib == "oneflowlike" else torch_side
+        side = {"oneflowlike": ours, "torch": torch_side, "server": server_side}[args.lib]
         print(json.dumps(side(args, block)))
         return
     extra = sys.argv[1:]
@@ -208,6 +318,20 @@ def main():
             f"{m['cached'][1]:15.1f} {m['graph'][1]:8.1f} {m['window'][1]:8.1f} {torch_rate:8.1f} "
             f"{m['graph'][1] / torch_rate:10.2f}x {m['graph'][1] / m['window'][1]:11.2f}x | {same}"
         )
+    if args.no_server:
+        return
+    if not os.path.exists(args.server):
+        print(f"(server row skipped: {args.server} is not built; see the README)")
+        return
+    sv = run_child(__file__, "server", extra)
+    print(
+        f"\nthe C++ server, {args.clients} clients at once, a prompt of {SERVER_PROMPT} and "
+        f"{args.new} new tokens each, greedy: /v1/completions streamed (KV cache, continuous "
+        f"batching) {sv['stream'][1]:.1f} tokens/s, mean TTFT {sv['stream'][0] * 1e3:.0f} ms; "
+        f"today's /v1/generate (the window, over {args.window_tokens} tokens a client) "
+        f"{sv['today'][1]:.1f} tokens/s: {sv['stream'][1] / sv['today'][1]:.1f}x; same tokens: "
+        f"{'yes' if sv['same'] else 'NO'}"
+    )
 
 
 if __name__ == "__main__":
