@@ -5,6 +5,7 @@ refused with the reason (400 / 503) while the server lives on."""
 
 import concurrent.futures
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -223,3 +224,21 @@ def test_completions_need_a_model_saved_for_generation(examples, gpt):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 1 and "holds no model saved for generation" in bad.stderr
+
+
+def test_the_generate_example_continues_text_prompts_as_pythons_decoder(examples, saved):
+    out = subprocess.run(
+        [str(examples / "generate"), os.path.join(saved, "generation"), "--temperature", "0.9",
+         "--top-k", "8", "--seed", "5", "--max-new-tokens", "12", "the ", "lazy"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    model = small_gpt().eval()
+    prompts = [[CHARS.index(c) for c in p] for p in ("the ", "lazy")]
+    want = generate_cached(model, prompts, 12, 0.9, 8, seeds=[5, 5])
+    assert out.stdout == "".join("".join(CHARS[t] for t in w) + "\n" for w in want)
+    bad = subprocess.run(
+        [str(examples / "generate"), os.path.join(saved, "generation"), "thE"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 1 and '"E" at byte 2 is not in the vocabulary' in bad.stderr
