@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "oneflowlike/distributed.h"
 #include "oneflowlike/tensor.h"
 
 namespace ofl {
@@ -55,6 +56,12 @@ class Generator {
   // damaged folder.
   static Generator load(const std::string& dir, int64_t max_batch, const Device& device = Device(),
                         int64_t max_tokens = 0);
+  // A model saved over placements (tensor parallel), on every rank of `world`: each rank holds
+  // its shards of the weights and of the cache. Every rank makes the same calls (add, step,
+  // cancel) in the same order, and every rank gets every token. Its step graph has a fixed batch
+  // (max_batch at most that) and no prefill: a prompt is fed a token a step.
+  static Generator load(const std::string& dir, const World& world, int64_t max_batch,
+                        const Device& device = Device(), int64_t max_tokens = 0);
 
   // Admits a sequence and returns its id; its prefill runs at the next step(). Throws for a bad
   // prompt (empty, a token outside the vocabulary, longer than length()) or sampling (a negative
@@ -68,7 +75,7 @@ class Generator {
   // Drops a sequence (its client left); unknown ids are ignored.
   void cancel(int64_t id);
 
-  // One token for every running sequence, in the order they were admitted.
+  // One token for every running sequence (but one still being fed its prompt a token a step).
   std::vector<Made> step();
   // The logits the last step() sampled from, (rows, V), one row per Made it returned.
   Tensor last_logits() const;
@@ -91,6 +98,8 @@ class Generator {
  private:
   struct Impl;
   explicit Generator(std::shared_ptr<Impl> impl);
+  static Generator load_on(const std::string& dir, const World* world, int64_t max_batch,
+                           const Device& device, int64_t max_tokens);
   std::shared_ptr<Impl> impl_;
 };
 

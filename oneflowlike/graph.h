@@ -38,6 +38,12 @@ class Graph {
   // new batch size is built once, on its first call). Throws naming the input for a wrong count,
   // dtype, device or shape.
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs) const;
+  // The same with each input given as this rank's shard of it (local_shape(i)), not copied: an
+  // input the graph writes in place (a KV cache) is written there. On a local graph, forward().
+  std::vector<Tensor> forward_shards(const std::vector<Tensor>& shards) const;
+  // The shape of this rank's shard of input i (its whole shape in a local graph; -1 for the
+  // batch).
+  std::vector<int64_t> local_shape(size_t input) const;
 
   const std::vector<TensorInfo>& input_infos() const;
   const std::vector<TensorInfo>& output_infos() const;

@@ -280,28 +280,48 @@ GENERATION_FORMAT = "oneflowlike-generation"
 
 
 @flow.no_grad()
-def save_for_generation(model: GPT, path, chars: Optional[str] = None):
-    """Saves what ofl::Generator loads (C++): two graphs with a dynamic batch, path/prefill
-    (whole prompts, padded to block_size, positions 0..T-1) and path/step (one token a row at
-    its position, attending to the whole cache up to it), both taking (idx, positions, last,
-    k0, v0, k1, v1, ...) and giving each row's logits after its token `last`; and
-    path/generation.json: the cache's sizes and, with `chars`, the vocabulary (token i is
-    chars[i]) for text prompts."""
+def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Optional[int] = None):
+    """Saves what ofl::Generator loads (C++), in path: generation.json (the cache's sizes and,
+    with `chars`, the vocabulary: token i is chars[i]) and the graphs, each taking (idx,
+    positions, last, k0, v0, k1, v1, ...) and giving each row's logits after its token `last`:
+    path/step (one token a row at its position, attending to the cache up to it) and path/prefill
+    (whole prompts, padded to block_size, at positions 0..T-1).
+
+    A local model's graphs take any batch. A global one's (tensor parallel: model.to_global)
+    are saved by every rank for `batch` sequences, with each rank's shards of the weights and its
+    cache split as the key projection's output is (by heads, for Megatron's layout), and without
+    a prefill: the C++ side feeds a prompt a token a step."""
     cfg = model.cfg
     if chars is not None and len(chars) != cfg.vocab_size:
         raise ValueError(f"{len(chars)} characters for a vocabulary of {cfg.vocab_size} tokens")
+    w = model.head.weight
+    if w.is_global and not batch:
+        raise ValueError("save_for_generation: a global model saves for one batch: give batch=")
     was_training = model.training
     model.eval()
-    w = model.head.weight
-    L = cfg.block_size
+    L, B = cfg.block_size, batch or 1
     for name, prefill, T in (("prefill", True, L), ("step", False, 1)):
-        cache = [flow.zeros(1, L, cfg.n_embd, dtype=w.dtype, device=w.device)] * (2 * cfg.n_layer)
-        cache = [c.clone() for c in cache]
-        idx = flow.zeros(1, T, dtype=flow.int64, device=w.device)
-        positions = flow.arange(T, device=w.device)[None, :].contiguous()
+        if prefill and w.is_global:
+            continue
+        if w.is_global:
+            place, key = w.placement, model.blocks[0].attn.key.weight.sbp[0]
+            split = key.is_split() and key.axis == 0  # column parallel: the heads split
+            sbp = flow.sbp.split(2) if split else flow.sbp.broadcast
+            made = lambda *shape, dtype=flow.int64, sbp=flow.sbp.broadcast: flow.zeros(  # noqa
+                *shape, dtype=dtype, placement=place, sbp=sbp
+            )
+            cache = [made(B, L, cfg.n_embd, dtype=w.dtype, sbp=sbp) for _ in range(2 * cfg.n_layer)]
+            positions = flow.arange(T)[None, :].expand(B, T).contiguous()
+            positions = positions.to_global(place, flow.sbp.broadcast)
+        else:
+            made = lambda *shape, dtype=flow.int64: flow.zeros(  # noqa: E731
+                *shape, dtype=dtype, device=w.device
+            )
+            cache = [made(B, L, cfg.n_embd, dtype=w.dtype) for _ in range(2 * cfg.n_layer)]
+            positions = flow.arange(T, device=w.device)[None, :].expand(B, T).contiguous()
         graph = _SavedStep(model, prefill)
-        graph(idx, positions, flow.zeros(1, dtype=flow.int64, device=w.device), *cache)
-        graph.save(os.path.join(path, name), dynamic_batch=True)
+        graph(made(B, T), positions, made(B), *cache)
+        graph.save(os.path.join(path, name), dynamic_batch=not w.is_global)
     model.train(was_training)
     meta = {
         "format": GENERATION_FORMAT,
@@ -311,12 +331,13 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None):
         "n_embd": cfg.n_embd,
         "vocab_size": cfg.vocab_size,
         "cache": [f"{kind}{i}" for i in range(cfg.n_layer) for kind in "kv"],
-        "graphs": {"prefill": "prefill", "step": "step"},
+        "graphs": {"step": "step"} if w.is_global else {"prefill": "prefill", "step": "step"},
     }
     if chars is not None:
         meta["chars"] = list(chars)
-    with open(os.path.join(path, "generation.json"), "w") as f:
-        json.dump(meta, f, indent=1)
+    if flow.distributed.get_rank() == 0:
+        with open(os.path.join(path, "generation.json"), "w") as f:
+            json.dump(meta, f, indent=1)
 
 
 class Decoder:

@@ -3,7 +3,9 @@
 //   generate GENERATION_DIR [--temperature T] [--top-k K] [--top-p P] [--seed S]
 //            [--max-new-tokens N] PROMPT...
 // A prompt is text in the saved vocabulary, or token ids ("1,2,3") when none was saved. Prints
-// each prompt's continuation on its own line, in the order given.
+// each prompt's continuation on its own line, in the order given. Under the launcher, a model
+// saved tensor parallel (save_gpt.py --tensor-parallel --generation) decodes on the ranks, each
+// holding its shards of the weights and of the cache; rank 0 prints.
 #include <oneflowlike/oneflowlike.h>
 #include <cstdlib>
 #include <iostream>
@@ -47,11 +49,17 @@ int main(int argc, char** argv) {
       else
         texts.push_back(arg);
     }
-    ofl::Generator gen = ofl::Generator::load(argv[1], int64_t(texts.size()));
+    const char* world_size = std::getenv("WORLD_SIZE");
+    const bool distributed = world_size && std::atoi(world_size) > 1;
+    const int64_t n = int64_t(texts.size());
+    ofl::Generator gen = distributed ? ofl::Generator::load(argv[1], ofl::init_distributed(), n)
+                                     : ofl::Generator::load(argv[1], n);
+    const bool prints = !distributed || std::atoi(std::getenv("RANK")) == 0;
     std::vector<std::vector<int64_t>> prompts;
     for (const std::string& t : texts)
       prompts.push_back(gen.has_vocabulary() ? gen.encode(t) : ids_of(t));
     for (const std::vector<int64_t>& made : gen.generate(prompts, {sampling})) {
+      if (!prints) continue;
       if (gen.has_vocabulary()) {
         std::cout << gen.decode(made) << "\n";
       } else {

@@ -11,7 +11,8 @@ dynamic batch: the C++ side runs any number of rows (a tensor-parallel graph kee
 With --generation, OUT_DIR/generation is saved for ofl::Generator and the server's
 /v1/completions (save_for_generation: a KV cache, prefill and step graphs); --data names the text
 the model was trained on, whose characters (sorted, as CharDataset's) are the vocabulary of text
-prompts.
+prompts. With --tensor-parallel, the generation graph is saved for --batch sequences (C++
+decodes up to that many at once on as many ranks).
 """
 
 import argparse
@@ -55,8 +56,6 @@ def main():
         with open(args.data, encoding="utf-8") as f:
             chars = "".join(sorted(set(f.read())))  # CharDataset's vocabulary
         args.vocab_size = len(chars)
-    if args.generation and args.tensor_parallel:
-        p.error("--generation saves a model on one device (not with --tensor-parallel)")
     flow.manual_seed(args.seed)
     cfg = GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = GPT(cfg).eval()
@@ -71,7 +70,9 @@ def main():
     graph(idx)
     graph.save(args.out)
     if args.generation:
-        save_for_generation(model, os.path.join(args.out, "generation"), chars)
+        # A tensor-parallel model's is saved for --batch sequences.
+        batch = args.batch if args.tensor_parallel else None
+        save_for_generation(model, os.path.join(args.out, "generation"), chars, batch)
     if flow.distributed.get_rank() == 0:
         print(f"saved {graph!r}".splitlines()[0], "to", args.out)
 

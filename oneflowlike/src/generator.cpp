@@ -60,16 +60,27 @@ struct Sequence {
   std::vector<int64_t> prompt;
   Sampling sampling;
   std::vector<int64_t> made;
-  bool prefilled = false;
-  int64_t reserved() const { return int64_t(prompt.size()) + sampling.max_new_tokens; }
+  int64_t written = 0;  // positions of the cache written: its prompt's, then its tokens'
+  // The token the next step feeds: the prompt's next (a prefill a token a step), else its last.
+  int64_t next_input() const {
+    return written < int64_t(prompt.size()) ? prompt[size_t(written)] : made.back();
+  }
+  // Whether the step that writes position `written` gives the logits of its next token.
+  bool samples() const { return written + 1 >= int64_t(prompt.size()); }
 };
 
 struct Generator::Impl {
   std::string dir;
   Device device;
   int64_t length = 0, vocab = 0, n_layer = 0, max_batch = 0, max_tokens = 0;
+  // The step graph's batch when it has a fixed one (a global graph): every step runs that many
+  // rows, the free slots' on dummy tokens. 0: the running sequences' rows only.
+  int64_t fixed_batch = 0;
+  std::shared_ptr<internal::BoxingContext> ctx;  // a global graph's world; null for a local one
+  // The prefill graph, when there is one that takes any batch: else prompts are fed a token a
+  // step through the step graph.
   std::optional<Graph> prefill, step;
-  std::vector<internal::Tensor> cache;  // k0, v0, k1, v1, ...: (max_batch, length, C) each
+  std::vector<internal::Tensor> cache;  // k0, v0, ...: this rank's (slots, length, C) of each
   std::vector<std::string> chars;       // token i's UTF-8 text
   std::map<std::string, int64_t> token_of;
   std::vector<Sequence> running;
@@ -116,21 +127,24 @@ struct Generator::Impl {
 
   // The graph at dir/name, checked to take (idx, positions, last, k0, v0, ...) and give the
   // logits (-1, V).
-  Graph load_graph(const std::string& name, int64_t tokens, int64_t cache_tensors) {
-    Graph g = Graph::load(dir + "/" + name, device);
+  Graph load_graph(const std::string& name, int64_t tokens, int64_t cache_tensors,
+                   const World* world) {
+    Graph g = world ? Graph::load(dir + "/" + name, *world, device)
+                    : Graph::load(dir + "/" + name, device);
     const auto& in = g.input_infos();
     const auto& out = g.output_infos();
-    bool fits = g.dynamic_batch() && int64_t(in.size()) == 3 + cache_tensors && out.size() == 1 &&
-                out[0].shape == std::vector<int64_t>{-1, vocab} &&
-                in[0].shape == std::vector<int64_t>{-1, tokens} && in[1].shape == in[0].shape &&
-                in[2].shape == std::vector<int64_t>{-1};
+    const int64_t b = g.dynamic_batch() || in.empty() || in[0].shape.empty() ? -1 : in[0].shape[0];
+    bool fits = int64_t(in.size()) == 3 + cache_tensors && out.size() == 1 &&
+                out[0].shape == std::vector<int64_t>{b, vocab} &&
+                in[0].shape == std::vector<int64_t>{b, tokens} && in[1].shape == in[0].shape &&
+                in[2].shape == std::vector<int64_t>{b};
     for (size_t i = 3; fits && i < in.size(); ++i)
-      fits = in[i].shape.size() == 3 && in[i].shape[0] == -1 && in[i].shape[1] == length &&
+      fits = in[i].shape.size() == 3 && in[i].shape[0] == b && in[i].shape[1] == length &&
              in[i].shape == in[3].shape && in[i].dtype == in[3].dtype;
     if (!fits)
-      fail("Generator", dir, "/", name, " is ", g.str(), ", not (idx, positions (-1, ", tokens,
-           "), last (-1,), ", cache_tensors, " cache tensors (-1, ", length,
-           ", C)) -> logits (-1, ", vocab, ") with a dynamic batch");
+      fail("Generator", dir, "/", name, " is ", g.str(), ", not (idx, positions (B, ", tokens,
+           "), last (B,), ", cache_tensors, " cache tensors (B, ", length, ", C)) -> logits (B, ",
+           vocab, ")");
     return g;
   }
 
@@ -197,23 +211,29 @@ struct Generator::Impl {
       for (int64_t j = 0; j < length; ++j) positions[size_t(r * length + j)] = j;
       last.push_back(int64_t(p.size()) - 1);
     }
-    return prefill->forward(inputs(host_tensor(idx, {rows, length}, device),
-                                   host_tensor(positions, {rows, length}, device),
-                                   host_tensor(last, {rows}, device), begin, rows))[0];
+    Tensor logits = prefill->forward(inputs(host_tensor(idx, {rows, length}, device),
+                                            host_tensor(positions, {rows, length}, device),
+                                            host_tensor(last, {rows}, device), begin, rows))[0];
+    for (int64_t r = begin; r < end; ++r)
+      running[size_t(r)].written = int64_t(running[size_t(r)].prompt.size());
+    return logits;
   }
 
-  // The logits after each running sequence's latest token in slots [0, rows), written into the
-  // cache at its position.
-  Tensor decode_rows(int64_t rows) {
-    std::vector<int64_t> idx, positions;
-    for (int64_t r = 0; r < rows; ++r) {
-      const Sequence& s = running[size_t(r)];
-      idx.push_back(s.made.back());
-      positions.push_back(int64_t(s.prompt.size() + s.made.size()) - 1);
+  // The logits after each of the sequences in slots [0, n) is fed its next input at its
+  // position (the fixed batch's other rows a dummy token at position 0 of their free slots).
+  Tensor decode_rows(int64_t n) {
+    const int64_t rows = fixed_batch ? fixed_batch : n;
+    std::vector<int64_t> idx(size_t(rows), 0), positions(size_t(rows), 0);
+    for (int64_t r = 0; r < n; ++r) {
+      idx[size_t(r)] = running[size_t(r)].next_input();
+      positions[size_t(r)] = running[size_t(r)].written;
     }
-    return step->forward(
+    const std::vector<Tensor> in =
         inputs(host_tensor(idx, {rows, 1}, device), host_tensor(positions, {rows, 1}, device),
-               host_tensor(std::vector<int64_t>(size_t(rows), 0), {rows}, device), 0, rows))[0];
+               host_tensor(std::vector<int64_t>(size_t(rows), 0), {rows}, device), 0, rows);
+    Tensor logits = (ctx ? step->forward_shards(in) : step->forward(in))[0];
+    for (int64_t r = 0; r < n; ++r) ++running[size_t(r)].written;
+    return rows == n ? logits : wrap(internal::narrow(logits.impl(), 0, 0, n));
   }
 
   std::vector<int64_t> sample(const Tensor& logits) const {
@@ -242,13 +262,13 @@ struct Generator::Impl {
     }
   }
 
-  // Removes running[slot]. A prefilled sequence's slot is taken by the last prefilled one (its
-  // cache rows copied), so that the prefilled stay in slots [0, n) and the admitted after them.
+  // Removes running[slot]. A started sequence's slot is taken by the last started one (its cache
+  // rows copied), so that the started stay in slots [0, n) and the admitted after them.
   void remove(size_t slot) {
     reserved -= reservation(running[slot].prompt, running[slot].sampling);
     size_t last = slot;
-    if (running[slot].prefilled)
-      while (last + 1 < running.size() && running[last + 1].prefilled) ++last;
+    if (running[slot].written)
+      while (last + 1 < running.size() && running[last + 1].written) ++last;
     if (slot != last) {
       move_slot(int64_t(last), int64_t(slot));
       running[slot] = std::move(running[last]);
@@ -260,21 +280,27 @@ struct Generator::Impl {
     internal::autograd::NoGradGuard no_grad;
     const int64_t n = int64_t(running.size());
     if (n == 0) return {};
-    // The sequences admitted since the last step come last (slots [old, n)).
+    // The sequences admitted since the last step come last (slots [old, n)): one prefill, or
+    // without a prefill graph the first token of their prompts.
     int64_t old = 0;
-    while (old < n && running[size_t(old)].prefilled) ++old;
+    while (old < n && running[size_t(old)].written) ++old;
+    std::vector<bool> samples;
+    for (const Sequence& s : running) samples.push_back(prefill || s.samples());
     std::vector<Tensor> parts;
-    if (old > 0) parts.push_back(decode_rows(old));
-    if (old < n) parts.push_back(prefill_rows(old, n));
+    if (!prefill) parts.push_back(decode_rows(n));
+    if (prefill && old > 0) parts.push_back(decode_rows(old));
+    if (prefill && old < n) parts.push_back(prefill_rows(old, n));
     std::vector<internal::Tensor> impls;
     for (const Tensor& p : parts) impls.push_back(p.impl());
-    last_logits = parts.size() == 1 ? parts[0] : wrap(internal::cat(impls, 0));
-    const std::vector<int64_t> tokens = sample(last_logits);
+    const Tensor logits = parts.size() == 1 ? parts[0] : wrap(internal::cat(impls, 0));
+    const std::vector<int64_t> tokens = sample(logits);
+    std::vector<int64_t> rows;
     std::vector<Made> made;
     std::vector<size_t> done;
     for (size_t r = 0; r < running.size(); ++r) {
+      if (!samples[r]) continue;
+      rows.push_back(int64_t(r));
       Sequence& s = running[r];
-      s.prefilled = true;
       s.made.push_back(tokens[r]);
       Made m{s.id, tokens[r], false, ""};
       if (std::find(s.sampling.stop.begin(), s.sampling.stop.end(), tokens[r]) !=
@@ -287,6 +313,11 @@ struct Generator::Impl {
       if (m.finished) done.push_back(r);
       made.push_back(std::move(m));
     }
+    last_logits =
+        int64_t(rows.size()) == n
+            ? logits
+            : wrap(internal::index_select(
+                  logits.impl(), 0, host_tensor(rows, {int64_t(rows.size())}, device).impl()));
     // From the highest slot down: a moved sequence is never one still to remove.
     for (auto it = done.rbegin(); it != done.rend(); ++it) remove(*it);
     return made;
@@ -297,6 +328,16 @@ Generator::Generator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Generator Generator::load(const std::string& dir, int64_t max_batch, const Device& device,
                           int64_t max_tokens) {
+  return load_on(dir, nullptr, max_batch, device, max_tokens);
+}
+
+Generator Generator::load(const std::string& dir, const World& world, int64_t max_batch,
+                          const Device& device, int64_t max_tokens) {
+  return load_on(dir, &world, max_batch, device, max_tokens);
+}
+
+Generator Generator::load_on(const std::string& dir, const World* world, int64_t max_batch,
+                             const Device& device, int64_t max_tokens) {
   return guarded([&] {
     if (max_batch < 1) fail("Generator", "max_batch ", max_batch, " < 1");
     if (max_tokens < 0) fail("Generator", "max_tokens ", max_tokens, " < 0");
@@ -304,17 +345,25 @@ Generator Generator::load(const std::string& dir, int64_t max_batch, const Devic
     impl->dir = dir;
     impl->device = device;
     impl->max_batch = max_batch;
+    impl->ctx = world ? world->impl() : nullptr;
     impl->read_meta();
     const int64_t n_cache = 2 * impl->n_layer;
-    impl->prefill = impl->load_graph("prefill", impl->length, n_cache);
-    impl->step = impl->load_graph("step", 1, n_cache);
-    const TensorInfo& c = impl->prefill->input_infos()[3];
-    if (impl->step->input_infos()[3].shape != c.shape)
-      fail("Generator", dir, ": the prefill's cache is ", internal::shape_str(c.shape),
-           " and the step's ", internal::shape_str(impl->step->input_infos()[3].shape));
-    for (int64_t i = 0; i < n_cache; ++i)
-      impl->cache.push_back(internal::zeros({max_batch, impl->length, c.shape[2]},
-                                            to_internal(c.dtype), to_internal(device)));
+    impl->step = impl->load_graph("step", 1, n_cache, world);
+    if (!impl->step->dynamic_batch()) {
+      impl->fixed_batch = impl->step->input_infos()[0].shape[0];
+      if (max_batch > impl->fixed_batch)
+        fail("Generator", dir, "/step was saved for a batch of ", impl->fixed_batch,
+             " sequences: max_batch ", max_batch, " exceeds it");
+    }
+    if (!impl->fixed_batch && std::ifstream(dir + "/prefill/graph.json"))
+      impl->prefill = impl->load_graph("prefill", impl->length, n_cache, world);
+    const int64_t slots = impl->fixed_batch ? impl->fixed_batch : max_batch;
+    const TensorInfo& c = impl->step->input_infos()[3];
+    for (int64_t i = 0; i < n_cache; ++i) {
+      std::vector<int64_t> shape = impl->step->local_shape(3 + size_t(i));
+      shape[0] = slots;
+      impl->cache.push_back(internal::zeros(shape, to_internal(c.dtype), to_internal(device)));
+    }
     impl->max_tokens = max_tokens ? max_tokens : max_batch * impl->length;
     return Generator(std::move(impl));
   });

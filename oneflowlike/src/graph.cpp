@@ -13,6 +13,7 @@
 #include "oneflowlike/src/api_util.h"
 #include "ops/creation.h"
 #include "ops/shape_ops.h"
+#include "sbp/placement.h"
 
 namespace ofl {
 
@@ -71,6 +72,36 @@ struct Graph::Impl {
         ctx ? graph::load(dir, options) : graph::from_json(text, variables, where, options));
     std::unique_lock lock(mutex);
     return by_batch.emplace(batch, std::move(built)).first->second;
+  }
+
+  // Runs g on the inputs: a global graph's given whole on every rank (each keeps its shard) or,
+  // with given_shards, as this rank's shards; a global graph's outputs come back whole.
+  std::vector<Tensor> run(const std::shared_ptr<const graph::Graph>& g,
+                          const std::vector<Tensor>& inputs, bool given_shards) const {
+    internal::autograd::NoGradGuard no_grad;
+    std::vector<internal::Tensor> in;
+    for (const Tensor& t : inputs) in.push_back(t.impl());
+    if (!ctx) return wrap(graph::run(*g, in));
+    // One call at a time in this process, whichever graph: the ranks' collectives must meet in
+    // the same order.
+    static std::mutex collective;
+    std::lock_guard lock(collective);
+    const int rank = graph::rank_of(*ctx->world);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const graph::Value& v = g->values()[size_t(g->inputs()[i])];
+      if (!v.is_global()) continue;
+      auto coords = v.placement->coords_of(rank);
+      internal::Tensor local =
+          !coords ? internal::outside_shard(v.shape, v.dtype, v.device)
+          : given_shards
+              ? in[i]
+              : internal::contiguous(internal::shard_of(in[i], *v.placement, v.nd_sbp, *coords));
+      in[i] = internal::as_tensor({local, v.shape, *v.placement, v.nd_sbp}, ctx);
+    }
+    std::vector<internal::Tensor> out = graph::run(*g, in);
+    for (internal::Tensor& t : out)
+      if (t.is_global()) t = internal::to_full(internal::as_global(t, "forward"), *ctx);
+    return wrap(std::move(out));
   }
 
   // The batch of these inputs, after checking each against its info.
@@ -152,31 +183,43 @@ Graph Graph::load_on(const std::string& dir, const Device& device,
 std::vector<Tensor> Graph::forward(const std::vector<Tensor>& inputs) const {
   return guarded([&] {
     const int64_t batch = impl_->check(inputs);
-    std::shared_ptr<const graph::Graph> g = impl_->at(batch);
-    internal::autograd::NoGradGuard no_grad;
-    std::vector<internal::Tensor> in;
-    for (const Tensor& t : inputs) in.push_back(t.impl());
-    if (!impl_->ctx) return wrap(graph::run(*g, in));
-    // Every rank gives the whole inputs: each keeps its shard, and gets the whole outputs. One
-    // call at a time in this process, whichever graph: the ranks' collectives must meet in the
-    // same order.
-    static std::mutex collective;
-    std::lock_guard lock(collective);
-    internal::BoxingContext& ctx = *impl_->ctx;
-    const int rank = graph::rank_of(*ctx.world);
-    for (size_t i = 0; i < in.size(); ++i) {
-      const graph::Value& v = g->values()[size_t(g->inputs()[i])];
-      if (!v.is_global()) continue;
-      auto coords = v.placement->coords_of(rank);
-      internal::Tensor local =
-          coords ? internal::contiguous(internal::shard_of(in[i], *v.placement, v.nd_sbp, *coords))
-                 : internal::outside_shard(v.shape, v.dtype, v.device);
-      in[i] = internal::as_tensor({local, v.shape, *v.placement, v.nd_sbp}, impl_->ctx);
+    return impl_->run(impl_->at(batch), inputs, /*given_shards=*/false);
+  });
+}
+
+std::vector<Tensor> Graph::forward_shards(const std::vector<Tensor>& shards) const {
+  return guarded([&] {
+    if (!impl_->ctx) return forward(shards);
+    std::shared_ptr<const graph::Graph> g = impl_->at(impl_->signature.batch);
+    if (shards.size() != impl_->inputs.size())
+      fail("forward_shards", "the graph takes ", impl_->inputs.size(), " inputs, got ",
+           shards.size());
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::vector<int64_t> want = local_shape(i);
+      const TensorInfo& info = impl_->inputs[i];
+      if (!shards[i].defined() || shards[i].shape() != want || shards[i].dtype() != info.dtype ||
+          shards[i].device() != impl_->device)
+        fail("forward_shards", "input ", i, " (", info.name, ") is ",
+             shards[i].defined() ? shards[i].str() : "undefined", " where this rank's shard is ",
+             internal::shape_str(want), " ", dtype_name(info.dtype), " ", impl_->device.str());
     }
-    std::vector<internal::Tensor> out = graph::run(*g, in);
-    for (internal::Tensor& t : out)
-      if (t.is_global()) t = internal::to_full(internal::as_global(t, "forward"), ctx);
-    return wrap(std::move(out));
+    return impl_->run(g, shards, /*given_shards=*/true);
+  });
+}
+
+std::vector<int64_t> Graph::local_shape(size_t input) const {
+  return guarded([&] {
+    if (input >= impl_->inputs.size())
+      fail("local_shape", "input ", input, " of a graph of ", impl_->inputs.size(), " inputs");
+    if (!impl_->ctx) return impl_->inputs[input].shape;
+    std::shared_ptr<const graph::Graph> g = impl_->at(impl_->signature.batch);
+    const graph::Value& v = g->values()[size_t(g->inputs()[input])];
+    if (!v.is_global()) return std::vector<int64_t>(v.shape.begin(), v.shape.end());
+    const auto coords = v.placement->coords_of(graph::rank_of(*impl_->ctx->world));
+    const internal::Shape local =
+        coords ? internal::local_shape(v.shape, v.nd_sbp, *v.placement, *coords)
+               : internal::Shape();
+    return std::vector<int64_t>(local.begin(), local.end());
   });
 }
 

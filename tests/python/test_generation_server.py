@@ -242,3 +242,44 @@ def test_the_generate_example_continues_text_prompts_as_pythons_decoder(examples
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 1 and '"E" at byte 2 is not in the vocabulary' in bad.stderr
+
+
+def test_a_tensor_parallel_model_decodes_from_cpp_on_two_ranks(examples, tmp_path):
+    """Saved from a Megatron-style model on 2 ranks for 3 sequences (the cache split by heads),
+    decoded by the generate example on 2 ranks: the single-process model's tokens, greedy and
+    sampled; in one process, or for more sequences than saved, a clear error."""
+    from _launch import launch
+    from test_cpp_api import SIZES as CPP_SIZES, small_gpt as cpp_gpt
+
+    out = str(tmp_path / "tp")
+    r = launch(
+        ["--nproc_per_node", "2"],
+        [SAVE_GPT, out, "--tensor-parallel", "--generation", "--batch", "3", *CPP_SIZES],
+    )
+    assert r.returncode == 0, r
+    prompts = [[3, 1, 4], [1, 5], [9, 2, 6, 5, 3]]
+    model = cpp_gpt()
+    for flags, (t, k, seed) in [
+        ([], (0.0, 0, 0)),
+        (["--temperature", "1", "--seed", "4"], (1.0, 0, 4)),
+    ]:
+        r = launch(
+            ["--nproc_per_node", "2", "--no_python"],
+            [str(examples / "generate"), os.path.join(out, "generation"), "--max-new-tokens", "6",
+             *flags, *(",".join(map(str, p)) for p in prompts)],
+        )  # fmt: skip
+        assert r.returncode == 0, r
+        want = generate_cached(model, prompts, 6, t, k, seeds=[seed] * 3)
+        assert r.stdout.splitlines()[-3:] == [" ".join(map(str, w)) + " " for w in want], r
+    alone = subprocess.run(
+        [str(examples / "generate"), os.path.join(out, "generation"), "1,2"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert alone.returncode == 1 and "load it with a World" in alone.stderr, alone.stderr
+    r = launch(
+        ["--nproc_per_node", "2", "--no_python"],
+        [str(examples / "generate"), os.path.join(out, "generation"), "1", "2", "3", "4"],
+    )
+    assert r.returncode != 0 and "saved for a batch of 3 sequences: max_batch 4 exceeds it" in (
+        r.stdout + r.stderr
+    ), r

@@ -363,7 +363,7 @@ TEST(Generator, DamagedFoldersRaiseNamingTheFile) {
   EXPECT_NE(load_error().find("generation.json: not a JSON object"), std::string::npos);
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 9,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16})");
-  EXPECT_NE(load_error().find("/prefill is Graph("), std::string::npos) << load_error();
+  EXPECT_NE(load_error().find("/step is Graph("), std::string::npos) << load_error();
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16, "chars": ["a", "a"]})");
   EXPECT_NE(load_error().find("\"chars\" is not a list of vocab_size"), std::string::npos);
