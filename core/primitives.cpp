@@ -34,6 +34,11 @@ Tensor contiguous_local(const Tensor& x) {
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
+  // Onto itself (an in-place op's output is its input): nothing to move. A KV cache written by
+  // scatter_ would otherwise be copied whole at every token.
+  if (dst.storage() == src.storage() && dst.offset() == src.offset() &&
+      dst.dtype() == src.dtype() && dst.shape() == src.shape() && dst.strides() == src.strides())
+    return;
   // Between the host and a device, the device's kernel moves the data.
   const DeviceType t =
       dst.device().type == DeviceType::kCPU ? src.device().type : dst.device().type;

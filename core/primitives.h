@@ -23,7 +23,8 @@ Tensor converted(const Tensor& x, DType dtype);
 // x itself when its local data is contiguous, else contiguous_copy(x).
 Tensor contiguous_local(const Tensor& x);
 // Copies src into dst (broadcasting src to dst's shape, converting dtype) with dst's device kernel
-// (between the host and a device, the device's: it also moves the data across).
+// (between the host and a device, the device's: it also moves the data across); nothing when dst
+// is src itself (the same memory, shape and strides).
 void copy_into(const Tensor& dst, const Tensor& src);
 // Sets every element of dst to value (converted to dst's dtype).
 void fill_into(const Tensor& dst, double value);

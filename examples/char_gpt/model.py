@@ -384,7 +384,8 @@ class Decoder:
                 f"a prompt of {max(lengths)} tokens leaves no room in block_size {cfg.block_size}"
             )
         was_training = model.training
-        model.eval()
+        if was_training:  # (walking the modules costs as much as a short prompt's prefill)
+            model.eval()
         B, T, device = self.batch, max(lengths), self.cache.k0.device
         rows = [list(p) + [0] * (T - len(p)) for p in prompts] + [[0] * T] * (B - n)
         lengths += [1] * (B - n)
@@ -403,7 +404,8 @@ class Decoder:
             if i + 1 < steps:
                 furthest = max(lengths) + i
                 logits = self._logits(token[:, None], (last + 1 + i)[:, None], first, furthest)
-        model.train(was_training)
+        if was_training:
+            model.train()
         return flow.stack(out, dim=1).tolist()[:n]
 
 

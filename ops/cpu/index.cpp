@@ -1,4 +1,5 @@
 // CPU kernels for index_select, index_add, gather, scatter_add and scatter (contiguous operands).
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -57,22 +58,52 @@ void index_add(const Tensor& src, const Tensor& index, int64_t outer, int64_t n,
   });
 }
 
-// Calls f(flat position in index, flat position in x) for every element of index.
+// Calls f(flat position in index, flat position in x) for every element of index, a row of its
+// last dimension at a time.
 template <class F>
 void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
   const Shape& ishape = index.shape();
   const Shape xs = contiguous_strides(x.shape());
   const int64_t nd = index.dim(), total = index.numel();
+  if (total == 0) return;
   const int64_t* idx = index.data<int64_t>();
-  std::vector<int64_t> pos(nd, 0);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < nd; ++d) off += (d == axis ? idx[i] : pos[d]) * xs[d];
-    f(i, off);
-    for (int64_t d = nd - 1; d >= 0; --d) {
+  const int64_t inner = ishape[nd - 1], step = xs[nd - 1], along = xs[axis];
+  std::vector<int64_t> pos(nd, 0);  // of the row's first element
+  for (int64_t i = 0; i < total; i += inner) {
+    int64_t base = 0;  // the row's offset, but along `axis`
+    for (int64_t d = 0; d < nd - 1; ++d)
+      if (d != axis) base += pos[d] * xs[d];
+    if (axis == nd - 1) {
+      for (int64_t j = 0; j < inner; ++j) f(i + j, base + idx[i + j] * along);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) f(i + j, base + idx[i + j] * along + j * step);
+    }
+    for (int64_t d = nd - 2; d >= 0; --d) {
       if (++pos[d] < ishape[d]) break;
       pos[d] = 0;
     }
+  }
+}
+
+// Calls f with an unsigned integer type of `bytes` (1, 2, 4, 8), or returns false: elements
+// moved as such rather than by memcpy calls.
+template <class F>
+bool with_element_type(size_t bytes, F f) {
+  switch (bytes) {
+    case 1:
+      f(uint8_t{});
+      return true;
+    case 2:
+      f(uint16_t{});
+      return true;
+    case 4:
+      f(uint32_t{});
+      return true;
+    case 8:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -84,9 +115,16 @@ void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& ou
     if (index.numel()) std::memcpy(dst, src, isz);
     return;
   }
-  for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
-    std::memcpy(dst + i * isz, src + off * isz, isz);
+  const bool typed = with_element_type(isz, [&](auto tag) {
+    using E = decltype(tag);
+    const E* s = reinterpret_cast<const E*>(src);
+    E* d = reinterpret_cast<E*>(dst);
+    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) { d[i] = s[off]; });
   });
+  if (!typed)
+    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
+      std::memcpy(dst + i * isz, src + off * isz, isz);
+    });
 }
 
 void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
@@ -112,8 +150,15 @@ void scatter(const Tensor& src, int64_t axis, const Tensor& index, const Tensor&
     if (index.numel()) std::memcpy(o, s + (index.numel() - 1) * isz, isz);
     return;
   }
-  for_each_indexed(out, axis, index,
-                   [&](int64_t i, int64_t off) { std::memcpy(o + off * isz, s + i * isz, isz); });
+  const bool typed = with_element_type(isz, [&](auto tag) {
+    using E = decltype(tag);
+    const E* from = reinterpret_cast<const E*>(s);
+    E* to = reinterpret_cast<E*>(o);
+    for_each_indexed(out, axis, index, [&](int64_t i, int64_t off) { to[off] = from[i]; });
+  });
+  if (!typed)
+    for_each_indexed(out, axis, index,
+                     [&](int64_t i, int64_t off) { std::memcpy(o + off * isz, s + i * isz, isz); });
 }
 
 }  // namespace

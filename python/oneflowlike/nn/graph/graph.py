@@ -103,12 +103,29 @@ class Graph:
         (get_scale()) is as its eager step() and update() would leave it."""
         self.config.set_grad_scaler(grad_scaler)
 
+    def _graph_modules(self):
+        """Every module the graph holds, at any depth: walked again only when a module in the
+        tree has other children than at the last walk."""
+        tops = [v for v in self.__dict__.values() if isinstance(v, flow.nn.Module)]
+        cached = self.__dict__.get("_modules_walked")
+        if cached is not None:
+            walked, children = cached
+            now = [id(c) for m in walked for c in m._modules.values()]
+            if [id(m) for m in tops] == children[0] and now == children[1]:
+                return walked
+        walked = [m for v in tops for m in v.modules()]
+        children = ([id(m) for m in tops], [id(c) for m in walked for c in m._modules.values()])
+        self._modules_walked = (walked, children)
+        return walked
+
     def __call__(self, *args):
         if not hasattr(self, "_compiled"):
             raise RuntimeError(
                 f"[graph] {type(self).__name__}.__init__ must call super().__init__()"
             )
-        signature = inspect.signature(self.build)
+        signature = self.__dict__.get("_build_signature")
+        if signature is None:  # (inspect.signature costs a call as much as a small graph's run)
+            signature = self._build_signature = inspect.signature(self.build)
         try:
             signature.bind(*args)
         except TypeError:
@@ -141,10 +158,10 @@ class Graph:
         # A module switched between train() and eval() (dropout on or off) traces again.
         # So do a module moved to another pipeline stage and another schedule.
         modes = tuple(
-            (m.training, *[str(x) for x in m.__dict__.get("_pipeline_stage", ())[:2]])
-            for v in self.__dict__.values()
-            if isinstance(v, flow.nn.Module)
-            for m in v.modules()
+            (m.training, *[str(x) for x in m.__dict__["_pipeline_stage"][:2]])
+            if "_pipeline_stage" in m.__dict__
+            else m.training
+            for m in self._graph_modules()
         )
         amp = (self.config.amp, repr(self.config.amp_dtype))
         scaler = _loss_scale.active(self.config.grad_scaler) if self._optimizers else None
