@@ -70,7 +70,9 @@ int server_port() {
                             "--write-timeout-ms",
                             "200",
                             "--max-body-bytes",
-                            "65536"};
+                            "65536",
+                            "--max-batch",
+                            "2"};
       if (inference_server_main(int(std::size(argv)), const_cast<char**>(argv)) != 0) std::abort();
     }).detach();
     std::atexit([] { ::_exit(0); });

@@ -113,6 +113,16 @@ def server_seeds():
         b'5\r\n{"tok\r\n0\r\n\r\n',
         "pipelined": _http("GET", "/v1/health", None, ["Range: bytes=0-1,2-3"])
         + _http("POST", "/v1/logits", '{"tokens": [9]}'),
+        "completions": _http(
+            "POST",
+            "/v1/completions",
+            '{"prompt": [1, 2], "max_tokens": 3, "temperature": 0.7, "top_k": 5, "top_p": 0.9, '
+            '"seed": 3, "stop": [4]}',
+        ),
+        "completions-stream": _http(
+            "POST", "/v1/completions", '{"prompt": [7], "max_tokens": 4, "stream": true}'
+        )
+        + _http("POST", "/v1/completions", '{"prompt": [8, 9], "max_tokens": 2, "stream": true}'),
     }
     for name, data in seeds.items():
         _write("fuzz_server_request", name, data)
