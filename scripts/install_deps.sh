@@ -17,6 +17,9 @@ python3 -m pip install -q --disable-pip-version-check numpy pytest pytest-xdist 
 # PyTorch: the tests' and benchmarks' reference (its PyPI wheel, with its CUDA libraries; the
 # CPU-only index is not reachable from here). About 75 s on a fresh machine.
 python3 -m pip install -q --disable-pip-version-check torch
+# The OpenAI Python client: the tests talk to the server's /v1/completions through a client we did
+# not write.
+python3 -m pip install -q --disable-pip-version-check openai
 # cuDNN's header-only C++ front end, for CUDA builds' fused attention (its headers only: none of
 # the Python package's requirements).
 python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend

@@ -12,7 +12,8 @@
 //   POST /v1/generate {"tokens": [...], "max_new_tokens": 16}   {"tokens": [16 ids]} (greedy)
 //   POST /v1/completions {"prompt": "text" or [ids], "max_tokens": 16, "temperature": 1,
 //                         "top_p": 1, "top_k": 0, "seed": 0, "stop": ["\n"], "stream": false}
-//        OpenAI's completion ({"choices": [{"text", "tokens", "finish_reason"}], "usage"}), or
+//        OpenAI's completion ({"choices": [{"text", "tokens", "finish_reason"}], "usage"}; a stop
+//        token ends the text without being in it; errors {"error": {"message", "type"}}), or
 //        with "stream": true server-sent events, one a token ("data: {...}", then
 //        "data: [DONE]"). Only for a model saved with save_gpt.py --generation (GRAPH_DIR/
 //        generation): decoded with a KV cache and batched continuously (ofl::Generator): up to
@@ -353,24 +354,34 @@ Json body_of(const httplib::Request& req) {
   return body;
 }
 
+// An error's JSON: {"error": reason}, or OpenAI's {"error": {"message": reason, "type": ...}} on
+// the routes of its API (its clients show the message from there).
+Json error_json(const std::string& reason, int status, bool openai) {
+  if (!openai) return {{"error", reason}};
+  const char* type = status == 400   ? "invalid_request_error"
+                     : status == 503 ? "server_overloaded"
+                                     : "server_error";
+  return {{"error", {{"message", reason}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
+}
+
 // Runs `answer` on the request's JSON body, which either returns the reply or has set the
 // response itself (a stream) and returns null; a bad body or request gives 400 with the reason,
-// no room 503, a failure of the model 500.
+// no room 503, a failure of the model 500 (in OpenAI's shape with `openai`).
 template <class F>
-void handle(const httplib::Request& req, httplib::Response& res, F&& answer) {
+void handle(const httplib::Request& req, httplib::Response& res, F&& answer, bool openai = false) {
   Json reply;
   try {
     reply = answer(body_of(req));
     if (reply.is_null()) return;
   } catch (const BadRequest& e) {
     res.status = 400;
-    reply = {{"error", e.what()}};
+    reply = error_json(e.what(), 400, openai);
   } catch (const Unavailable& e) {
     res.status = 503;
-    reply = {{"error", e.what()}};
+    reply = error_json(e.what(), 503, openai);
   } catch (const std::exception& e) {
     res.status = 500;
-    reply = {{"error", e.what()}};
+    reply = error_json(e.what(), 500, openai);
   }
   res.set_content(text_of(reply), "application/json");
 }
@@ -757,7 +768,10 @@ Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
     std::unique_lock lock(c->mutex);
     c->changed.wait(lock, [&] { return c->done(); });
     if (!c->error.empty()) throw std::runtime_error(c->error);
-    head["choices"] = Json::array({choice_of(gen, c->tokens, c->finish_reason)});
+    // As OpenAI's: the stop token ends the text but is not in it.
+    std::vector<int64_t> shown = c->tokens;
+    if (c->finish_reason == "stop") shown.pop_back();
+    head["choices"] = Json::array({choice_of(gen, shown, c->finish_reason)});
     head["usage"] = {{"prompt_tokens", prompt.size()},
                      {"completion_tokens", c->tokens.size()},
                      {"total_tokens", prompt.size() + c->tokens.size()}};
@@ -776,12 +790,15 @@ Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
     }
     std::string text;
     for (size_t i = 0; i < fresh.size(); ++i) {
+      const bool ends = i + 1 == fresh.size();
+      // The stop token's event says "stop" with no text.
+      const std::vector<int64_t> shown =
+          ends && finish == "stop" ? std::vector<int64_t>{} : std::vector<int64_t>{fresh[i]};
       Json event = head;
-      event["choices"] =
-          Json::array({choice_of(gen, {fresh[i]}, i + 1 == fresh.size() ? finish : "")});
+      event["choices"] = Json::array({choice_of(gen, shown, ends ? finish : "")});
       text += "data: " + text_of(event) + "\n\n";
     }
-    if (!error.empty()) text += "data: " + error_body(error) + "\n\n";
+    if (!error.empty()) text += "data: " + text_of(error_json(error, 500, true)) + "\n\n";
     const bool last = !finish.empty() || !error.empty();
     if (last) text += "data: [DONE]\n\n";
     if (DeadlineStream::serving) DeadlineStream::serving->restart_write_clock();
@@ -916,7 +933,9 @@ int main(int argc, char** argv) {
       });
     });
     server.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
-      handle(req, res, [&](const Json& body) { return complete(scheduler.get(), body, res); });
+      handle(
+          req, res, [&](const Json& body) { return complete(scheduler.get(), body, res); },
+          /*openai=*/true);
     });
     const std::string& host = opt.host;
     const int bound = opt.port == 0                         ? server.bind_to_any_port(host)

@@ -132,14 +132,19 @@ def test_text_prompts_stop_tokens_and_refusals(examples, saved):
         model = small_gpt().eval()
         prompt = [CHARS.index(c) for c in "the "]
         assert choice["tokens"] == generate_cached(model, [prompt], 16)[0]
-        # A stop token ends the completion, and is its last.
+        # A stop token ends the completion, and is not in it (OpenAI's), streamed or not.
         stop = CHARS[choice["tokens"][2]]
         first = choice["tokens"].index(choice["tokens"][2])
         status, body = server.post(
             "/v1/completions", {"prompt": "the ", "temperature": 0, "stop": [stop]}
         )
-        assert body["choices"][0]["tokens"] == choice["tokens"][: first + 1]
+        assert body["choices"][0]["tokens"] == choice["tokens"][:first]
         assert body["choices"][0]["finish_reason"] == "stop"
+        assert body["usage"]["completion_tokens"] == first + 1  # the stop token was made
+        tokens, text, reasons, done = stream(
+            server, {"prompt": "the ", "temperature": 0, "stop": stop}
+        )
+        assert tokens == choice["tokens"][:first] and reasons[-1] == "stop" and done
         for bad, reason in [
             ({}, 'the body needs "prompt"'),
             ({"prompt": "Z"}, 'the character "Z" at byte 0 is not in the vocabulary'),
@@ -162,7 +167,9 @@ def test_text_prompts_stop_tokens_and_refusals(examples, saved):
             ({"prompt": {"text": "a"}}, '"prompt" is object, not text or token ids'),
         ]:
             status, body = server.post("/v1/completions", bad)
-            assert status == 400 and reason in body["error"], (bad, body)
+            # OpenAI's shape: its clients show error.message.
+            assert status == 400 and reason in body["error"]["message"], (bad, body)
+            assert body["error"]["type"] == "invalid_request_error"
         # The server lives on.
         assert server.post("/v1/completions", {"prompt": "a", "max_tokens": 2})[0] == 200
     finally:
@@ -179,7 +186,9 @@ def test_a_request_that_cannot_fit_gets_503_and_clients_leaving_midstream_do_no_
     try:
         status, body = server.post("/v1/completions", {"prompt": "the", "max_tokens": 9})
         assert status == 503, body
-        assert "need 11 positions of the cache, over max_tokens 10 (--max-tokens)" in body["error"]
+        assert "need 11 positions of the cache, over max_tokens 10 (--max-tokens)" in (
+            body["error"]["message"]
+        )
         # Clients that read one event of a stream and leave.
         host, port = server.url.split("//")[1].split(":")
         request = json.dumps({"prompt": "t", "max_tokens": 10, "stream": True}).encode()
@@ -205,7 +214,7 @@ def test_a_request_that_cannot_fit_gets_503_and_clients_leaving_midstream_do_no_
         assert any(status == 200 for status, _ in answers)
         for status, body in answers:
             if status == 503:
-                assert "waiting for room in the batch (--max-waiting)" in body["error"], body
+                assert "waiting for room in the batch (--max-waiting)" in body["error"]["message"]
     finally:
         server.stop()
 
@@ -214,7 +223,7 @@ def test_completions_need_a_model_saved_for_generation(examples, gpt):
     server = Server(examples / "inference_server", gpt[1])
     try:
         status, body = server.post("/v1/completions", {"prompt": [1]})
-        assert status == 400 and "save_gpt.py --generation" in body["error"]
+        assert status == 400 and "save_gpt.py --generation" in body["error"]["message"]
         with urllib.request.urlopen(server.url + "/v1/health", timeout=10) as r:
             assert json.loads(r.read())["generation"] is False
     finally:
@@ -283,3 +292,28 @@ def test_a_tensor_parallel_model_decodes_from_cpp_on_two_ranks(examples, tmp_pat
     assert r.returncode != 0 and "saved for a batch of 3 sequences: max_batch 4 exceeds it" in (
         r.stdout + r.stderr
     ), r
+
+
+def test_the_openai_client_completes_streams_and_shows_the_servers_errors(examples, saved):
+    """OpenAI's own Python client (a client we did not write) against /v1/completions."""
+    openai = pytest.importorskip("openai")
+    server = Server(examples / "inference_server", saved, "--max-batch", "4")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+        args = dict(model="gpt", prompt="the ", max_tokens=12, temperature=0.8, seed=3)
+        whole = client.completions.create(**args)
+        (choice,) = whole.choices
+        assert choice.finish_reason == "length" and len(choice.text) == 12
+        assert whole.usage.prompt_tokens == 4 and whole.usage.completion_tokens == 12
+        streamed = "".join(
+            c.choices[0].text for c in client.completions.create(**args, stream=True)
+        )
+        assert streamed == choice.text
+        model = small_gpt().eval()
+        want = generate_cached(model, [[CHARS.index(c) for c in "the "]], 12, 0.8, seeds=[3])[0]
+        assert choice.text == "".join(CHARS[t] for t in want)
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model="gpt", prompt="the ", max_tokens=1000)
+        assert '"max_tokens" is 1000, not an integer in [1, 25]' in str(e.value)
+    finally:
+        server.stop()
