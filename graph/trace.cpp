@@ -262,7 +262,8 @@ std::vector<Tensor> Trace::record(const OpDef& def, const std::vector<Tensor>& i
   }
   if (def.inplace && in[0].is_traced() && in[0].impl()->is_view)
     fail(op, "writes in place through a view of shape ", shape_str(in[0].shape()),
-         " while tracing; write into the viewed tensor, or clone() the view first");
+         " while tracing; write into the viewed tensor itself (a cache written as "
+         "cache[:, a:b] = x: cache.index_copy_(1, positions, x)), or clone() the view first");
   Node node = op_node(def, {}, {}, attrs);
   place(node);
   // Random ops carry the seed and the first counter their front end reserved; the generator has

@@ -68,6 +68,7 @@ from ._tensor_api import (  # noqa: F401,E402
     from_dlpack,
     numel,
     is_tensor,
+    index_copy,
     unique_consecutive,
 )
 

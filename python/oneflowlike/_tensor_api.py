@@ -476,6 +476,35 @@ class _HookHandle:
         self.remove()
 
 
+def _index_along(self, dim, index, source, op):
+    """index_copy's 1-d index as scatter's: laid along dim of source's shape, checked."""
+    n = self.dim()
+    if not -max(n, 1) <= dim < max(n, 1):
+        raise IndexError(f"[{op}] dim {dim} is out of range for a {n}-d tensor")
+    dim %= max(n, 1)
+    if index.dim() > 1:
+        raise IndexError(f"[{op}] index must be 0-d or 1-d, got shape {tuple(index.shape)}")
+    index = index.reshape(-1)
+    want = list(self.shape)
+    if n:
+        want[dim] = index.numel()
+    if list(source.shape) != want:
+        raise ValueError(
+            f"[{op}] source of shape {tuple(source.shape)} does not match self of shape "
+            f"{tuple(self.shape)} with {index.numel()} indices along dim {dim}: want {tuple(want)}"
+        )
+    if n == 0:
+        return index.reshape(())
+    shape = [1] * n
+    shape[dim] = -1
+    return index.view(*shape).expand(*want)
+
+
+def index_copy(input, dim, index, source):
+    """torch.index_copy: Tensor.index_copy."""
+    return input.index_copy(dim, index, source)
+
+
 def _install_tensor_methods():
     T = _C.Tensor
     T.__repr__ = _repr
@@ -491,6 +520,16 @@ def _install_tensor_methods():
 
     def type_as(self, other):
         return self.to(other.dtype)
+
+    def index_copy_(self, dim, index, source):
+        """source's slices along dim written at self's positions index (1-d), in place:
+        torch.Tensor.index_copy_ (a static KV cache's write, as Hugging Face's StaticCache
+        does it), as scatter_ with index laid along dim."""
+        return self.scatter_(dim, _index_along(self, dim, index, source, "index_copy_"), source)
+
+    def index_copy(self, dim, index, source):
+        """A copy of self with source's slices along dim at positions index (index_copy_)."""
+        return self.scatter(dim, _index_along(self, dim, index, source, "index_copy"), source)
 
     # On self's device, as PyTorch's.
     def new_tensor(self, data, dtype=None):
@@ -554,6 +593,8 @@ def _install_tensor_methods():
         size,
         __deepcopy__,
         type_as,
+        index_copy_,
+        index_copy,
         new_tensor,
         register_hook,
         register_post_accumulate_grad_hook,
