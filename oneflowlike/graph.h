@@ -23,7 +23,8 @@ struct TensorInfo {
 class Graph {
  public:
   // Reads dir/graph.json and dir/weights.safetensors and builds the graph for the batch it was
-  // saved at; the weights go to `device`. Loading creates only the framework's own ops: nothing
+  // saved at; the weights go to `device` (graphs loaded from one weights file, or from hard
+  // links of it, share them in memory). Loading creates only the framework's own ops: nothing
   // in the files is executed. Throws naming the file and the entry for a missing, corrupt or
   // foreign folder.
   static Graph load(const std::string& dir, const Device& device = Device());

@@ -264,33 +264,44 @@ class _DecodeStep(flow.nn.Graph):
 
 class _SavedStep(flow.nn.Graph):
     """A decoding step as saved for C++ (save_for_generation): the cache comes in as tensors
-    (CacheTensors) written in place, the tokens, positions and each row's last token too."""
+    (CacheTensors) written in place, the tokens, positions and each row's last token too; a step
+    attends to the cache's first `span` positions."""
 
-    def __init__(self, model, prefill):
+    def __init__(self, model, prefill, span):
         super().__init__()
-        self.model, self.prefill = model, prefill
+        self.model, self.prefill, self.span = model, prefill, span
 
     def build(self, idx, positions, last, *cache):
         return _last_logits(
-            self.model, CacheTensors(cache), idx, positions, last, None, self.prefill
+            self.model, CacheTensors(cache), idx, positions, last, self.span, self.prefill
         )
 
 
 GENERATION_FORMAT = "oneflowlike-generation"
 
 
+def generation_spans(length: int):
+    """The spans graphs are saved for: powers of two from 64, and the cache's length."""
+    spans, span = [], 64
+    while span < length:
+        spans.append(span)
+        span *= 2
+    return spans + [length]
+
+
 @flow.no_grad()
 def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Optional[int] = None):
-    """Saves what ofl::Generator loads (C++), in path: generation.json (the cache's sizes and,
-    with `chars`, the vocabulary: token i is chars[i]) and the graphs, each taking (idx,
-    positions, last, k0, v0, k1, v1, ...) and giving each row's logits after its token `last`:
-    path/step (one token a row at its position, attending to the cache up to it) and path/prefill
-    (whole prompts, padded to block_size, at positions 0..T-1).
+    """Saves what ofl::Generator loads (C++), in path: generation.json (the cache's sizes, the
+    graphs and, with `chars`, the vocabulary: token i is chars[i]) and the graphs, each taking
+    (idx, positions, last, k0, v0, k1, v1, ...) and giving each row's logits after its token
+    `last`, for each span of generation_spans(block_size): step_<span> (one token a row at its
+    position, attending to the cache's first span positions) and prefill_<span> (prompts of up
+    to span tokens, padded, at positions 0..span-1). The graphs' weights are one file, linked.
 
     A local model's graphs take any batch. A global one's (tensor parallel: model.to_global)
     are saved by every rank for `batch` sequences, with each rank's shards of the weights and its
-    cache split as the key projection's output is (by heads, for Megatron's layout), and without
-    a prefill: the C++ side feeds a prompt a token a step."""
+    cache split as the key projection's output is (by heads, for Megatron's layout): one step
+    over the whole cache, no prefill (the C++ side feeds a prompt a token a step)."""
     cfg = model.cfg
     if chars is not None and len(chars) != cfg.vocab_size:
         raise ValueError(f"{len(chars)} characters for a vocabulary of {cfg.vocab_size} tokens")
@@ -300,29 +311,39 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Op
     was_training = model.training
     model.eval()
     L, B = cfg.block_size, batch or 1
-    for name, prefill, T in (("prefill", True, L), ("step", False, 1)):
-        if prefill and w.is_global:
-            continue
-        if w.is_global:
-            place, key = w.placement, model.blocks[0].attn.key.weight.sbp[0]
-            split = key.is_split() and key.axis == 0  # column parallel: the heads split
-            sbp = flow.sbp.split(2) if split else flow.sbp.broadcast
-            made = lambda *shape, dtype=flow.int64, sbp=flow.sbp.broadcast: flow.zeros(  # noqa
-                *shape, dtype=dtype, placement=place, sbp=sbp
-            )
-            cache = [made(B, L, cfg.n_embd, dtype=w.dtype, sbp=sbp) for _ in range(2 * cfg.n_layer)]
-            positions = flow.arange(T)[None, :].expand(B, T).contiguous()
-            positions = positions.to_global(place, flow.sbp.broadcast)
-        else:
-            made = lambda *shape, dtype=flow.int64: flow.zeros(  # noqa: E731
-                *shape, dtype=dtype, device=w.device
-            )
-            cache = [made(B, L, cfg.n_embd, dtype=w.dtype) for _ in range(2 * cfg.n_layer)]
-            positions = flow.arange(T, device=w.device)[None, :].expand(B, T).contiguous()
-        graph = _SavedStep(model, prefill)
-        graph(made(B, T), positions, made(B), *cache)
-        graph.save(os.path.join(path, name), dynamic_batch=not w.is_global)
+    spans = [L] if w.is_global else generation_spans(L)
+    graphs = {"prefill": [], "step": []}
+    for kind in ("prefill", "step"):
+        for span in spans:
+            if kind == "prefill" and w.is_global:
+                continue
+            T = span if kind == "prefill" else 1
+            if w.is_global:
+                place, key = w.placement, model.blocks[0].attn.key.weight.sbp[0]
+                split = key.is_split() and key.axis == 0  # column parallel: the heads split
+                sbp = flow.sbp.split(2) if split else flow.sbp.broadcast
+                made = lambda *shape, dtype=flow.int64, sbp=flow.sbp.broadcast: flow.zeros(  # noqa
+                    *shape, dtype=dtype, placement=place, sbp=sbp
+                )
+                cache = [
+                    made(B, L, cfg.n_embd, dtype=w.dtype, sbp=sbp) for _ in range(2 * cfg.n_layer)
+                ]
+                positions = flow.arange(T)[None, :].expand(B, T).contiguous()
+                positions = positions.to_global(place, flow.sbp.broadcast)
+            else:
+                made = lambda *shape, dtype=flow.int64: flow.zeros(  # noqa: E731
+                    *shape, dtype=dtype, device=w.device
+                )
+                cache = [made(B, L, cfg.n_embd, dtype=w.dtype) for _ in range(2 * cfg.n_layer)]
+                positions = flow.arange(T, device=w.device)[None, :].expand(B, T).contiguous()
+            graph = _SavedStep(model, kind == "prefill", span)
+            graph(made(B, T), positions, made(B), *cache)
+            name = f"{kind}_{span}"
+            graph.save(os.path.join(path, name), dynamic_batch=not w.is_global)
+            graphs[kind].append([span, name])
     model.train(was_training)
+    if not w.is_global:
+        _link_equal_weights(path, [name for kind in graphs.values() for _, name in kind])
     meta = {
         "format": GENERATION_FORMAT,
         "format_version": 1,
@@ -331,13 +352,40 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Op
         "n_embd": cfg.n_embd,
         "vocab_size": cfg.vocab_size,
         "cache": [f"{kind}{i}" for i in range(cfg.n_layer) for kind in "kv"],
-        "graphs": {"step": "step"} if w.is_global else {"prefill": "prefill", "step": "step"},
+        "graphs": graphs,
     }
     if chars is not None:
         meta["chars"] = list(chars)
     if flow.distributed.get_rank() == 0:
         with open(os.path.join(path, "generation.json"), "w") as f:
             json.dump(meta, f, indent=1)
+
+
+def _link_equal_weights(path, names):
+    """A graph's weights.safetensors holding the same tensors under the same names as an
+    earlier graph's becomes a hard link to that file: one file on disk, and one copy in memory
+    (ofl::Graph shares the weights of files that are one). (The prefills and the steps name
+    their variables differently, so each kind keeps a file of its own.)"""
+    kept = []  # (file, its tensors)
+    for name in names:
+        file = os.path.join(path, name, "weights.safetensors")
+        tensors = flow.load(file)
+        same = next((f for f, t in kept if _same_tensors(t, tensors)), None)
+        if same is None:
+            kept.append((file, tensors))
+            continue
+        try:
+            os.link(same, file + ".link")
+        except OSError:  # a file system without hard links: the copies stay
+            continue
+        os.replace(file + ".link", file)
+
+
+def _same_tensors(a, b):
+    return a.keys() == b.keys() and all(
+        a[k].shape == b[k].shape and a[k].dtype == b[k].dtype and bool((a[k] == b[k]).all())
+        for k in a
+    )
 
 
 class Decoder:

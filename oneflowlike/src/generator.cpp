@@ -77,9 +77,11 @@ struct Generator::Impl {
   // rows, the free slots' on dummy tokens. 0: the running sequences' rows only.
   int64_t fixed_batch = 0;
   std::shared_ptr<internal::BoxingContext> ctx;  // a global graph's world; null for a local one
-  // The prefill graph, when there is one that takes any batch: else prompts are fed a token a
-  // step through the step graph.
-  std::optional<Graph> prefill, step;
+  // The graphs by the span of the cache they attend to (ascending): the steps', and the
+  // prefills' (prompts of up to span tokens), when there are any that take any batch; else
+  // prompts are fed a token a step through the steps.
+  std::vector<std::pair<int64_t, Graph>> prefills, steps;
+  Json graphs;                          // generation.json's "graphs"
   std::vector<internal::Tensor> cache;  // k0, v0, ...: this rank's (slots, length, C) of each
   std::vector<std::string> chars;       // token i's UTF-8 text
   std::map<std::string, int64_t> token_of;
@@ -123,6 +125,39 @@ struct Generator::Impl {
         chars.push_back(ch.get<std::string>());
       }
     }
+    graphs = meta.value("graphs", Json());
+    if (!graphs.is_object() || !graphs.contains("step"))
+      damaged("\"graphs\" does not list the step graphs");
+  }
+
+  // generation.json's graphs of one kind, loaded (a prefill's takes span tokens a row).
+  std::vector<std::pair<int64_t, Graph>> load_graphs(const char* kind, int64_t cache_tensors,
+                                                     const World* world) {
+    std::vector<std::pair<int64_t, Graph>> out;
+    const Json list = graphs.value(kind, Json::array());
+    if (!list.is_array()) damaged(std::string("\"graphs\".\"") + kind + "\" is not a list");
+    for (const Json& entry : list) {
+      const bool fits = entry.is_array() && entry.size() == 2 && entry[0].is_number_integer() &&
+                        entry[1].is_string();
+      const int64_t span = fits ? entry[0].get<int64_t>() : 0;
+      if (!fits || span < 1 || span > length || (!out.empty() && span <= out.back().first))
+        damaged(std::string("\"graphs\".\"") + kind + "\" holds " + entry.dump() +
+                ", not [span, folder] with spans rising up to the length");
+      const int64_t tokens = std::string(kind) == "prefill" ? span : 1;
+      out.emplace_back(span, load_graph(entry[1].get<std::string>(), tokens, cache_tensors, world));
+    }
+    if (std::string(kind) == "step" && (out.empty() || out.back().first != length))
+      damaged("no step graph attends to the whole cache (a span of " + std::to_string(length) +
+              ")");
+    return out;
+  }
+
+  // The (span, graph) of the least span of `graphs` that covers `positions`.
+  static const std::pair<int64_t, Graph>& covering(
+      const std::vector<std::pair<int64_t, Graph>>& graphs, int64_t positions) {
+    for (const auto& entry : graphs)
+      if (entry.first >= positions) return entry;
+    return graphs.back();
   }
 
   // The graph at dir/name, checked to take (idx, positions, last, k0, v0, ...) and give the
@@ -204,16 +239,20 @@ struct Generator::Impl {
   // The logits after the prompts of the sequences in slots [begin, end), written into the cache.
   Tensor prefill_rows(int64_t begin, int64_t end) {
     const int64_t rows = end - begin;
-    std::vector<int64_t> idx(size_t(rows * length), 0), positions(idx.size()), last;
+    int64_t longest = 0;
+    for (int64_t r = begin; r < end; ++r)
+      longest = std::max(longest, int64_t(running[size_t(r)].prompt.size()));
+    const auto& [T, prefill] = covering(prefills, longest);
+    std::vector<int64_t> idx(size_t(rows * T), 0), positions(idx.size()), last;
     for (int64_t r = 0; r < rows; ++r) {
       const std::vector<int64_t>& p = running[size_t(begin + r)].prompt;
-      std::copy(p.begin(), p.end(), idx.begin() + r * length);
-      for (int64_t j = 0; j < length; ++j) positions[size_t(r * length + j)] = j;
+      std::copy(p.begin(), p.end(), idx.begin() + r * T);
+      for (int64_t j = 0; j < T; ++j) positions[size_t(r * T + j)] = j;
       last.push_back(int64_t(p.size()) - 1);
     }
-    Tensor logits = prefill->forward(inputs(host_tensor(idx, {rows, length}, device),
-                                            host_tensor(positions, {rows, length}, device),
-                                            host_tensor(last, {rows}, device), begin, rows))[0];
+    Tensor logits = prefill.forward(inputs(host_tensor(idx, {rows, T}, device),
+                                           host_tensor(positions, {rows, T}, device),
+                                           host_tensor(last, {rows}, device), begin, rows))[0];
     for (int64_t r = begin; r < end; ++r)
       running[size_t(r)].written = int64_t(running[size_t(r)].prompt.size());
     return logits;
@@ -224,14 +263,18 @@ struct Generator::Impl {
   Tensor decode_rows(int64_t n) {
     const int64_t rows = fixed_batch ? fixed_batch : n;
     std::vector<int64_t> idx(size_t(rows), 0), positions(size_t(rows), 0);
+    int64_t furthest = 0;
     for (int64_t r = 0; r < n; ++r) {
       idx[size_t(r)] = running[size_t(r)].next_input();
       positions[size_t(r)] = running[size_t(r)].written;
+      furthest = std::max(furthest, positions[size_t(r)]);
     }
+    // Attention reads the cache up to the least saved span past every row's position.
+    const Graph& step = covering(steps, furthest + 1).second;
     const std::vector<Tensor> in =
         inputs(host_tensor(idx, {rows, 1}, device), host_tensor(positions, {rows, 1}, device),
                host_tensor(std::vector<int64_t>(size_t(rows), 0), {rows}, device), 0, rows);
-    Tensor logits = (ctx ? step->forward_shards(in) : step->forward(in))[0];
+    Tensor logits = (ctx ? step.forward_shards(in) : step.forward(in))[0];
     for (int64_t r = 0; r < n; ++r) ++running[size_t(r)].written;
     return rows == n ? logits : wrap(internal::narrow(logits.impl(), 0, 0, n));
   }
@@ -285,6 +328,7 @@ struct Generator::Impl {
     int64_t old = 0;
     while (old < n && running[size_t(old)].written) ++old;
     std::vector<bool> samples;
+    const bool prefill = !prefills.empty();
     for (const Sequence& s : running) samples.push_back(prefill || s.samples());
     std::vector<Tensor> parts;
     if (!prefill) parts.push_back(decode_rows(n));
@@ -348,19 +392,26 @@ Generator Generator::load_on(const std::string& dir, const World* world, int64_t
     impl->ctx = world ? world->impl() : nullptr;
     impl->read_meta();
     const int64_t n_cache = 2 * impl->n_layer;
-    impl->step = impl->load_graph("step", 1, n_cache, world);
-    if (!impl->step->dynamic_batch()) {
-      impl->fixed_batch = impl->step->input_infos()[0].shape[0];
+    impl->steps = impl->load_graphs("step", n_cache, world);
+    const Graph& step = impl->steps.back().second;
+    for (const auto& [span, graph] : impl->steps)
+      if (graph.dynamic_batch() != step.dynamic_batch() ||
+          graph.input_infos()[0].shape != step.input_infos()[0].shape)
+        fail("Generator", dir, ": the step graphs take different batches (",
+             internal::shape_str(graph.input_infos()[0].shape), " and ",
+             internal::shape_str(step.input_infos()[0].shape), ")");
+    if (!step.dynamic_batch()) {
+      impl->fixed_batch = step.input_infos()[0].shape[0];
       if (max_batch > impl->fixed_batch)
-        fail("Generator", dir, "/step was saved for a batch of ", impl->fixed_batch,
+        fail("Generator", dir, ": the step graphs were saved for a batch of ", impl->fixed_batch,
              " sequences: max_batch ", max_batch, " exceeds it");
     }
-    if (!impl->fixed_batch && std::ifstream(dir + "/prefill/graph.json"))
-      impl->prefill = impl->load_graph("prefill", impl->length, n_cache, world);
+    // A fixed batch cannot prefill some rows only: prompts are then fed a token a step.
+    if (!impl->fixed_batch) impl->prefills = impl->load_graphs("prefill", n_cache, world);
     const int64_t slots = impl->fixed_batch ? impl->fixed_batch : max_batch;
-    const TensorInfo& c = impl->step->input_infos()[3];
+    const TensorInfo& c = step.input_infos()[3];
     for (int64_t i = 0; i < n_cache; ++i) {
-      std::vector<int64_t> shape = impl->step->local_shape(3 + size_t(i));
+      std::vector<int64_t> shape = step.local_shape(3 + size_t(i));
       shape[0] = slots;
       impl->cache.push_back(internal::zeros(shape, to_internal(c.dtype), to_internal(device)));
     }

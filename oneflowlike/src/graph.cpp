@@ -4,6 +4,9 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
+
+#include <sys/stat.h>
 
 #include "boxing/reshard.h"
 #include "core/autograd/grad_mode.h"
@@ -25,6 +28,8 @@ using api::to_internal;
 
 namespace {
 
+using Weights = std::map<std::string, internal::Tensor>;
+
 std::vector<Tensor> wrap(std::vector<internal::Tensor> tensors) {
   std::vector<Tensor> out;
   for (internal::Tensor& t : tensors)
@@ -36,11 +41,36 @@ std::string info_str(const TensorInfo& info) {
   return info.name + ": " + internal::shape_str(info.shape) + " " + dtype_name(info.dtype);
 }
 
+Weights read_weights(const std::string& path, const Device& device) {
+  Weights out;
+  for (auto& [name, t] : internal::safetensors::read(path))
+    out.emplace(name, internal::to_device(t, to_internal(device)));
+  return out;
+}
+
 std::vector<TensorInfo> infos(const std::vector<graph::ValueInfo>& values, const Device& device) {
   std::vector<TensorInfo> out;
   for (const graph::ValueInfo& v : values)
     out.push_back({v.name, from_internal(v.dtype), v.shape, device});
   return out;
+}
+
+// A safetensors file's tensors on `device`, read once while any graph holds them: graphs whose
+// files are one (hard links, as save_for_generation makes them) share their weights in memory.
+std::shared_ptr<const Weights> weights_of(const std::string& path, const Device& device) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return std::make_shared<const Weights>(read_weights(path, device));
+  const auto key =
+      std::make_tuple(uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_size),
+                      int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec), device.str());
+  static std::mutex mutex;
+  static std::map<decltype(key), std::weak_ptr<const Weights>> loaded;
+  std::lock_guard lock(mutex);
+  if (auto held = loaded[key].lock()) return held;
+  auto read = std::make_shared<const Weights>(read_weights(path, device));
+  loaded[key] = read;
+  return read;
 }
 
 }  // namespace
@@ -50,7 +80,7 @@ std::vector<TensorInfo> infos(const std::vector<graph::ValueInfo>& values, const
 struct Graph::Impl {
   std::string dir, where, text;
   Device device;
-  std::map<std::string, internal::Tensor> variables;  // on `device`
+  std::shared_ptr<const Weights> variables;  // on `device`
   graph::Signature signature;
   std::vector<TensorInfo> inputs, outputs;
 
@@ -69,7 +99,7 @@ struct Graph::Impl {
     options.device = to_internal(device);
     options.ctx = ctx;
     auto built = std::make_shared<const graph::Graph>(
-        ctx ? graph::load(dir, options) : graph::from_json(text, variables, where, options));
+        ctx ? graph::load(dir, options) : graph::from_json(text, *variables, where, options));
     std::unique_lock lock(mutex);
     return by_batch.emplace(batch, std::move(built)).first->second;
   }
@@ -169,8 +199,7 @@ Graph Graph::load_on(const std::string& dir, const Device& device,
     // A global graph's weights are a distributed checkpoint, read (per batch size) as this
     // rank's shards; a local graph's are read once here.
     if (!std::ifstream(dir + "/weights/index.json"))
-      for (auto& [name, t] : internal::safetensors::read(dir + "/weights.safetensors"))
-        impl->variables.emplace(name, internal::to_device(t, to_internal(device)));
+      impl->variables = weights_of(dir + "/weights.safetensors", device);
     else if (!impl->ctx)
       fail("load", dir,
            " holds a graph saved over placements: load it with a World "

@@ -361,9 +361,22 @@ TEST(Generator, DamagedFoldersRaiseNamingTheFile) {
   auto write = [&](const std::string& text) { std::ofstream(dir + "/generation.json") << text; };
   write("{\"format\": \"oneflowlike-generation\", \"format_version\": 1, \"length\": 8");
   EXPECT_NE(load_error().find("generation.json: not a JSON object"), std::string::npos);
-  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 9,
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16})");
-  EXPECT_NE(load_error().find("/step is Graph("), std::string::npos) << load_error();
+  EXPECT_NE(load_error().find("\"graphs\" does not list the step graphs"), std::string::npos);
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16, "graphs": {"step": [[4, "step_8"]]}})");
+  EXPECT_NE(load_error().find("no step graph attends to the whole cache (a span of 8)"),
+            std::string::npos)
+      << load_error();
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16,
+            "graphs": {"step": [[8, "step_8"]], "prefill": [[4, "step_8"]]}})");
+  EXPECT_NE(load_error().find("/step_8 is Graph("), std::string::npos) << load_error();
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16, "graphs": {"step": [[9, "x"]]}})");
+  EXPECT_NE(load_error().find("holds [9,\"x\"], not [span, folder]"), std::string::npos)
+      << load_error();
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16, "chars": ["a", "a"]})");
   EXPECT_NE(load_error().find("\"chars\" is not a list of vocab_size"), std::string::npos);
