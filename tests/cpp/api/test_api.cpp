@@ -229,19 +229,19 @@ TEST(Api, PlanningFromAFolderPlanPipelineDidNotWriteRaisesNamingIt) {
 
 const std::vector<std::vector<int64_t>> kPrompts = {{1, 2, 3}, {4, 5, 6, 7, 8}, {9}};
 
-TEST(Generator, EveryStepsLogitsAreTheFullWindowsForARaggedBatch) {
-  ofl::Generator gen = ofl::Generator::load(saved("generation"), 3);
-  EXPECT_EQ(gen.length(), 8);
-  EXPECT_EQ(gen.vocab_size(), 17);
-  std::vector<int64_t> ids;
-  for (const auto& p : kPrompts) ids.push_back(gen.add(p, {.max_new_tokens = 8}));
-  std::vector<int64_t> steps(kPrompts.size(), 0);
+// Runs the prompts `which` of kPrompts together, greedy, to the cache's end, checking every step's
+// logits against Python's full window (gen_logits<i>) and counting each prompt's tokens.
+void expect_full_window_logits(const std::vector<size_t>& which) {
+  ofl::Generator gen = ofl::Generator::load(saved("generation"), int64_t(which.size()));
+  std::map<int64_t, size_t> prompt_of;
+  for (size_t i : which) prompt_of[gen.add(kPrompts[i], {.max_new_tokens = 8})] = i;
+  std::map<size_t, int64_t> steps;
   while (gen.running()) {
     const std::vector<ofl::Made> made = gen.step();
     const std::vector<float> logits = gen.last_logits().to_vector<float>();
     ASSERT_EQ(int64_t(logits.size()), int64_t(made.size()) * 17);
     for (size_t r = 0; r < made.size(); ++r) {
-      const size_t i = size_t(made[r].id - ids[0]);
+      const size_t i = prompt_of.at(made[r].id);
       const std::vector<float> full = want("gen_logits" + std::to_string(i)).to_vector<float>();
       const int64_t at = steps[i]++;
       ASSERT_LT((at + 1) * 17, int64_t(full.size()) + 1) << "prompt " << i << " made too many";
@@ -251,8 +251,18 @@ TEST(Generator, EveryStepsLogitsAreTheFullWindowsForARaggedBatch) {
     }
   }
   // Each made tokens up to the cache's end: length - prompt + 1.
-  for (size_t i = 0; i < kPrompts.size(); ++i)
-    EXPECT_EQ(steps[i], 8 - int64_t(kPrompts[i].size()) + 1) << "prompt " << i;
+  for (size_t i : which) EXPECT_EQ(steps[i], 8 - int64_t(kPrompts[i].size()) + 1) << "prompt " << i;
+}
+
+TEST(Generator, EveryStepsLogitsAreTheFullWindowsForARaggedBatch) {
+  const ofl::Generator gen = ofl::Generator::load(saved("generation"), 3);
+  EXPECT_EQ(gen.length(), 8);
+  EXPECT_EQ(gen.vocab_size(), 17);
+  expect_full_window_logits({0, 1, 2});
+}
+
+TEST(Generator, EveryStepsLogitsAreTheFullWindowsForOneSequence) {
+  for (size_t i = 0; i < kPrompts.size(); ++i) expect_full_window_logits({i});
 }
 
 TEST(Generator, SeededSamplingGivesPythonsTokens) {
