@@ -85,46 +85,51 @@ void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
   }
 }
 
-// Calls f with an unsigned integer type of `bytes` (1, 2, 4, 8), or returns false: elements
-// moved as such rather than by memcpy calls.
-template <class F>
-bool with_element_type(size_t bytes, F f) {
-  switch (bytes) {
+// Moves one element per entry of index between x (at the indexed position, x holding `x_data`)
+// and a contiguous buffer (at the entry's own position): gather reads x, scatter writes it.
+// Elements of 1, 2, 4 or 8 bytes move as integers of that size, others by memcpy.
+template <bool kIntoX>
+void move_indexed(const Tensor& x, int64_t axis, const Tensor& index, void* x_data, void* flat) {
+  const size_t isz = itemsize(x.dtype());
+  auto move = [&](auto tag) {
+    using E = decltype(tag);
+    E* at = static_cast<E*>(x_data);
+    E* entries = static_cast<E*>(flat);
+    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
+      if constexpr (kIntoX)
+        at[off] = entries[i];
+      else
+        entries[i] = at[off];
+    });
+  };
+  switch (isz) {
     case 1:
-      f(uint8_t{});
-      return true;
+      return move(uint8_t{});
     case 2:
-      f(uint16_t{});
-      return true;
+      return move(uint16_t{});
     case 4:
-      f(uint32_t{});
-      return true;
+      return move(uint32_t{});
     case 8:
-      f(uint64_t{});
-      return true;
+      return move(uint64_t{});
     default:
-      return false;
+      break;
   }
+  char* at = static_cast<char*>(x_data);
+  char* entries = static_cast<char*>(flat);
+  for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
+    if constexpr (kIntoX)
+      std::memcpy(at + off * isz, entries + i * isz, isz);
+    else
+      std::memcpy(entries + i * isz, at + off * isz, isz);
+  });
 }
 
 void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out) {
-  const size_t isz = itemsize(x.dtype());
-  const char* src = static_cast<const char*>(x.raw_data());
-  char* dst = static_cast<char*>(out.raw_data());
   if (x.dim() == 0) {
-    if (index.numel()) std::memcpy(dst, src, isz);
+    if (index.numel()) std::memcpy(out.raw_data(), x.raw_data(), itemsize(x.dtype()));
     return;
   }
-  const bool typed = with_element_type(isz, [&](auto tag) {
-    using E = decltype(tag);
-    const E* s = reinterpret_cast<const E*>(src);
-    E* d = reinterpret_cast<E*>(dst);
-    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) { d[i] = s[off]; });
-  });
-  if (!typed)
-    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
-      std::memcpy(dst + i * isz, src + off * isz, isz);
-    });
+  move_indexed<false>(x, axis, index, x.raw_data(), out.raw_data());
 }
 
 void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
@@ -144,21 +149,12 @@ void scatter_add(const Tensor& src, int64_t axis, const Tensor& index, const Ten
 
 void scatter(const Tensor& src, int64_t axis, const Tensor& index, const Tensor& out) {
   const size_t isz = itemsize(out.dtype());
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* o = static_cast<char*>(out.raw_data());
   if (out.dim() == 0) {
-    if (index.numel()) std::memcpy(o, s + (index.numel() - 1) * isz, isz);
+    const char* s = static_cast<const char*>(src.raw_data());
+    if (index.numel()) std::memcpy(out.raw_data(), s + (index.numel() - 1) * isz, isz);
     return;
   }
-  const bool typed = with_element_type(isz, [&](auto tag) {
-    using E = decltype(tag);
-    const E* from = reinterpret_cast<const E*>(s);
-    E* to = reinterpret_cast<E*>(o);
-    for_each_indexed(out, axis, index, [&](int64_t i, int64_t off) { to[off] = from[i]; });
-  });
-  if (!typed)
-    for_each_indexed(out, axis, index,
-                     [&](int64_t i, int64_t off) { std::memcpy(o + off * isz, s + i * isz, isz); });
+  move_indexed<true>(out, axis, index, out.raw_data(), src.raw_data());
 }
 
 }  // namespace
