@@ -63,15 +63,19 @@ class Generator {
   static Generator load(const std::string& dir, const World& world, int64_t max_batch,
                         const Device& device = Device(), int64_t max_tokens = 0);
 
-  // Admits a sequence and returns its id; its prefill runs at the next step(). Throws for a bad
-  // prompt (empty, a token outside the vocabulary, longer than length()) or sampling (a negative
-  // temperature or top_k, top_p outside (0, 1], max_new_tokens < 1) and when there is no room:
-  // check fits() first.
+  // Admits a sequence and returns its id; its prefill runs at the next step(). Throws when
+  // refusal() gives a reason.
   int64_t add(const std::vector<int64_t>& prompt, const Sampling& sampling = {});
-  // Why add() would refuse this sequence now ("" when it would admit it): a full batch, or the
-  // token budget. refusal_forever() is the same for a sequence that could never be admitted.
+  // Why add() would refuse this sequence now ("" when it would admit it): invalid(), more cache
+  // positions than max_tokens, a full batch, or the running sequences' reservations.
   std::string refusal(const std::vector<int64_t>& prompt, const Sampling& sampling) const;
-  std::string refusal_forever(const std::vector<int64_t>& prompt, const Sampling& sampling) const;
+  // Why the request itself is bad ("" when it is not): an empty prompt, a token outside the
+  // vocabulary, a prompt longer than length(), a negative temperature or top_k, top_p outside
+  // (0, 1], max_new_tokens < 1, a stop token outside the vocabulary.
+  std::string invalid(const std::vector<int64_t>& prompt, const Sampling& sampling) const;
+  // The cache positions the sequence may fill (its prompt and its tokens but the last, at most
+  // length()): what it reserves of max_tokens.
+  int64_t positions_needed(const std::vector<int64_t>& prompt, const Sampling& sampling) const;
   // Drops a sequence (its client left); unknown ids are ignored.
   void cancel(int64_t id);
 
@@ -81,7 +85,9 @@ class Generator {
   Tensor last_logits() const;
   int64_t running() const;
 
-  // Generates for every prompt, together, until all have finished; returns each one's tokens.
+  // Generates for every prompt until all have finished, max_batch at a time (the others join as
+  // earlier ones finish); returns each one's tokens. Throws, running nothing, for a prompt
+  // invalid() or over max_tokens.
   std::vector<std::vector<int64_t>> generate(const std::vector<std::vector<int64_t>>& prompts,
                                              const std::vector<Sampling>& sampling);
 

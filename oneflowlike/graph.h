@@ -23,10 +23,10 @@ struct TensorInfo {
 class Graph {
  public:
   // Reads dir/graph.json and dir/weights.safetensors and builds the graph for the batch it was
-  // saved at; the weights go to `device` (graphs loaded from one weights file, or from hard
-  // links of it, share them in memory). Loading creates only the framework's own ops: nothing
-  // in the files is executed. Throws naming the file and the entry for a missing, corrupt or
-  // foreign folder.
+  // saved at; the weights go to `device` (graphs whose weights files are hard links of one,
+  // as save_for_generation writes them, share the tensors in memory). Loading creates only the
+  // framework's own ops: nothing in the files is executed. Throws naming the file and the entry for
+  // a missing, corrupt or foreign folder.
   static Graph load(const std::string& dir, const Device& device = Device());
   // A graph saved from a global model (over placements), on every rank of `world`: each rank
   // reads its own shards of the weights. forward() is then collective: every rank calls it with

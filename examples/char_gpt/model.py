@@ -431,9 +431,11 @@ class Decoder:
             raise ValueError(
                 f"a prompt of {max(lengths)} tokens leaves no room in block_size {cfg.block_size}"
             )
-        was_training = model.training
-        if was_training:  # (walking the modules costs as much as a short prompt's prefill)
-            model.eval()
+        # Only the modules in training mode are switched (and back): model.eval() on every
+        # module costs as much as a short prompt's prefill.
+        training = [m for m in model.modules() if m.training]
+        for m in training:
+            m.training = False
         B, T, device = self.batch, max(lengths), self.cache.k0.device
         rows = [list(p) + [0] * (T - len(p)) for p in prompts] + [[0] * T] * (B - n)
         lengths += [1] * (B - n)
@@ -452,8 +454,8 @@ class Decoder:
             if i + 1 < steps:
                 furthest = max(lengths) + i
                 logits = self._logits(token[:, None], (last + 1 + i)[:, None], first, furthest)
-        if was_training:
-            model.train()
+        for m in training:
+            m.training = True
         return flow.stack(out, dim=1).tolist()[:n]
 
 

@@ -203,6 +203,9 @@ struct Completion {
   bool done() const { return !finish_reason.empty() || !error.empty(); }
 };
 
+// Why a request ends unanswered when the server stops (503).
+const char* const kStopping = "the server is stopping";
+
 // Continuous batching: one thread drives an ofl::Generator, admitting waiting requests (first
 // come, first served) whenever the batch and the token budget have room, and making one token a
 // step for every running one; a finished or cancelled request leaves the batch at once.
@@ -213,26 +216,36 @@ class Scheduler {
         max_waiting_(size_t(max_waiting)),
         worker_([this] { run(); }) {}
   ~Scheduler() {
+    stop();
+    worker_.join();
+  }
+
+  // Ends every request, waiting or running, with "the server is stopping" (their clients are
+  // answered so); later ones are refused.
+  void stop() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
     ready_.notify_all();
-    worker_.join();
   }
 
   // Queues a request; throws BadRequest for a bad one, Unavailable when it could never be
-  // admitted under --max-tokens or when --max-waiting requests are waiting already.
+  // admitted under --max-tokens, when --max-waiting requests are waiting already, or when the
+  // server is stopping.
   std::shared_ptr<Completion> submit(std::vector<int64_t> prompt, const ofl::Sampling& sampling) {
-    if (const std::string why = gen_.refusal_forever(prompt, sampling); !why.empty()) {
-      if (why.find("max_tokens") != std::string::npos) throw Unavailable(why + " (--max-tokens)");
-      throw BadRequest(why);
-    }
+    if (std::string bad = gen_.invalid(prompt, sampling); !bad.empty()) throw BadRequest(bad);
+    if (const int64_t need = gen_.positions_needed(prompt, sampling); need > gen_.max_tokens())
+      throw Unavailable("the prompt's " + std::to_string(prompt.size()) + " tokens and " +
+                        "max_tokens " + std::to_string(sampling.max_new_tokens) + " need " +
+                        std::to_string(need) + " positions of the cache, over the server's " +
+                        "--max-tokens " + std::to_string(gen_.max_tokens()));
     auto c = std::make_shared<Completion>();
     c->prompt = std::move(prompt);
     c->sampling = sampling;
     {
       std::lock_guard lock(mutex_);
+      if (stopping_) throw Unavailable(kStopping);
       if (waiting_.size() >= max_waiting_)
         throw Unavailable(std::to_string(waiting_.size()) +
                           " requests are waiting for room in the batch (--max-waiting)");
@@ -252,24 +265,18 @@ class Scheduler {
         std::unique_lock lock(mutex_);
         ready_.wait(lock, [this] { return stopping_ || !waiting_.empty() || !running_.empty(); });
         if (stopping_) break;
-        while (!waiting_.empty()) {
-          const std::shared_ptr<Completion>& c = waiting_.front();
-          if (!c->cancelled) {
-            if (!gen_.refusal(c->prompt, c->sampling).empty()) break;  // waits for room
-            running_[gen_.add(c->prompt, c->sampling)] = c;
-          }
-          waiting_.pop_front();
-        }
       }
-      for (auto it = running_.begin(); it != running_.end();)
-        if (it->second->cancelled) {
-          gen_.cancel(it->first);
-          it = running_.erase(it);
-        } else {
-          ++it;
-        }
-      if (running_.empty()) continue;
+      // A failure of the model ends the running requests with it, and the loop goes on.
       try {
+        admit();
+        for (auto it = running_.begin(); it != running_.end();)
+          if (it->second->cancelled) {
+            gen_.cancel(it->first);
+            it = running_.erase(it);
+          } else {
+            ++it;
+          }
+        if (running_.empty()) continue;
         for (const ofl::Made& m : gen_.step()) {
           const std::shared_ptr<Completion>& c = running_.at(m.id);
           {
@@ -284,9 +291,23 @@ class Scheduler {
         fail_running(std::string("generation failed: ") + e.what());
       }
     }
-    fail_running("the server is stopping");
+    fail_running(kStopping);
     std::lock_guard lock(mutex_);
-    for (const auto& c : waiting_) finish(*c, "the server is stopping");
+    for (const auto& c : waiting_) finish(*c, kStopping);
+    waiting_.clear();
+  }
+
+  // Waiting requests join the batch, first come first served, while there is room.
+  void admit() {
+    std::lock_guard lock(mutex_);
+    while (!waiting_.empty()) {
+      const std::shared_ptr<Completion>& c = waiting_.front();
+      if (!c->cancelled) {
+        if (!gen_.refusal(c->prompt, c->sampling).empty()) break;  // waits for room
+        running_[gen_.add(c->prompt, c->sampling)] = c;
+      }
+      waiting_.pop_front();
+    }
   }
 
   static void finish(Completion& c, const std::string& error) {
@@ -297,9 +318,13 @@ class Scheduler {
     c.changed.notify_all();
   }
 
-  void fail_running(const std::string& error) {
+  // Ends the running requests with `error`; never throws.
+  void fail_running(const std::string& error) noexcept {
     for (const auto& [id, c] : running_) {
-      gen_.cancel(id);
+      try {
+        gen_.cancel(id);
+      } catch (const std::exception&) {  // (the slot is lost; the others stay usable)
+      }
       finish(*c, error);
     }
     running_.clear();
@@ -543,7 +568,9 @@ class DeadlineStream final : public httplib::Stream {
   bool refused() const { return refused_; }
   // A streamed answer gives each event the write timeout anew: a long generation is many writes.
   void restart_write_clock() { write_deadline_.reset(); }
-  static thread_local DeadlineStream* serving;  // the stream of this thread's connection
+  // The stream of the connection this thread serves: httplib hands a content provider only a
+  // DataSink, and restart_write_clock is the stream's.
+  static thread_local DeadlineStream* serving;
 
   bool is_readable() const override { return begin_ < end_ || wait(POLLIN, read_deadline_); }
   bool is_writable() const override {
@@ -767,6 +794,7 @@ Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
   if (!stream.get<bool>()) {
     std::unique_lock lock(c->mutex);
     c->changed.wait(lock, [&] { return c->done(); });
+    if (c->error == kStopping) throw Unavailable(c->error);
     if (!c->error.empty()) throw std::runtime_error(c->error);
     // As OpenAI's: the stop token ends the text but is not in it.
     std::vector<int64_t> shown = c->tokens;
@@ -807,8 +835,9 @@ Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
     return true;
   };
   // A client gone mid-stream leaves the batch at the next step.
-  res.set_chunked_content_provider("text/event-stream", std::move(events),
-                                   [c](bool success) { c->cancelled = c->cancelled || !success; });
+  res.set_chunked_content_provider("text/event-stream", std::move(events), [c](bool success) {
+    if (!success) c->cancelled = true;
+  });
   return Json();  // the stream is the answer
 }
 
@@ -950,6 +979,7 @@ int main(int argc, char** argv) {
       char byte;
       while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
       }
+      if (scheduler) scheduler->stop();  // its waiting and streaming clients are answered
       server.stop();
     });
     stopper.detach();

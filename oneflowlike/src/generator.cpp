@@ -146,9 +146,10 @@ struct Generator::Impl {
       const int64_t tokens = std::string(kind) == "prefill" ? span : 1;
       out.emplace_back(span, load_graph(entry[1].get<std::string>(), tokens, cache_tensors, world));
     }
-    if (std::string(kind) == "step" && (out.empty() || out.back().first != length))
-      damaged("no step graph attends to the whole cache (a span of " + std::to_string(length) +
-              ")");
+    if ((std::string(kind) == "step" || !out.empty()) &&
+        (out.empty() || out.back().first != length))
+      damaged(std::string("no ") + kind + " graph spans the whole cache (" +
+              std::to_string(length) + " positions)");
     return out;
   }
 
@@ -183,7 +184,7 @@ struct Generator::Impl {
     return g;
   }
 
-  std::string bad_request(const std::vector<int64_t>& prompt, const Sampling& s) const {
+  std::string invalid(const std::vector<int64_t>& prompt, const Sampling& s) const {
     if (prompt.empty()) return "the prompt is empty";
     for (int64_t t : prompt)
       if (t < 0 || t >= vocab)
@@ -204,27 +205,24 @@ struct Generator::Impl {
 
   // The cache positions a sequence may fill, which it reserves of max_tokens: its prompt and
   // every token but the last (never fed back), within the slot's length.
-  int64_t reservation(const std::vector<int64_t>& prompt, const Sampling& s) const {
-    return std::min<int64_t>(int64_t(prompt.size()) + s.max_new_tokens - 1, length);
-  }
-
-  std::string refusal_forever(const std::vector<int64_t>& prompt, const Sampling& s) const {
-    if (std::string bad = bad_request(prompt, s); !bad.empty()) return bad;
-    if (reservation(prompt, s) > max_tokens)
-      return "the prompt's " + std::to_string(prompt.size()) + " tokens and max_new_tokens " +
-             std::to_string(s.max_new_tokens) + " need " + std::to_string(reservation(prompt, s)) +
-             " positions of the cache, over max_tokens " + std::to_string(max_tokens);
-    return "";
+  int64_t positions_needed(const std::vector<int64_t>& prompt, const Sampling& s) const {
+    const int64_t fed_back = std::clamp<int64_t>(s.max_new_tokens - 1, 0, length);
+    return std::min<int64_t>(int64_t(prompt.size()) + fed_back, length);
   }
 
   std::string refusal(const std::vector<int64_t>& prompt, const Sampling& s) const {
-    if (std::string never = refusal_forever(prompt, s); !never.empty()) return never;
+    if (std::string bad = invalid(prompt, s); !bad.empty()) return bad;
+    if (positions_needed(prompt, s) > max_tokens)
+      return "the prompt's " + std::to_string(prompt.size()) + " tokens and max_new_tokens " +
+             std::to_string(s.max_new_tokens) + " need " +
+             std::to_string(positions_needed(prompt, s)) +
+             " positions of the cache, over max_tokens " + std::to_string(max_tokens);
     if (int64_t(running.size()) == max_batch)
       return "all " + std::to_string(max_batch) + " sequences of the batch are running";
-    if (reserved + reservation(prompt, s) > max_tokens)
+    if (reserved + positions_needed(prompt, s) > max_tokens)
       return "the running sequences reserve " + std::to_string(reserved) + " of max_tokens " +
              std::to_string(max_tokens) + ", and this one needs " +
-             std::to_string(reservation(prompt, s));
+             std::to_string(positions_needed(prompt, s));
     return "";
   }
 
@@ -250,12 +248,9 @@ struct Generator::Impl {
       for (int64_t j = 0; j < T; ++j) positions[size_t(r * T + j)] = j;
       last.push_back(int64_t(p.size()) - 1);
     }
-    Tensor logits = prefill.forward(inputs(host_tensor(idx, {rows, T}, device),
-                                           host_tensor(positions, {rows, T}, device),
-                                           host_tensor(last, {rows}, device), begin, rows))[0];
-    for (int64_t r = begin; r < end; ++r)
-      running[size_t(r)].written = int64_t(running[size_t(r)].prompt.size());
-    return logits;
+    return prefill.forward(inputs(host_tensor(idx, {rows, T}, device),
+                                  host_tensor(positions, {rows, T}, device),
+                                  host_tensor(last, {rows}, device), begin, rows))[0];
   }
 
   // The logits after each of the sequences in slots [0, n) is fed its next input at its
@@ -275,7 +270,6 @@ struct Generator::Impl {
         inputs(host_tensor(idx, {rows, 1}, device), host_tensor(positions, {rows, 1}, device),
                host_tensor(std::vector<int64_t>(size_t(rows), 0), {rows}, device), 0, rows);
     Tensor logits = (ctx ? step.forward_shards(in) : step.forward(in))[0];
-    for (int64_t r = 0; r < n; ++r) ++running[size_t(r)].written;
     return rows == n ? logits : wrap(internal::narrow(logits.impl(), 0, 0, n));
   }
 
@@ -308,7 +302,7 @@ struct Generator::Impl {
   // Removes running[slot]. A started sequence's slot is taken by the last started one (its cache
   // rows copied), so that the started stay in slots [0, n) and the admitted after them.
   void remove(size_t slot) {
-    reserved -= reservation(running[slot].prompt, running[slot].sampling);
+    reserved -= positions_needed(running[slot].prompt, running[slot].sampling);
     size_t last = slot;
     if (running[slot].written)
       while (last + 1 < running.size() && running[last + 1].written) ++last;
@@ -338,6 +332,11 @@ struct Generator::Impl {
     for (const Tensor& p : parts) impls.push_back(p.impl());
     const Tensor logits = parts.size() == 1 ? parts[0] : wrap(internal::cat(impls, 0));
     const std::vector<int64_t> tokens = sample(logits);
+    // What the step wrote into the cache counts once the step has gone through.
+    for (int64_t r = 0; r < n; ++r) {
+      Sequence& s = running[size_t(r)];
+      s.written = prefill && r >= old ? int64_t(s.prompt.size()) : s.written + 1;
+    }
     std::vector<int64_t> rows;
     std::vector<Made> made;
     std::vector<size_t> done;
@@ -412,6 +411,9 @@ Generator Generator::load_on(const std::string& dir, const World* world, int64_t
     const TensorInfo& c = step.input_infos()[3];
     for (int64_t i = 0; i < n_cache; ++i) {
       std::vector<int64_t> shape = step.local_shape(3 + size_t(i));
+      if (shape.size() != 3)
+        fail("Generator", dir, ": this rank holds no shard of the cache (it is outside the ",
+             "placement the model was saved on)");
       shape[0] = slots;
       impl->cache.push_back(internal::zeros(shape, to_internal(c.dtype), to_internal(device)));
     }
@@ -427,7 +429,7 @@ int64_t Generator::add(const std::vector<int64_t>& prompt, const Sampling& sampl
     s.id = impl_->next_id++;
     s.prompt = prompt;
     s.sampling = sampling;
-    impl_->reserved += impl_->reservation(prompt, sampling);
+    impl_->reserved += impl_->positions_needed(prompt, sampling);
     impl_->running.push_back(std::move(s));
     return impl_->running.back().id;
   });
@@ -437,9 +439,13 @@ std::string Generator::refusal(const std::vector<int64_t>& prompt, const Samplin
   return impl_->refusal(prompt, sampling);
 }
 
-std::string Generator::refusal_forever(const std::vector<int64_t>& prompt,
-                                       const Sampling& sampling) const {
-  return impl_->refusal_forever(prompt, sampling);
+std::string Generator::invalid(const std::vector<int64_t>& prompt, const Sampling& sampling) const {
+  return impl_->invalid(prompt, sampling);
+}
+
+int64_t Generator::positions_needed(const std::vector<int64_t>& prompt,
+                                    const Sampling& sampling) const {
+  return impl_->positions_needed(prompt, sampling);
 }
 
 void Generator::cancel(int64_t id) {
@@ -469,12 +475,25 @@ std::vector<std::vector<int64_t>> Generator::generate(
       fail("generate", prompts.size(), " prompts and ", sampling.size(),
            " samplings: give one per prompt, or one for all");
     if (running()) fail("generate", "the Generator has ", running(), " sequences running");
+    auto sampling_of = [&](size_t i) -> const Sampling& {
+      return sampling[sampling.size() == 1 ? 0 : i];
+    };
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (std::string bad = invalid(prompts[i], sampling_of(i)); !bad.empty())
+        fail("generate", "prompt ", i, ": ", bad);
+      if (positions_needed(prompts[i], sampling_of(i)) > max_tokens())
+        fail("generate", "prompt ", i, ": ", impl_->refusal(prompts[i], sampling_of(i)));
+    }
+    // More prompts than the batch holds join as earlier ones finish.
     std::map<int64_t, size_t> index;
-    for (size_t i = 0; i < prompts.size(); ++i)
-      index[add(prompts[i], sampling[sampling.size() == 1 ? 0 : i])] = i;
     std::vector<std::vector<int64_t>> out(prompts.size());
-    while (running())
+    for (size_t next = 0; next < prompts.size() || running();) {
+      while (next < prompts.size() && refusal(prompts[next], sampling_of(next)).empty()) {
+        index[add(prompts[next], sampling_of(next))] = next;
+        ++next;
+      }
       for (const Made& m : step()) out[index.at(m.id)].push_back(m.token);
+    }
     return out;
   });
 }

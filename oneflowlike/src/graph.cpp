@@ -55,11 +55,13 @@ std::vector<TensorInfo> infos(const std::vector<graph::ValueInfo>& values, const
   return out;
 }
 
-// A safetensors file's tensors on `device`, read once while any graph holds them: graphs whose
-// files are one (hard links, as save_for_generation makes them) share their weights in memory.
+// A safetensors file's tensors on `device`. A file with hard links (save_for_generation links
+// the graphs' equal weights) is read once while any graph holds it, and the graphs share the
+// tensors; a file without is read for each graph, which then has its own (a graph that writes
+// a variable in place writes only its own).
 std::shared_ptr<const Weights> weights_of(const std::string& path, const Device& device) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
+  if (::stat(path.c_str(), &st) != 0 || st.st_nlink < 2)
     return std::make_shared<const Weights>(read_weights(path, device));
   const auto key =
       std::make_tuple(uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_size),
@@ -67,6 +69,7 @@ std::shared_ptr<const Weights> weights_of(const std::string& path, const Device&
   static std::mutex mutex;
   static std::map<decltype(key), std::weak_ptr<const Weights>> loaded;
   std::lock_guard lock(mutex);
+  std::erase_if(loaded, [](const auto& entry) { return entry.second.expired(); });
   if (auto held = loaded[key].lock()) return held;
   auto read = std::make_shared<const Weights>(read_weights(path, device));
   loaded[key] = read;

@@ -67,8 +67,8 @@ void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
   const int64_t nd = index.dim(), total = index.numel();
   if (total == 0) return;
   const int64_t* idx = index.data<int64_t>();
-  const int64_t inner = ishape[nd - 1], step = xs[nd - 1], along = xs[axis];
-  std::vector<int64_t> pos(nd, 0);  // of the row's first element
+  const int64_t inner = ishape[nd - 1], along = xs[axis];  // x's last stride is 1
+  std::vector<int64_t> pos(nd, 0);                         // of the row's first element
   for (int64_t i = 0; i < total; i += inner) {
     int64_t base = 0;  // the row's offset, but along `axis`
     for (int64_t d = 0; d < nd - 1; ++d)
@@ -76,7 +76,7 @@ void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
     if (axis == nd - 1) {
       for (int64_t j = 0; j < inner; ++j) f(i + j, base + idx[i + j] * along);
     } else {
-      for (int64_t j = 0; j < inner; ++j) f(i + j, base + idx[i + j] * along + j * step);
+      for (int64_t j = 0; j < inner; ++j) f(i + j, base + idx[i + j] * along + j);
     }
     for (int64_t d = nd - 2; d >= 0; --d) {
       if (++pos[d] < ishape[d]) break;
@@ -87,41 +87,33 @@ void for_each_indexed(const Tensor& x, int64_t axis, const Tensor& index, F f) {
 
 // Moves one element per entry of index between x (at the indexed position, x holding `x_data`)
 // and a contiguous buffer (at the entry's own position): gather reads x, scatter writes it.
-// Elements of 1, 2, 4 or 8 bytes move as integers of that size, others by memcpy.
-template <bool kIntoX>
-void move_indexed(const Tensor& x, int64_t axis, const Tensor& index, void* x_data, void* flat) {
-  const size_t isz = itemsize(x.dtype());
-  auto move = [&](auto tag) {
-    using E = decltype(tag);
-    E* at = static_cast<E*>(x_data);
-    E* entries = static_cast<E*>(flat);
-    for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
-      if constexpr (kIntoX)
-        at[off] = entries[i];
-      else
-        entries[i] = at[off];
-    });
-  };
-  switch (isz) {
-    case 1:
-      return move(uint8_t{});
-    case 2:
-      return move(uint16_t{});
-    case 4:
-      return move(uint32_t{});
-    case 8:
-      return move(uint64_t{});
-    default:
-      break;
-  }
-  char* at = static_cast<char*>(x_data);
-  char* entries = static_cast<char*>(flat);
+// (memcpy of a size known when compiling: one move, with no aliasing of the element type.)
+template <bool kIntoX, size_t kSize>
+void move_elements(const Tensor& x, int64_t axis, const Tensor& index, char* at, char* entries) {
   for_each_indexed(x, axis, index, [&](int64_t i, int64_t off) {
     if constexpr (kIntoX)
-      std::memcpy(at + off * isz, entries + i * isz, isz);
+      std::memcpy(at + off * int64_t(kSize), entries + i * int64_t(kSize), kSize);
     else
-      std::memcpy(entries + i * isz, at + off * isz, isz);
+      std::memcpy(entries + i * int64_t(kSize), at + off * int64_t(kSize), kSize);
   });
+}
+
+template <bool kIntoX>
+void move_indexed(const Tensor& x, int64_t axis, const Tensor& index, void* x_data, void* flat) {
+  char* at = static_cast<char*>(x_data);
+  char* entries = static_cast<char*>(flat);
+  switch (itemsize(x.dtype())) {
+    case 1:
+      return move_elements<kIntoX, 1>(x, axis, index, at, entries);
+    case 2:
+      return move_elements<kIntoX, 2>(x, axis, index, at, entries);
+    case 4:
+      return move_elements<kIntoX, 4>(x, axis, index, at, entries);
+    case 8:
+      return move_elements<kIntoX, 8>(x, axis, index, at, entries);
+    default:
+      fail("gather", "no element move for ", dtype_name(x.dtype()));
+  }
 }
 
 void gather(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& out) {

@@ -484,6 +484,10 @@ def _index_along(self, dim, index, source, op):
     dim %= max(n, 1)
     if index.dim() > 1:
         raise IndexError(f"[{op}] index must be 0-d or 1-d, got shape {tuple(index.shape)}")
+    if index.dtype not in (_C.dtype.int64, _C.dtype.int32):
+        raise IndexError(f"[{op}] index must be int64 or int32, got {index.dtype}")
+    if n == 0 and index.numel() != 1:
+        raise IndexError(f"[{op}] a 0-d tensor takes one index, got {index.numel()}")
     index = index.reshape(-1)
     want = list(self.shape)
     if n:

@@ -186,8 +186,9 @@ def test_a_request_that_cannot_fit_gets_503_and_clients_leaving_midstream_do_no_
     try:
         status, body = server.post("/v1/completions", {"prompt": "the", "max_tokens": 9})
         assert status == 503, body
-        assert "need 11 positions of the cache, over max_tokens 10 (--max-tokens)" in (
-            body["error"]["message"]
+        assert body["error"]["message"] == (
+            "the prompt's 3 tokens and max_tokens 9 need 11 positions of the cache, over the "
+            "server's --max-tokens 10"
         )
         # Clients that read one event of a stream and leave.
         host, port = server.url.split("//")[1].split(":")

@@ -339,7 +339,9 @@ TEST(Generator, BadRequestsAndAFullBatchAreRefusedWithTheReason) {
   EXPECT_NE(add_error({1}, {.stop = {-2}}).find("stop token -2"), std::string::npos);
   // max_tokens 6: a sequence reserves the cache positions it may fill (its prompt and its tokens
   // but the last, within the 8 of a slot).
-  EXPECT_NE(gen.refusal_forever({1, 2, 3}, {.max_new_tokens = 10})
+  EXPECT_EQ(gen.positions_needed({1, 2, 3}, {.max_new_tokens = 10}), 8);
+  EXPECT_EQ(gen.positions_needed({1, 2, 3}, {.max_new_tokens = INT64_MAX}), 8);
+  EXPECT_NE(gen.refusal({1, 2, 3}, {.max_new_tokens = 10})
                 .find("need 8 positions of the cache, over max_tokens 6"),
             std::string::npos);
   gen.add({1, 2}, {.max_new_tokens = 3});
@@ -348,8 +350,20 @@ TEST(Generator, BadRequestsAndAFullBatchAreRefusedWithTheReason) {
   EXPECT_EQ(gen.refusal({1}, {.max_new_tokens = 2}), "");
   gen.add({1}, {.max_new_tokens = 2});
   EXPECT_NE(gen.refusal({1}, {.max_new_tokens = 1}).find("all 2 sequences"), std::string::npos);
-  EXPECT_EQ(gen.refusal_forever({1}, {.max_new_tokens = 1}), "");
+  EXPECT_EQ(gen.invalid({1}, {.max_new_tokens = 1}), "");
   EXPECT_EQ(gen.running(), 2);
+}
+
+TEST(Generator, GenerateTakesMorePromptsThanTheBatchAndRefusesBadOnesFirst) {
+  ofl::Generator one = ofl::Generator::load(saved("generation"), 1);
+  ofl::Generator three = ofl::Generator::load(saved("generation"), 3);
+  const ofl::Sampling s{.temperature = 0.7, .seed = 5, .max_new_tokens = 4};
+  EXPECT_EQ(one.generate(kPrompts, {s}), three.generate(kPrompts, {s}));
+  EXPECT_NE(error_of([&] {
+              one.generate({{1}, {}}, {s});
+            }).find("prompt 1: the prompt is empty"),
+            std::string::npos);
+  EXPECT_EQ(one.running(), 0);  // nothing was admitted
 }
 
 TEST(Generator, EncodesAndDecodesTheSavedVocabulary) {
@@ -376,13 +390,17 @@ TEST(Generator, DamagedFoldersRaiseNamingTheFile) {
   EXPECT_NE(load_error().find("\"graphs\" does not list the step graphs"), std::string::npos);
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16, "graphs": {"step": [[4, "step_8"]]}})");
-  EXPECT_NE(load_error().find("no step graph attends to the whole cache (a span of 8)"),
+  EXPECT_NE(load_error().find("no step graph spans the whole cache (8 positions)"),
             std::string::npos)
       << load_error();
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16,
             "graphs": {"step": [[8, "step_8"]], "prefill": [[4, "step_8"]]}})");
   EXPECT_NE(load_error().find("/step_8 is Graph("), std::string::npos) << load_error();
+  write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
+            "vocab_size": 17, "n_layer": 2, "n_embd": 16,
+            "graphs": {"step": [[8, "step_8"]], "prefill": [[4, "prefill_8"]]}})");
+  EXPECT_NE(load_error().find("/prefill_8 is Graph("), std::string::npos) << load_error();
   write(R"({"format": "oneflowlike-generation", "format_version": 1, "length": 8,
             "vocab_size": 17, "n_layer": 2, "n_embd": 16, "graphs": {"step": [[9, "x"]]}})");
   EXPECT_NE(load_error().find("holds [9,\"x\"], not [span, folder]"), std::string::npos)
