@@ -296,7 +296,8 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Op
     (idx, positions, last, k0, v0, k1, v1, ...) and giving each row's logits after its token
     `last`, for each span of generation_spans(block_size): step_<span> (one token a row at its
     position, attending to the cache's first span positions) and prefill_<span> (prompts of up
-    to span tokens, padded, at positions 0..span-1). The graphs' weights are one file, linked.
+    to span tokens, padded, at positions 0..span-1). Graphs with equal weights share one file
+    (hard links).
 
     A local model's graphs take any batch. A global one's (tensor parallel: model.to_global)
     are saved by every rank for `batch` sequences, with each rank's shards of the weights and its
@@ -311,36 +312,37 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Op
     was_training = model.training
     model.eval()
     L, B = cfg.block_size, batch or 1
+    if w.is_global:
+        place, key = w.placement, model.blocks[0].attn.key.weight.sbp[0]
+        split = key.is_split() and key.axis == 0  # column parallel: the heads split
+        cache_sbp = flow.sbp.split(2) if split else flow.sbp.broadcast
+
+        def made(*shape, dtype=flow.int64, sbp=flow.sbp.broadcast):
+            return flow.zeros(*shape, dtype=dtype, placement=place, sbp=sbp)
+
+    else:
+        cache_sbp = None
+
+        def made(*shape, dtype=flow.int64, sbp=None):
+            return flow.zeros(*shape, dtype=dtype, device=w.device)
+
     spans = [L] if w.is_global else generation_spans(L)
-    graphs = {"prefill": [], "step": []}
-    for kind in ("prefill", "step"):
+    graphs = {kind: [] for kind in (("step",) if w.is_global else ("prefill", "step"))}
+    for kind, saved in graphs.items():
         for span in spans:
-            if kind == "prefill" and w.is_global:
-                continue
             T = span if kind == "prefill" else 1
+            cache = [
+                made(B, L, cfg.n_embd, dtype=w.dtype, sbp=cache_sbp) for _ in range(2 * cfg.n_layer)
+            ]
+            positions = flow.arange(T)[None, :].expand(B, T).contiguous()
             if w.is_global:
-                place, key = w.placement, model.blocks[0].attn.key.weight.sbp[0]
-                split = key.is_split() and key.axis == 0  # column parallel: the heads split
-                sbp = flow.sbp.split(2) if split else flow.sbp.broadcast
-                made = lambda *shape, dtype=flow.int64, sbp=flow.sbp.broadcast: flow.zeros(  # noqa
-                    *shape, dtype=dtype, placement=place, sbp=sbp
-                )
-                cache = [
-                    made(B, L, cfg.n_embd, dtype=w.dtype, sbp=sbp) for _ in range(2 * cfg.n_layer)
-                ]
-                positions = flow.arange(T)[None, :].expand(B, T).contiguous()
                 positions = positions.to_global(place, flow.sbp.broadcast)
             else:
-                made = lambda *shape, dtype=flow.int64: flow.zeros(  # noqa: E731
-                    *shape, dtype=dtype, device=w.device
-                )
-                cache = [made(B, L, cfg.n_embd, dtype=w.dtype) for _ in range(2 * cfg.n_layer)]
-                positions = flow.arange(T, device=w.device)[None, :].expand(B, T).contiguous()
+                positions = positions.to(w.device)
             graph = _SavedStep(model, kind == "prefill", span)
             graph(made(B, T), positions, made(B), *cache)
-            name = f"{kind}_{span}"
-            graph.save(os.path.join(path, name), dynamic_batch=not w.is_global)
-            graphs[kind].append([span, name])
+            saved.append([span, f"{kind}_{span}"])
+            graph.save(os.path.join(path, saved[-1][1]), dynamic_batch=not w.is_global)
     model.train(was_training)
     if not w.is_global:
         _link_equal_weights(path, [name for kind in graphs.values() for _, name in kind])
