@@ -118,6 +118,32 @@ def _short(x):
     return text if len(text) < 60 else text[:57] + "..."
 
 
+def _named_stably(graph, variables, doc):
+    """The variables renamed, in `doc` too: a parameter or buffer of the graph's modules by its
+    name (model.blocks.0.attn.key.weight), any other (a constant of the trace) const0, const1,
+    ... in the graph's order. Two graphs of one model then write their weights alike."""
+
+    def key(t):
+        local = t.to_local() if t.is_global else t
+        return (local.data_ptr(), tuple(t.shape), str(t.dtype))
+
+    known = {}
+    for attr, module in graph.__dict__.items():
+        if isinstance(module, flow.nn.Module):
+            for name, t in [*module.named_parameters(), *module.named_buffers()]:
+                known.setdefault(key(t), f"{attr}.{name}")
+    renamed, taken, constants = {}, set(), 0
+    for entry in sorted(doc["variables"], key=lambda e: e["value"]):
+        name = known.get(key(variables[entry["name"]]))
+        if name is None or name in taken:
+            name, constants = f"const{constants}", constants + 1
+        taken.add(name)
+        renamed[entry["name"]] = name
+    for entry in doc["variables"]:
+        entry["name"] = renamed[entry["name"]]
+    return {renamed[k]: v for k, v in variables.items()}
+
+
 def _write(graph, last, doc, path):
     """Written aside and renamed, so an interrupted save leaves any earlier one at `path`. A
     graph with global variables is saved by every rank together: its weights are a distributed
@@ -125,7 +151,7 @@ def _write(graph, last, doc, path):
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    variables = dict(last.variables)
+    variables = _named_stably(graph, dict(last.variables), doc)
     together = any(v.is_global for v in variables.values())
     rank = flow.distributed.get_rank() if together else 0
     if together:
