@@ -366,8 +366,7 @@ def save_for_generation(model: GPT, path, chars: Optional[str] = None, batch: Op
 def _link_equal_weights(path, names):
     """A graph's weights.safetensors holding the same tensors under the same names as an
     earlier graph's becomes a hard link to that file: one file on disk, and one copy in memory
-    (ofl::Graph shares the weights of files that are one). (The prefills and the steps name
-    their variables differently, so each kind keeps a file of its own.)"""
+    (ofl::Graph shares the weights of files that are one)."""
     kept = []  # (file, its tensors)
     for name in names:
         file = os.path.join(path, name, "weights.safetensors")
