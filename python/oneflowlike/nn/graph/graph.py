@@ -158,9 +158,11 @@ class Graph:
         # A module switched between train() and eval() (dropout on or off) traces again.
         # So do a module moved to another pipeline stage and another schedule.
         modes = tuple(
-            (m.training, *[str(x) for x in m.__dict__["_pipeline_stage"][:2]])
-            if "_pipeline_stage" in m.__dict__
-            else m.training
+            (
+                (m.training, *[str(x) for x in m.__dict__["_pipeline_stage"][:2]])
+                if "_pipeline_stage" in m.__dict__
+                else m.training
+            )
             for m in self._graph_modules()
         )
         amp = (self.config.amp, repr(self.config.amp_dtype))
@@ -630,7 +632,8 @@ class Graph:
     def save(self, path, dynamic_batch=None):
         """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with
         typed attributes, input and output names), weights.safetensors (the variables:
-        parameters, buffers, constants, by reference name; for a graph over placements the
+        parameters and buffers by their names in the graph's modules, other constants const0,
+        const1, ... in order, so graphs of one model write alike; for a graph over placements the
         distributed checkpoint weights/, every rank saving together) and manifest.json (format
         and version). Written aside and renamed, so an interrupted save leaves any earlier one
         at `path` intact.
