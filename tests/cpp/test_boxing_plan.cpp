@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "boxing/search.h"
 #include "sbp/cluster_spec.h"
@@ -198,24 +201,23 @@ TEST(ClusterSpec, MeasuredCollectivesInterpolateAndRoundTrip) {
     return error_of([&] { ClusterSpec::from_json(R"({"collectives": [)" + entry + "]}"); });
   };
   const std::string ok = R"("group": 2, "bytes": [1, 2], "seconds": [0.1, 0.2])";
-  EXPECT_NE(error(R"({"kind": "all_reduce"})").find("has no \"group\""), std::string::npos);
-  EXPECT_NE(error(R"({"kind": "gather", )" + ok + "}").find("unknown collective \"gather\""),
-            std::string::npos);
-  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 1, "bytes": [1], "seconds": [1]})")
-                .find("\"group\" must be a whole number of ranks >= 2"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [2, 1], "seconds": [1, 1]})")
-                .find("\"bytes\" must increase"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [1, 2], "seconds": [1]})")
-                .find("2 sizes but 1 times"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [1], "seconds": [-1]})")
-                .find("not a finite number >= 0"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"kind": "all_reduce", "group": 2, "bytes": [], "seconds": []})")
-                .find("is not a list of numbers"),
-            std::string::npos);
+  // Each damaged entry, and what its error says.
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {R"({"kind": "all_reduce"})", "has no \"group\""},
+      {R"({"kind": "gather", )" + ok + "}", "unknown collective \"gather\""},
+      {R"({"kind": "all_reduce", "group": 1, "bytes": [1], "seconds": [1]})",
+       "\"group\" must be a whole number of ranks >= 2"},
+      {R"({"kind": "all_reduce", "group": 2, "bytes": [2, 1], "seconds": [1, 1]})",
+       "\"bytes\" must increase"},
+      {R"({"kind": "all_reduce", "group": 2, "bytes": [1, 2], "seconds": [1]})",
+       "2 sizes but 1 times"},
+      {R"({"kind": "all_reduce", "group": 2, "bytes": [1], "seconds": [-1]})",
+       "not a finite number >= 0"},
+      {R"({"kind": "all_reduce", "group": 2, "bytes": [], "seconds": []})",
+       "is not a list of numbers"},
+  };
+  for (const auto& [entry, says] : damaged)
+    EXPECT_NE(error(entry).find(says), std::string::npos) << entry << ": " << error(entry);
   EXPECT_NE(error_of([] { ClusterSpec::from_json(R"({"collectives": 3})"); }).find("not a list"),
             std::string::npos);
   EXPECT_NE(error_of([] { ClusterSpec::from_json(R"({"nodes": 2,)"); }).find("not valid JSON"),
