@@ -1,52 +1,70 @@
-"""Layer classes, one file per concern."""
+"""Layer classes, one file per concern, as torch.nn.modules lays them out."""
 
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Tanh
-from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
-from .dropout import Dropout
-from .flatten import Flatten
-from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .sparse import Embedding
-from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from . import activation
+from . import attention
+from . import channelshuffle
+from . import container
+from . import conv
+from . import distance
+from . import dropout
+from . import flatten
+from . import fold
+from . import lazy
+from . import linear
+from . import loss
+from . import normalization
+from . import padding
+from . import pixelshuffle
+from . import pooling
+from . import rnn
+from . import sparse
+from . import transformer
+from . import upsampling
 
-__all__ = [
-    "AdaptiveAvgPool2d",
-    "AvgPool2d",
-    "BCEWithLogitsLoss",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "Conv2d",
-    "CrossEntropyLoss",
-    "Dropout",
-    "Embedding",
-    "Flatten",
-    "GELU",
-    "Identity",
-    "L1Loss",
-    "GroupNorm",
-    "LayerNorm",
-    "LeakyReLU",
-    "Linear",
-    "LogSoftmax",
-    "MSELoss",
-    "MaxPool2d",
-    "ModuleDict",
-    "ModuleList",
-    "MultiheadAttention",
-    "NLLLoss",
-    "RMSNorm",
-    "ReLU",
-    "ReLU6",
-    "Sequential",
-    "SiLU",
-    "Sigmoid",
-    "Softmax",
-    "Tanh",
-    "Upsample",
-    "UpsamplingBilinear2d",
-    "UpsamplingNearest2d",
-]
+from .activation import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .channelshuffle import *  # noqa: F401,F403
+from .container import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
+
+__all__ = sorted(
+    name
+    for m in (
+        activation,
+        attention,
+        channelshuffle,
+        container,
+        conv,
+        distance,
+        dropout,
+        flatten,
+        fold,
+        lazy,
+        linear,
+        loss,
+        normalization,
+        padding,
+        pixelshuffle,
+        pooling,
+        rnn,
+        sparse,
+        transformer,
+        upsampling,
+    )
+    for name in m.__all__
+)

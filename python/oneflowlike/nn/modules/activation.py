@@ -1,5 +1,7 @@
 """Element-wise activations and (log-)softmax."""
 
+__all__ = ["GELU", "LeakyReLU", "LogSoftmax", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Tanh"]
+
 from .. import functional as F
 from ..module import Module
 

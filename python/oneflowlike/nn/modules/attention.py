@@ -1,5 +1,7 @@
 """MultiheadAttention (torch layout: in_proj_weight, in_proj_bias, out_proj)."""
 
+__all__ = ["MultiheadAttention"]
+
 import math
 
 import oneflowlike as flow

@@ -1,5 +1,7 @@
 """Sequential, ModuleList and ModuleDict."""
 
+__all__ = ["ModuleDict", "ModuleList", "Sequential"]
+
 import operator
 from collections import OrderedDict
 from itertools import islice

@@ -1,5 +1,7 @@
 """Conv2d."""
 
+__all__ = ["Conv2d"]
+
 import math
 
 from .. import functional as F

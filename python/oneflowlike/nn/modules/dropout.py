@@ -1,5 +1,7 @@
 """Dropout: zeroes elements with probability p in training mode, scaling the rest by 1/(1-p)."""
 
+__all__ = ["Dropout"]
+
 from .. import functional as F
 from ..module import Module
 

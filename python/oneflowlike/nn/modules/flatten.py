@@ -1,5 +1,7 @@
 """Flatten: merges dims start_dim..end_dim into one."""
 
+__all__ = ["Flatten"]
+
 from ..module import Module
 
 

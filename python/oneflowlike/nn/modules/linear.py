@@ -1,5 +1,7 @@
 """Identity and Linear."""
 
+__all__ = ["Identity", "Linear"]
+
 import math
 
 from .. import functional as F

@@ -1,5 +1,7 @@
 """Loss modules: thin wrappers over nn.functional."""
 
+__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
+
 from .. import functional as F
 from ..module import Module
 

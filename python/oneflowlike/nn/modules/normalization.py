@@ -1,5 +1,7 @@
 """LayerNorm, RMSNorm and batch normalisation."""
 
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
+
 import oneflowlike as flow
 
 from .. import functional as F

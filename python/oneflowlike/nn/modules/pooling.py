@@ -1,5 +1,7 @@
 """2-D max and average pooling."""
 
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+
 from .. import functional as F
 from ..module import Module
 

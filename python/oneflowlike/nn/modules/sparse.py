@@ -1,5 +1,7 @@
 """Embedding: a lookup table of num_embeddings vectors."""
 
+__all__ = ["Embedding"]
+
 import oneflowlike as flow
 
 from .. import functional as F

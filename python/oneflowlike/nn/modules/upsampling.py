@@ -1,5 +1,7 @@
 """Upsample (and UpsamplingNearest2d, UpsamplingBilinear2d): F.interpolate as a module."""
 
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+
 from .. import functional as F
 from ..module import Module
 

@@ -448,3 +448,16 @@ def one_hot(tensor, num_classes=-1):
         num_classes = int(tensor.max().item()) + 1
     classes = flow.arange(num_classes, dtype=flow.int64, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).to(flow.int64)
+
+
+# ---- the rest, one file per concern (torch.nn.functional's names) ----------------------------
+
+from .activation import *  # noqa: E402,F401,F403
+from .conv import *  # noqa: E402,F401,F403
+from .distance import *  # noqa: E402,F401,F403
+from .loss import *  # noqa: E402,F401,F403
+from .normalization import *  # noqa: E402,F401,F403
+from .padding import *  # noqa: E402,F401,F403
+from .pooling import *  # noqa: E402,F401,F403
+from .sparse import *  # noqa: E402,F401,F403
+from .vision import *  # noqa: E402,F401,F403

@@ -1,0 +1,5 @@
+"""torch.nn's distance modules."""
+
+from ..module import Module
+
+__all__ = []

@@ -1,0 +1,5 @@
+"""torch.nn's transformer modules."""
+
+from ..module import Module
+
+__all__ = []
