@@ -43,6 +43,13 @@ void accumulate(Grads& slots, size_t index, size_t size, const Tensor& g) {
   slots[index] = slots[index].defined() ? add_grads(slots[index], g) : g;
 }
 
+// A contiguous copy of g that keeps its global layout: a gradient the caller may then own.
+Tensor owned_copy(const Tensor& g) {
+  Tensor copy = contiguous_copy(g);
+  copy.impl()->global = g.impl()->global;
+  return copy;
+}
+
 // Counts, for every node reachable from the roots, how many edges point at it.
 std::unordered_map<Node*, int> count_dependencies(const std::vector<Edge>& roots) {
   std::unordered_map<Node*, int> deps;
@@ -70,9 +77,7 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
     if (g.device() != root.device())  // else the backward would mix devices (PyTorch raises too)
       fail(op, "gradient is on ", g.device().str(), " but the output is on ", root.device().str());
     // Copied: it may reach a leaf's .grad unchanged, which must not alias the caller's tensor.
-    Tensor copy = contiguous_copy(g);
-    copy.impl()->global = g.impl()->global;  // a global gradient stays global
-    return copy;
+    return owned_copy(g);
   }
   if (root.numel() != 1)
     fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",
@@ -140,7 +145,8 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
     for (size_t i = 0; i < node->retained().size() && i < in.size(); ++i)
       if (auto impl = node->retained()[i].lock(); impl && in[i].defined()) {
         Tensor t(impl);
-        t.set_grad(t.grad().defined() ? add_grads(t.grad(), in[i]) : in[i]);
+        // A copy: in[i] flows on to the inputs, and the user may change t.grad in place.
+        t.set_grad(t.grad().defined() ? add_grads(t.grad(), in[i]) : owned_copy(in[i]));
       }
     in.resize(std::max<size_t>(in.size(), node->outputs().size()));
     Grads out = node->apply(std::move(in));

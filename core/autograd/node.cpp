@@ -170,15 +170,18 @@ const GlobalGradHooks& global_grad_hooks() {
   return global_hooks;
 }
 
-void accumulate_grad(Tensor var, const Tensor& g) {
+void accumulate_grad(Tensor var, Tensor g) {
   // Logical shapes: a traced gradient of a global leaf has no shard.
   if (const Shape gs = meta_of(g).shape, vs = meta_of(var).shape; gs != vs)
     fail("AccumulateGrad", "gradient of shape ", shape_str(gs), " does not match the leaf's shape ",
          shape_str(vs));
   Tensor old = var.grad();
   if (!old.defined()) {
-    // Steal the gradient only when no other tensor (a view, a user's tensor) shares its memory.
-    bool unshared = g.is_contiguous() && g.storage().use_count() == 1 && !g.impl()->is_view;
+    // Steal the gradient only when nothing else holds it: not another tensor sharing its memory
+    // (a view, a user's tensor), nor the engine handing the same tensor to a second consumer
+    // (add's backward gives its gradient to both inputs). Otherwise the leaf owns a copy.
+    bool unshared = g.impl_ptr().use_count() == 1 && g.is_contiguous() &&
+                    g.storage().use_count() == 1 && !g.impl()->is_view;
     Tensor owned = unshared ? g : contiguous_copy(g);
     owned.impl()->global = g.impl()->global;  // a global leaf's gradient stays global
     var.set_grad(owned);
@@ -197,14 +200,14 @@ Grads AccumulateGrad::apply(Grads&& grads) {
   auto impl = var_.lock();
   if (!impl || !grads[0].defined()) return {};
   Tensor var(impl);
-  Tensor g = grads[0];
+  Tensor g = std::move(grads[0]);  // so that only g holds it, unless another consumer does
   if (auto& h = impl->meta().hooks; h && !h->grad.entries.empty())
     g = apply_grad_hooks(h->grad.entries, g);
   if (var.is_global() && g.is_traced() && traced_take)
     g = traced_take(var, g);
   else if (var.is_global() && global_hooks.take)
     g = global_hooks.take(var, g);
-  if (g.defined()) accumulate_grad(var, g);
+  if (g.defined()) accumulate_grad(var, std::move(g));
   return {};
 }
 

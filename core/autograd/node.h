@@ -159,7 +159,7 @@ void set_traced_grad_hook(Tensor (*take)(const Tensor& var, const Tensor& grad))
 
 // Adds `grad` (in var's layout) into var.grad, then runs var's post-accumulate hooks: what
 // AccumulateGrad does with a leaf's gradient.
-void accumulate_grad(Tensor var, const Tensor& grad);
+void accumulate_grad(Tensor var, Tensor grad);
 
 // Registers a hook on t's gradient: a leaf's runs before its gradient is accumulated, a
 // non-leaf's on its grad_fn. Returns the id remove_hook takes. t must require grad.

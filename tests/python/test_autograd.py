@@ -63,6 +63,36 @@ def test_grad_does_not_alias_the_gradient_argument():
     assert_close(g, np.full(3, 6.0))
 
 
+def test_leaves_given_one_gradient_own_separate_buffers():
+    # add's backward hands one tensor to both inputs: each leaf's .grad must own its memory.
+    a, b = _leaf(np.ones(3)), _leaf(np.ones(3))
+    (a + b).sum().backward()
+    a.grad.mul_(5.0)
+    assert_close(a.grad, np.full(3, 5.0))
+    assert_close(b.grad, np.ones(3))
+
+
+def test_clip_grad_norm_of_leaves_given_one_gradient_scales_each_once():
+    a, b = _leaf([1.0, 2.0]), _leaf([3.0, 4.0])
+    (a + b).sum().backward()
+    total = flow.nn.utils.clip_grad_norm_([a, b], 0.5)
+    assert_close(total, 2.0)
+    assert_close(a.grad, np.full(2, 0.25), rtol=1e-6)
+    assert_close(b.grad, np.full(2, 0.25), rtol=1e-6)
+
+
+def test_retained_gradients_given_one_gradient_own_separate_buffers():
+    x = _leaf(np.ones(2))
+    y = x * 2
+    z = y + 0
+    y.retain_grad()
+    z.retain_grad()
+    z.sum().backward()
+    y.grad.mul_(3.0)
+    assert_close(z.grad, np.ones(2))
+    assert_close(x.grad, np.full(2, 2.0))
+
+
 def test_gradient_of_a_variable_used_twice_adds_up():
     x = rng().randn(3)
     check_grad(lambda a: a * a.sin() + a.exp() * a, [x])
