@@ -207,6 +207,18 @@ def test_random_sampler_is_a_reproducible_permutation():
     assert list(RandomSampler(range(50))) == first  # the default generator
 
 
+def test_samplers_with_replacement_draw_lazily():
+    # 10**10 indices held at once would take 80 GB: the first ones must come without that.
+    huge = 10**10
+    for sampler in (
+        RandomSampler(range(50), replacement=True, num_samples=huge),
+        WeightedRandomSampler([1.0, 2.0, 3.0], huge),
+    ):
+        it = iter(sampler)
+        first = [next(it) for _ in range(1000)]
+        assert len(sampler) == huge and 0 <= min(first) and max(first) < 50
+
+
 def test_subset_and_weighted_samplers():
     g = flow.Generator().manual_seed(0)
     assert sorted(SubsetRandomSampler([3, 9, 4], generator=g)) == [3, 4, 9]

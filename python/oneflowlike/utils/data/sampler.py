@@ -25,6 +25,13 @@ def _positive_int(owner, name, value):
         raise ValueError(f"[{owner}] {name} is {value!r}: it must be a positive integer")
 
 
+def _in_chunks(count, draw, chunk=1 << 16):
+    """`count` independent draws, made `chunk` at a time as they are consumed: a sampler of
+    10**10 samples must not hold them all (PyTorch draws lazily too)."""
+    for start in range(0, count, chunk):
+        yield from draw(min(chunk, count - start)).tolist()
+
+
 def _bool(owner, name, value):
     if not isinstance(value, bool):
         raise TypeError(f"[{owner}] {name} is {value!r}: it must be True or False")
@@ -73,7 +80,7 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n, rng = len(self.data_source), numpy_rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            yield from _in_chunks(self.num_samples, lambda k: rng.integers(0, n, size=k))
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
@@ -126,7 +133,9 @@ class WeightedRandomSampler(Sampler):
     def __iter__(self):
         rng = numpy_rng(self.generator)
         p = self.weights / self.weights.sum()
-        chosen = rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p)
+        if self.replacement:
+            return _in_chunks(self.num_samples, lambda k: rng.choice(len(p), size=k, p=p))
+        chosen = rng.choice(len(p), size=self.num_samples, replace=False, p=p)
         return iter(chosen.tolist())
 
     def __len__(self):
