@@ -95,6 +95,9 @@ from . import amp  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import accelerator  # noqa: E402,F401
+from . import random  # noqa: E402,F401
+from .random import seed, initial_seed, get_rng_state, set_rng_state  # noqa: E402,F401
 from . import nn  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
@@ -105,6 +108,32 @@ from ._tensor_api import _install_tensor_methods  # noqa: E402
 _install_tensor_methods()
 del _np
 __version__ = "0.1.0"
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def get_default_dtype():
+    """float32: creation ops make float32 unless told otherwise (set_default_dtype is not
+    supported yet)."""
+    return float32
+
+
+def set_float32_matmul_precision(precision):
+    """torch's switch: "highest" keeps float32 matmuls exact, "high" and "medium" allow TF32 on
+    GPUs (backends.cuda.matmul.allow_tf32)."""
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(
+            f"[set_float32_matmul_precision] expects 'highest', 'high' or 'medium', got "
+            f"{precision!r}"
+        )
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision():
+    return "high" if backends.cuda.matmul.allow_tf32 else "highest"
+
 
 from . import distributed  # noqa: E402,F401
 from . import env  # noqa: E402,F401

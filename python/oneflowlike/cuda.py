@@ -1,7 +1,15 @@
 """flow.cuda: the CUDA devices, with torch.cuda's names. In a build without the CUDA backend,
-or on a machine without a GPU, is_available() is False and device_count() is 0."""
+or on a machine without a GPU, is_available() is False and device_count() is 0, and what a
+program calls before it knows (seeding, is_initialized, the amp names) works as in PyTorch; what
+needs a device (synchronize, get_device_name, set_device) raises, naming the device.
+
+Random numbers: one counter-based generator serves every device (a tensor drawn on CUDA equals
+the one drawn on the CPU with the same seed), so manual_seed / manual_seed_all seed that one."""
+
+import contextlib
 
 from . import _C
+from . import amp as _amp
 
 __all__ = [
     "is_available",
@@ -13,6 +21,17 @@ __all__ = [
     "memory_reserved",
     "reset_peak_memory_stats",
     "empty_cache",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
+    "is_initialized",
+    "init",
+    "set_device",
+    "device",
+    "is_bf16_supported",
+    "amp",
 ]
 
 
@@ -76,3 +95,70 @@ def reset_peak_memory_stats(device=None):
 def empty_cache():
     """Gives the allocator's cached free blocks back to the driver."""
     _C.device_empty_cache("cuda")
+
+
+def manual_seed(seed):
+    """Seeds the generator CUDA draws from (the one every device shares, see above)."""
+    _C.manual_seed(int(seed))
+
+
+manual_seed_all = manual_seed
+
+
+def seed():
+    """Seeds the shared generator with a non-deterministic number."""
+    import random
+
+    manual_seed(random.SystemRandom().getrandbits(63))
+
+
+seed_all = seed
+
+
+def initial_seed():
+    return _C.default_generator().initial_seed()
+
+
+def is_initialized():
+    """Whether CUDA is in use: devices are set up on first use, so this is is_available()."""
+    return is_available()
+
+
+def init():
+    if is_available():
+        _index(None)
+
+
+def set_device(device):
+    """Checks the device exists; "cuda" means cuda:0 here (no per-thread current device yet),
+    so only device 0 can be chosen."""
+    if _index(device) != 0:
+        raise NotImplementedError(
+            f"[cuda.set_device] {device}: only cuda:0 can be the current device in this build"
+        )
+
+
+@contextlib.contextmanager
+def device(device):
+    """torch.cuda.device(...) as a context: selects the device (see set_device) for the block."""
+    if device is not None and not (isinstance(device, int) and device < 0):
+        set_device(device)
+    yield
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 kernels run on every device this build's kernels run on (sm_80 and later)."""
+    return is_available()
+
+
+class _AmpNamespace:
+    """torch.cuda.amp's names: autocast on CUDA and the GradScaler."""
+
+    GradScaler = _amp.GradScaler
+
+    @staticmethod
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        return _amp.autocast("cuda", dtype=dtype, enabled=enabled)
+
+
+amp = _AmpNamespace()
