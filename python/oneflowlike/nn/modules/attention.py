@@ -28,6 +28,10 @@ def _causal_mask(tgt_len, src_len, device=None):
     return cols > rows
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention.out_proj's class (a plain Linear), kept for repr."""
+
+
 class MultiheadAttention(Module):
     def __init__(
         self,
@@ -48,8 +52,6 @@ class MultiheadAttention(Module):
             raise ValueError(f"embed_dim {embed_dim} and num_heads {num_heads} must be positive")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} must be divisible by num_heads {num_heads}")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv/add_zero_attn unsupported")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -58,8 +60,7 @@ class MultiheadAttention(Module):
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        self.add_zero_attn = add_zero_attn
 
         def param(*shape):
             return Parameter(_factory.empty(*shape, dtype=dtype, device=device))
@@ -77,7 +78,14 @@ class MultiheadAttention(Module):
             self.in_proj_bias = param(3 * embed_dim)
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(
+            embed_dim, embed_dim, bias=bias, device=device, dtype=dtype
+        )
+        if add_bias_kv:
+            self.bias_k = param(1, 1, embed_dim)
+            self.bias_v = param(1, 1, embed_dim)
+        else:
+            self.bias_k = self.bias_v = None
         self._reset_parameters()
 
     def _reset_parameters(self):
@@ -90,6 +98,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _projection_weights(self):
         e = self.embed_dim
@@ -155,13 +166,24 @@ class MultiheadAttention(Module):
 
         (w_q, w_k, w_v), (b_q, b_k, b_v) = self._projection_weights()
         q = self._split_heads(F.linear(query, w_q, b_q))
-        k = self._split_heads(F.linear(key, w_k, b_k))
-        v = self._split_heads(F.linear(value, w_v, b_v))
+        k, v = F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        extra = 0  # key positions appended after the source: bias_k/bias_v, then a zero key
+        if self.bias_k is not None:
+            k = flow.cat([k, self.bias_k.expand(n, 1, self.embed_dim)], 1)
+            v = flow.cat([v, self.bias_v.expand(n, 1, self.embed_dim)], 1)
+            extra += 1
+        if self.add_zero_attn:
+            k = flow.cat([k, flow.zeros_like(k.narrow(1, 0, 1))], 1)
+            v = flow.cat([v, flow.zeros_like(v.narrow(1, 0, 1))], 1)
+            extra += 1
+        k, v = self._split_heads(k), self._split_heads(v)
 
         causal_flag = is_causal and attn_mask is None
-        if causal_flag and (need_weights or key_padding_mask is not None):
+        if causal_flag and (need_weights or key_padding_mask is not None or extra):
             attn_mask, causal_flag = _causal_mask(tgt_len, src_len, q.device), False
         mask = self._merged_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
+        if extra and mask is not None:  # the appended keys are never masked
+            mask = F.pad(mask, (0, extra))
         dropout_p = self.dropout if self.training else 0.0
 
         weights = None
@@ -185,6 +207,3 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             out = out.transpose(0, 1)
         return out, weights
-
-    def extra_repr(self):
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"

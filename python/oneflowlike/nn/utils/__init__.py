@@ -4,7 +4,9 @@ import math
 
 import oneflowlike as flow
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "zero_grads"]
+from . import rnn
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn", "zero_grads"]
 
 
 def _grads(parameters):

@@ -1,0 +1,271 @@
+"""nn.RNN / LSTM / GRU, their cells and nn.utils.rnn against PyTorch (float64, weights copied)."""
+
+import numpy as np
+import pytest
+import torch
+
+import oneflowlike as flow
+import oneflowlike.nn as nn
+from oneflowlike.nn.utils import rnn as frnn
+from torch.nn.utils import rnn as trnn
+
+I, H = 3, 4
+
+
+def _f(t, grad=False):
+    return flow.tensor(t.detach().numpy(), requires_grad=grad)
+
+
+def _t(a, grad=False):
+    return torch.tensor(np.asarray(a), requires_grad=grad)
+
+
+def _close(ours, theirs, tol=1e-10):
+    theirs = theirs.detach().numpy()
+    assert tuple(ours.shape) == theirs.shape
+    np.testing.assert_allclose(ours.numpy(), theirs, rtol=tol, atol=tol)
+
+
+def _pair(cls, *args, **kwargs):
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, cls)(*args, **kwargs).double()
+    ours = getattr(nn, cls)(*args, **kwargs).double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: _f(v) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _states(out):
+    return tuple(out) if isinstance(out, tuple) else (out,)
+
+
+def _check_grads(ours, theirs):
+    mine = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        assert mine[name].grad is not None, name
+        _close(mine[name].grad, p.grad)
+
+
+def _loss(out, states):
+    """A loss that weighs every output and final state differently, so each gradient path counts."""
+    total = (out * out).sum() * 0.5
+    for k, s in enumerate(states):
+        total = total + (s * (k + 2.0)).sum() + (s * s).sum()
+    return total
+
+
+CONFIGS = [
+    ("RNN", dict()),
+    ("RNN", dict(nonlinearity="relu", num_layers=2, bias=False)),
+    ("LSTM", dict(num_layers=2, bidirectional=True)),
+    ("LSTM", dict(proj_size=2, batch_first=True, bidirectional=True, num_layers=2)),
+    ("GRU", dict(num_layers=2, batch_first=True)),
+    ("GRU", dict(bidirectional=True, bias=False)),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs", CONFIGS)
+@pytest.mark.parametrize("with_hx", [False, True])
+def test_recurrent_matches_torch(cls, kwargs, with_hx):
+    ours, theirs = _pair(cls, I, H, **kwargs)
+    rng = np.random.default_rng(1)
+    shape = (2, 5, I) if kwargs.get("batch_first") else (5, 2, I)
+    x = rng.standard_normal(shape)
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    t_args, f_args = [tx], [fx]
+    if with_hx:
+        layers = theirs.num_layers * (2 if theirs.bidirectional else 1)
+        sizes = [kwargs.get("proj_size") or H] + ([H] if cls == "LSTM" else [])
+        hs = [rng.standard_normal((layers, 2, s)) for s in sizes]
+        th = tuple(_t(h, True) for h in hs)
+        fh = tuple(flow.tensor(h, requires_grad=True) for h in hs)
+        t_args.append(th if cls == "LSTM" else th[0])
+        f_args.append(fh if cls == "LSTM" else fh[0])
+    t_out, t_state = theirs(*t_args)
+    f_out, f_state = ours(*f_args)
+    _close(f_out, t_out)
+    for a, b in zip(_states(f_state), _states(t_state)):
+        _close(a, b)
+    _loss(t_out, _states(t_state)).backward()
+    _loss(f_out, _states(f_state)).backward()
+    _close(fx.grad, tx.grad)
+    if with_hx:
+        for a, b in zip(fh, th):
+            _close(a.grad, b.grad)
+    _check_grads(ours, theirs)
+
+
+@pytest.mark.parametrize("cls,kwargs", [CONFIGS[1], CONFIGS[3], CONFIGS[5]])
+def test_packed_sequences_match_torch(cls, kwargs):
+    ours, theirs = _pair(cls, I, H, **kwargs)
+    rng = np.random.default_rng(2)
+    lengths = [3, 5, 1, 5]  # unsorted, with a tie
+    x = rng.standard_normal((5, 4, I))
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    layers = theirs.num_layers * (2 if theirs.bidirectional else 1)
+    sizes = [kwargs.get("proj_size") or H] + ([H] if cls == "LSTM" else [])
+    hs = [rng.standard_normal((layers, 4, s)) for s in sizes]
+    th, fh = tuple(_t(h, True) for h in hs), tuple(flow.tensor(h, requires_grad=True) for h in hs)
+    tp = trnn.pack_padded_sequence(tx, lengths, enforce_sorted=False)
+    fp = frnn.pack_padded_sequence(fx, lengths, enforce_sorted=False)
+    assert fp.batch_sizes.tolist() == tp.batch_sizes.tolist()
+    assert fp.sorted_indices.tolist() == tp.sorted_indices.tolist()
+    t_out, t_state = theirs(tp, th if cls == "LSTM" else th[0])
+    f_out, f_state = ours(fp, fh if cls == "LSTM" else fh[0])
+    assert isinstance(f_out, frnn.PackedSequence)
+    _close(f_out.data, t_out.data)
+    t_pad, t_len = trnn.pad_packed_sequence(t_out, batch_first=True, total_length=6)
+    f_pad, f_len = frnn.pad_packed_sequence(f_out, batch_first=True, total_length=6)
+    assert f_len.tolist() == t_len.tolist() == lengths
+    _close(f_pad, t_pad)
+    for a, b in zip(_states(f_state), _states(t_state)):
+        _close(a, b)
+    _loss(t_pad, _states(t_state)).backward()
+    _loss(f_pad, _states(f_state)).backward()
+    _close(fx.grad, tx.grad)
+    for a, b in zip(fh, th):
+        _close(a.grad, b.grad)
+    _check_grads(ours, theirs)
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_unbatched_input_and_float32(cls):
+    ours, theirs = _pair(cls, I, H, num_layers=2)
+    x = np.random.default_rng(3).standard_normal((4, I))
+    t_out, t_state = theirs(_t(x))
+    f_out, f_state = ours(flow.tensor(x))
+    _close(f_out, t_out)
+    for a, b in zip(_states(f_state), _states(t_state)):
+        _close(a, b)
+    ours.float()
+    theirs.float()
+    x32 = x.astype(np.float32)
+    np.testing.assert_allclose(
+        ours(flow.tensor(x32))[0].numpy(), theirs(_t(x32))[0].detach().numpy(), atol=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "cls,kwargs",
+    [("RNNCell", dict()), ("RNNCell", dict(nonlinearity="relu", bias=False))]
+    + [("LSTMCell", dict()), ("GRUCell", dict()), ("GRUCell", dict(bias=False))],
+)
+@pytest.mark.parametrize("batched", [True, False])
+def test_cells_match_torch(cls, kwargs, batched):
+    ours, theirs = _pair(cls, I, H, **kwargs)
+    rng = np.random.default_rng(4)
+    lead = (3,) if batched else ()
+    x = rng.standard_normal(lead + (I,))
+    hs = [rng.standard_normal(lead + (H,)) for _ in range(2 if cls == "LSTMCell" else 1)]
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    th = tuple(_t(h, True) for h in hs)
+    fh = tuple(flow.tensor(h, requires_grad=True) for h in hs)
+    t_out = _states(theirs(tx, th if cls == "LSTMCell" else th[0]))
+    f_out = _states(ours(fx, fh if cls == "LSTMCell" else fh[0]))
+    for a, b in zip(f_out, t_out):
+        _close(a, b)
+    _loss(t_out[0], t_out[1:]).backward()
+    _loss(f_out[0], f_out[1:]).backward()
+    _close(fx.grad, tx.grad)
+    for a, b in zip(fh, th):
+        _close(a.grad, b.grad)
+    _check_grads(ours, theirs)
+    # no hidden state: zeros, as torch
+    for a, b in zip(_states(ours(fx)), _states(theirs(tx))):
+        _close(a, b)
+
+
+def test_module_surface_matches_torch():
+    for cls, kwargs in CONFIGS + [("RNNCell", dict(nonlinearity="relu")), ("LSTMCell", {})]:
+        ours, theirs = _pair(cls, I, H, **kwargs)
+        assert repr(ours) == repr(theirs)
+        assert [tuple(p.shape) for p in ours.parameters()] == [
+            tuple(p.shape) for p in theirs.parameters()
+        ]
+        if hasattr(theirs, "all_weights"):
+            assert [[tuple(w.shape) for w in ws] for ws in ours.all_weights] == [
+                [tuple(w.shape) for w in ws] for ws in theirs.all_weights
+            ]
+            ours.flatten_parameters()
+    bound = 1 / np.sqrt(7)
+    for p in nn.LSTM(5, 7, num_layers=2, proj_size=3).parameters():
+        values = p.detach().numpy()
+        assert values.min() >= -bound and values.max() <= bound and values.std() > 0
+
+
+def test_dropout_between_layers():
+    ours, theirs = _pair("GRU", I, H, num_layers=2, dropout=0.5)
+    x = np.random.default_rng(5).standard_normal((4, 2, I))
+    ours.eval()
+    theirs.eval()
+    _close(ours(flow.tensor(x))[0], theirs(_t(x))[0])
+    ours.train()
+    flow.manual_seed(0)
+    a = ours(flow.tensor(x))[0].numpy()
+    assert not np.allclose(a, theirs(_t(x))[0].detach().numpy())
+    with pytest.warns(UserWarning, match="num_layers greater than 1"):
+        nn.LSTM(I, H, dropout=0.3)
+
+
+def test_errors():
+    lstm = nn.LSTM(I, H).double()
+    with pytest.raises(RuntimeError, match="input_size. Expected 3, got 5"):
+        lstm(flow.zeros(4, 2, 5, dtype=flow.float64))
+    with pytest.raises(RuntimeError, match=r"hidden\[0\] size \(1, 2, 4\), got \[1, 3, 4\]"):
+        h = flow.zeros(1, 3, H, dtype=flow.float64)
+        lstm(flow.zeros(4, 2, I, dtype=flow.float64), (h, h))
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
+        lstm(flow.zeros(4, dtype=flow.float64))
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        lstm(flow.zeros(4, 2, I))
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        nn.GRU(I, H, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size has to be smaller"):
+        nn.LSTM(I, H, proj_size=H)
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'"):
+        nn.RNN(I, H, nonlinearity="gelu")
+    with pytest.raises(ValueError, match="dropout should be a number"):
+        nn.RNN(I, H, dropout=1.5)
+    with pytest.raises(RuntimeError, match="GRUCell: hidden has shape"):
+        nn.GRUCell(I, H)(flow.zeros(2, I), flow.zeros(3, H))
+
+
+def test_utils_rnn_matches_torch():
+    rng = np.random.default_rng(6)
+    seqs = [rng.standard_normal((n, 2)) for n in (2, 4, 1)]
+    for side in ("left", "right"):
+        for batch_first in (False, True):
+            _close(
+                frnn.pad_sequence([flow.tensor(s) for s in seqs], batch_first, 1.5, side),
+                trnn.pad_sequence([_t(s) for s in seqs], batch_first, 1.5, side),
+            )
+    fs = [flow.tensor(s, requires_grad=True) for s in seqs]
+    ts = [_t(s, True) for s in seqs]
+    fp = frnn.pack_sequence(fs, enforce_sorted=False)
+    tp = trnn.pack_sequence(ts, enforce_sorted=False)
+    _close(fp.data, tp.data)
+    assert fp.unsorted_indices.tolist() == tp.unsorted_indices.tolist()
+    unpacked = frnn.unpack_sequence(fp)
+    for a, b in zip(unpacked, trnn.unpack_sequence(tp)):
+        _close(a, b)
+    sum((u * u).sum() for u in unpacked).backward()
+    for a, b in zip(fs, seqs):
+        np.testing.assert_allclose(a.grad.numpy(), 2 * b)
+    padded = rng.standard_normal((3, 4, 2))
+    for a, b in zip(
+        frnn.unpad_sequence(flow.tensor(padded), flow.tensor([3, 1, 2, 3])),
+        trnn.unpad_sequence(_t(padded), torch.tensor([3, 1, 2, 3])),
+    ):
+        _close(a, b)
+    perm = torch.tensor([2, 0, 3, 1])
+    assert frnn.invert_permutation(flow.tensor([2, 0, 3, 1])).tolist() == (
+        trnn.invert_permutation(perm).tolist()
+    )
+    sorted_pack = frnn.pack_padded_sequence(flow.tensor(padded), [4, 3, 1], batch_first=True)
+    assert sorted_pack.sorted_indices is None and sorted_pack.batch_sizes.tolist() == [3, 2, 2, 1]
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        frnn.pack_padded_sequence(flow.tensor(padded), [1, 3, 4], batch_first=True)
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        frnn.pack_padded_sequence(flow.tensor(padded), [4, 3, 0], batch_first=True)
+    with pytest.raises(ValueError, match="total_length=2"):
+        frnn.pad_packed_sequence(sorted_pack, total_length=2)
