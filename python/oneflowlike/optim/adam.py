@@ -5,7 +5,7 @@ import math
 import oneflowlike as flow
 from oneflowlike import _C
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _no_differentiable
 
 
 def _same_dtype(*tensors):
@@ -41,14 +41,13 @@ def _check(lr, betas, eps, weight_decay):
 
 
 class Adam(Optimizer):
-    """As torch.optim.Adam; weight_decay adds an L2 term to the gradient. fused=True (the
+    """As torch.optim.Adam; weight_decay adds an L2 term to the gradient (decoupled_weight_decay
+    =True: AdamW's decay of the parameter instead). fused=True (the
     default on CUDA) updates each parameter with three fused ops instead of a dozen.
     do_bias_correction=False (OneFlow's) leaves the moments without Adam's bias correction.
     master_weights=True (apex's FusedAdam) keeps a float32 master copy of each float16 / bfloat16
     parameter and float32 moments; the update runs on the copy, and the parameter is its
     rounding."""
-
-    _decoupled = False
 
     def __init__(
         self,
@@ -56,16 +55,20 @@ class Adam(Optimizer):
         lr=1e-3,
         betas=(0.9, 0.999),
         eps=1e-8,
-        weight_decay=0.0,
+        weight_decay=0,
         amsgrad=False,
         *,
-        maximize=False,
         foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
         fused=None,
+        decoupled_weight_decay=False,
         do_bias_correction=True,
         master_weights=False,
     ):
         _check(lr, betas, eps, weight_decay)
+        _no_differentiable(type(self).__name__, differentiable)
         defaults = dict(
             lr=lr,
             betas=tuple(betas),
@@ -73,7 +76,11 @@ class Adam(Optimizer):
             weight_decay=weight_decay,
             amsgrad=amsgrad,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
             fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
             do_bias_correction=do_bias_correction,
             master_weights=master_weights,
         )
@@ -121,14 +128,15 @@ class Adam(Optimizer):
         _, decay, step_size, bias_correction2_sqrt = scalars
         beta1, beta2 = group["betas"]
         weight_decay = group["weight_decay"]
+        decoupled_wd = group.get("decoupled_weight_decay", False)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        if weight_decay != 0 and not self._decoupled:
+        if weight_decay != 0 and not decoupled_wd:
             grad = grad + param * weight_decay
         if _fused(group, param) and _same_dtype(param, grad, exp_avg, exp_avg_sq):
             # Three fused ops for the dozen below (as many kernels, each over the whole tensor).
             _C.adam_moment_(exp_avg, grad, beta1)
             _C.adam_moment_(exp_avg_sq, grad, beta2, square=True)
-            decoupled = decay if self._decoupled else 1.0  # (Adam's L2 term is in grad)
+            decoupled = decay if decoupled_wd else 1.0  # (Adam's L2 term is in grad)
             _C.adam_step_(
                 param,
                 exp_avg,
@@ -139,7 +147,7 @@ class Adam(Optimizer):
                 group["eps"],
             )
             return
-        if weight_decay != 0 and self._decoupled:
+        if weight_decay != 0 and decoupled_wd:
             param.mul_(decay)
         exp_avg.mul_(beta1)
         exp_avg.add_(grad, alpha=1 - beta1)
@@ -154,9 +162,7 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """As torch.optim.AdamW: p *= 1 - lr * weight_decay before the Adam update."""
-
-    _decoupled = True
+    """As torch.optim.AdamW: Adam with decoupled_weight_decay=True, weight_decay 1e-2."""
 
     def __init__(
         self,
@@ -169,6 +175,8 @@ class AdamW(Adam):
         *,
         maximize=False,
         foreach=None,
+        capturable=False,
+        differentiable=False,
         fused=None,
         do_bias_correction=True,
         master_weights=False,
@@ -180,8 +188,12 @@ class AdamW(Adam):
             eps,
             weight_decay,
             amsgrad,
+            foreach=foreach,
             maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
             fused=fused,
+            decoupled_weight_decay=True,
             do_bias_correction=do_bias_correction,
             master_weights=master_weights,
         )

@@ -2,9 +2,11 @@
 
 import copy
 import functools
+from collections import OrderedDict
 from collections.abc import MutableMapping
 
 import oneflowlike as flow
+from oneflowlike.nn.module import RemovableHandle
 from oneflowlike.nn.utils import zero_grads
 
 
@@ -58,6 +60,70 @@ def _use_grad(step):
     return wrapper
 
 
+_global_step_pre_hooks = OrderedDict()
+_global_step_post_hooks = OrderedDict()
+
+
+def _register(hooks, hook, prepend=False):
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) before every optimizer's step (torch's global hook)."""
+    return _register(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) after every optimizer's step."""
+    return _register(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """Runs the global and the optimizer's own step hooks around `step` (torch's
+    profile_hook_step); a pre hook may return new (args, kwargs)."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        own_pre = getattr(self, "_optimizer_step_pre_hooks", {})
+        for hook in [*_global_step_pre_hooks.values(), *own_pre.values()]:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), "
+                        f"but got {result}."
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        own_post = getattr(self, "_optimizer_step_post_hooks", {})
+        for hook in [*own_post.values(), *_global_step_post_hooks.values()]:
+            hook(self, args, kwargs)
+        return out
+
+    wrapper._hooked = True
+    return wrapper
+
+
+def _to_float(value):
+    """A tensor learning rate (torch accepts one-element tensors) as a Python float."""
+    if isinstance(value, flow.Tensor):
+        if value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        return float(value.item())
+    return value
+
+
+def _no_differentiable(name, differentiable):
+    if differentiable:
+        raise NotImplementedError(
+            f"[{name}] differentiable=True is not supported: steps run under no_grad"
+        )
+
+
 # The parameter-group keys OneFlow's and PyTorch's optimizers read. A group naming one that this
 # optimizer does not honour raises (a silently ignored hyper-parameter trains the wrong model);
 # keys outside this list are the caller's own metadata (a name, timm's param_names) and stay.
@@ -65,21 +131,42 @@ _KNOWN_KEYS = {
     "lr", "lr_scale", "momentum", "dampening", "nesterov", "betas", "eps", "weight_decay",
     "amsgrad", "maximize", "do_bias_correction", "clip_grad_max_norm", "clip_grad_norm_type",
     "alpha", "centered", "lambd", "lr_decay", "initial_accumulator_value", "adam_w_mode",
-    "decoupled_weight_decay", "master_weights",
+    "decoupled_weight_decay", "master_weights", "rho", "etas", "step_sizes", "t0",
+    "momentum_decay", "beta2_decay", "d", "max_iter", "max_eval", "tolerance_grad",
+    "tolerance_change", "history_size", "line_search_fn", "ns_coefficients", "ns_steps",
+    "adjust_lr_fn",
 }  # fmt: skip
 # Keys every optimizer here honours: lr_scale multiplies the group's lr (after any scheduler);
 # clip_grad_max_norm / clip_grad_norm_type clip the group's gradients by their joint norm before
 # its update, in eager steps and in nn.Graph alike.
-_COMMON_KEYS = {"params", "initial_lr", "lr_scale", "clip_grad_max_norm", "clip_grad_norm_type"}
+_COMMON_KEYS = {
+    "params", "initial_lr", "lr_scale", "clip_grad_max_norm", "clip_grad_norm_type", "param_names",
+}  # fmt: skip
 
 
 class Optimizer:
     """Holds param_groups (dicts with 'params' plus hyper-parameters) and per-parameter state."""
 
+    # Keys of a parameter's state that live on the host as Python numbers (torch keeps them as
+    # 0-d tensors); load_state_dict turns a loaded tensor under these keys into a number.
+    _host_keys = ("step",)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_hooked", False):
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = ParamState()
         self.param_groups = []
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
         if isinstance(params, flow.Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts"
@@ -96,7 +183,13 @@ class Optimizer:
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
         params = param_group["params"]
-        param_group["params"] = [params] if isinstance(params, flow.Tensor) else list(params)
+        params = [params] if isinstance(params, flow.Tensor) else list(params)
+        if params and isinstance(params[0], tuple):  # named parameters: (name, tensor)
+            if "param_names" in param_group:
+                raise ValueError("param_group already has param_names and got named parameters")
+            param_group["param_names"] = [name for name, _ in params]
+            params = [p for _, p in params]
+        param_group["params"] = params
         for param in param_group["params"]:
             if not isinstance(param, flow.Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, got {type(param).__name__}")
@@ -152,7 +245,7 @@ class Optimizer:
     @staticmethod
     def _lr(group):
         """The group's learning rate this step: its lr (as a scheduler set it) times lr_scale."""
-        return group["lr"] * group.get("lr_scale", 1.0)
+        return _to_float(group["lr"]) * group.get("lr_scale", 1.0)
 
     @staticmethod
     def _clip(group, error_if_nonfinite=False):
@@ -184,9 +277,34 @@ class Optimizer:
                 self._clip(group, error_if_nonfinite)
         self._clipped = True
 
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step()."""
+        return _register(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs), after step()."""
+        return _register(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer), before state_dict() packs the state."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a new state_dict."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or the state_dict to load instead."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer), after load_state_dict()."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     def zero_grad(self, set_to_none=True):
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
+    @_with_step_hooks
     @_use_grad
     def step(self, closure=None):
         """One update of every parameter with a gradient: _host's scalars, then _update."""
@@ -207,7 +325,10 @@ class Optimizer:
     # ---- state dict ---------------------------------------------------------------------
 
     def state_dict(self):
-        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}."""
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}. State keys
+        starting with '_' are this implementation's bookkeeping and are not saved."""
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
         index_of, groups, next_index = {}, [], 0
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
@@ -217,10 +338,19 @@ class Optimizer:
                     next_index += 1
             packed["params"] = [index_of[id(p)] for p in group["params"]]
             groups.append(packed)
-        state = {index_of[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index_of}
-        return {"state": state, "param_groups": groups}
+        state = {
+            index_of[id(p)]: {k: v for k, v in s.items() if not k.startswith("_")}
+            for p, s in self.state.items()
+            if id(p) in index_of
+        }
+        result = {"state": state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, result) or result
+        return result
 
     def load_state_dict(self, state_dict):
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            state_dict = hook(self, state_dict) or state_dict
         groups, saved_groups = self.param_groups, state_dict["param_groups"]
         if len(groups) != len(saved_groups):
             raise ValueError(
@@ -243,11 +373,29 @@ class Optimizer:
                 raise ValueError(f"loaded state dict has state for unknown parameter index {index}")
             group, param = param_of[index]
             dtype = self._state_dtype(group, param)
-            self.state[param] = {k: self._cast_state(param, dtype, k, v) for k, v in values.items()}
+            self.state[param] = {
+                k: (
+                    self._host_number(v)
+                    if k in self._host_keys
+                    else self._cast_state(param, dtype, k, v)
+                )
+                for k, v in values.items()
+            }
         for group, saved in zip(groups, saved_groups):
             for name, value in saved.items():
                 if name != "params":
                     group[name] = copy.deepcopy(value)
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
+
+    @staticmethod
+    def _host_number(value):
+        """A host-side counter as a Python number (torch saves it as a 0-d tensor)."""
+        if isinstance(value, flow.Tensor):
+            value = value.item()
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return copy.deepcopy(value)
 
     def _state_dtype(self, group, param):
         """The dtype of a parameter's floating-point state: the parameter's own."""

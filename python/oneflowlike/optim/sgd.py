@@ -2,7 +2,7 @@
 
 import oneflowlike as flow
 
-from .optimizer import Optimizer, required
+from .optimizer import Optimizer, _no_differentiable, required
 
 
 class SGD(Optimizer):
@@ -12,14 +12,17 @@ class SGD(Optimizer):
         self,
         params,
         lr=1e-3,
-        momentum=0.0,
-        dampening=0.0,
-        weight_decay=0.0,
+        momentum=0,
+        dampening=0,
+        weight_decay=0,
         nesterov=False,
         *,
         maximize=False,
         foreach=None,
+        differentiable=False,
+        fused=None,
     ):
+        _no_differentiable("SGD", differentiable)
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -35,6 +38,9 @@ class SGD(Optimizer):
             weight_decay=weight_decay,
             nesterov=nesterov,
             maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
         )
         super().__init__(params, defaults)
 
@@ -42,14 +48,14 @@ class SGD(Optimizer):
         # The buffer starts as the first gradient: _host's first coefficients are (0, 1).
         if group["momentum"] == 0:
             return {}
-        return {"momentum_buffer": flow.zeros_like(param), "started": False}
+        return {"momentum_buffer": flow.zeros_like(param), "_started": False}
 
     def _host(self, group, param, state):
         """[lr, buffer decay, gradient coefficient]: (0, 1) on the buffer's first step."""
         if group["momentum"] == 0:
             return [self._lr(group), 0.0, 0.0]
-        first = not state.get("started", True)  # (a checkpoint's buffer has started)
-        state["started"] = True
+        first = not state.get("_started", True)  # (a checkpoint's buffer has started)
+        state["_started"] = True
         return [
             self._lr(group),
             0.0 if first else group["momentum"],
