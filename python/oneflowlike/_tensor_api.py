@@ -589,9 +589,15 @@ def _install_tensor_methods():
     T.real = property(_C.real, doc="The real part (a view); a real tensor itself.")
     T.imag = property(_C.imag, doc="The imaginary part of a complex tensor (a view).")
     T.is_complex = lambda self: self.dtype == _C.dtype.complex64
+    T.is_cpu = property(lambda self: self.device.type == "cpu", doc="On a CPU device.")
+    T.is_cuda = property(lambda self: self.device.type == "cuda", doc="On a CUDA device.")
+    T.is_meta = property(lambda self: self.device.type == "meta", doc="On the meta device.")
+    T.is_signed = lambda self: self.dtype not in (_C.dtype.bool, _C.dtype.uint8)
+    T.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
     # Devices and layouts this build never makes: torch.Tensor's flags for them are False.
     for flag in ("is_xpu", "is_mps", "is_mkldnn", "is_quantized", "is_sparse", "is_sparse_csr",
-                 "is_nested", "is_vulkan", "is_ipu", "is_hpu", "is_xla", "is_mtia", "is_maia"):  # fmt: skip
+                 "is_nested", "is_vulkan", "is_ipu", "is_hpu", "is_xla", "is_mtia", "is_maia",
+                 "is_inference_tensor"):  # fmt: skip
         if not hasattr(T, flag):
             setattr(T, flag, property(lambda self: False, doc="False: no such tensors here."))
     for fn in (

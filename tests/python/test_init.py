@@ -9,6 +9,8 @@ import oneflowlike as flow
 from oneflowlike import nn
 from oneflowlike.nn import init
 
+torch = pytest.importorskip("torch")
+
 
 def param(*shape):
     return nn.Parameter(flow.empty(*shape))
@@ -84,3 +86,23 @@ def test_trunc_normal_stays_inside_bounds_with_normal_like_body():
     assert w.min() >= -1.0 and w.max() <= 1.0
     # the truncated standard normal on [-1, 1] has std ~0.5396 (a clamp would give ~0.72)
     assert w.std() == pytest.approx(0.5396, abs=0.02)
+
+
+def test_orthogonal_gives_orthonormal_rows_or_columns_scaled_by_gain():
+    wide = flow.empty(6, 4, 3, dtype=flow.float64)
+    flow.nn.init.orthogonal_(wide, gain=2.0)
+    m = wide.numpy().reshape(6, 12)
+    np.testing.assert_allclose(m @ m.T, 4.0 * np.eye(6), atol=1e-12)
+    tall = flow.nn.init.orthogonal_(flow.empty(6, 3, dtype=flow.float64))
+    np.testing.assert_allclose(tall.numpy().T @ tall.numpy(), np.eye(3), atol=1e-12)
+    with pytest.raises(ValueError, match=r"\[orthogonal_\] only tensors with 2 or more"):
+        flow.nn.init.orthogonal_(flow.empty(3))
+
+
+def test_dirac_and_sparse_match_pytorch_structure():
+    ours = flow.nn.init.dirac_(flow.empty(4, 2, 3, 3), groups=2)
+    theirs = torch.nn.init.dirac_(torch.empty(4, 2, 3, 3), groups=2)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    sparse = flow.nn.init.sparse_(flow.empty(10, 3), sparsity=0.3)
+    assert ((sparse.numpy() == 0).sum(axis=0) >= 3).all()
+    assert flow.nn.init.xavier_uniform is not None and flow.nn.init.orthogonal is not None

@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import oneflowlike as flow
 
 __all__ = [
@@ -17,6 +19,9 @@ __all__ = [
     "kaiming_uniform_",
     "kaiming_normal_",
     "trunc_normal_",
+    "orthogonal_",
+    "dirac_",
+    "sparse_",
 ]
 
 
@@ -171,3 +176,80 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             tensor.copy_(flow.where(outside > 0.5, fresh, tensor))
         tensor.clamp_(a, b)
     return tensor
+
+
+@_skip_on_meta
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix over the tensor flattened to (rows, rest), from the QR of a
+    normal draw (torch.nn.init's recipe; the QR runs on the host, once, at initialisation)."""
+    if tensor.ndim < 2:
+        raise ValueError("[orthogonal_] only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows, cols = tensor.shape[0], tensor.numel() // tensor.shape[0]
+    drawn = flow.randn(rows, cols, dtype=flow.float64, generator=generator).numpy()
+    q, r = np.linalg.qr(drawn.T if rows < cols else drawn)
+    q = q * np.sign(np.diag(r))  # makes the decomposition unique, as torch does
+    q = q.T if rows < cols else q
+    with flow.no_grad():
+        tensor.copy_(flow.tensor(gain * q.reshape(tuple(tensor.shape))).to(tensor.dtype))
+    return tensor
+
+
+@_skip_on_meta
+def dirac_(tensor, groups=1):
+    """Zeros with a one at each kernel's centre for out channel i and in channel i (per group):
+    a convolution that keeps its input's channels."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("[dirac_] only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = tensor.shape[0] // groups
+    if tensor.shape[0] % groups != 0:
+        raise ValueError(
+            f"[dirac_] dim 0 ({tensor.shape[0]}) must be divisible by groups ({groups})"
+        )
+    values = np.zeros(tuple(tensor.shape))
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            values[(g * out_per_group + d, d) + centre] = 1.0
+    with flow.no_grad():
+        tensor.copy_(flow.tensor(values).to(tensor.dtype))
+    return tensor
+
+
+@_skip_on_meta
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Normal(0, std) values with a `sparsity` fraction of each column set to zero."""
+    if tensor.ndim != 2:
+        raise ValueError("[sparse_] only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    keep = np.ones((rows, cols))
+    for c in range(cols):
+        keep[flow.randperm(rows, generator=generator)[:zeros].numpy(), c] = 0.0
+    with flow.no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        tensor.mul_(flow.tensor(keep).to(tensor.dtype))
+    return tensor
+
+
+def _deprecated(new):
+    def old(*args, **kwargs):
+        return new(*args, **kwargs)
+
+    old.__name__ = new.__name__[:-1]
+    old.__doc__ = f"Deprecated alias of {new.__name__} (torch.nn.init's old name)."
+    return old
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
