@@ -130,10 +130,13 @@ def test_packed_sequences_match_torch(cls, kwargs):
 
 @pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
 def test_unbatched_input_and_float32(cls):
-    ours, theirs = _pair(cls, I, H, num_layers=2)
-    x = np.random.default_rng(3).standard_normal((4, I))
-    t_out, t_state = theirs(_t(x))
-    f_out, f_state = ours(flow.tensor(x))
+    ours, theirs = _pair(cls, I, H, num_layers=2, bidirectional=True)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, I))
+    hs = [rng.standard_normal((4, H)) for _ in range(2 if cls == "LSTM" else 1)]
+    th, fh = tuple(_t(h) for h in hs), tuple(flow.tensor(h) for h in hs)
+    t_out, t_state = theirs(_t(x), th if cls == "LSTM" else th[0])
+    f_out, f_state = ours(flow.tensor(x), fh if cls == "LSTM" else fh[0])
     _close(f_out, t_out)
     for a, b in zip(_states(f_state), _states(t_state)):
         _close(a, b)
@@ -269,3 +272,25 @@ def test_utils_rnn_matches_torch():
         frnn.pack_padded_sequence(flow.tensor(padded), [4, 3, 0], batch_first=True)
     with pytest.raises(ValueError, match="total_length=2"):
         frnn.pad_packed_sequence(sorted_pack, total_length=2)
+
+
+def test_meta_device_and_graph():
+    lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True, proj_size=2, device="meta")
+    out, (h, c) = lstm(flow.empty(5, 2, I, device="meta"))
+    assert out.device.type == "meta" and tuple(out.shape) == (5, 2, 4)
+    assert tuple(h.shape) == (4, 2, 2) and tuple(c.shape) == (4, 2, H)
+
+    gru = nn.GRU(I, H, bidirectional=True, batch_first=True)
+
+    class Step(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.gru = gru
+
+        def build(self, x):
+            out, h = self.gru(x)
+            return out, h
+
+    x = flow.randn(2, 5, I)
+    for a, b in zip(Step()(x), gru(x)):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), atol=1e-6)

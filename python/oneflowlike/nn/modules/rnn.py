@@ -23,38 +23,40 @@ from . import _factory
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-# --- one time step of each cell: xw is the step's input projection with its biases folded in ---
+# --- one time step of each cell: xw is the step's input projection with its biases folded in.
+# States are (B, H), or (D, B, H) when D directions run side by side as one batched matmul. ---
+
+
+def _addmm(bias, a, w):
+    return flow.addmm(bias, a, w) if a.dim() == 2 else flow.baddbmm(bias, a, w)
 
 
 def _rnn_step(act, xw, h, w_hh_t):
-    return act(flow.addmm(xw, h, w_hh_t))
+    return act(_addmm(xw, h, w_hh_t))
 
 
 def _lstm_step(xw, h, c, w_hh_t, w_hr_t):
-    gates = flow.addmm(xw, h, w_hh_t)
+    gates = _addmm(xw, h, w_hh_t)
     # one sigmoid over all four gates (the g quarter is discarded) beats two sliced calls
-    i, f, _, o = flow.sigmoid(gates).chunk(4, 1)
-    hidden = c.shape[1]
-    g = flow.tanh(gates.narrow(1, 2 * hidden, hidden))
+    i, f, _, o = flow.sigmoid(gates).chunk(4, -1)
+    hidden = c.shape[-1]
+    g = flow.tanh(gates.narrow(-1, 2 * hidden, hidden))
     c = flow.addcmul(f * c, i, g)
     h = o * flow.tanh(c)
     if w_hr_t is not None:
-        h = flow.mm(h, w_hr_t)
+        h = flow.matmul(h, w_hr_t)
     return h, c
 
 
 def _gru_step(xw_rz, xw_n, h, w_hh_rz_t, w_hh_n_t, b_hh_n):
-    r, z = flow.sigmoid(flow.addmm(xw_rz, h, w_hh_rz_t)).chunk(2, 1)
-    hn = flow.mm(h, w_hh_n_t) if b_hh_n is None else flow.addmm(b_hh_n, h, w_hh_n_t)
+    r, z = flow.sigmoid(_addmm(xw_rz, h, w_hh_rz_t)).chunk(2, -1)
+    hn = flow.matmul(h, w_hh_n_t) if b_hh_n is None else _addmm(b_hh_n, h, w_hh_n_t)
     n = flow.tanh(flow.addcmul(xw_n, r, hn))
     return flow.addcmul(n, z, h - n)  # (1 - z) * n + z * h
 
 
 def _activation(mode):
     return flow.relu if mode == "RNN_RELU" else flow.tanh
-
-
-# --- one direction of one layer over a flat (sum(batch_sizes), G) projected sequence ---
 
 
 class _Cell:
@@ -76,8 +78,22 @@ class _Cell:
                 # r and z take b_hh outside the reset gate, so it folds into the input side
                 self.b_x = b_ih + flow.cat([b_rz, flow.zeros_like(self.b_hh_n)], 0)
         else:
-            self.w_hh_t = w_hh.t()
+            self.w_hh_t = (w_hh.t(),)
             self.b_x = None if b_ih is None else b_ih + b_hh
+
+    @classmethod
+    def stacked(cls, cells):
+        """One cell whose weights carry a leading direction axis, for batched matmuls."""
+        out = cls.__new__(cls)
+        out.mode = cells[0].mode
+        out.w_hh_t = tuple(flow.stack(ws, 0) for ws in zip(*(c.w_hh_t for c in cells)))
+        out.w_hr_t = None
+        if cells[0].w_hr_t is not None:
+            out.w_hr_t = flow.stack([c.w_hr_t for c in cells], 0)
+        out.b_hh_n = None
+        if cells[0].b_hh_n is not None:
+            out.b_hh_n = flow.stack([c.b_hh_n.unsqueeze(0) for c in cells], 0)
+        return out
 
     def project(self, x):
         xw = F.linear(x, self.w_ih, self.b_x)
@@ -88,14 +104,17 @@ class _Cell:
 
     def step(self, xs, state):
         if self.mode == "LSTM":
-            return _lstm_step(xs[0], state[0], state[1], self.w_hh_t, self.w_hr_t)
+            return _lstm_step(xs[0], state[0], state[1], self.w_hh_t[0], self.w_hr_t)
         if self.mode == "GRU":
             return (_gru_step(xs[0], xs[1], state[0], *self.w_hh_t, self.b_hh_n),)
-        return (_rnn_step(_activation(self.mode), xs[0], state[0], self.w_hh_t),)
+        return (_rnn_step(_activation(self.mode), xs[0], state[0], self.w_hh_t[0]),)
+
+
+# --- one layer over a flat, time-major (sum(batch_sizes), features) sequence ---
 
 
 def _run_direction(cell, x, batch_sizes, state, reverse):
-    """Runs one direction; x is (N, features) packed time-major. Returns (output (N, H), state).
+    """Runs one direction. Returns (output (N, H), final state).
 
     Sequences are sorted by decreasing length, so at step t only the first batch_sizes[t] rows
     are live: going forward the state shrinks (finished rows are put aside), going backward it
@@ -104,7 +123,8 @@ def _run_direction(cell, x, batch_sizes, state, reverse):
     steps = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
     initial = state
     live = batch_sizes[steps[0]]
-    state = tuple(s.narrow(0, 0, live) for s in initial)
+    if live < initial[0].shape[0]:
+        state = tuple(s.narrow(0, 0, live) for s in initial)
     finished, outputs = [], [None] * len(batch_sizes)
     for t in steps:
         size = batch_sizes[t]
@@ -123,6 +143,26 @@ def _run_direction(cell, x, batch_sizes, state, reverse):
             flow.cat([s] + [f[k] for f in reversed(finished)], 0) for k, s in enumerate(state)
         )
     return flow.cat(outputs, 0), state
+
+
+def _run_both_directions(cells, x, steps, batch, state):
+    """Equal lengths, both directions at once: step t runs the forward cell on time t and the
+    reverse cell on time steps-1-t as one (2, B, .) batch. state: tuple of (2, B, H)."""
+    backwards = flow.arange(steps - 1, -1, -1, device=x.device)
+
+    def both(forward, reverse):  # (N, G) each -> steps x (2, B, G), reverse read backwards
+        reverse = flow.index_select(reverse.reshape(steps, batch, -1), 0, backwards)
+        return flow.stack([forward.reshape(steps, batch, -1), reverse], 1).unbind(0)
+
+    projected = [both(f, r) for f, r in zip(cells[0].project(x), cells[1].project(x))]
+    cell = _Cell.stacked(cells)
+    outputs = []
+    for t in range(steps):
+        state = cell.step([p[t] for p in projected], state)
+        outputs.append(state[0])
+    forward, reverse = flow.stack(outputs, 0).unbind(1)  # (steps, B, H) each
+    reverse = flow.index_select(reverse, 0, backwards)
+    return flow.cat([forward, reverse], -1).reshape(steps * batch, -1), state
 
 
 class RNNBase(Module):
@@ -357,21 +397,31 @@ class RNNBase(Module):
     def _layers(self, x, batch_sizes, state):
         directions = 2 if self.bidirectional else 1
         weights = self.all_weights
+        uniform = all(size == batch_sizes[0] for size in batch_sizes)
         finals = [[] for _ in state]
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0 and self.training:
                 x = F.dropout(x, self.dropout, True)
+            first = layer * directions
+            cells = [
+                _Cell(self.mode, weights[first + d], self.bias, self.proj_size > 0)
+                for d in range(directions)
+            ]
+            if directions == 2 and uniform:
+                initial = tuple(s.narrow(0, first, 2) for s in state)
+                x, last = _run_both_directions(cells, x, len(batch_sizes), batch_sizes[0], initial)
+                for k, s in enumerate(last):
+                    finals[k].append(s)
+                continue
             outs = []
-            for d in range(directions):
-                index = layer * directions + d
-                cell = _Cell(self.mode, weights[index], self.bias, self.proj_size > 0)
-                initial = tuple(s[index] for s in state)
+            for d, cell in enumerate(cells):
+                initial = tuple(s[first + d] for s in state)
                 out, last = _run_direction(cell, x, batch_sizes, initial, reverse=d == 1)
                 outs.append(out)
                 for k, s in enumerate(last):
-                    finals[k].append(s)
+                    finals[k].append(s.unsqueeze(0))
             x = outs[0] if directions == 1 else flow.cat(outs, 1)
-        return x, tuple(flow.stack(f, 0) for f in finals)
+        return x, tuple(flow.cat(f, 0) for f in finals)
 
 
 class RNN(RNNBase):
