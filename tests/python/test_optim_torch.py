@@ -330,3 +330,110 @@ def test_swap_in_optimizer_params_and_state_restores_the_live_optimizer():
     assert opt.param_groups[0]["params"][0] is fp[0]
     # buffer 1 -> 0.9 * 1 + 1 = 1.9: the swapped-in parameter moved by lr * 1.9
     np.testing.assert_allclose(other["p1"].numpy(), -0.19 * np.ones(4))
+
+
+class _TrainStep(flow.nn.Graph):
+    def __init__(self, model, opt, sched):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt, lr_sch=sched)
+
+    def build(self, x):
+        loss = (self.model(x) ** 2).sum()
+        loss.backward()
+        return loss
+
+
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("NAdam", dict(lr=0.05)),
+        ("RAdam", dict(lr=0.05, betas=(0.9, 0.9))),
+        ("ASGD", dict(lr=0.05, t0=1, lambd=0.01)),
+        ("Rprop", dict(lr=0.01)),
+        ("Adafactor", dict(lr=0.05, weight_decay=0.1)),
+    ],
+)
+def test_graph_mode_trains_as_eagerly(name, kwargs):
+    # The step's host scalars are float32 graph inputs: agreement to float32 rounding.
+    x = flow.tensor(np.random.default_rng(0).standard_normal((5, 4)))
+    weights = []
+    for graph in (False, True):
+        flow.manual_seed(0)
+        model = flow.nn.Linear(4, 3).to(flow.float64)
+        opt = getattr(optim, name)(model.parameters(), **kwargs)
+        sched = optim.lr_scheduler.ExponentialLR(opt, 0.9)
+        step = _TrainStep(model, opt, sched)
+        for _ in range(7):
+            if graph:
+                step(x)
+            else:
+                opt.zero_grad()
+                (model(x) ** 2).sum().backward()
+                opt.step()
+                sched.step()
+        weights.append(model.weight.numpy())
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-6, atol=1e-7)
+
+
+def _functional_states(lib, params, spec):
+    """Per-parameter state lists in `lib` (torch or flow): 'zeros', 'step' (0-d), 'one' (0-d 1),
+    'lr' (0-d lr), 'full' (lr everywhere), 'none' (None)."""
+    tensor = torch.tensor if lib is torch else flow.tensor
+    out = []
+    for kind in spec:
+        if kind == "zeros":
+            out.append([lib.zeros_like(p) for p in params])
+        elif kind == "full":
+            out.append([lib.zeros_like(p) + 0.01 for p in params])
+        elif kind == "none":
+            out.append([None for _ in params])
+        else:
+            value = {"step": 0.0, "one": 1.0, "lr": 0.05}[kind]
+            out.append([tensor(value) for _ in params])
+    return out
+
+
+FUNCTIONAL = [
+    ("adadelta", ["zeros", "zeros", "step"], dict(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.1,
+                                                  maximize=False)),
+    ("adagrad", ["zeros", "step"], dict(lr=0.1, weight_decay=0.0, lr_decay=0.1, eps=1e-10,
+                                        maximize=True)),
+    ("adamax", ["zeros", "zeros", "step"], dict(eps=1e-8, beta1=0.9, beta2=0.999, lr=0.05,
+                                                weight_decay=0.1)),
+    ("adamw", ["zeros", "zeros", "zeros", "step"], dict(amsgrad=True, beta1=0.9, beta2=0.99,
+                                                       lr=0.05, weight_decay=0.1, eps=1e-8,
+                                                       maximize=False)),
+    ("asgd", ["zeros", "one", "lr", "step"], dict(lambd=1e-2, lr=0.05, t0=1, alpha=0.75,
+                                                  weight_decay=0.0)),
+    ("nadam", ["zeros", "zeros", "one", "step"], dict(beta1=0.9, beta2=0.999, lr=0.05,
+                                                      weight_decay=0.1, momentum_decay=4e-3,
+                                                      eps=1e-8)),
+    ("radam", ["zeros", "zeros", "step"], dict(beta1=0.9, beta2=0.9, lr=0.05, weight_decay=0.0,
+                                               eps=1e-8)),
+    ("rmsprop", ["zeros", "zeros", "zeros", "step"], dict(lr=0.01, alpha=0.99, eps=1e-8,
+                                                          weight_decay=0.0, momentum=0.9,
+                                                          centered=True)),
+    ("rprop", ["zeros", "full", "step"], dict(step_size_min=1e-6, step_size_max=50,
+                                              etaminus=0.5, etaplus=1.2)),
+    ("sgd", ["none"], dict(weight_decay=0.1, momentum=0.9, lr=0.1, dampening=0.0, nesterov=True,
+                           maximize=False)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,spec,kwargs", FUNCTIONAL, ids=[f[0] for f in FUNCTIONAL])
+def test_functional_api_matches_torch(name, spec, kwargs):
+    tp, fp = pair(init_params())
+    tstates = _functional_states(torch, [p.detach() for p in tp], spec)
+    fstates = _functional_states(flow, [p.detach() for p in fp], spec)
+    for step in range(6):
+        set_grads(tp, fp, step)
+        with torch.no_grad():
+            getattr(torch.optim.functional, name)(
+                [p.detach() for p in tp], [p.grad for p in tp], *tstates, **kwargs
+            )
+        getattr(optim.functional, name)(fp, [p.grad for p in fp], *fstates, **kwargs)
+        assert_params_close(tp, fp)
+    for tlist, flist in zip(tstates, fstates):
+        for t, f in zip(tlist, flist):
+            np.testing.assert_allclose(f.numpy(), t.numpy(), rtol=1e-7, atol=1e-12)
