@@ -219,6 +219,8 @@ def test_errors():
         lstm(flow.zeros(4, 2, I, dtype=flow.float64), (h, h))
     with pytest.raises(ValueError, match="Expected input to be 2D or 3D"):
         lstm(flow.zeros(4, dtype=flow.float64))
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        lstm(flow.zeros(0, 2, I, dtype=flow.float64))
     with pytest.raises(ValueError, match="does not match weight dtype"):
         lstm(flow.zeros(4, 2, I))
     with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):

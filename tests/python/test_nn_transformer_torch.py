@@ -253,5 +253,10 @@ def test_errors():
         nn.TransformerEncoderLayer(E, HEADS, activation="tanh")
     with pytest.raises(RuntimeError, match="2D attn_mask"):
         nn.MultiheadAttention(E, HEADS)(*(flow.zeros(3, 2, E),) * 3, attn_mask=flow.zeros(2, 2))
+    with pytest.raises(TypeError, match="only bool and floating types of masks"):
+        x = flow.zeros(3, 2, E)
+        nn.MultiheadAttention(E, HEADS)(
+            x, x, x, key_padding_mask=flow.zeros(2, 3, dtype=flow.int64)
+        )
     with pytest.raises(ValueError, match="divisible by num_heads"):
         nn.MultiheadAttention(5, 2)

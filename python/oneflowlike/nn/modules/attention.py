@@ -19,6 +19,11 @@ def _additive(mask, dtype):
     if mask.dtype == flow.bool:
         zeros = flow.zeros(*tuple(mask.shape), dtype=dtype, device=mask.device)
         return zeros.masked_fill(mask, float("-inf"))
+    if not mask.dtype.is_floating_point:
+        raise TypeError(
+            f"MultiheadAttention: only bool and floating types of masks are supported, "
+            f"got {mask.dtype}"
+        )
     return mask.to(dtype) if mask.dtype != dtype else mask
 
 

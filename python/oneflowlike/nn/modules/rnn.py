@@ -370,6 +370,11 @@ class RNNBase(Module):
             self.check_input(input, None)
             x = input.transpose(0, 1) if self.batch_first else input
             steps, batch = x.shape[0], x.shape[1]
+            if steps == 0:
+                raise RuntimeError(
+                    f"{self._name()}: Expected sequence length to be larger than 0, got input "
+                    f"of shape {tuple(input.shape)}"
+                )
             batch_sizes = [batch] * steps
             x = x.reshape(steps * batch, self.input_size)
         if state is None:
