@@ -132,7 +132,7 @@ _KNOWN_KEYS = {
     "amsgrad", "maximize", "do_bias_correction", "clip_grad_max_norm", "clip_grad_norm_type",
     "alpha", "centered", "lambd", "lr_decay", "initial_accumulator_value", "adam_w_mode",
     "decoupled_weight_decay", "master_weights", "rho", "etas", "step_sizes", "t0",
-    "momentum_decay", "beta2_decay", "d", "max_iter", "max_eval", "tolerance_grad",
+    "momentum_decay", "beta2_decay", "max_iter", "max_eval", "tolerance_grad",
     "tolerance_change", "history_size", "line_search_fn", "ns_coefficients", "ns_steps",
     "adjust_lr_fn",
 }  # fmt: skip
@@ -341,7 +341,7 @@ class Optimizer:
         state = {
             index_of[id(p)]: {k: v for k, v in s.items() if not k.startswith("_")}
             for p, s in self.state.items()
-            if id(p) in index_of
+            if id(p) in index_of and s  # (torch keeps no entry for a stateless parameter)
         }
         result = {"state": state, "param_groups": groups}
         for hook in self._optimizer_state_dict_post_hooks.values():
