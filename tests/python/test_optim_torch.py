@@ -124,7 +124,7 @@ def quartic(params, lib):
     [
         dict(lr=0.5, max_iter=5),
         dict(lr=1, max_iter=10, history_size=3, line_search_fn="strong_wolfe"),
-        dict(lr=1, max_iter=4, line_search_fn="strong_wolfe", maximize=False),
+        dict(lr=1, max_iter=4, line_search_fn="strong_wolfe", maximize=True),
     ],
 )
 def test_lbfgs_matches_torch(kwargs):
@@ -134,7 +134,7 @@ def test_lbfgs_matches_torch(kwargs):
     def closure(opt, params, lib):
         def run():
             opt.zero_grad()
-            loss = quartic(params, lib)
+            loss = quartic(params, lib) * (-1 if kwargs.get("maximize") else 1)
             loss.backward()
             return loss
 
