@@ -5,9 +5,6 @@ import operator
 
 import oneflowlike as flow
 
-_REDUCTIONS = ("none", "mean", "sum")
-
-
 def _pair(value, name):
     if isinstance(value, int):
         return (value, value)
@@ -19,74 +16,7 @@ def _pair(value, name):
     return pair
 
 
-def _reduction(reduction, size_average=None, reduce=None):
-    if size_average is not None or reduce is not None:  # the legacy pair of flags
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = ("mean" if size_average else "sum") if reduce else "none"
-    if reduction not in _REDUCTIONS:
-        raise ValueError(
-            f"{reduction} is not a valid value for reduction; use one of {_REDUCTIONS}"
-        )
-    return reduction
-
-
-def _reduce(loss, reduction):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _softmax_dim(ndim):
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-# ---- activations --------------------------------------------------------------------------
-
-
-def relu(input, inplace=False):
-    """``inplace`` is accepted for compatibility; the result is always a new tensor."""
-    return flow._C.relu(input)
-
-
-def relu6(input, inplace=False):
-    return flow.clamp(input, 0.0, 6.0)
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return flow.where(input > 0, input, input * negative_slope)
-
-
-def gelu(input, approximate="none"):
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return flow._C.gelu(input, approximate=approximate)
-
-
-def silu(input, inplace=False):
-    return flow._C.silu(input)
-
-
-def sigmoid(input):
-    return flow._C.sigmoid(input)
-
-
-def tanh(input):
-    return flow._C.tanh(input)
-
-
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.softmax(input, _softmax_dim(input.ndim) if dim is None else dim)
-
-
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return flow._C.log_softmax(input, _softmax_dim(input.ndim) if dim is None else dim)
+# ---- activations: activation.py, losses: loss.py ------------------------------------------------
 
 
 # ---- linear, embedding, dropout, attention -------------------------------------------------
@@ -186,66 +116,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # ---- convolution, pooling, padding, vision: conv.py, pooling.py, padding.py, vision.py -------
 
 
-# ---- losses --------------------------------------------------------------------------------
-
-
-def cross_entropy(
-    input,
-    target,
-    weight=None,
-    size_average=None,
-    ignore_index=-100,
-    reduce=None,
-    reduction="mean",
-    label_smoothing=0.0,
-):
-    if weight is not None:
-        raise NotImplementedError("cross_entropy: class weights are not supported yet")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    return flow._C.cross_entropy(
-        input,
-        target,
-        ignore_index=ignore_index,
-        reduction=_reduction(reduction, size_average, reduce),
-        label_smoothing=label_smoothing,
-    )
-
-
-def nll_loss(
-    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
-):
-    if weight is not None:
-        raise NotImplementedError("nll_loss: class weights are not supported yet")
-    return flow._C.nll_loss(
-        input,
-        target,
-        ignore_index=ignore_index,
-        reduction=_reduction(reduction, size_average, reduce),
-    )
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    return flow._C.mse_loss(input, target, reduction=_reduction(reduction, size_average, reduce))
-
-
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    loss = flow.abs(input - target)
-    return _reduce(loss, _reduction(reduction, size_average, reduce))
-
-
-def binary_cross_entropy_with_logits(
-    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
-):
-    """Stable form: (1 - y) x + (1 + (w_pos - 1) y) (log(1 + e^-|x|) + max(-x, 0))."""
-    softplus_neg = flow.log(1.0 + flow.exp(-flow.abs(input))) + flow.clamp(-input, min=0.0)
-    if pos_weight is None:
-        loss = (1.0 - target) * input + softplus_neg
-    else:
-        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * softplus_neg
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _reduction(reduction, size_average, reduce))
+# ---- encoding -----------------------------------------------------------------------------------
 
 
 def one_hot(tensor, num_classes=-1):
