@@ -296,3 +296,24 @@ def test_meta_device_and_graph():
     x = flow.randn(2, 5, I)
     for a, b in zip(Step()(x), gru(x)):
         np.testing.assert_allclose(a.numpy(), b.detach().numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_long_sequences_cut_through_the_block_tree(packed):
+    # more than 8 steps: the per-step pieces are cut through nested blocks
+    ours, theirs = _pair("LSTM", 2, 3, bidirectional=True)
+    x = np.random.default_rng(7).standard_normal((19, 2, 2))
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    if packed:
+        t_in = trnn.pack_padded_sequence(tx, [19, 11])
+        f_in = frnn.pack_padded_sequence(fx, [19, 11])
+    else:
+        t_in, f_in = tx, fx
+    (t_out, t_state), (f_out, f_state) = theirs(t_in), ours(f_in)
+    if packed:
+        t_out, f_out = t_out.data, f_out.data
+    _close(f_out, t_out)
+    _loss(t_out, t_state).backward()
+    _loss(f_out, f_state).backward()
+    _close(fx.grad, tx.grad)
+    _check_grads(ours, theirs)

@@ -113,13 +113,32 @@ class _Cell:
 # --- one layer over a flat, time-major (sum(batch_sizes), features) sequence ---
 
 
+def _step_pieces(x, sizes, select=False):
+    """x cut along dim 0 into per-step pieces (narrow by `sizes`, or select when `select`).
+
+    The backward of a slice is a zero tensor the size of what was sliced, so cutting T pieces
+    straight from the sequence costs O(T^2) memory traffic; cutting through a tree of blocks
+    (fan-out 8) makes it O(T log T) for about T/7 more view ops."""
+    fanout = 8
+    if len(sizes) <= fanout:
+        return list(x.unbind(0) if select else x.split(sizes, 0))
+    block = -(-len(sizes) // fanout)
+    pieces, offset = [], 0
+    for start in range(0, len(sizes), block):
+        part = sizes[start : start + block]
+        length = len(part) if select else sum(part)
+        pieces.extend(_step_pieces(x.narrow(0, offset, length), part, select))
+        offset += length
+    return pieces
+
+
 def _run_direction(cell, x, batch_sizes, state, reverse):
     """Runs one direction. Returns (output (N, H), final state).
 
     Sequences are sorted by decreasing length, so at step t only the first batch_sizes[t] rows
     are live: going forward the state shrinks (finished rows are put aside), going backward it
     grows (new rows start from their initial state)."""
-    projected = [p.split(batch_sizes, 0) for p in cell.project(x)]
+    projected = [_step_pieces(p, batch_sizes) for p in cell.project(x)]
     steps = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
     initial = state
     live = batch_sizes[steps[0]]
@@ -152,7 +171,8 @@ def _run_both_directions(cells, x, steps, batch, state):
 
     def both(forward, reverse):  # (N, G) each -> steps x (2, B, G), reverse read backwards
         reverse = flow.index_select(reverse.reshape(steps, batch, -1), 0, backwards)
-        return flow.stack([forward.reshape(steps, batch, -1), reverse], 1).unbind(0)
+        both = flow.stack([forward.reshape(steps, batch, -1), reverse], 1)
+        return _step_pieces(both, [1] * steps, select=True)
 
     projected = [both(f, r) for f, r in zip(cells[0].project(x), cells[1].project(x))]
     cell = _Cell.stacked(cells)
