@@ -258,5 +258,10 @@ def test_errors():
         nn.MultiheadAttention(E, HEADS)(
             x, x, x, key_padding_mask=flow.zeros(2, 3, dtype=flow.int64)
         )
+    with pytest.raises(RuntimeError, match="key's sequence and batch dims do not match"):
+        mha = nn.MultiheadAttention(E, HEADS)
+        mha(flow.zeros(3, 2, E), flow.zeros(4, 2, E), flow.zeros(5, 2, E))
+    with pytest.raises(RuntimeError, match="expecting embedding dimension of 4"):
+        mha(*(flow.zeros(3, 2, E + 1),) * 3)
     with pytest.raises(ValueError, match="divisible by num_heads"):
         nn.MultiheadAttention(5, 2)

@@ -117,6 +117,29 @@ class MultiheadAttention(Module):
             return weights, [None] * 3
         return weights, [self.in_proj_bias.narrow(0, i * e, e) for i in range(3)]
 
+    def _check_inputs(self, query, key, value):
+        shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+        if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
+            raise RuntimeError(
+                f"MultiheadAttention: query, key and value must all be 2-D (unbatched) or 3-D "
+                f"(batched), got {shapes}"
+            )
+        if query.shape[-1] != self.embed_dim:
+            raise RuntimeError(
+                f"MultiheadAttention: was expecting embedding dimension of {self.embed_dim}, "
+                f"got {shapes}"
+            )
+        if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
+            raise RuntimeError(
+                f"MultiheadAttention: expected key features {self.kdim} and value features "
+                f"{self.vdim}, got {shapes}"
+            )
+        if tuple(key.shape[:-1]) != tuple(value.shape[:-1]):
+            raise RuntimeError(
+                f"MultiheadAttention: key's sequence and batch dims do not match value's, got "
+                f"{shapes}"
+            )
+
     def _split_heads(self, x):
         n, length, _ = tuple(x.shape)
         return x.reshape(n, length, self.num_heads, self.head_dim).transpose(1, 2)
@@ -159,6 +182,7 @@ class MultiheadAttention(Module):
         average_attn_weights=True,
         is_causal=False,
     ):
+        self._check_inputs(query, key, value)
         batched = query.dim() == 3
         if not batched:  # (L, E): add a batch dimension of 1
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
