@@ -112,6 +112,10 @@ def test_multihead_attention_unbatched_and_3d_mask():
     t = theirs(*(torch.tensor(x),) * 3, attn_mask=torch.tensor(mask))
     _close(f[0], t[0])
     _close(f[1], t[1])
+    kpm = np.array([False, False, True])
+    f = ours(*(flow.tensor(x),) * 3, key_padding_mask=flow.tensor(kpm), need_weights=False)
+    t = theirs(*(torch.tensor(x),) * 3, key_padding_mask=torch.tensor(kpm), need_weights=False)
+    _close(f[0], t[0])
     assert repr(ours) == repr(theirs)
 
 
