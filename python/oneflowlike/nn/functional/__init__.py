@@ -22,35 +22,9 @@ def _pair(value, name):
 # ---- linear, embedding, dropout, attention -------------------------------------------------
 
 
-def linear(input, weight, bias=None):
-    return flow._C.linear(input, weight, bias)
-
-
-def embedding(
-    input,
-    weight,
-    padding_idx=None,
-    max_norm=None,
-    norm_type=2.0,
-    scale_grad_by_freq=False,
-    sparse=False,
-):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq, sparse unsupported")
-    if padding_idx is not None:
-        num = weight.shape[0]
-        if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx {padding_idx} out of range for {num} rows")
-        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
-    return flow._C.embedding(input, weight, padding_idx=padding_idx)
-
-
-def dropout(input, p=0.5, training=True, inplace=False):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    return flow._C.dropout(input, p=p, training=training)
+# linear and bilinear in linear.py, the dropout family in dropout.py, embedding in sparse.py.
+from .dropout import *  # noqa: E402,F401,F403
+from .linear import *  # noqa: E402,F401,F403
 
 
 def scaled_dot_product_attention(
@@ -70,47 +44,7 @@ def scaled_dot_product_attention(
 # ---- normalisation -------------------------------------------------------------------------
 
 
-def _shape_list(normalized_shape):
-    if isinstance(normalized_shape, int):
-        return [normalized_shape]
-    return list(normalized_shape)
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    return flow._C.layer_norm(input, _shape_list(normalized_shape), weight, bias, eps)
-
-
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    return flow._C.group_norm(input, num_groups, weight, bias, eps)
-
-
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return flow._C.rms_norm(input, _shape_list(normalized_shape), weight, eps)
-
-
-def batch_norm(
-    input,
-    running_mean,
-    running_var,
-    weight=None,
-    bias=None,
-    training=False,
-    momentum=0.1,
-    eps=1e-5,
-):
-    if not training and (running_mean is None or running_var is None):
-        raise ValueError("batch_norm: running_mean and running_var are required in eval mode")
-    return flow._C.batch_norm(
-        input, running_mean, running_var, weight, bias, training, momentum, eps
-    )
-
-
-def normalize(input, p=2.0, dim=1, eps=1e-12):
-    if p == 2:
-        norm = (input * input).sum(dim, keepdim=True).sqrt()
-    else:
-        norm = (flow.abs(input) ** p).sum(dim, keepdim=True) ** (1.0 / p)
-    return input / flow.clamp(norm, min=eps)
+# batch_norm, layer_norm, group_norm, rms_norm, normalize... in normalization.py.
 
 
 # ---- convolution, pooling, padding, vision: conv.py, pooling.py, padding.py, vision.py -------

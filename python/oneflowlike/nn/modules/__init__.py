@@ -2,6 +2,7 @@
 
 from . import activation
 from . import attention
+from . import batchnorm
 from . import channelshuffle
 from . import container
 from . import conv
@@ -9,7 +10,9 @@ from . import distance
 from . import dropout
 from . import flatten
 from . import fold
+from . import instancenorm
 from . import lazy
+from . import lazy_conv
 from . import linear
 from . import loss
 from . import normalization
@@ -23,6 +26,7 @@ from . import upsampling
 
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
 from .channelshuffle import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
@@ -30,7 +34,9 @@ from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
+from .lazy_conv import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
@@ -47,6 +53,7 @@ __all__ = sorted(
     for m in (
         activation,
         attention,
+        batchnorm,
         channelshuffle,
         container,
         conv,
@@ -54,7 +61,9 @@ __all__ = sorted(
         dropout,
         flatten,
         fold,
+        instancenorm,
         lazy,
+        lazy_conv,
         linear,
         loss,
         normalization,

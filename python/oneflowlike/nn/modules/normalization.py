@@ -1,6 +1,7 @@
-"""LayerNorm, RMSNorm and batch normalisation."""
+"""LayerNorm, RMSNorm, GroupNorm and the local response norms (batch and instance norm are in
+batchnorm.py and instancenorm.py)."""
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]
+__all__ = ["CrossMapLRN2d", "GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
 
 import oneflowlike as flow
 
@@ -58,7 +59,7 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}"
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
@@ -96,18 +97,24 @@ class GroupNorm(Module):
     """PyTorch's nn.GroupNorm: the channels in `num_groups` groups, each normalized over its
     channels and positions, then an affine weight and bias per channel."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(
+        self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True
+    ):
         super().__init__()
         if num_groups <= 0 or num_channels % num_groups:
             raise ValueError(
-                f"[GroupNorm] num_groups {num_groups} does not divide num_channels {num_channels}"
+                f"GroupNorm: num_channels must be divisible by num_groups, got num_groups "
+                f"{num_groups} and num_channels {num_channels}"
             )
         self.num_groups, self.num_channels, self.eps, self.affine = (
             num_groups, num_channels, eps, affine,
         )  # fmt: skip
         if affine:
             self.weight = Parameter(_factory.empty(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(_factory.empty(num_channels, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(_factory.empty(num_channels, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -116,106 +123,76 @@ class GroupNorm(Module):
     def reset_parameters(self):
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
-class _BatchNorm(Module):
-    _expected_dims = ()
+class LocalResponseNorm(Module):
+    """Each element divided by (k + alpha * mean of squares over `size` neighbouring channels)
+    ** beta."""
 
-    def __init__(
-        self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        device=None,
-        dtype=None,
-    ):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_factory.empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(_factory.empty(num_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer(
-                "running_mean", _factory.zeros(num_features, dtype=dtype, device=device)
-            )
-            self.register_buffer(
-                "running_var", _factory.ones(num_features, dtype=dtype, device=device)
-            )
-            self.register_buffer("num_batches_tracked", flow.tensor(0, dtype=flow.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-        self.reset_parameters()
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            with flow.no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1)
-                self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input):
-        if input.dim() not in self._expected_dims:
-            raise ValueError(
-                f"{self._get_name()}: expected a {' or '.join(map(str, self._expected_dims))}D "
-                f"input, got {input.dim()}D input of shape {tuple(input.shape)}"
-            )
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            with flow.no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
-        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        track = not self.training or self.track_running_stats
-        return F.batch_norm(
-            input,
-            self.running_mean if track else None,
-            self.running_var if track else None,
-            self.weight,
-            self.bias,
-            use_batch_stats,
-            factor,
-            self.eps,
-        )
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
-        )
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-class BatchNorm1d(_BatchNorm):
-    """Input (N, C) or (N, C, L)."""
+class CrossMapLRN2d(Module):
+    """The legacy (Lua Torch) cross-channel LRN on 4-d input, with PyTorch's exact windows: the
+    forward sums squares over channels c-P+1..c+P-1 (P = (size-1)//2 + 1; from P on, channel 0
+    stays in the sum, as PyTorch's running update never subtracts it), and the gradient flows
+    through the window PyTorch's hand-written backward uses."""
 
-    _expected_dims = (2, 3)
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
+    def _windows(self, channels, dtype, device):
+        pre = int((self.size - 1) / 2 + 1)
+        forward = [[0.0] * channels for _ in range(channels)]
+        for c in range(channels):
+            for j in range(min(c + pre - 1, channels - 1) + 1):
+                if j == 0 or j > c - pre:
+                    forward[c][j] = 1.0
+        inverse = int(self.size - (self.size - 1) / 2)
+        backward = [[0.0] * channels for _ in range(channels)]
+        for c in range(channels):  # x[c] reaches scale[c - inverse .. c - inverse + size - 1]
+            for j in range(c - inverse, c - inverse + self.size):
+                if 0 <= j < channels:
+                    backward[j][c] = 1.0
+        as_tensor = lambda m: flow.tensor(m, dtype=dtype, device=device)  # noqa: E731
+        return as_tensor(forward), as_tensor(backward)
 
-class BatchNorm2d(_BatchNorm):
-    """Input (N, C, H, W)."""
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(
+                f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead "
+                f"(shape {tuple(input.shape)})."
+            )
+        channels = input.shape[1]
+        forward, backward = self._windows(channels, input.dtype, input.device)
+        squares = input * input
+        # scale = k + alpha / size * (window sum of squares), mixed over channels by a matrix.
+        mix = lambda m: flow.einsum("cj,njhw->nchw", m, squares)  # noqa: E731
+        coeff = self.alpha / self.size
+        value = mix(forward).detach() * coeff + self.k
+        surrogate = mix(backward) * coeff
+        scale = value + (surrogate - surrogate.detach())
+        return input * scale ** (-self.beta)
 
-    _expected_dims = (4,)
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
