@@ -109,6 +109,8 @@ CASES = [
     ("multilabel_margin_loss", [G(X), MULTILABEL], {}),
     ("multilabel_margin_loss", [G(X[1]), MULTILABEL[0]], {}),
     ("multi_margin_loss", [G(X), CLS], {}),
+    ("multi_margin_loss", [G(X[0]), np.array([2])], {"margin": 2.0}),
+    ("multilabel_margin_loss", [G(np.array(0.7)), np.array(0)], {}),
     ("multi_margin_loss", [G(X), CLS], {"p": 2, "margin": 0.7, "weight": W}),
     ("cosine_embedding_loss", [G(X), G(Y), SIGNS], {"margin": 0.2}),
     ("cosine_embedding_loss", [G(X[0]), G(Y[0]), np.array(-1.0)], {"margin": -0.5}),

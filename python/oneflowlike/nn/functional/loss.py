@@ -298,6 +298,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """sum over the listed targets j and the other classes i of max(0, 1 - x[j] + x[i]) / C;
     a row's target list ends at its first -1."""
     reduction = _reduction(reduction, size_average, reduce)
+    if input.ndim == 0 and target.ndim == 0:  # torch takes a scalar as one class
+        input, target = input.reshape(1), target.reshape(1)
     if input.ndim not in (1, 2) or _shape(target) != _shape(input):
         raise RuntimeError(
             f"[multilabel_margin_loss] inconsistent target size: {_shape(target)} for input of "
@@ -327,15 +329,16 @@ def multi_margin_loss(
     reduction = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError(f"[multi_margin_loss] only p == 1 and p == 2 supported, got {p}")
-    if (
-        input.ndim not in (1, 2)
-        or target.ndim != input.ndim - 1
-        or (input.ndim == 2 and target.shape[0] != input.shape[0])
-    ):
+    shape, tshape = _shape(input), _shape(target)
+    # A 0-d or 1-d input is one sample; its target has one element and gives the output shape.
+    single = input.ndim <= 1 and target.numel() == 1
+    if not single and (input.ndim != 2 or tshape != shape[:1]):
         raise RuntimeError(
-            f"[multi_margin_loss] inconsistent target size: {_shape(target)} for input of size: "
-            f"{_shape(input)}"
+            f"[multi_margin_loss] target should be 1-D with size equal to the number of input "
+            f"samples, got target {tshape} for input {shape}"
         )
+    if single:
+        input, target = input.reshape(1, -1), target.reshape(1)
     classes = input.shape[-1]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
         raise ValueError(
@@ -347,10 +350,10 @@ def multi_margin_loss(
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * weight.index_select(0, target.reshape(-1)).reshape(_shape(index))
-    own = index == flow.arange(classes, device=input.device)
+        z = z * weight.index_select(0, target).unsqueeze(-1)
+    own = index == flow.arange(classes).to(input.device)
     loss = flow.where(own, flow.zeros_like(z), z).sum(-1) / classes
-    return _reduce(loss, reduction)
+    return _reduce(loss.reshape(tshape) if single else loss, reduction)
 
 
 # ---- embeddings and ranking ------------------------------------------------------------------
