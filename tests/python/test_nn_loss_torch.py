@@ -195,8 +195,7 @@ def test_module_matches_torch(name, kwargs, inputs):
     ours = getattr(nn, name)(**{k: _convert(v, flow) for k, v in kwargs.items()})
     theirs = getattr(torch.nn, name)(**{k: _convert(v, torch) for k, v in kwargs.items()})
     assert list(ours.state_dict()) == list(theirs.state_dict())
-    if name != "TripletMarginWithDistanceLoss":  # its repr shows torch's PairwiseDistance
-        assert repr(ours) == repr(theirs)
+    assert repr(ours) == repr(theirs)
     compare(ours, theirs, inputs)
 
 

@@ -7,6 +7,7 @@ import warnings
 import oneflowlike as flow
 
 from .activation import logsigmoid
+from .distance import pairwise_distance
 
 __all__ = [
     "binary_cross_entropy",
@@ -405,18 +406,6 @@ def hinge_embedding_loss(
     return _reduce(loss, reduction)
 
 
-def _pairwise_distance(x1, x2, p=2.0, eps=1e-6):
-    """torch's pairwise_distance: the p-norm of x1 - x2 + eps over the last dimension."""
-    diff = x1 - x2 + eps
-    if p == math.inf:
-        return flow.abs(diff).amax(-1)
-    if p == 2:
-        return flow.sqrt((diff * diff).sum(-1))
-    if p == 1:
-        return flow.abs(diff).sum(-1)
-    return (flow.abs(diff) ** p).sum(-1) ** (1.0 / p)
-
-
 def _check_triplet(name, anchor, positive, negative):
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(
@@ -444,7 +433,7 @@ def triplet_margin_with_distance_loss(
         )
     reduction = _reduction(reduction)
     _check_triplet("triplet_margin_with_distance_loss", anchor, positive, negative)
-    distance = _pairwise_distance if distance_function is None else distance_function
+    distance = pairwise_distance if distance_function is None else distance_function
     dist_pos = distance(anchor, positive)
     dist_neg = distance(anchor, negative)
     if swap:
@@ -466,10 +455,10 @@ def triplet_margin_loss(
 ):
     reduction = _reduction(reduction, size_average, reduce)
     _check_triplet("triplet_margin_loss", anchor, positive, negative)
-    dist_pos = _pairwise_distance(anchor, positive, p, eps)
-    dist_neg = _pairwise_distance(anchor, negative, p, eps)
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        dist_neg = flow.minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+        dist_neg = flow.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce(flow.clamp(margin + dist_pos - dist_neg, min=0.0), reduction)
 
 

@@ -32,7 +32,7 @@ import warnings
 from .. import functional as F
 from ..functional.loss import _reduction
 from ..module import Module
-from . import distance as _distance
+from .distance import PairwiseDistance
 from .linear import Linear
 
 
@@ -331,10 +331,9 @@ class TripletMarginWithDistanceLoss(_Loss):
                 f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
                 f"{margin} instead"
             )
-        if distance_function is None and hasattr(_distance, "PairwiseDistance"):
-            distance_function = _distance.PairwiseDistance()
-        # None falls back to F.triplet_margin_with_distance_loss's own pairwise distance.
-        self.distance_function = distance_function
+        self.distance_function = (
+            PairwiseDistance() if distance_function is None else distance_function
+        )
         self.margin = margin
         self.swap = swap
 
