@@ -81,6 +81,32 @@ def _check_non_constant(input, pad, mode, value):
             raise RuntimeError(f"[pad] cannot replicate-pad the empty dimension {dim} of {shape}")
 
 
+def _pad_empty(input, pad, value):
+    """Constant padding of a tensor without elements: the result is all `value`."""
+    shape = list(input.shape)
+    for k in range(len(pad) // 2):
+        dim = input.ndim - 1 - k
+        shape[dim] += pad[2 * k] + pad[2 * k + 1]
+        if shape[dim] < 0:
+            raise RuntimeError(
+                f"[pad] crops dimension {dim} of {tuple(input.shape)} below 0 with {tuple(pad)}"
+            )
+    fill = 0.0 if value is None else value
+    out = flow.full(shape, fill, dtype=input.dtype, device=input.device)
+    # the empty input's (empty) gradient flows through a sum of nothing, which adds 0
+    return out + input.sum() if input.requires_grad else out
+
+
+def _pads_an_empty_dim(input, pad):
+    """What the constant-pad kernel refuses: growing a dimension of size 0."""
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        return False
+    return any(
+        input.shape[input.ndim - 1 - k] == 0 and pad[2 * k] + pad[2 * k + 1] > 0
+        for k in range(len(pad) // 2)
+    )
+
+
 def pad(input, pad, mode="constant", value=None):
     """PyTorch's F.pad: `pad` gives (before, after) amounts from the last dimension backwards;
     negative amounts crop. Modes: constant, reflect, replicate, circular."""
@@ -91,6 +117,8 @@ def pad(input, pad, mode="constant", value=None):
     except TypeError:
         raise TypeError(f"[pad] padding amounts must be ints, got {tuple(pad)}") from None
     if mode == "constant" or len(pad) % 2 or len(pad) // 2 > input.ndim:
+        if _pads_an_empty_dim(input, pad):
+            return _pad_empty(input, pad, value)
         return flow._C.pad(input, pad, "constant", value)  # its checks name the bad amounts
     _check_non_constant(input, pad, mode, value)
     out = input

@@ -358,7 +358,8 @@ def _lp_pool(fn, nd, input, norm_type, kernel_size, stride, ceil_mode):
     kernel = _ntuple(kernel_size, nd, "kernel_size", fn)
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = pool(input.pow(norm_type), kernel, stride, 0, ceil_mode)
-    return (flow.sign(out) * flow.relu(flow.abs(out))).mul(math.prod(kernel)).pow(1.0 / norm_type)
+    # PyTorch's sign(out) * relu(|out|): |out| is never negative, and a NaN must stay NaN
+    return (flow.sign(out) * flow.abs(out)).mul(math.prod(kernel)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -382,12 +383,11 @@ def _adaptive_ranges(size, out):
 
 
 def _adaptive_sizes(fn, x, nd, output_size):
-    sizes = _ntuple(output_size, nd, "output_size", fn) if output_size is not None else None
-    if isinstance(output_size, (list, tuple)) and None in output_size:
-        sizes = tuple(output_size) if len(output_size) == nd else sizes
-    if isinstance(output_size, (list, tuple)) and len(output_size) == 1 and nd > 1:
-        sizes = tuple(output_size) * nd
-    if sizes is None or len(sizes) != nd:
+    """output_size as nd sizes, None entries taking the input's size."""
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(sizes) == 1:
+        sizes = tuple(sizes) * nd
+    if len(sizes) != nd or not all(s is None or isinstance(s, int) for s in sizes):
         raise ValueError(f"[{fn}] output_size must be an int or {nd} ints, got {output_size!r}")
     sizes = [x.shape[2 + i] if s is None else s for i, s in enumerate(sizes)]
     if any(s < 0 for s in sizes) or any(v == 0 for v in x.shape[2:]):
@@ -506,6 +506,10 @@ def _fractional(fn, nd, input, kernel_size, output_size, output_ratio, return_in
     n, c = x.shape[0], x.shape[1]
     if samples is None:
         samples = flow.rand(n, c, nd, dtype=x.dtype, device=x.device)
+    if samples.ndim == 3 and samples.shape[0] > n and tuple(samples.shape[1:]) == (c, nd):
+        samples = samples[
+            :n
+        ]  # PyTorch reads the first planes' samples, e.g. for an unbatched input
     if tuple(samples.shape) != (n, c, nd):
         raise RuntimeError(
             f"[{fn}] _random_samples of shape {tuple(samples.shape)} should be {(n, c, nd)} for "

@@ -348,8 +348,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             f"[grid_sample] expected grid of shape (N, *out, {nd}) with N = {input.shape[0]} "
             f"for input {list(input.shape)}, but got grid {list(grid.shape)}"
         )
-    if mode == "bicubic" and nd != 2:
-        raise RuntimeError("[grid_sample] bicubic interpolation only supports 4D input")
     align_corners = bool(align_corners)
     sampler = _Sampler(input)
     spatial = sampler.spatial
@@ -376,25 +374,25 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 def _bicubic(sampler, coords, padding_mode, align_corners):
-    (y, x), (h, w) = coords, sampler.spatial
-    y0, x0 = flow.floor(y), flow.floor(x)
-    wy, wx = _cubic_weights(y - y0), _cubic_weights(x - x0)
-    y0, x0 = y0.to(flow.int64), x0.to(flow.int64)
+    """Cubic convolution over the 4 ** nd taps around each point (bicubic, and tricubic for 5-d
+    input), each tap moved by the padding mode on its own as ATen's get_value_bounded does."""
+    dtype = coords[0].dtype
+    lows = [flow.floor(x) for x in coords]
+    weights = [_cubic_weights(x - low) for x, low in zip(coords, lows)]
+    lows = [low.to(flow.int64) for low in lows]
 
     def tap(pos, size):
-        # each tap is moved by the padding mode on its own, as ATen's get_value_bounded does
         if padding_mode == "zeros":
             return pos
-        moved = _apply_padding(pos.to(x.dtype), size, padding_mode, align_corners)
-        return moved.to(flow.int64)
+        return _apply_padding(pos.to(dtype), size, padding_mode, align_corners).to(flow.int64)
 
+    taps = [[tap(low - 1 + i, size) for i in range(4)] for low, size in zip(lows, sampler.spatial)]
     out = None
-    for i in range(4):
-        row = None
-        yi = tap(y0 - 1 + i, h)
-        for j in range(4):
-            term = sampler.read([yi, tap(x0 - 1 + j, w)]) * wx[j].unsqueeze(1)
-            row = term if row is None else row + term
-        term = row * wy[i].unsqueeze(1)
+    for flat in range(4 ** len(coords)):
+        digits = [(flat // 4 ** (len(coords) - 1 - d)) % 4 for d in range(len(coords))]
+        weight = None
+        for d, i in enumerate(digits):
+            weight = weights[d][i] if weight is None else weight * weights[d][i]
+        term = sampler.read([taps[d][i] for d, i in enumerate(digits)]) * weight.unsqueeze(1)
         out = term if out is None else out + term
     return out
