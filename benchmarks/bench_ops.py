@@ -67,6 +67,15 @@ def make_cases(quick, device="cpu"):
         qkv = tuple(arr(8, 12, 1024, 64) for _ in range(3))
         cases.append(("causal attention 8x12x1024x64 bf16", qkv, "attention"))
         cases.append(("causal attention 8x12x1024x64 bf16, fwd+bwd", qkv, "attention_backward"))
+    # torch.nn's heavy modules, forward and backward (the weights' gradients) per call.
+    cases.append(("LSTM 2 layers h256, seq 64 x batch 32, fwd+bwd", (arr(64, 32, 256),), "lstm"))
+    cases.append(("Conv1d 64->128 k5, 32x64x512, fwd+bwd", (arr(32, 64, 512),), "conv1d"))
+    cases.append(
+        ("ConvTranspose2d 64->32 k4 s2, 16x64x32x32, fwd+bwd", (arr(16, 64, 32, 32),), "deconv")
+    )
+    cases.append(
+        ("TransformerEncoderLayer d256 h8 ff1024, 16x128, fwd+bwd", (arr(16, 128, 256),), "encoder")
+    )
     cases.append(("dispatch: add of 100 floats", (arr(100), arr(100)), "add"))
     # Through the generic op binding (arguments parsed by the op's signature).
     cases.append(("dispatch: x.add(y, alpha=2), 100", (arr(100), arr(100)), "add_method"))
@@ -104,6 +113,20 @@ def ops_for(lib, device="cpu"):
     def convert(a):
         return mod.from_numpy(a).to(device)
 
+    modules = {}  # each built once, on its case's first call
+
+    def trained(kind, make):
+        def step(x):
+            if kind not in modules:
+                mod.manual_seed(0)
+                modules[kind] = make().to(device)
+            out = modules[kind](x)
+            (out[0] if isinstance(out, tuple) else out).sum().backward()
+
+        return step
+
+    nn = mod.nn
+
     return convert, {
         "matmul": lambda x, y: x @ y,
         "add": lambda x, y: x + y,
@@ -119,6 +142,13 @@ def ops_for(lib, device="cpu"):
         "backward": backward,
         "attention": attention,
         "attention_backward": attention_backward,
+        "lstm": trained("lstm", lambda: nn.LSTM(256, 256, num_layers=2)),
+        "conv1d": trained("conv1d", lambda: nn.Conv1d(64, 128, 5, padding=2)),
+        "deconv": trained("deconv", lambda: nn.ConvTranspose2d(64, 32, 4, 2, 1)),
+        "encoder": trained(
+            "encoder",
+            lambda: nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0, batch_first=True),
+        ),
     }
 
 
