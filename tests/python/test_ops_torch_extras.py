@@ -151,8 +151,6 @@ def test_pad_matches_pytorch_with_gradients(amounts, value):
 
 
 def test_pad_refuses_what_it_cannot_do_naming_it():
-    with pytest.raises(RuntimeError, match=r"\[pad\] mode 'reflect' is not implemented"):
-        flow.nn.functional.pad(flow.zeros(2, 3), (1, 1), mode="reflect")
     with pytest.raises(RuntimeError, match=r"\[pad\] expects an even number of amounts"):
         flow.nn.functional.pad(flow.zeros(2, 3), (1, 1, 1))
     with pytest.raises(RuntimeError, match=r"\[pad\] crops dimension 1 of \(2, 3\) below 0"):
