@@ -2,6 +2,7 @@
 
 import oneflowlike as flow
 
+from ._args import check_betas, check_nonnegative
 from .optimizer import Optimizer, _no_differentiable
 
 __all__ = ["Adamax"]
@@ -24,16 +25,9 @@ class Adamax(Optimizer):
         differentiable=False,
         capturable=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative(lr=lr, eps=eps)
+        check_betas(betas)
+        check_nonnegative(weight_decay=weight_decay)
         _no_differentiable("Adamax", differentiable)
         defaults = dict(
             lr=lr,

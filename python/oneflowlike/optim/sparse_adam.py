@@ -4,6 +4,7 @@ import math
 
 import oneflowlike as flow
 
+from ._args import check_betas
 from .optimizer import Optimizer
 
 __all__ = ["SparseAdam"]
@@ -29,10 +30,7 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        check_betas(betas)
         defaults = dict(lr=lr, betas=betas, eps=eps, maximize=maximize)
         super().__init__(params, defaults)
 
