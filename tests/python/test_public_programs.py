@@ -51,11 +51,19 @@ def load_program(file, names, framework, **globals_):
                     ns[a.asname or a.name] = value
         except ImportError:
             continue
-    body = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))]
-    body = [n for n in body if n.name in names]
-    assert {n.name for n in body} == set(names), f"{file} lacks {set(names)}"
+    body = [n for n in tree.body if _defines(n) in names]
+    assert {_defines(n) for n in body} == set(names), f"{file} lacks {set(names)}"
     exec(compile(ast.Module(body=body, type_ignores=[]), str(HERE / file), "exec"), ns)
     return ns
+
+
+def _defines(node):
+    """The name a top-level class, function or single-name assignment (a config table) binds."""
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+        return node.name
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return getattr(node.targets[0], "id", None)
+    return None
 
 
 def _to_flow(value):
@@ -63,6 +71,8 @@ def _to_flow(value):
         return flow.tensor(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_to_flow(v) for v in value)
+    if isinstance(value, types.SimpleNamespace):  # a batch object (SNLI's torchtext batch)
+        return types.SimpleNamespace(**{k: _to_flow(v) for k, v in vars(value).items()})
     return value
 
 
@@ -71,6 +81,8 @@ def _to_torch(value):
         return torch.tensor(value)
     if isinstance(value, (tuple, list)):
         return type(value)(_to_torch(v) for v in value)
+    if isinstance(value, types.SimpleNamespace):
+        return types.SimpleNamespace(**{k: _to_torch(v) for k, v in vars(value).items()})
     return value
 
 
@@ -94,15 +106,17 @@ def _close(ours, theirs, what, rtol=1e-7, atol=1e-9):
 
 class Program:
     """One program: which names to load, how to build its model and its data, its loss and its
-    optimizer (as the program writes them)."""
+    optimizer (as the program writes them). `clip`: the max norm of the program's
+    clip_grad_norm_ before each step; `prepare(ns)`: adjusts the loaded namespace."""
 
-    def __init__(self, file, names, build, data, loss, optimizer, steps=2, globals_=None):
+    def __init__(self, file, names, build, data, loss, optimizer, steps=2, globals_=None, **kw):
         self.file, self.names, self.build, self.data = file, names, build, data
         self.loss, self.optimizer, self.steps = loss, optimizer, steps
         self.globals = globals_ or {}
+        self.clip, self.prepare, self.id = kw.get("clip"), kw.get("prepare"), kw.get("id")
 
     def __repr__(self):
-        return self.file[:-3]
+        return self.id or self.file[:-3]
 
 
 def _nll(ns, out, target):
@@ -137,22 +151,26 @@ def _lm_loss(ns, out, target):
     return ns["torch"].nn.NLLLoss()(log_probs, target)
 
 
-def _adadelta_step_lr(ns, params):
-    opt = ns["torch"].optim.Adadelta(params, lr=1.0)
+def _adadelta_step_lr(ns, model):
+    opt = ns["torch"].optim.Adadelta(model.parameters(), lr=1.0)
     return opt, ns["StepLR"](opt, step_size=1, gamma=0.7)
 
 
 def _adam(lr, **kw):
-    return lambda ns, params: (ns["torch"].optim.Adam(params, lr=lr, **kw), None)
+    return lambda ns, model: (ns["torch"].optim.Adam(model.parameters(), lr=lr, **kw), None)
 
 
-def _resnet_sgd(ns, params):
-    opt = ns["torch"].optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=5e-4)
+def _resnet_sgd(ns, model):
+    opt = ns["torch"].optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     return opt, ns["torch"].optim.lr_scheduler.CosineAnnealingLR(opt, T_max=200)
 
 
-def _lbfgs(ns, params):
-    return ns["torch"].optim.LBFGS(params, lr=0.8), None
+def _sgd(lr):
+    return lambda ns, model: (ns["torch"].optim.SGD(model.parameters(), lr=lr), None)
+
+
+def _lbfgs(ns, model):
+    return ns["torch"].optim.LBFGS(model.parameters(), lr=0.8), None
 
 
 def _rng():
@@ -164,7 +182,7 @@ def _gan_data():
     return (r.standard_normal((2, 8, 1, 1)),), np.ones(2)
 
 
-def _vae_translator_masks():
+def _translator_data():
     r = _rng()
     src = r.integers(2, 12, (5, 2))
     tgt = r.integers(2, 12, (4, 2))
@@ -174,6 +192,103 @@ def _vae_translator_masks():
     src_pad[1, 4] = True
     tgt_pad = np.zeros((2, 4), dtype=bool)
     return (src, tgt, src_mask, tgt_mask, src_pad, tgt_pad, src_pad), r.integers(2, 12, (4, 2))
+
+
+class _SameDraws:
+    """The program's `torch` module, except that `randn_like` draws from numpy: the VAE's
+    reparameterization noise is then the same on both sides."""
+
+    def __init__(self, module):
+        self._module, self._rng = module, np.random.default_rng(1)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def randn_like(self, t):
+        draw = self._rng.standard_normal(tuple(t.shape))
+        return self._module.tensor(draw, dtype=t.dtype)
+
+
+def _same_draws(ns):
+    ns["torch"] = _SameDraws(ns["torch"])
+
+
+def _vae_data():
+    return (_rng().uniform(size=(3, 1, 28, 28)),), _rng().uniform(size=(3, 1, 28, 28))
+
+
+def _gpt_data(vocab=16, block=6):
+    r = _rng()
+    targets = r.integers(0, vocab, (2, block))
+    targets[1, -1] = -1  # the programs' cross_entropy ignores -1
+    return (r.integers(0, vocab, (2, block)), targets), None
+
+
+def _program_loss(ns, out, target):
+    logits, loss = out
+    return loss
+
+
+def _nanogpt_adamw(ns, model):
+    # train.py's settings: weight_decay=1e-1, betas=(0.9, 0.95); groups by parameter rank
+    return model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu"), None
+
+
+def _mingpt_adamw(ns, model):
+    # trainer.py's defaults; groups by module type (Linear weights decay, LayerNorm/Embedding not)
+    config = types.SimpleNamespace(learning_rate=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    return model.configure_optimizers(config), None
+
+
+def _mingpt_config():
+    return types.SimpleNamespace(
+        model_type=None,
+        n_layer=2,
+        n_head=2,
+        n_embd=8,
+        vocab_size=16,
+        block_size=8,
+        embd_pdrop=0.0,
+        resid_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
+
+
+def _graph_data():
+    r = _rng()
+    adj = (r.uniform(size=(6, 6)) < 0.4).astype(np.float64)
+    adj = np.maximum(adj, adj.T) + np.eye(6)
+    mask = np.array([True, True, False, True, True, False])
+    return (r.standard_normal((6, 5)), adj), (r.integers(0, 3, (6,)), mask)
+
+
+def _masked_nll(ns, out, target):
+    labels, mask = target
+    return ns["torch"].nn.NLLLoss()(out[mask], labels[mask])
+
+
+def _snli_config():
+    return types.SimpleNamespace(
+        n_embed=20,
+        d_embed=6,
+        d_proj=5,
+        projection=True,
+        d_hidden=4,
+        n_layers=2,
+        n_cells=4,
+        birnn=True,
+        dp_ratio=0.0,
+        fix_emb=False,
+        d_out=3,
+    )
+
+
+def _snli_data():
+    r = _rng()
+    batch = types.SimpleNamespace(
+        premise=r.integers(0, 20, (5, 3)), hypothesis=r.integers(0, 20, (4, 3))
+    )
+    return (batch,), np.array([0, 2, 1])
 
 
 PROGRAMS = [
@@ -207,7 +322,7 @@ PROGRAMS = [
         lambda ns: ns["RNNModel"]("LSTM", 20, 8, 8, 2, dropout=0.0, tie_weights=True),
         lambda: ((_rng().integers(0, 20, (5, 2)), None), _rng().integers(0, 20, (10,))),
         _lm_loss,
-        lambda ns, params: (ns["torch"].optim.SGD(params, lr=20.0), None),
+        _sgd(20.0),
     ),
     Program(
         "word_language_model.py",
@@ -215,7 +330,7 @@ PROGRAMS = [
         lambda ns: ns["RNNModel"]("GRU", 20, 8, 8, 2, dropout=0.0),
         lambda: ((_rng().integers(0, 20, (5, 2)), None), _rng().integers(0, 20, (10,))),
         _lm_loss,
-        lambda ns, params: (ns["torch"].optim.SGD(params, lr=20.0), None),
+        _sgd(20.0),
     ),
     Program(
         "word_language_model.py",
@@ -255,7 +370,7 @@ PROGRAMS = [
         "language_translation_model.py",
         ["PositionalEncoding", "Translator"],
         lambda ns: ns["Translator"](2, 2, 8, 2, 12, 12, 16, 0.0),
-        _vae_translator_masks,
+        _translator_data,
         _translator_loss,
         _adam(1e-4, betas=(0.9, 0.98), eps=1e-9),
     ),
@@ -268,11 +383,87 @@ PROGRAMS = [
         _resnet_sgd,
         steps=1,
     ),
+    Program(
+        "vae_main.py",
+        ["VAE", "loss_function"],
+        lambda ns: ns["VAE"](),
+        _vae_data,
+        _vae_loss,
+        _adam(1e-3),
+        prepare=_same_draws,
+    ),
+    Program(
+        "nanogpt_model.py",
+        ["LayerNorm", "CausalSelfAttention", "MLP", "Block", "GPTConfig", "GPT"],
+        lambda ns: ns["GPT"](
+            ns["GPTConfig"](block_size=8, vocab_size=16, n_layer=2, n_head=2, n_embd=8)
+        ),
+        _gpt_data,
+        _program_loss,
+        _nanogpt_adamw,
+        clip=0.1,  # train.py clips at 1.0; these tiny models' norms are near 1: make it act
+    ),
+    Program(
+        "nanogpt_model.py",
+        ["LayerNorm", "CausalSelfAttention", "MLP", "Block", "GPTConfig", "GPT"],
+        lambda ns: ns["GPT"](
+            ns["GPTConfig"](block_size=8, vocab_size=16, n_layer=1, n_head=2, n_embd=8, bias=False)
+        ),
+        _gpt_data,
+        _program_loss,
+        _nanogpt_adamw,
+        id="nanogpt_model_no_bias",
+    ),
+    Program(
+        "mingpt_model.py",
+        ["NewGELU", "CausalSelfAttention", "Block", "GPT"],
+        lambda ns: ns["GPT"](_mingpt_config()),
+        _gpt_data,
+        _program_loss,
+        _mingpt_adamw,
+        clip=0.1,  # trainer.py's grad_norm_clip is 1.0
+    ),
+    Program(
+        "gat_main.py",
+        ["GraphAttentionLayer", "GAT"],
+        lambda ns: ns["GAT"](5, 8, 2, 3, concat=False, dropout=0.0),
+        _graph_data,
+        _masked_nll,
+        _adam(0.005, weight_decay=5e-4),
+    ),
+    Program(
+        "gat_main.py",
+        ["GraphAttentionLayer", "GAT"],
+        lambda ns: ns["GAT"](5, 8, 2, 3, concat=True, dropout=0.0),
+        _graph_data,
+        _masked_nll,
+        _adam(0.005, weight_decay=5e-4),
+        id="gat_main_concat",
+    ),
+    Program(
+        "snli_model.py",
+        ["Bottle", "Linear", "Encoder", "SNLIClassifier"],
+        lambda ns: ns["SNLIClassifier"](_snli_config()),
+        _snli_data,
+        _cross_entropy,
+        _adam(1e-3),
+    ),
+    Program(
+        "pytorch_cifar_shufflenetv2.py",
+        ["ShuffleBlock", "SplitBlock", "BasicBlock", "DownBlock", "ShuffleNetV2", "configs"],
+        lambda ns: ns["ShuffleNetV2"](net_size=0.5),
+        lambda: ((_rng().standard_normal((2, 3, 32, 32)),), np.array([3, 7])),
+        _cross_entropy,
+        _resnet_sgd,
+        steps=1,
+    ),
 ]
 
 
 def _model(program, framework, state=None):
     ns = load_program(program.file, program.names, framework, **program.globals)
+    if program.prepare is not None:
+        program.prepare(ns)
     if framework == "torch":
         torch.manual_seed(0)
     model = program.build(ns).double()
@@ -302,8 +493,8 @@ def test_public_program_matches_pytorch(program):
     inputs, target = program.data()
     tparams, fparams = list(tmodel.parameters()), list(fmodel.parameters())
     tnames = [n for n, _ in tmodel.named_parameters()]
-    topt, tsched = program.optimizer(tns, tparams)
-    fopt, fsched = program.optimizer(fns, fparams)
+    topt, tsched = program.optimizer(tns, tmodel)
+    fopt, fsched = program.optimizer(fns, fmodel)
     for step in range(program.steps):
         # Both sides in float64: the inputs' floats as doubles, integer labels as int64.
         tout, tloss = _run_step(program, tns, tmodel, inputs, target, _to_torch)
@@ -333,6 +524,10 @@ def test_public_program_matches_pytorch(program):
                 assert (a.grad is None) == (b.grad is None), f"step {step}: {name}'s grad"
                 if b.grad is not None:
                     _close(a.grad, b.grad, f"step {step}: {name}'s gradient", rtol=1e-6)
+            if program.clip is not None:
+                tnorm = tns["torch"].nn.utils.clip_grad_norm_(tmodel.parameters(), program.clip)
+                fnorm = fns["torch"].nn.utils.clip_grad_norm_(fmodel.parameters(), program.clip)
+                _close(fnorm, tnorm, f"step {step}: clip_grad_norm_'s total norm")
             topt.step()
             fopt.step()
         if tsched is not None:
@@ -340,3 +535,18 @@ def test_public_program_matches_pytorch(program):
             fsched.step()
         for name, a, b in zip(tnames, fparams, tparams):
             _close(a, b, f"after step {step}: {name}", rtol=1e-6)
+
+
+def test_clip_grad_norm_keeps_float64():
+    # the total norm (and the clip coefficient) had been summed in float32 for float64 gradients
+    g = np.random.default_rng(0).standard_normal((3, 7)) / 3.0
+    ps = [flow.tensor(g, requires_grad=True), torch.tensor(g, requires_grad=True)]
+    for p in ps:
+        p.grad = p.detach() * 1.0
+    ours = flow.nn.utils.clip_grad_norm_([ps[0]], 0.1)
+    theirs = torch.nn.utils.clip_grad_norm_([ps[1]], 0.1)
+    assert ours.dtype == flow.float64
+    _close(ours, theirs, "total norm", rtol=1e-15)
+    _close(ps[0].grad, ps[1].grad, "clipped gradient", rtol=1e-15)
+    inf = flow.nn.utils.clip_grad_norm_([ps[0]], 0.1, norm_type="inf")
+    _close(inf, torch.nn.utils.clip_grad_norm_([ps[1]], 0.1, norm_type="inf"), "inf-norm", 1e-15)

@@ -23,14 +23,16 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if not grads:
         return flow.tensor(0.0)
     norm_type = float(norm_type)
+    # float64 gradients keep float64 (torch's norm has the gradients' dtype); others sum in float32
+    acc = flow.float64 if any(g.dtype == flow.float64 for g in grads) else flow.float32
     with flow.no_grad():
         if math.isinf(norm_type):
-            norms = [flow.abs(g.float()).max() for g in grads]
+            norms = [flow.abs(g.to(acc)).max() for g in grads]
             total = norms[0]
             for norm in norms[1:]:
                 total = flow.maximum(total, norm)
         else:
-            total = sum((flow.abs(g.float()) ** norm_type).sum() for g in grads)
+            total = sum((flow.abs(g.to(acc)) ** norm_type).sum() for g in grads)
             total = total ** (1.0 / norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
             raise RuntimeError(
