@@ -3,6 +3,7 @@ and squared updates."""
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from .optimizer import Optimizer, _no_differentiable
 
 __all__ = ["Adadelta"]
@@ -25,14 +26,10 @@ class Adadelta(Optimizer):
         maximize=False,
         differentiable=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative(eps=eps, weight_decay=weight_decay)
         _no_differentiable("Adadelta", differentiable)
         defaults = dict(
             lr=lr,

@@ -3,6 +3,7 @@ gradients."""
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from .optimizer import Optimizer, _no_differentiable
 
 __all__ = ["Adagrad"]
@@ -26,18 +27,13 @@ class Adagrad(Optimizer):
         differentiable=False,
         fused=None,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(
-                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
-            )
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_nonnegative(
+            lr=lr,
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            eps=eps,
+        )
         _no_differentiable("Adagrad", differentiable)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

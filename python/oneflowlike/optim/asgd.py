@@ -3,6 +3,7 @@ the iterates (state 'ax')."""
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from ._scalars import f32
 from .optimizer import Optimizer, _no_differentiable, _to_float
 
@@ -29,14 +30,7 @@ class ASGD(Optimizer):
         differentiable=False,
         capturable=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lambd:
-            raise ValueError(f"Invalid lambd value: {lambd}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative(lr=lr, lambd=lambd, alpha=alpha, weight_decay=weight_decay)
         _no_differentiable("ASGD", differentiable)
         defaults = dict(
             lr=lr,

@@ -3,6 +3,7 @@
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from .optimizer import Optimizer, _to_float
 
 __all__ = ["LBFGS"]
@@ -131,8 +132,7 @@ class LBFGS(Optimizer):
         *,
         maximize=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn not in (None, "strong_wolfe"):

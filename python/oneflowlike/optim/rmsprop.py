@@ -3,6 +3,7 @@ with momentum."""
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from .optimizer import Optimizer, _no_differentiable
 
 __all__ = ["RMSprop"]
@@ -26,16 +27,7 @@ class RMSprop(Optimizer):
         maximize=False,
         differentiable=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         _no_differentiable("RMSprop", differentiable)
         defaults = dict(
             lr=lr,

@@ -3,6 +3,7 @@ agreement of successive gradients."""
 
 import oneflowlike as flow
 
+from ._args import check_nonnegative
 from .optimizer import Optimizer, _no_differentiable, _to_float
 
 __all__ = ["Rprop"]
@@ -25,8 +26,7 @@ class Rprop(Optimizer):
         maximize=False,
         differentiable=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         _no_differentiable("Rprop", differentiable)
