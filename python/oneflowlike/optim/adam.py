@@ -5,6 +5,7 @@ import math
 import oneflowlike as flow
 from oneflowlike import _C
 
+from ._args import check_betas, check_nonnegative
 from .optimizer import Optimizer, _no_differentiable
 
 
@@ -26,18 +27,6 @@ def _master(group, param):
     (the master weight) with float32 moments, and the parameter is that copy rounded, as mixed-
     precision training holds them (2 + 2 + 4 + 4 + 4 = 16 bytes a parameter with its gradient)."""
     return group["master_weights"] and param.dtype in (flow.float16, flow.bfloat16)
-
-
-def _check(lr, betas, eps, weight_decay):
-    if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    for i, beta in enumerate(betas):
-        if not 0.0 <= beta < 1.0:
-            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
-    if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):
@@ -67,7 +56,9 @@ class Adam(Optimizer):
         do_bias_correction=True,
         master_weights=False,
     ):
-        _check(lr, betas, eps, weight_decay)
+        check_nonnegative(lr=lr, eps=eps)
+        check_betas(betas)
+        check_nonnegative(weight_decay=weight_decay)
         _no_differentiable(type(self).__name__, differentiable)
         defaults = dict(
             lr=lr,
