@@ -291,6 +291,26 @@ def _snli_data():
     return (batch,), np.array([0, 2, 1])
 
 
+def _makemore(cls, *args):
+    def build(ns):
+        config = ns["ModelConfig"](block_size=6, vocab_size=16, n_layer=1, n_embd=8, n_embd2=8)
+        return ns[cls](config, *args)
+
+    return build
+
+
+def _makemore_adamw(ns, model):
+    # makemore.py's optimizer with its default learning rate and weight decay
+    opt = ns["torch"].optim.AdamW(
+        model.parameters(), lr=5e-4, weight_decay=0.01, betas=(0.9, 0.99), eps=1e-8
+    )
+    return opt, None
+
+
+# makemore's MLP (torch.roll) and BoW (a float32 torch.zeros beside float64 activations) are left out
+_MAKEMORE = ["ModelConfig", "RNNCell", "GRUCell", "RNN", "Bigram"]
+
+
 PROGRAMS = [
     Program(
         "mnist_main.py",
@@ -457,6 +477,22 @@ PROGRAMS = [
         _resnet_sgd,
         steps=1,
     ),
+    *[
+        Program(
+            "makemore.py",
+            _MAKEMORE,
+            _makemore(cls, *args),
+            _gpt_data,
+            _program_loss,
+            _makemore_adamw,
+            id=f"makemore_{name}",
+        )
+        for name, cls, args in [
+            ("rnn", "RNN", ("rnn",)),
+            ("gru", "RNN", ("gru",)),
+            ("bigram", "Bigram", ()),
+        ]
+    ],
 ]
 
 
