@@ -117,6 +117,18 @@ def _to_float(value):
     return value
 
 
+def _weight_decay(group, param, grad, lr=None):
+    """The group's weight decay: torch's L2 term, grad + weight_decay * param (the gradient
+    returned), or, where the group has decoupled_weight_decay, param *= 1 - lr * weight_decay."""
+    weight_decay = group["weight_decay"]
+    if weight_decay == 0:
+        return grad
+    if group.get("decoupled_weight_decay"):
+        param.mul_(1 - lr * weight_decay)
+        return grad
+    return grad + param * weight_decay
+
+
 def _no_differentiable(name, differentiable):
     if differentiable:
         raise NotImplementedError(

@@ -6,7 +6,7 @@ import math
 import oneflowlike as flow
 
 from ._args import check_betas, check_nonnegative
-from .optimizer import Optimizer, _no_differentiable
+from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["RAdam"]
 
@@ -69,12 +69,7 @@ class RAdam(Optimizer):
     def _update(self, group, param, grad, state, scalars):
         lr, plain, adaptive = scalars
         beta1, beta2 = group["betas"]
-        weight_decay = group["weight_decay"]
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + param * weight_decay
+        grad = _weight_decay(group, param, grad, lr)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
