@@ -4,7 +4,7 @@ and squared updates."""
 import oneflowlike as flow
 
 from ._args import check_nonnegative
-from .optimizer import Optimizer, _no_differentiable
+from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["Adadelta"]
 
@@ -57,9 +57,8 @@ class Adadelta(Optimizer):
 
     def _update(self, group, param, grad, state, scalars):
         (lr,) = scalars
-        rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
-        if weight_decay != 0:
-            grad = grad + param * weight_decay
+        rho, eps = group["rho"], group["eps"]
+        grad = _weight_decay(group, param, grad)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
         delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad

@@ -4,7 +4,7 @@ gradients."""
 import oneflowlike as flow
 
 from ._args import check_nonnegative
-from .optimizer import Optimizer, _no_differentiable
+from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["Adagrad"]
 
@@ -65,8 +65,7 @@ class Adagrad(Optimizer):
 
     def _update(self, group, param, grad, state, scalars):
         (clr,) = scalars
-        if group["weight_decay"] != 0:
-            grad = grad + param * group["weight_decay"]
+        grad = _weight_decay(group, param, grad)
         state_sum = state["sum"]
         state_sum.addcmul_(grad, grad, value=1)
         param.sub_(grad / (state_sum.sqrt() + group["eps"]) * clr)

@@ -3,7 +3,7 @@
 import oneflowlike as flow
 
 from ._args import check_betas, check_nonnegative
-from .optimizer import Optimizer, _no_differentiable
+from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["Adamax"]
 
@@ -52,8 +52,7 @@ class Adamax(Optimizer):
     def _update(self, group, param, grad, state, scalars):
         (clr,) = scalars
         beta1, beta2 = group["betas"]
-        if group["weight_decay"] != 0:
-            grad = grad + param * group["weight_decay"]
+        grad = _weight_decay(group, param, grad)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_inf.copy_(flow.maximum(exp_inf * beta2, grad.abs() + group["eps"]))

@@ -5,7 +5,7 @@ import oneflowlike as flow
 
 from ._args import check_nonnegative
 from ._scalars import f32
-from .optimizer import Optimizer, _no_differentiable, _to_float
+from .optimizer import Optimizer, _no_differentiable, _to_float, _weight_decay
 
 __all__ = ["ASGD"]
 
@@ -64,8 +64,7 @@ class ASGD(Optimizer):
 
     def _update(self, group, param, grad, state, scalars):
         eta, mu = scalars
-        if group["weight_decay"] != 0:
-            grad = grad + param * group["weight_decay"]
+        grad = _weight_decay(group, param, grad)
         param.mul_(1 - group["lambd"] * eta)
         param.sub_(grad * eta)
         ax = state["ax"]

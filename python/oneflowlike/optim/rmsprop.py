@@ -4,7 +4,7 @@ with momentum."""
 import oneflowlike as flow
 
 from ._args import check_nonnegative
-from .optimizer import Optimizer, _no_differentiable
+from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["RMSprop"]
 
@@ -59,8 +59,7 @@ class RMSprop(Optimizer):
     def _update(self, group, param, grad, state, scalars):
         (lr,) = scalars
         alpha = group["alpha"]
-        if group["weight_decay"] != 0:
-            grad = grad + param * group["weight_decay"]
+        grad = _weight_decay(group, param, grad)
         square_avg = state["square_avg"]
         square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         if group["centered"]:

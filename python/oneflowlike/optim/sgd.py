@@ -2,7 +2,7 @@
 
 import oneflowlike as flow
 
-from .optimizer import Optimizer, _no_differentiable, required
+from .optimizer import Optimizer, _no_differentiable, _weight_decay, required
 
 
 class SGD(Optimizer):
@@ -64,9 +64,8 @@ class SGD(Optimizer):
 
     def _update(self, group, param, grad, state, scalars):
         lr, decay, coefficient = scalars
-        momentum, weight_decay = group["momentum"], group["weight_decay"]
-        if weight_decay != 0:
-            grad = grad + param * weight_decay
+        momentum = group["momentum"]
+        grad = _weight_decay(group, param, grad)
         if momentum != 0:
             buf = state["momentum_buffer"]
             buf.mul_(decay)
