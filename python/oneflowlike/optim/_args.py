@@ -17,3 +17,10 @@ def check_betas(betas):
     for i in (0, 1):
         if not 0.0 <= betas[i] < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
+def check_adam_args(lr, betas, eps, weight_decay):
+    """The checks of the Adam family (Adam, AdamW, Adamax, NAdam, RAdam), in torch's order."""
+    check_nonnegative(lr=lr, eps=eps)
+    check_betas(betas)
+    check_nonnegative(weight_decay=weight_decay)

@@ -5,7 +5,7 @@ import math
 import oneflowlike as flow
 from oneflowlike import _C
 
-from ._args import check_betas, check_nonnegative
+from ._args import check_adam_args
 from .optimizer import Optimizer, _no_differentiable
 
 
@@ -56,9 +56,7 @@ class Adam(Optimizer):
         do_bias_correction=True,
         master_weights=False,
     ):
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         _no_differentiable(type(self).__name__, differentiable)
         defaults = dict(
             lr=lr,

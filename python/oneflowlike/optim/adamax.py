@@ -2,7 +2,7 @@
 
 import oneflowlike as flow
 
-from ._args import check_betas, check_nonnegative
+from ._args import check_adam_args
 from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["Adamax"]
@@ -25,9 +25,7 @@ class Adamax(Optimizer):
         differentiable=False,
         capturable=False,
     ):
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         _no_differentiable("Adamax", differentiable)
         defaults = dict(
             lr=lr,

@@ -2,7 +2,7 @@
 
 import oneflowlike as flow
 
-from ._args import check_betas, check_nonnegative
+from ._args import check_adam_args, check_nonnegative
 from ._scalars import f32
 from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
@@ -30,9 +30,8 @@ class NAdam(Optimizer):
         capturable=False,
         differentiable=False,
     ):
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay, momentum_decay=momentum_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
+        check_nonnegative(momentum_decay=momentum_decay)
         _no_differentiable("NAdam", differentiable)
         defaults = dict(
             lr=lr,

@@ -5,7 +5,7 @@ import math
 
 import oneflowlike as flow
 
-from ._args import check_betas, check_nonnegative
+from ._args import check_adam_args
 from .optimizer import Optimizer, _no_differentiable, _weight_decay
 
 __all__ = ["RAdam"]
@@ -29,9 +29,7 @@ class RAdam(Optimizer):
         capturable=False,
         differentiable=False,
     ):
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
+        check_adam_args(lr, betas, eps, weight_decay)
         _no_differentiable("RAdam", differentiable)
         defaults = dict(
             lr=lr,
