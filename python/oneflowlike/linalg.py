@@ -124,8 +124,7 @@ def _root(s, p):
     unselected branch finite, so no 0 * inf reaches the gradient)."""
     pos = s > 0
     safe = _C.where(pos, s, 1.0)
-    r = _C.sqrt(safe) if p == 2 else _C.pow(safe, 1.0 / p)
-    return _C.where(pos, r, _C.zeros_like(s) if p > 0 else s.new_full([], _INF))
+    return _C.where(pos, _C.sqrt(safe) if p == 2 else _C.pow(safe, 1.0 / p), 0.0)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -191,10 +190,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     _check_matrix(A, fn)
     if isinstance(dim, numbers.Integral):
         raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {dim}")
-    dim = _canonical_dims(list(dim), A.dim(), fn) if len(set(dim)) == len(dim) else list(dim)
+    dim = [_canonical_dims([d], A.dim(), fn)[0] for d in dim]
     if len(dim) != 2:
         raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {tuple(dim)}")
-    if dim[0] % A.dim() == dim[1] % A.dim():
+    if dim[0] == dim[1]:
         raise RuntimeError(f"{fn}: dims must be different. Got ({dim[0]}, {dim[1]})")
     _check_norm_dtype(dtype, A.dtype, fn)
     _check_floating(A, fn)
@@ -409,6 +408,9 @@ def cross(input, other, *, dim=-1):
     """torch.linalg.cross: the 3-vector cross product along dim, with broadcasting."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    op = _op("cross")
+    if op is not None:
+        return op(input, other, dim)
     input, other = _broadcast(input, other)
     return _cross(input, other, dim, "linalg.cross")
 
