@@ -93,7 +93,7 @@ def _sin_entry():
 )
 def test_driver_catches_wrong_and_raising_ops(monkeypatch, impostor, status):
     monkeypatch.setattr(lists, "op_target", lambda name: (impostor, "impostor"))
-    res = ops.run_entry(_sin_entry(), kinds=("f64", "grad"))
+    res = ops.run_entry(_sin_entry(), kinds=("f64", "grad64"))
     got = {s for s, _ in res["cases"].values()}
     assert got and got <= {status, "skip"}, res["cases"]
     assert runner.verdict(res) == "fail"

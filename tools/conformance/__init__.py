@@ -1,4 +1,4 @@
-"""PyTorch's own lists and test databases as the oracle for oneflowlike (tools/torch_conformance.py).
+"""PyTorch's own lists and test databases as oneflowlike's oracle (tools/torch_conformance.py).
 
 - lists: which names of torch's public lists oneflowlike has (nn modules, nn.functional,
   optimizers, lr schedulers, OpInfo names);

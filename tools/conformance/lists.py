@@ -1,4 +1,4 @@
-"""PyTorch's public lists and how a name in each resolves to oneflowlike (docs/torch-conformance.md).
+"""PyTorch's public lists, and how a name in each resolves to ours (docs/torch-conformance.md).
 
 The rules, fixed here so that the published figures can be reproduced:
 

@@ -3,8 +3,8 @@
 Cases per sample (ids `<sample index>:<kind>`):
 - `f32`, `f64`: the forward in float32 / float64, outputs compared (structure, shape, dtype,
   values within convert.TOLERANCES);
-- `grad`: float64, where the entry supports autograd: one random cotangent per differentiable
-  output, the same for both, pulled back to every input that requires grad;
+- `grad32`, `grad64`: where the entry supports autograd in that dtype, one random cotangent per
+  differentiable output, the same for both, pulled back to every input that requires grad;
 - `inplace32`, `inplace64`: the in-place variant on a copy of the input, which must end equal to
   torch's and be returned.
 Each case is `pass`, `wrong` (what differs, largest error), `raises` (exception) or `skip` (why
@@ -16,7 +16,7 @@ import numpy as np
 
 from . import convert, guard, lists
 
-KINDS = ("f32", "f64", "grad", "inplace32", "inplace64")
+KINDS = ("f32", "f64", "grad32", "grad64", "inplace32", "inplace64")
 # Outputs drawn at random (or left uninitialised): only structure, shapes and dtypes compare.
 RANDOM_OPS = frozenset(
     {
@@ -162,7 +162,7 @@ def _forward_case(op, ours, sample, dtype, shape_only, timeout, with_grad):
     return ("wrong", diff, None) if diff else ("pass", "", (expect, got, conv))
 
 
-def _grad_case(op, sample, state, timeout, seed):
+def _grad_case(op, sample, state, dtype, timeout, seed):
     import torch
 
     import oneflowlike as flow
@@ -209,7 +209,7 @@ def _grad_case(op, sample, state, timeout, seed):
             )
     except Exception as e:
         return "raises", "backward: " + guard.describe(e)
-    tol = convert.GRAD_TOLERANCES["float64"]
+    tol = convert.GRAD_TOLERANCES[dtype]
     for j, ((t, o), tg, og) in enumerate(zip(leaves, t_grads, o_grads)):
         tg = np.zeros(tuple(t.shape)) if tg is None else convert.to_numpy(tg)
         og = np.zeros(tuple(o.shape)) if og is None else convert.to_numpy(og)
@@ -301,24 +301,27 @@ def run_entry(op, kinds=KINDS, max_samples=None, timeout=20, only=None):
 
     for dtype in floats:
         dname = convert.dtype_name(dtype)
-        k_fwd, k_inp = ("f32", "inplace32") if dname == "float32" else ("f64", "inplace64")
-        grad_dtype = dname == "float64" and op.supports_autograd and not shape_only
+        bits = dname[-2:]
+        k_fwd, k_grad, k_inp = f"f{bits}", f"grad{bits}", f"inplace{bits}"
+        grad_dtype = (
+            op.supports_autograd and not shape_only and dtype in op.supported_backward_dtypes("cpu")
+        )
         try:
             samples = _samples(op, dtype, grad_dtype, max_samples)
         except Exception as e:
             res["reason"] = f"sample_inputs({dname}) raises: {guard.describe(e)}"
             continue
         for i, s in enumerate(samples):
-            do_grad = grad_dtype and want(i, "grad")
+            do_grad = grad_dtype and want(i, k_grad)
             if want(i, k_fwd) or do_grad:
                 st, msg, state = _forward_case(op, ours, s, dname, shape_only, timeout, do_grad)
                 if want(i, k_fwd):
                     cases[f"{i}:{k_fwd}"] = [st, msg]
                 if do_grad:
-                    if state is None:
-                        cases[f"{i}:grad"] = ["skip" if st == "skip" else st, "forward: " + msg]
-                    else:
-                        cases[f"{i}:grad"] = list(_grad_case(op, s, state, timeout, seed=i))
+                    # A forward that fails fails its gradient too: no gradient to compare.
+                    grad = [st, "forward: " + msg] if state is None else None
+                    grad = grad or list(_grad_case(op, s, state, dname, timeout, seed=i))
+                    cases[f"{i}:{k_grad}"] = grad
             if op.inplace_variant is not None and want(i, k_inp):
                 cases[f"{i}:{k_inp}"] = list(
                     _inplace_case(op, ours_inplace, s, dname, timeout, shape_only)
