@@ -147,7 +147,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if _is_complex(x.dtype):
         x = x.abs()
     if ord == 0:
-        return _C.sum(x != 0, dims, keepdim, dtype=x.dtype)
+        count = _C.sum(x != 0, dims, keepdim, dtype=x.dtype)
+        if not x.requires_grad:
+            return count
+        # torch's result is differentiable with a zero gradient; an all-false where gives it
+        zero = _C.where(_C.zeros_like(x).to(_C.dtype.bool), x, 0.0)
+        return count + _C.sum(zero, dims, keepdim)
     if ord == _INF:
         return _C.amax(x.abs(), dims, keepdim)
     if ord == -_INF:
@@ -156,7 +161,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         return _C.sum(x.abs(), dims, keepdim)
     if ord == 2:
         return _root(_C.sum(x * x, dims, keepdim), 2)
-    return _root(_C.sum(_C.pow(x.abs(), float(ord)), dims, keepdim), float(ord))
+    # |x|^p through a safe base, so that zeros get torch's zero subgradient (not 0 * inf)
+    a = x.abs()
+    nonzero = a > 0
+    powered = _C.pow(_C.where(nonzero, a, 1.0), float(ord))
+    powered = _C.where(nonzero, powered, 0.0 if ord > 0 else _INF)
+    return _root(_C.sum(powered, dims, keepdim), float(ord))
 
 
 def _to_back(A, d0, d1):
@@ -303,8 +313,8 @@ def matrix_power(A, n):
         raise NotImplementedError(
             f"{fn}: n={n} < 0 needs linalg.inv, which oneflowlike does not have yet"
         )
-    if n == 0:
-        return _eye_like(A)
+    if n == 0:  # the identity, differentiable (zero gradient) as torch's
+        return _C.where(_C.zeros_like(A).to(_C.dtype.bool), A, _eye_like(A))
     result, base = None, A
     while True:
         if n & 1:
@@ -416,8 +426,8 @@ def _cumprod(x, dim):
 
 def vander(x, *, N=None):
     """torch.linalg.vander: the powers x^0 .. x^(N-1) along a new last dim."""
-    if x.dim() < 1:
-        raise RuntimeError("N must be greater than 1.")
+    if x.dim() == 0:
+        x = x.reshape([1])
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
