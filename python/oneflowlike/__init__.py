@@ -111,6 +111,9 @@ from .serialization import save, load  # noqa: E402,F401
 from ._tensor_api import _install_tensor_methods  # noqa: E402
 
 _install_tensor_methods()
+from ._inplace import install as _install_inplace  # noqa: E402
+
+_install_inplace(Tensor)
 del _np
 __version__ = "0.1.0"
 
