@@ -83,8 +83,10 @@ after each step (rtol 1e-6). `foreach`/`fused`/`capturable`/`differentiable` are
 where our constructor takes them.
 
 **CI.** `tools/conformance_baseline.json` claims every entry whose cases all pass;
-`tests/python/test_torch_conformance.py` runs those cases again and fails, naming the entry and
-case, when one no longer passes. `--update-baseline` rewrites it from a full run.
+`tests/python/test_torch_conformance.py` runs the cases of each claimed entry's first 4 samples
+again and fails, naming the entry and case, when one no longer passes (`--check-baseline --full`
+reruns every sample, `--all` the partly passing entries too). `--update-baseline` rewrites the
+file from a full run.
 """
 
 

@@ -44,7 +44,7 @@ def seed_all(seed=0):
     """The same samples every run: torch's sample generators draw from torch, random and numpy."""
     import torch
 
-    torch.manual_seed(seed)
+    torch.random.default_generator.manual_seed(seed)  # torch.manual_seed queues CUDA seeding
     random.seed(seed)
     np.random.seed(seed)
 

@@ -64,7 +64,12 @@ def lr_schedulers():
 def op_db():
     """The OpInfo database (imports torch.testing._internal, which needs expecttest)."""
     from torch.testing._internal.common_methods_invocations import op_db as db
+    from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo import core
 
+    # Each sample_inputs call looks for a unittest.TestCase up the stack with inspect.stack(),
+    # seconds per entry under pytest; there is none here, so the answer is always None.
+    core.extract_test_fn = common_utils.extract_test_fn = lambda: None
     return db
 
 

@@ -164,7 +164,7 @@ def markdown(torch_version, measured=None, results=None):
 
 # Samples per entry that CI reruns: the first few of each claimed entry keep the guard within its
 # time budget (max_pool2d alone has 720 samples); `--check-baseline --full` reruns every one.
-CI_SAMPLES = 6
+CI_SAMPLES = 4
 
 
 def baseline_from(results, torch_version, command):
