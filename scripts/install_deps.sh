@@ -17,6 +17,9 @@ python3 -m pip install -q --disable-pip-version-check numpy pytest pytest-xdist 
 # PyTorch: the tests' and benchmarks' reference (its PyPI wheel, with its CUDA libraries; the
 # CPU-only index is not reachable from here). About 75 s on a fresh machine.
 python3 -m pip install -q --disable-pip-version-check torch
+# expecttest: torch.testing._internal's test databases (OpInfo, ModuleInfo, OptimizerInfo) import
+# it; tools/torch_conformance.py and its CI guard read those databases as the oracle.
+python3 -m pip install -q --disable-pip-version-check expecttest==0.3.0
 # The OpenAI Python client: the tests talk to the server's /v1/completions through a client we did
 # not write.
 python3 -m pip install -q --disable-pip-version-check openai
