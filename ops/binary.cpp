@@ -3,6 +3,7 @@
 
 #include "core/dispatcher.h"
 #include "core/primitives.h"
+#include "ops/binary_def.h"
 #include "ops/complex.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
@@ -45,6 +46,32 @@ const BinaryInfo kBinary[] = {{"add", &elementwise_sbp::kAddLike},
                               {"remainder", &elementwise_sbp::kElementwise},
                               {"logaddexp", &elementwise_sbp::kElementwise},
                               {"hypot", &elementwise_sbp::kElementwise},
+                              {"atan2", &elementwise_sbp::kElementwise},
+                              {"copysign", &elementwise_sbp::kElementwise},
+                              {"nextafter", &elementwise_sbp::kElementwise},
+                              {"xlogy", &elementwise_sbp::kElementwise},
+                              {"special_xlog1py", &elementwise_sbp::kElementwise},
+                              {"special_zeta", &elementwise_sbp::kElementwise},
+                              {"igamma", &elementwise_sbp::kElementwise},
+                              {"igammac", &elementwise_sbp::kElementwise},
+                              {"special_chebyshev_polynomial_t", &elementwise_sbp::kElementwise},
+                              {"special_chebyshev_polynomial_u", &elementwise_sbp::kElementwise},
+                              {"special_chebyshev_polynomial_v", &elementwise_sbp::kElementwise},
+                              {"special_chebyshev_polynomial_w", &elementwise_sbp::kElementwise},
+                              {"special_hermite_polynomial_h", &elementwise_sbp::kElementwise},
+                              {"special_hermite_polynomial_he", &elementwise_sbp::kElementwise},
+                              {"special_laguerre_polynomial_l", &elementwise_sbp::kElementwise},
+                              {"special_legendre_polynomial_p", &elementwise_sbp::kElementwise},
+                              {"fmod", &elementwise_sbp::kElementwise},
+                              {"fmax", &elementwise_sbp::kElementwise},
+                              {"fmin", &elementwise_sbp::kElementwise},
+                              {"gcd", &elementwise_sbp::kElementwise},
+                              {"lcm", &elementwise_sbp::kElementwise},
+                              {"bitwise_and", &elementwise_sbp::kElementwise},
+                              {"bitwise_or", &elementwise_sbp::kElementwise},
+                              {"bitwise_xor", &elementwise_sbp::kElementwise},
+                              {"bitwise_left_shift", &elementwise_sbp::kElementwise},
+                              {"bitwise_right_shift", &elementwise_sbp::kElementwise},
                               {"gelu_backward", &elementwise_sbp::kActivationGrad},
                               {"gelu_tanh_backward", &elementwise_sbp::kActivationGrad},
                               {"silu_backward", &elementwise_sbp::kActivationGrad},
@@ -55,11 +82,21 @@ bool is_comparison(BinaryOp op) {
   return op >= BinaryOp::kEq && op <= BinaryOp::kLogicalXor;
 }
 
+// The ops that compute in floating point (integers promote to float32).
+bool needs_float(BinaryOp op) {
+  return op == BinaryOp::kDiv || (op >= BinaryOp::kLogAddExp && op <= BinaryOp::kLegendreP) ||
+         op >= BinaryOp::kGeluGrad;
+}
+
+// The ops defined on integers only (and bool for and, or and xor).
+bool integers_only(BinaryOp op) {
+  return op >= BinaryOp::kGcd && op <= BinaryOp::kBitwiseRightShift;
+}
+
 // The dtype the kernel computes in.
 DType compute_dtype(BinaryOp op, const TensorMeta& a, const TensorMeta& b) {
   DType dt = result_type(a, b);
-  const bool needs_float = op == BinaryOp::kDiv || op >= BinaryOp::kLogAddExp;
-  return needs_float && !is_floating(dt) ? DType::kFloat32 : dt;
+  return needs_float(op) && !is_floating(dt) ? DType::kFloat32 : dt;
 }
 
 std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
@@ -67,8 +104,14 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
   Device device = common_device(a);
   Shape shape = broadcast_shapes(x.shape, y.shape, a.op);
   DType dt = compute_dtype(op, x, y);
-  if (dt == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kPow ||
-                             op == BinaryOp::kFloorDiv || op == BinaryOp::kRemainder))
+  if (integers_only(op) && is_floating(dt))
+    fail<TypeError>(a.op, "is only defined for integer and bool tensors, got ", x.str(), " and ",
+                    y.str());
+  const bool bool_ok = op == BinaryOp::kBitwiseAnd || op == BinaryOp::kBitwiseOr ||
+                       op == BinaryOp::kBitwiseXor || op == BinaryOp::kAdd ||
+                       op == BinaryOp::kMul || op == BinaryOp::kMaximum ||
+                       op == BinaryOp::kMinimum || is_comparison(op) || needs_float(op);
+  if (dt == DType::kBool && !bool_ok)
     fail<TypeError>(a.op, "is not supported for bool tensors ", x.str(), " and ", y.str());
   return single_output(std::move(shape), is_comparison(op) ? DType::kBool : dt, device);
 }
@@ -76,7 +119,8 @@ std::vector<TensorMeta> infer_binary(BinaryOp op, const InferArgs& a) {
 // Integer floor division and remainder by zero raise on the CPU, as in PyTorch (a CUDA kernel
 // cannot raise: its scalar math gives 0 there).
 void check_no_zero_divisor(BinaryOp op, const Tensor& b, DType dt) {
-  if (is_floating(dt) || (op != BinaryOp::kFloorDiv && op != BinaryOp::kRemainder) ||
+  if (is_floating(dt) ||
+      (op != BinaryOp::kFloorDiv && op != BinaryOp::kRemainder && op != BinaryOp::kFmod) ||
       b.device().type != DeviceType::kCPU)
     return;
   const Tensor d = contiguous_local(b);
@@ -97,10 +141,9 @@ void compute_binary(BinaryOp op, const ComputeArgs& c) {
   binary_kernel().get(c.out[0].device().type)(op, converted(a, dt), converted(b, dt), c.out[0]);
 }
 
-// The gradient of a binary op for both inputs, from the saved inputs and output.
-using BinaryGrad = std::vector<Tensor> (*)(const BackwardArgs& b);
+}  // namespace
 
-OpDef binary_def(BinaryOp op, uint8_t saves = kSaveNone, BinaryGrad grad = nullptr) {
+OpDef binary_def(BinaryOp op, uint8_t saves, BinaryGrad grad) {
   const BinaryInfo& info = kBinary[static_cast<int>(op)];
   OpDef def{.name = info.name, .num_inputs = 2, .cost = elementwise_cost, .sbp = info.sbp};
   def.infer = [op](const InferArgs& a) { return infer_binary(op, a); };
@@ -118,11 +161,12 @@ OpDef binary_def(BinaryOp op, uint8_t saves = kSaveNone, BinaryGrad grad = nullp
   return def;
 }
 
-// Gradient `ga` for input 0 and `gb` for input 1, each only where needed.
 std::vector<Tensor> both(const BackwardArgs& b, const Tensor& ga, const Tensor& gb) {
   return {b.needs[0] ? grad_for(ga, b.in_meta[0]) : Tensor(),
           b.needs[1] ? grad_for(gb, b.in_meta[1]) : Tensor()};
 }
+
+namespace {
 
 // f''(a) in ops, for the fused activation backward f'(a) * g (a is x, or the output y for
 // sigmoid and tanh, where f' is written in y).
@@ -392,6 +436,11 @@ OFL_BINARY_FRONT_END(floor_divide, kFloorDiv)
 OFL_BINARY_FRONT_END(remainder, kRemainder)
 OFL_BINARY_FRONT_END(logaddexp, kLogAddExp)
 OFL_BINARY_FRONT_END(hypot, kHypot)
+OFL_BINARY_FRONT_END(bitwise_and, kBitwiseAnd)
+OFL_BINARY_FRONT_END(bitwise_or, kBitwiseOr)
+OFL_BINARY_FRONT_END(bitwise_xor, kBitwiseXor)
+OFL_BINARY_FRONT_END(bitwise_left_shift, kBitwiseLeftShift)
+OFL_BINARY_FRONT_END(bitwise_right_shift, kBitwiseRightShift)
 OFL_BINARY_FRONT_END(eq, kEq)
 OFL_BINARY_FRONT_END(ne, kNe)
 OFL_BINARY_FRONT_END(lt, kLt)

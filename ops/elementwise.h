@@ -36,6 +36,40 @@ enum class UnaryOp {
   kLog1p,
   kExpm1,
   kErf,
+  // Trigonometric, hyperbolic, exponential and special functions (floating; ops/special_math.h).
+  kAcos,
+  kAsin,
+  kAtan,
+  kSinh,
+  kCosh,
+  kTan,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kExp2,
+  kLog2,
+  kLog10,
+  kErfc,
+  kErfinv,
+  kLgamma,
+  kDigamma,
+  kPolygamma,  // the order n is the first scalar
+  kI0,
+  kI0e,
+  kI1,
+  kI1e,
+  kSinc,
+  kNdtri,
+  kLogNdtr,
+  kErfcx,
+  kEntr,
+  kBesselJ0,
+  kBesselJ1,
+  kBesselY0,
+  kBesselY1,
+  kSphericalBesselJ0,
+  kTrunc,       // keeps integers
+  kBitwiseNot,  // integers and bool
 };
 enum class BinaryOp {
   kAdd,
@@ -58,6 +92,35 @@ enum class BinaryOp {
   kRemainder,
   kLogAddExp,  // log(exp(x) + exp(y)), floating only
   kHypot,      // sqrt(x^2 + y^2) without overflow, floating only
+  // Floating only (integers promote to float32):
+  kAtan2,
+  kCopysign,
+  kNextafter,
+  kXlogy,
+  kXlog1py,
+  kZeta,
+  kIgamma,
+  kIgammac,
+  kChebyshevT,  // the polynomials: x, then the degree n
+  kChebyshevU,
+  kChebyshevV,
+  kChebyshevW,
+  kHermiteH,
+  kHermiteHe,
+  kLaguerreL,
+  kLegendreP,
+  // Keeping integers:
+  kFmod,
+  kFmax,  // NaN is ignored
+  kFmin,
+  // Integers (and bool for and, or, xor):
+  kGcd,
+  kLcm,
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
+  kBitwiseLeftShift,
+  kBitwiseRightShift,
   // Backward helpers: f(x, grad) fused so the backward of an activation is one pass.
   kGeluGrad,
   kGeluTanhGrad,
@@ -91,6 +154,9 @@ Tensor log1p(const Tensor& x);
 Tensor expm1(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor logical_not(const Tensor& x);
+Tensor polygamma(int64_t n, const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor bitwise_not(const Tensor& x);
 // Elementwise dtype conversion (a no-op returning x when the dtype already matches).
 Tensor to_dtype(const Tensor& x, DType dtype);
 
@@ -114,6 +180,11 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);
 Tensor logaddexp(const Tensor& a, const Tensor& b);
 Tensor hypot(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
 // input + weight * (end - input).
 Tensor lerp(const Tensor& input, const Tensor& end, const Tensor& weight);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

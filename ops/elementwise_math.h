@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/elementwise.h"
+#include "ops/special_math.h"
 
 #ifdef __CUDACC__
 #define OFL_HOST_DEVICE __host__ __device__
@@ -50,10 +51,33 @@ OFL_EW_MATH1(nearbyint)
 OFL_EW_MATH1(log1p)
 OFL_EW_MATH1(expm1)
 OFL_EW_MATH1(fabs)
+OFL_EW_MATH1(acos)
+OFL_EW_MATH1(asin)
+OFL_EW_MATH1(atan)
+OFL_EW_MATH1(sinh)
+OFL_EW_MATH1(cosh)
+OFL_EW_MATH1(tan)
+OFL_EW_MATH1(asinh)
+OFL_EW_MATH1(acosh)
+OFL_EW_MATH1(atanh)
+OFL_EW_MATH1(exp2)
+OFL_EW_MATH1(log2)
+OFL_EW_MATH1(log10)
+OFL_EW_MATH1(erfc)
+OFL_EW_MATH1(lgamma)
+OFL_EW_MATH1(trunc)
+OFL_EW_MATH1(j0)
+OFL_EW_MATH1(j1)
+OFL_EW_MATH1(y0)
+OFL_EW_MATH1(y1)
 OFL_EW_MATH2(pow)
 OFL_EW_MATH2(hypot)
 OFL_EW_MATH2(fmod)
 OFL_EW_MATH2(fmax)
+OFL_EW_MATH2(fmin)
+OFL_EW_MATH2(atan2)
+OFL_EW_MATH2(copysign)
+OFL_EW_MATH2(nextafter)
 #undef OFL_EW_MATH1
 #undef OFL_EW_MATH2
 
@@ -110,6 +134,49 @@ OFL_HOST_DEVICE M int_pow(M x, M y) {
   return result;
 }
 
+// Integer gcd, lcm and shifts as PyTorch defines them: shifts by a negative amount or by the
+// width or more give 0 (and -1 for a right shift of a negative value).
+template <class M>
+OFL_HOST_DEVICE M int_fmod(M x, M y) {  // C's truncated remainder
+  if (y == 0) return M(0);
+  if constexpr (std::is_signed_v<M>)
+    if (y == M(-1)) return M(0);
+  return M(x % y);
+}
+template <class M>
+OFL_HOST_DEVICE M int_gcd(M a, M b) {
+  if constexpr (std::is_signed_v<M>) {
+    a = a < 0 ? M(-a) : a;
+    b = b < 0 ? M(-b) : b;
+  }
+  while (b != 0) {
+    const M t = M(a % b);
+    a = b;
+    b = t;
+  }
+  return a;
+}
+template <class M>
+OFL_HOST_DEVICE M int_lcm(M a, M b) {
+  const M g = int_gcd(a, b);
+  if (g == 0) return M(0);
+  const M l = wrapping_mul(M(a / g), b);
+  if constexpr (std::is_signed_v<M>) return l < 0 ? M(-l) : l;
+  return l;
+}
+template <class M>
+OFL_HOST_DEVICE M shift_left(M a, M b) {
+  using U = std::make_unsigned_t<M>;
+  if (b < 0 || b >= M(sizeof(M) * 8)) return M(0);
+  return M(U(a) << b);
+}
+template <class M>
+OFL_HOST_DEVICE M shift_right(M a, M b) {
+  const bool negative = std::is_signed_v<M> && a < 0;
+  if (b < 0 || b >= M(sizeof(M) * 8)) return negative ? M(-1) : M(0);
+  return M(a >> b);
+}
+
 // Unary op kOp on M; a and b are its scalars (the exponent, the clamp bounds).
 template <UnaryOp kOp, class M>
 struct Unary {
@@ -131,8 +198,13 @@ struct Unary {
         return int_pow(x, a);  // a is whole and not negative: the op's infer checks
       }
     }
-    if constexpr (kOp == U::kFloor || kOp == U::kCeil || kOp == U::kRound) {
+    if constexpr (kOp == U::kBitwiseNot) {
+      if constexpr (std::is_same_v<M, bool>) return !x;
+      if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>) return M(~x);
+    }
+    if constexpr (kOp == U::kFloor || kOp == U::kCeil || kOp == U::kRound || kOp == U::kTrunc) {
       if constexpr (!std::is_floating_point_v<M>) return x;  // integers are whole already
+      if constexpr (std::is_floating_point_v<M> && kOp == U::kTrunc) return trunc(x);
       if constexpr (std::is_floating_point_v<M> && kOp == U::kFloor) return floor(x);
       if constexpr (std::is_floating_point_v<M> && kOp == U::kCeil) return ceil(x);
       if constexpr (std::is_floating_point_v<M> && kOp == U::kRound) return nearbyint(x);
@@ -154,6 +226,46 @@ struct Unary {
       if constexpr (kOp == U::kLog1p) return log1p(x);
       if constexpr (kOp == U::kExpm1) return expm1(x);
       if constexpr (kOp == U::kErf) return erf(x);
+      if constexpr (kOp == U::kAcos) return acos(x);
+      if constexpr (kOp == U::kAsin) return asin(x);
+      if constexpr (kOp == U::kAtan) return atan(x);
+      if constexpr (kOp == U::kSinh) return sinh(x);
+      if constexpr (kOp == U::kCosh) return cosh(x);
+      if constexpr (kOp == U::kTan) return tan(x);
+      if constexpr (kOp == U::kAsinh) return asinh(x);
+      if constexpr (kOp == U::kAcosh) return acosh(x);
+      if constexpr (kOp == U::kAtanh) return atanh(x);
+      if constexpr (kOp == U::kExp2) return exp2(x);
+      if constexpr (kOp == U::kLog2) return log2(x);
+      if constexpr (kOp == U::kLog10) return log10(x);
+      if constexpr (kOp == U::kErfc) return erfc(x);
+      if constexpr (kOp == U::kLgamma) return lgamma(x);
+      if constexpr (kOp == U::kBesselJ0) return j0(x);
+      if constexpr (kOp == U::kBesselJ1) return j1(x);
+      if constexpr (kOp == U::kBesselY0) return y0(x);
+      if constexpr (kOp == U::kBesselY1) return y1(x);
+      if constexpr (kOp == U::kSinc) {
+        if (x == M(0)) return M(1);
+        const M px = M(special::kPi) * x;
+        return sin(px) / px;
+      }
+      if constexpr (kOp == U::kSphericalBesselJ0) return x == M(0) ? M(1) : M(sin(x) / x);
+      if constexpr (kOp == U::kEntr) {
+        if (x != x) return x;
+        if (x > M(0)) return M(-x * log(x));
+        return x == M(0) ? M(0) : M(-INFINITY);
+      }
+      // The special functions compute in double (ops/special_math.h).
+      if constexpr (kOp == U::kErfinv) return M(special::erfinv(double(x)));
+      if constexpr (kOp == U::kDigamma) return M(special::digamma(double(x)));
+      if constexpr (kOp == U::kPolygamma) return M(special::polygamma(int64_t(a), double(x)));
+      if constexpr (kOp == U::kI0) return M(special::bessel_i(0, double(x), false));
+      if constexpr (kOp == U::kI0e) return M(special::bessel_i(0, double(x), true));
+      if constexpr (kOp == U::kI1) return M(special::bessel_i(1, double(x), false));
+      if constexpr (kOp == U::kI1e) return M(special::bessel_i(1, double(x), true));
+      if constexpr (kOp == U::kNdtri) return M(special::ndtri(double(x)));
+      if constexpr (kOp == U::kLogNdtr) return M(special::log_ndtr(double(x)));
+      if constexpr (kOp == U::kErfcx) return M(special::erfcx(double(x)));
     }
   }
 };
@@ -193,8 +305,12 @@ void visit_unary(UnaryOp op, double a, double b, Run&& run) {
     OFL_EW_CASE(kFloor)
     OFL_EW_CASE(kCeil)
     OFL_EW_CASE(kRound)
+    OFL_EW_CASE(kTrunc)
     default:
       break;
+  }
+  if constexpr (std::is_integral_v<M>) {
+    if (op == U::kBitwiseNot) return with(UnaryTag<U::kBitwiseNot>{});
   }
   if constexpr (std::is_floating_point_v<M>) {
     switch (op) {
@@ -213,6 +329,37 @@ void visit_unary(UnaryOp op, double a, double b, Run&& run) {
       OFL_EW_CASE(kLog1p)
       OFL_EW_CASE(kExpm1)
       OFL_EW_CASE(kErf)
+      OFL_EW_CASE(kAcos)
+      OFL_EW_CASE(kAsin)
+      OFL_EW_CASE(kAtan)
+      OFL_EW_CASE(kSinh)
+      OFL_EW_CASE(kCosh)
+      OFL_EW_CASE(kTan)
+      OFL_EW_CASE(kAsinh)
+      OFL_EW_CASE(kAcosh)
+      OFL_EW_CASE(kAtanh)
+      OFL_EW_CASE(kExp2)
+      OFL_EW_CASE(kLog2)
+      OFL_EW_CASE(kLog10)
+      OFL_EW_CASE(kErfc)
+      OFL_EW_CASE(kErfinv)
+      OFL_EW_CASE(kLgamma)
+      OFL_EW_CASE(kDigamma)
+      OFL_EW_CASE(kPolygamma)
+      OFL_EW_CASE(kI0)
+      OFL_EW_CASE(kI0e)
+      OFL_EW_CASE(kI1)
+      OFL_EW_CASE(kI1e)
+      OFL_EW_CASE(kSinc)
+      OFL_EW_CASE(kNdtri)
+      OFL_EW_CASE(kLogNdtr)
+      OFL_EW_CASE(kErfcx)
+      OFL_EW_CASE(kEntr)
+      OFL_EW_CASE(kBesselJ0)
+      OFL_EW_CASE(kBesselJ1)
+      OFL_EW_CASE(kBesselY0)
+      OFL_EW_CASE(kBesselY1)
+      OFL_EW_CASE(kSphericalBesselJ0)
       default:
         break;
     }
@@ -236,6 +383,9 @@ struct Binary {
     if constexpr (kOp == B::kLogicalAnd) return bool(x) && bool(y);
     if constexpr (kOp == B::kLogicalOr) return bool(x) || bool(y);
     if constexpr (kOp == B::kLogicalXor) return bool(x) != bool(y);
+    if constexpr (kOp == B::kBitwiseAnd) return M(x & y);
+    if constexpr (kOp == B::kBitwiseOr) return M(x | y);
+    if constexpr (kOp == B::kBitwiseXor) return M(x ^ y);
     if constexpr (std::is_same_v<M, bool>) {
       if constexpr (kOp == B::kAdd || kOp == B::kMaximum) return M(x || y);
       if constexpr (kOp == B::kMul || kOp == B::kMinimum) return M(x && y);
@@ -259,6 +409,27 @@ struct Binary {
           return M(m + log1p(exp(-fabs(x - y))));
         }
         if constexpr (kOp == B::kHypot) return M(hypot(x, y));
+        if constexpr (kOp == B::kAtan2) return M(atan2(x, y));
+        if constexpr (kOp == B::kCopysign) return M(copysign(x, y));
+        if constexpr (kOp == B::kNextafter) return M(nextafter(x, y));
+        if constexpr (kOp == B::kFmod) return M(fmod(x, y));
+        if constexpr (kOp == B::kFmax) return M(fmax(x, y));
+        if constexpr (kOp == B::kFmin) return M(fmin(x, y));
+        if constexpr (kOp == B::kXlogy) {  // 0 where x is 0, unless y is NaN
+          if (y != y) return y;
+          return x == M(0) ? M(0) : M(x * log(y));
+        }
+        if constexpr (kOp == B::kXlog1py) {
+          if (y != y) return y;
+          return x == M(0) ? M(0) : M(x * log1p(y));
+        }
+        if constexpr (kOp == B::kZeta) return M(special::zeta(x, y));
+        if constexpr (kOp == B::kIgamma) return M(special::incomplete_gamma(x, y, false));
+        if constexpr (kOp == B::kIgammac) return M(special::incomplete_gamma(x, y, true));
+        if constexpr (kOp >= B::kChebyshevT && kOp <= B::kLegendreP) {
+          constexpr auto kind = special::Polynomial(int(kOp) - int(B::kChebyshevT));
+          return M(special::polynomial(kind, x, y));
+        }
         if constexpr (kOp == B::kGeluGrad) {  // x, then the incoming gradient
           const M cdf = M(0.5) * (M(1) + erf(x / M(kSqrt2)));
           const M pdf = exp(M(-0.5) * x * x) * M(kInvSqrt2Pi);
@@ -280,6 +451,13 @@ struct Binary {
         if constexpr (kOp == B::kFloorDiv) return int_floor_div(x, y);
         if constexpr (kOp == B::kRemainder) return int_remainder(x, y);
         if constexpr (kOp == B::kPow) return int_pow(x, y);
+        if constexpr (kOp == B::kFmod) return int_fmod(x, y);
+        if constexpr (kOp == B::kFmax) return x > y ? x : y;
+        if constexpr (kOp == B::kFmin) return x < y ? x : y;
+        if constexpr (kOp == B::kGcd) return int_gcd(x, y);
+        if constexpr (kOp == B::kLcm) return int_lcm(x, y);
+        if constexpr (kOp == B::kBitwiseLeftShift) return shift_left(x, y);
+        if constexpr (kOp == B::kBitwiseRightShift) return shift_right(x, y);
       }
     }
   }
@@ -313,12 +491,34 @@ void visit_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
     default:
       break;
   }
+  if constexpr (std::is_integral_v<M>) {
+    switch (op) {
+      OFL_EW_CASE(arith, kBitwiseAnd)
+      OFL_EW_CASE(arith, kBitwiseOr)
+      OFL_EW_CASE(arith, kBitwiseXor)
+      default:
+        break;
+    }
+  }
   if constexpr (!std::is_same_v<M, bool>) {
     switch (op) {
       OFL_EW_CASE(arith, kSub)
       OFL_EW_CASE(arith, kFloorDiv)
       OFL_EW_CASE(arith, kRemainder)
       OFL_EW_CASE(arith, kPow)
+      OFL_EW_CASE(arith, kFmod)
+      OFL_EW_CASE(arith, kFmax)
+      OFL_EW_CASE(arith, kFmin)
+      default:
+        break;
+    }
+  }
+  if constexpr (std::is_integral_v<M> && !std::is_same_v<M, bool>) {
+    switch (op) {
+      OFL_EW_CASE(arith, kGcd)
+      OFL_EW_CASE(arith, kLcm)
+      OFL_EW_CASE(arith, kBitwiseLeftShift)
+      OFL_EW_CASE(arith, kBitwiseRightShift)
       default:
         break;
     }
@@ -328,6 +528,22 @@ void visit_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
       OFL_EW_CASE(arith, kDiv)
       OFL_EW_CASE(arith, kLogAddExp)
       OFL_EW_CASE(arith, kHypot)
+      OFL_EW_CASE(arith, kAtan2)
+      OFL_EW_CASE(arith, kCopysign)
+      OFL_EW_CASE(arith, kNextafter)
+      OFL_EW_CASE(arith, kXlogy)
+      OFL_EW_CASE(arith, kXlog1py)
+      OFL_EW_CASE(arith, kZeta)
+      OFL_EW_CASE(arith, kIgamma)
+      OFL_EW_CASE(arith, kIgammac)
+      OFL_EW_CASE(arith, kChebyshevT)
+      OFL_EW_CASE(arith, kChebyshevU)
+      OFL_EW_CASE(arith, kChebyshevV)
+      OFL_EW_CASE(arith, kChebyshevW)
+      OFL_EW_CASE(arith, kHermiteH)
+      OFL_EW_CASE(arith, kHermiteHe)
+      OFL_EW_CASE(arith, kLaguerreL)
+      OFL_EW_CASE(arith, kLegendreP)
       OFL_EW_CASE(arith, kGeluGrad)
       OFL_EW_CASE(arith, kGeluTanhGrad)
       OFL_EW_CASE(arith, kSiluGrad)

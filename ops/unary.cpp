@@ -11,6 +11,7 @@
 #include "ops/kernels.h"
 #include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
+#include "ops/unary_def.h"
 
 namespace ofl::internal {
 
@@ -34,6 +35,8 @@ bool promotes_int_to_float(UnaryOp op) {
     case UnaryOp::kRound:
     case UnaryOp::kPowScalar:
     case UnaryOp::kLogicalNot:
+    case UnaryOp::kTrunc:
+    case UnaryOp::kBitwiseNot:
       return false;
     default:
       return true;
@@ -45,8 +48,13 @@ std::vector<TensorMeta> infer_unary(UnaryOp op, const InferArgs& a) {
   if (op == UnaryOp::kLogicalNot) return single_output(x.shape, DType::kBool, x.device);
   DType dt = x.dtype;
   if (promotes_int_to_float(op) && !is_floating(dt)) dt = DType::kFloat32;
-  if (dt == DType::kBool && op != UnaryOp::kAbs && op != UnaryOp::kRelu)
+  if (op == UnaryOp::kBitwiseNot && is_floating(dt))
+    fail<TypeError>(a.op, "is only defined for integer and bool tensors, got ", x.str());
+  if (dt == DType::kBool && op != UnaryOp::kAbs && op != UnaryOp::kRelu &&
+      op != UnaryOp::kBitwiseNot)
     fail<TypeError>(a.op, "is not supported for bool tensors; got shape ", shape_str(x.shape));
+  if (op == UnaryOp::kPolygamma && a.attrs.get<int64_t>("n") < 0)
+    fail(a.op, "does not support negative n, got ", a.attrs.get<int64_t>("n"));
   if (op == UnaryOp::kPowScalar && !is_floating(dt) && a.attrs.get<double>("exponent") < 0)
     fail(a.op, "integers to negative integer powers are not allowed (", x.str(), " ** ",
          a.attrs.get<double>("exponent"), ")");
@@ -57,11 +65,13 @@ std::vector<TensorMeta> infer_unary(UnaryOp op, const InferArgs& a) {
 std::pair<double, double> scalar_params(UnaryOp op, const Attrs& attrs) {
   if (op == UnaryOp::kPowScalar) return {attrs.get<double>("exponent"), 0};
   if (op == UnaryOp::kClamp) return {attrs.get<double>("min"), attrs.get<double>("max")};
+  if (op == UnaryOp::kPolygamma) return {double(attrs.get<int64_t>("n")), 0};
   return {0, 0};
 }
 
 void compute_unary(UnaryOp op, const ComputeArgs& c) {
   const Tensor& out = c.out[0];
+  if (op == UnaryOp::kBitwiseNot && out.dtype() == DType::kBool) op = UnaryOp::kLogicalNot;
   Tensor in = op == UnaryOp::kLogicalNot ? c.in[0] : converted(c.in[0], out.dtype());
   if (out.dtype() == DType::kBool && op != UnaryOp::kLogicalNot) {
     copy_kernel().get(out.device().type)(in, out);  // abs and relu of bools are the identity
@@ -73,16 +83,14 @@ void compute_unary(UnaryOp op, const ComputeArgs& c) {
   unary_kernel().get(out.device().type)(op, in, out, p, q);
 }
 
-// A backward rule of x (input), y (output) and the output's gradient g.
-using UnaryGrad = Tensor (*)(const Tensor& g, const Tensor& x, const Tensor& y, const Attrs& attrs);
+}  // namespace
 
-// Rounding-like ops: defined almost everywhere with derivative zero (PyTorch's convention).
 Tensor zero_grad(const Tensor& g, const Tensor&, const Tensor&, const Attrs&) {
   return zeros_like(g);
 }
 
 OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves, UnaryGrad grad,
-                std::vector<AttrDef> attrs = {}) {
+                std::vector<AttrDef> attrs) {
   OpDef def{.name = name, .num_inputs = 1, .cost = elementwise_cost, .sbp = &sbp};
   def.attrs = std::move(attrs);
   def.infer = [op](const InferArgs& a) { return infer_unary(op, a); };
@@ -97,6 +105,8 @@ OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves,
   def.api = {unary_api(name)};
   return def;
 }
+
+namespace {
 
 // to: typed attribute dtype; P(max|min) pass (casts are monotone), P(sum) into floats.
 Sigs cast_sbp(const SbpQuery& q) {

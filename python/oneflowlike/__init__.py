@@ -102,10 +102,10 @@ from . import nn  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import masked  # noqa: E402,F401
 from . import signal  # noqa: E402,F401
-from .linalg import torch_norm as norm, torch_cross as cross, dist, renorm  # noqa: E402,F401
-from .linalg import cdist, vdot, chain_matmul, matrix_exp  # noqa: E402,F401
+from .linalg import torch_norm as norm, renorm, cdist, chain_matmul, matrix_exp  # noqa: E402,F401
 from .signal.windows import hann_window, hamming_window, kaiser_window  # noqa: E402,F401
 from .signal.windows import blackman_window, bartlett_window  # noqa: E402,F401
+from . import special  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401

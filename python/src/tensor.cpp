@@ -256,9 +256,11 @@ void bind_tensor(py::module_& m) {
   bin("__floordiv__", "__rfloordiv__", &floor_divide);
   bin("__mod__", "__rmod__", &remainder);
   bin("__matmul__", "__rmatmul__", &matmul);
-  bin("__and__", "__rand__", &logical_and);
-  bin("__or__", "__ror__", &logical_or);
-  bin("__xor__", "__rxor__", &logical_xor);
+  bin("__and__", "__rand__", &bitwise_and);
+  bin("__or__", "__ror__", &bitwise_or);
+  bin("__xor__", "__rxor__", &bitwise_xor);
+  bin("__lshift__", "__rlshift__", &bitwise_left_shift);
+  bin("__rshift__", "__rrshift__", &bitwise_right_shift);
   bin("__eq__", nullptr, &eq);
   bin("__ne__", nullptr, &ne);
   bin("__lt__", nullptr, &lt);
@@ -273,7 +275,7 @@ void bind_tensor(py::module_& m) {
       .def("__rpow__", [](const Tensor& a, py::handle b) { return pow(as_tensor(b, "pow"), a); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
-      .def("__invert__", [](const Tensor& a) { return logical_not(a); })
+      .def("__invert__", [](const Tensor& a) { return bitwise_not(a); })
       // in-place
       .def(
           "__iadd__",

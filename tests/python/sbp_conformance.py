@@ -206,6 +206,38 @@ CASES.update(
     }
 )
 
+# torch.* and torch.special elementwise math (ops/unary_math.cpp, ops/binary_math.cpp), on
+# inputs inside each function's domain.
+UNIT = np.clip(X, -0.9, 0.9) * 0.9
+PROB = (np.tanh(X) + 1.0) / 2.2 + 0.02
+ABOVE1 = POS + 1.0
+_MATH1 = {
+    "acos": UNIT, "asin": UNIT, "atan": X, "sinh": X, "cosh": X, "tan": UNIT, "asinh": X,
+    "acosh": ABOVE1, "atanh": UNIT, "exp2": X, "log2": POS, "log10": POS, "erfc": X,
+    "erfinv": UNIT, "lgamma": POS, "digamma": POS, "i0": X, "sinc": X, "trunc": X * 3,
+    "special_i0e": X, "special_i1": X, "special_i1e": X, "special_ndtri": PROB,
+    "special_log_ndtr": X, "special_erfcx": X, "special_entr": POS, "special_bessel_j0": X,
+    "special_bessel_j1": X, "special_bessel_y0": POS, "special_bessel_y1": POS,
+    "special_spherical_bessel_j0": X,
+}  # fmt: skip
+CASES.update({n: (lambda x, _n=n: getattr(_C, _n)(x), [a]) for n, a in _MATH1.items()})
+_MATH2 = {
+    "atan2": [X, Y], "copysign": [X, Y], "nextafter": [X, Y], "xlogy": [X, POS],
+    "special_xlog1py": [X, POS], "special_zeta": [ABOVE1, POS], "igamma": [POS, ABOVE1],
+    "igammac": [POS, ABOVE1], "fmod": [X, POS], "fmax": [X, Y], "fmin": [X, ROW],
+    "gcd": [_i(30, 5, 4), _i(12, 4) + 1], "lcm": [_i(30, 5, 4), _i(12, 4) + 1],
+    "bitwise_and": [_i(64, 5, 4), _i(64, 4, seed=1)], "bitwise_or": [_i(64, 5, 4), _i(64, 4, seed=1)],
+    "bitwise_xor": [_i(64, 5, 4), _i(64, 5, 4, seed=1)],
+    "bitwise_left_shift": [_i(64, 5, 4), _i(5, 4)],
+    "bitwise_right_shift": [_i(64, 5, 4), _i(5, 5, 4)],
+}  # fmt: skip
+CASES.update({n: (lambda a, b, _n=n: getattr(_C, _n)(a, b), arrs) for n, arrs in _MATH2.items()})
+CASES["polygamma"] = (lambda x: flow.polygamma(2, x), [POS])
+# No derivative in their first argument (as in PyTorch): it is given detached.
+for _name in ("special_zeta", "igamma", "igammac"):
+    CASES[_name] = (lambda a, b, _n=_name: getattr(_C, _n)(a.detach(), b), _MATH2[_name])
+CASES["bitwise_not"] = (lambda x: ~x, [_i(64, 5, 4)])
+
 # The ops that the backward of conv2d and pooling call, called as the definitions call them.
 _CONV = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1}
 _POOL = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [1, 1], "count_include_pad": True}
@@ -300,6 +332,46 @@ COMPOSITE = {
     "linalg_pinv": "runs as linalg_svd, masked_fill, reciprocal, mul and matmul",
     "svd": "runs as linalg_svd (and transpose)",
     "interpolate": "runs as index_select (nearest modes) or transpose and matmul; global raises",
+    # torch.* elementwise composites (ops/elementwise_composite.cpp)
+    "deg2rad": "runs as mul (rad2deg too)",
+    "frac": "runs as trunc and sub",
+    "sgn": "runs as sign (signbit: copysign and lt)",
+    "positive": "the input itself",
+    "isposinf": "runs as eq (isneginf too; isreal: full_like)",
+    "rsub": "runs as sub",
+    "clamp_min": "runs as clamp or maximum (clamp_max: clamp or minimum)",
+    "logit": "runs as clamp, sub, div and log",
+    "heaviside": "runs as eq, gt and where",
+    "ldexp": "runs as pow and mul",
+    "logaddexp2": "runs as mul, logaddexp and div",
+    "float_power": "runs as to and pow",
+    "mvlgamma": "runs as lgamma, sub and add",
+    "special_ndtr": "runs as mul and erfc",
+    "special_shifted_chebyshev_polynomial_t": "runs as mul, sub and the polynomial",
+    "divide": "runs as div, floor_divide or trunc (true_divide, multiply, subtract, negative, "
+    "absolute: div, mul, sub, neg, abs)",
+    # torch.* layout composites (ops/shape_composite.cpp); index tensors come from arange, so
+    # on global tensors the ones through index_select, gather or where raise
+    "flip": "runs as index_select (fliplr, flipud; rot90: and transpose)",
+    "roll": "runs as narrow and cat",
+    "diag": "runs as permute, reshape and slice (diagonal, trace) or eq, cat and where "
+    "(diag_embed, diagflat)",
+    "take": "runs as reshape and index_select (take_along_dim: expand and gather)",
+    "tensor_split": "runs as narrow (hsplit, vsplit, dsplit, split_with_sizes)",
+    "meshgrid": "runs as reshape and expand (broadcast_tensors, cartesian_prod: and stack; "
+    "block_diag: zeros and cat; kron: reshape and mul)",
+    "unravel_index": "runs as remainder and floor_divide",
+    "slice_scatter": "runs as slice_backward and where (select_scatter; index_fill: eq, any, "
+    "where)",
+    "ravel": "runs as reshape (the *_copy forms: the view and clone)",
+    # torch.* reductions and products (ops/reduce_composite.cpp)
+    "nansum": "runs as ne, where and sum (nanmean, count_nonzero, aminmax, std_mean, var_mean)",
+    "kthvalue": "runs as sort and narrow (median, msort)",
+    "isclose": "runs as eq, sub, abs, mul, le (equal: eq and all; isin: eq and any)",
+    "searchsorted": "runs as lt or le and sum (bucketize)",
+    "cross": "runs as select, mul, sub and stack (diff, trapezoid, dist, angle: their parts)",
+    "addmv": "runs as matmul, mul and add (addr, addbmm, vdot, tensordot, cov, corrcoef)",
+    "fill": "runs as full_like (conj_physical: clone; resolve_conj, resolve_neg: identity)",
 }
 # Ops whose outputs take different layouts in one signature (the checker lays every output out
 # alike), checked by running their declared signatures in the test named.
@@ -311,6 +383,15 @@ CHECKED_BY_RUNNING = {
 CREATION = {
     "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint",
     "randperm",
+}  # fmt: skip
+# The orthogonal polynomials (their rule: splits only, as every elementwise op's): their
+# recurrence takes O(degree) steps, and the checker's runs under forced undeclared layouts did
+# not finish in minutes (a kernel fix is reported); checked in test_ops_torch_math.py.
+POLYNOMIALS = {
+    "special_chebyshev_polynomial_" + k for k in "tuvw"
+} | {
+    "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+    "special_laguerre_polynomial_l", "special_legendre_polynomial_p",
 }  # fmt: skip
 # Registered ops that raise on global tensors: masked_select's length depends on the data.
 NOT_YET = {"masked_select"}
@@ -444,7 +525,13 @@ def report():
         result[name] = (op, sorted(wrong), sorted(extra))
     registered = {op["name"] for op in _C.registered_ops()}
     uncovered = sorted(
-        registered - set(CASES) - set(COMPOSITE) - set(CHECKED_BY_RUNNING) - CREATION - NOT_YET
+        registered
+        - set(CASES)
+        - set(COMPOSITE)
+        - set(CHECKED_BY_RUNNING)
+        - CREATION
+        - NOT_YET
+        - POLYNOMIALS
     )
     return result, uncovered
 
