@@ -80,9 +80,9 @@ def test_unary_matches_torch_with_gradients(name, domain):
     ],
 )  # fmt: skip
 def test_unary_forward_matches_torch(name, domain):
-    # torch's float64 Bessel functions are off by up to 2e-7 near their zeros (ours are within
+    # torch's float64 Bessel functions are off by up to 2e-7 (absolute) near their zeros (ours are within
     # 1e-15 of mpmath there).
-    _check(name, [DOMAINS[domain]()], grad=False, rtol=1e-6, atol=1e-12)
+    _check(name, [DOMAINS[domain]()], grad=False, rtol=1e-6, atol=1e-6)
 
 
 def test_polygamma_mvlgamma_and_their_gradients():
