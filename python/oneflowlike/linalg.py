@@ -64,11 +64,6 @@ def _is_complex(dtype):
     return str(dtype).rsplit(".", 1)[-1].startswith("complex")
 
 
-def _op(name):
-    """A registry op by name, or None while the extension lacks it."""
-    return getattr(_C, name, None)
-
-
 def _canonical_dims(dims, ndim, fn):
     ndim_ = max(ndim, 1)
     out = []
@@ -403,77 +398,22 @@ def vecdot(x, y, *, dim=-1):
     return _C.sum(x.conj() * y, [dim])
 
 
-def _cross(a, b, dim, fn):
-    if a.shape[dim] != 3 or b.shape[dim] != 3:
-        raise RuntimeError(
-            f"{fn}: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
-            f"{b.shape[dim]}"
-        )
-    a1, a2, a3 = _C.unbind(a, dim)
-    b1, b2, b3 = _C.unbind(b, dim)
-    return _C.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], dim % a.dim())
-
-
 def cross(input, other, *, dim=-1):
-    """torch.linalg.cross: the 3-vector cross product along dim, with broadcasting."""
+    """torch.linalg.cross: torch.cross (the registry op) with dim=-1 and equal ranks required."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    op = _op("cross")
-    if op is not None:
-        return op(input, other, dim)
-    input, other = _broadcast(input, other)
-    return _cross(input, other, dim, "linalg.cross")
-
-
-def _broadcast(a, b):
-    """a and b expanded to their common broadcast shape."""
-    sa, sb = list(a.shape), list(b.shape)
-    n = max(len(sa), len(sb))
-    sa, sb = [1] * (n - len(sa)) + sa, [1] * (n - len(sb)) + sb
-    shape = []
-    for i, (x, y) in enumerate(zip(sa, sb)):
-        if x != y and 1 not in (x, y):
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                f"non-singleton dimension {i}"
-            )
-        shape.append(y if x == 1 else x)
-    return a.expand(*shape), b.expand(*shape)
-
-
-def _torch_cross(input, other, dim=None):
-    """torch.cross: as linalg.cross, except that dim=None takes the first dim of size 3."""
-    if dim is None:
-        input, other = _broadcast(input, other)
-        dim = next((d for d, s in enumerate(input.shape) if s == 3), None)
-        if dim is None:
-            raise RuntimeError(
-                f"cross: no dimension of size 3 in input of shape {list(input.shape)}"
-            )
-    return cross(input, other, dim=dim)
+    return _C.cross(input, other, dim)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
-    """torch.linalg.diagonal: torch.diagonal with the last two dims as default."""
-    op = _op("diagonal")
-    if op is not None:
-        return op(A, offset, dim1, dim2)
-    d1, d2 = _canonical_dims([dim1, dim2], A.dim(), "linalg.diagonal")
-    if d1 == d2:
-        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be identical, got {d1} and {d2}")
-    moved, _ = _to_back(A, d1, d2)
-    m, n = moved.shape[-2], moved.shape[-1]
-    length = max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
-    start = offset if offset >= 0 else -offset * n
-    index = _C.arange(length, device=A.device) * (n + 1) + start
-    flat = moved.reshape(*moved.shape[:-2], m * n)
-    return _C.index_select(flat, flat.dim() - 1, index)
+    """torch.linalg.diagonal: torch.diagonal (the registry op) with the last two dims as default."""
+    return _C.diagonal(A, offset, dim1, dim2)
 
 
 def _cumprod(x, dim):
     """cumprod along dim: the registry op when there is one, else the product of a triangular
     (n, n) spread of x, which keeps the exact gradient where x has zeros."""
-    op = _op("cumprod")
+    op = getattr(_C, "cumprod", None)
     if op is not None:
         return op(x, dim)
     dim %= x.dim()
@@ -547,8 +487,8 @@ def matrix_exp(A):
     return X
 
 
-# torch-level names (torch.norm, torch.dist, ...); oneflowlike/__init__.py imports those that
-# the op registry does not already define.
+# torch-level names (torch.norm, torch.renorm, ...) that the op registry does not define;
+# oneflowlike/__init__.py imports them.
 
 
 def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -564,11 +504,6 @@ def _torch_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
             dims = list(range(input.dim()))
         return matrix_norm(input, p, dims, keepdim, dtype=dtype)
     return vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype)
-
-
-def dist(input, other, p=2):
-    """torch.dist: the p-norm of input - other (broadcast)."""
-    return vector_norm(input - other, p)
 
 
 def renorm(input, p, dim, maxnorm):
@@ -611,7 +546,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         raise RuntimeError("cdist only supports non-negative p values")
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {_tname(x1.dtype)}")
-    batch, _ = _broadcast(x1[..., :1, :1], x2[..., :1, :1])
+    batch, _ = _C.broadcast_tensors([x1[..., :1, :1], x2[..., :1, :1]])
     x1 = x1.expand(*batch.shape[:-2], *x1.shape[-2:])
     x2 = x2.expand(*batch.shape[:-2], *x2.shape[-2:])
     rows, cols = x1.shape[-2], x2.shape[-2]
@@ -625,26 +560,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         right = _C.cat([x2, _C.ones_like(sq2), sq2], -1)
         return _C.sqrt(_C.clamp(_C.matmul(left, right.mT), 1e-30))
     return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
-
-
-def vdot(input, other):
-    """torch.vdot: sum(conj(input) * other) of two 1-d tensors."""
-    if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(
-            f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors"
-        )
-    if input.shape[0] != other.shape[0]:
-        raise RuntimeError(
-            f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
-            f"[{other.shape[0]}] to have the same number of elements, but got "
-            f"{input.shape[0]} and {other.shape[0]} elements respectively"
-        )
-    if input.dtype != other.dtype:
-        raise RuntimeError(
-            "dot : expected both vectors to have same dtype, but found "
-            f"{_tname(input.dtype)} and {_tname(other.dtype)}"
-        )
-    return _C.sum(input.conj() * other, None)
 
 
 def chain_matmul(*matrices, out=None):
@@ -665,11 +580,7 @@ def chain_matmul(*matrices, out=None):
 # The torch-level names flow/__init__.py imports; a registry op of the same name wins, so that an
 # op added in C++ later is not shadowed by its composite.
 _torch_norm.__name__ = _torch_norm.__qualname__ = "norm"
-_torch_cross.__name__ = _torch_cross.__qualname__ = "cross"
 torch_norm = getattr(_C, "norm", _torch_norm)
-torch_cross = getattr(_C, "cross", _torch_cross)
-dist = getattr(_C, "dist", dist)
 renorm = getattr(_C, "renorm", renorm)
 cdist = getattr(_C, "cdist", cdist)
-vdot = getattr(_C, "vdot", vdot)
 chain_matmul = getattr(_C, "chain_matmul", chain_matmul)

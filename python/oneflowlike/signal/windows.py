@@ -46,20 +46,6 @@ def _linspace(start, step, M, dtype, device):
     return _C.linspace(start, start + (M - 1) * step, M, dtype=dtype, device=device)
 
 
-def _i0(x, bound):
-    """The modified Bessel function I0: the registry op when there is one, else its power
-    series sum_k ((x/2)^2)^k / (k!)^2, summed well past its largest term (|x| <= bound)."""
-    op = getattr(_C, "i0", None)
-    if op is not None:
-        return op(x)
-    q = x * x * 0.25
-    term, total = _C.ones_like(x), _C.ones_like(x)
-    for k in range(1, int(math.ceil(bound)) + 30):
-        term = term * q / float(k * k)
-        total = total + term
-    return total
-
-
 def exponential(
     M,
     *,
@@ -115,7 +101,7 @@ def _kaiser(M, beta, sym, dtype, device):
     b = _C.full([], float(beta), dtype=dtype, device=device)
     step = 2.0 * beta / (M if not sym else M - 1)
     k = _C.linspace(-beta, min(beta, -beta + (M - 1) * step), M, dtype=dtype, device=device)
-    return _i0(_C.sqrt(_C.clamp(b * b - k * k, 0.0)), beta) / _i0(b, beta)
+    return _C.i0(_C.sqrt(_C.clamp(b * b - k * k, 0.0))) / _C.i0(b)
 
 
 def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
@@ -354,7 +340,7 @@ def kaiser_window(
         a = (length - 1) / 2.0
         r = (n - a) / a
         b = _C.full([], float(beta), dtype=work, device=device)
-        return _i0(b * _C.sqrt(_C.clamp(1 - r * r, 0.0)), beta) / _i0(b, beta)
+        return _C.i0(b * _C.sqrt(_C.clamp(1 - r * r, 0.0))) / _C.i0(b)
 
     return _torch_window(
         "kaiser_window", window_length, periodic, dtype, layout, device, requires_grad, make
