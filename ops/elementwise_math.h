@@ -270,6 +270,70 @@ struct Unary {
   }
 };
 
+// The cold unary ops, acos through the special functions: each backend instantiates their loops
+// once per dtype, calling one out-of-line switch that computes in double, instead of once per op
+// and dtype (per-op loops made the kernel files take minutes each to compile).
+OFL_HOST_DEVICE constexpr bool cold_unary(UnaryOp op) {
+  return op >= UnaryOp::kAcos && op <= UnaryOp::kSphericalBesselJ0;
+}
+
+#ifdef __CUDACC__
+#define OFL_NOINLINE __noinline__
+#else
+#define OFL_NOINLINE [[gnu::noinline]]
+#endif
+
+OFL_NOINLINE OFL_HOST_DEVICE inline double cold_unary_value(UnaryOp op, double x, double a) {
+  using U = UnaryOp;
+  switch (op) {
+#define OFL_EW_COLD(name) \
+  case U::name:           \
+    return Unary<U::name, double>{a, 0}(x);
+    OFL_EW_COLD(kAcos)
+    OFL_EW_COLD(kAsin)
+    OFL_EW_COLD(kAtan)
+    OFL_EW_COLD(kSinh)
+    OFL_EW_COLD(kCosh)
+    OFL_EW_COLD(kTan)
+    OFL_EW_COLD(kAsinh)
+    OFL_EW_COLD(kAcosh)
+    OFL_EW_COLD(kAtanh)
+    OFL_EW_COLD(kExp2)
+    OFL_EW_COLD(kLog2)
+    OFL_EW_COLD(kLog10)
+    OFL_EW_COLD(kErfc)
+    OFL_EW_COLD(kErfinv)
+    OFL_EW_COLD(kLgamma)
+    OFL_EW_COLD(kDigamma)
+    OFL_EW_COLD(kPolygamma)
+    OFL_EW_COLD(kI0)
+    OFL_EW_COLD(kI0e)
+    OFL_EW_COLD(kI1)
+    OFL_EW_COLD(kI1e)
+    OFL_EW_COLD(kSinc)
+    OFL_EW_COLD(kNdtri)
+    OFL_EW_COLD(kLogNdtr)
+    OFL_EW_COLD(kErfcx)
+    OFL_EW_COLD(kEntr)
+    OFL_EW_COLD(kBesselJ0)
+    OFL_EW_COLD(kBesselJ1)
+    OFL_EW_COLD(kBesselY0)
+    OFL_EW_COLD(kBesselY1)
+    OFL_EW_COLD(kSphericalBesselJ0)
+#undef OFL_EW_COLD
+    default:
+      return NAN;
+  }
+}
+
+// A cold unary op on M (floating), its scalar a unsaturated (polygamma's order).
+template <class M>
+struct ColdUnary {
+  UnaryOp op;
+  double a;
+  OFL_HOST_DEVICE M operator()(M x) const { return M(cold_unary_value(op, double(x), a)); }
+};
+
 template <UnaryOp kOp>
 using UnaryTag = std::integral_constant<UnaryOp, kOp>;
 
@@ -313,6 +377,7 @@ void visit_unary(UnaryOp op, double a, double b, Run&& run) {
     if (op == U::kBitwiseNot) return with(UnaryTag<U::kBitwiseNot>{});
   }
   if constexpr (std::is_floating_point_v<M>) {
+    if (cold_unary(op)) return run(ColdUnary<M>{op, a});
     switch (op) {
       OFL_EW_CASE(kExp)
       OFL_EW_CASE(kLog)
@@ -329,37 +394,6 @@ void visit_unary(UnaryOp op, double a, double b, Run&& run) {
       OFL_EW_CASE(kLog1p)
       OFL_EW_CASE(kExpm1)
       OFL_EW_CASE(kErf)
-      OFL_EW_CASE(kAcos)
-      OFL_EW_CASE(kAsin)
-      OFL_EW_CASE(kAtan)
-      OFL_EW_CASE(kSinh)
-      OFL_EW_CASE(kCosh)
-      OFL_EW_CASE(kTan)
-      OFL_EW_CASE(kAsinh)
-      OFL_EW_CASE(kAcosh)
-      OFL_EW_CASE(kAtanh)
-      OFL_EW_CASE(kExp2)
-      OFL_EW_CASE(kLog2)
-      OFL_EW_CASE(kLog10)
-      OFL_EW_CASE(kErfc)
-      OFL_EW_CASE(kErfinv)
-      OFL_EW_CASE(kLgamma)
-      OFL_EW_CASE(kDigamma)
-      OFL_EW_CASE(kPolygamma)
-      OFL_EW_CASE(kI0)
-      OFL_EW_CASE(kI0e)
-      OFL_EW_CASE(kI1)
-      OFL_EW_CASE(kI1e)
-      OFL_EW_CASE(kSinc)
-      OFL_EW_CASE(kNdtri)
-      OFL_EW_CASE(kLogNdtr)
-      OFL_EW_CASE(kErfcx)
-      OFL_EW_CASE(kEntr)
-      OFL_EW_CASE(kBesselJ0)
-      OFL_EW_CASE(kBesselJ1)
-      OFL_EW_CASE(kBesselY0)
-      OFL_EW_CASE(kBesselY1)
-      OFL_EW_CASE(kSphericalBesselJ0)
       default:
         break;
     }
@@ -463,6 +497,47 @@ struct Binary {
   }
 };
 
+// The cold binary ops (floating; as cold_unary): atan2, copysign, xlogy, xlog1py, zeta, the
+// incomplete gammas and the polynomials. nextafter stays per dtype: it steps in the input's type.
+OFL_HOST_DEVICE constexpr bool cold_binary(BinaryOp op) {
+  return op >= BinaryOp::kAtan2 && op <= BinaryOp::kLegendreP && op != BinaryOp::kNextafter;
+}
+
+OFL_NOINLINE OFL_HOST_DEVICE inline double cold_binary_value(BinaryOp op, double x, double y) {
+  using B = BinaryOp;
+  switch (op) {
+#define OFL_EW_COLD(name) \
+  case B::name:           \
+    return Binary<B::name, double>{}(x, y);
+    OFL_EW_COLD(kAtan2)
+    OFL_EW_COLD(kCopysign)
+    OFL_EW_COLD(kXlogy)
+    OFL_EW_COLD(kXlog1py)
+    OFL_EW_COLD(kZeta)
+    OFL_EW_COLD(kIgamma)
+    OFL_EW_COLD(kIgammac)
+    OFL_EW_COLD(kChebyshevT)
+    OFL_EW_COLD(kChebyshevU)
+    OFL_EW_COLD(kChebyshevV)
+    OFL_EW_COLD(kChebyshevW)
+    OFL_EW_COLD(kHermiteH)
+    OFL_EW_COLD(kHermiteHe)
+    OFL_EW_COLD(kLaguerreL)
+    OFL_EW_COLD(kLegendreP)
+#undef OFL_EW_COLD
+    default:
+      return NAN;
+  }
+}
+
+template <class M>
+struct ColdBinary {
+  BinaryOp op;
+  OFL_HOST_DEVICE M operator()(M x, M y) const {
+    return M(cold_binary_value(op, double(x), double(y)));
+  }
+};
+
 template <BinaryOp kOp>
 using BinaryTag = std::integral_constant<BinaryOp, kOp>;
 
@@ -524,26 +599,12 @@ void visit_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
     }
   }
   if constexpr (std::is_floating_point_v<M>) {
+    if (cold_binary(op)) return arith(ColdBinary<M>{op});
     switch (op) {
       OFL_EW_CASE(arith, kDiv)
       OFL_EW_CASE(arith, kLogAddExp)
       OFL_EW_CASE(arith, kHypot)
-      OFL_EW_CASE(arith, kAtan2)
-      OFL_EW_CASE(arith, kCopysign)
       OFL_EW_CASE(arith, kNextafter)
-      OFL_EW_CASE(arith, kXlogy)
-      OFL_EW_CASE(arith, kXlog1py)
-      OFL_EW_CASE(arith, kZeta)
-      OFL_EW_CASE(arith, kIgamma)
-      OFL_EW_CASE(arith, kIgammac)
-      OFL_EW_CASE(arith, kChebyshevT)
-      OFL_EW_CASE(arith, kChebyshevU)
-      OFL_EW_CASE(arith, kChebyshevV)
-      OFL_EW_CASE(arith, kChebyshevW)
-      OFL_EW_CASE(arith, kHermiteH)
-      OFL_EW_CASE(arith, kHermiteHe)
-      OFL_EW_CASE(arith, kLaguerreL)
-      OFL_EW_CASE(arith, kLegendreP)
       OFL_EW_CASE(arith, kGeluGrad)
       OFL_EW_CASE(arith, kGeluTanhGrad)
       OFL_EW_CASE(arith, kSiluGrad)

@@ -248,10 +248,15 @@ enum class Polynomial {
   kLegendreP,
 };
 
+// The highest degree evaluated: the recurrences take n steps an element (a degree of 1e17 would
+// loop for years); beyond it the result is NaN.
+inline constexpr int64_t kMaxPolynomialDegree = int64_t(1) << 20;
+
 OFL_SPECIAL_FN double polynomial(Polynomial kind, double x, double degree) {
   if (x != x || degree != degree) return NAN;
+  if (degree < 0) return 0;
+  if (degree > double(kMaxPolynomialDegree)) return NAN;
   const int64_t n = int64_t(degree);
-  if (n < 0) return 0;
   if (n == 0) return 1;
   double p0 = 1, p1;
   switch (kind) {
@@ -280,7 +285,7 @@ OFL_SPECIAL_FN double polynomial(Polynomial kind, double x, double degree) {
       p1 = x;
       break;
   }
-  for (int64_t k = 1; k < n; ++k) {
+  for (int64_t k = 1; k < n && p1 - p1 == 0; ++k) {  // past overflow it stays inf or NaN
     const double kd = double(k);
     double next;
     switch (kind) {
