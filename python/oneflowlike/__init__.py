@@ -109,6 +109,8 @@ from . import special  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from ._torch_scans import *  # noqa: E402,F401,F403
+from ._torch_misc import *  # noqa: E402,F401,F403
 from ._tensor_api import _install_tensor_methods  # noqa: E402
 
 _install_tensor_methods()
