@@ -38,12 +38,12 @@ def _check_tensor(x, name, what="input"):
         raise TypeError(f"[{name}] expects a tensor as {what}, got {type(x).__name__}")
 
 
-def _data_dependent(x, name):
+def _data_dependent(x, name, what="its output size depends on the data"):
     """The output's size depends on the values: only a local tensor run eagerly has them."""
     if x.is_traced or x.device.type == "meta" or x.is_global:
         kind = "traced" if x.is_traced else "meta" if x.device.type == "meta" else "global"
         raise RuntimeError(
-            f"[{name}] its output size depends on the data, which a {kind} tensor of shape "
+            f"[{name}] {what}, which a {kind} tensor of shape "
             f"{tuple(x.shape)} does not have here (call it on a local tensor eagerly)"
         )
 
@@ -218,7 +218,20 @@ def _linspace_edges(left, right, steps, dtype, device):
         start + step * i.astype(np_type),
         end - step * (steps - i - 1).astype(np_type),
     ).astype(np_type)
-    return tensor(edges, dtype=dtype, device=device)
+    return tensor(edges, dtype=dtype, device=device), (float(edges[0]), float(edges[-1] - edges[0]))
+
+
+def _local_search(edges, col, inside, nb, lo, width):
+    """PyTorch's bin of each value for equal bins: the interpolated guess, then the upper bound
+    among the edges guess-1 .. guess+1 (no O(n * bins) search)."""
+    guess = _C.where(inside, (col - lo) * nb / width, 0.0).to(_I64)
+    guess = _C.clamp(guess, 0, nb)
+    below = _C.zeros_like(guess)
+    for off in (-1, 0, 1):
+        k = guess + off
+        edge = _C.gather(edges, 0, _C.clamp(k, 0, nb))
+        below = below + ((k >= 0) & (k <= nb) & (edge <= col)).to(_I64)
+    return _C.clamp_min(guess - 1, 0) + below - 1
 
 
 def histc(input, bins=100, min=0, max=0):
@@ -231,7 +244,7 @@ def histc(input, bins=100, min=0, max=0):
         raise RuntimeError(f"[histc] bins must be > 0, got {bins!r}")
     left, right = float(min), float(max)
     if left == right and input.numel() > 0:
-        _data_dependent(input, "histc with min == max")
+        _data_dependent(input, "histc", "with min == max its bins span the data's extremes")
         left, right = float(input.min()), float(input.max())
     if left == right:
         left, right = left - 1, right + 1
@@ -289,7 +302,7 @@ def _histogramdd(name, input, bins, range_, weight, density):
                 f"[{name}] if weight tensor is provided, its shape {tuple(weight.shape)} should "
                 f"equal the input's shape without its last dimension {tuple(input.shape[:-1])}"
             )
-    edges, lows, highs = [], None, None
+    edges, spans, lows, highs = [], [], None, None
     for d, b in enumerate(bins):
         if isinstance(b, Tensor):
             if b.dtype != input.dtype or b.dim() != 1 or b.shape[0] < 1:
@@ -298,13 +311,14 @@ def _histogramdd(name, input, bins, range_, weight, density):
                     f"input's dtype {input.dtype}, got {b.dtype} of shape {tuple(b.shape)}"
                 )
             edges.append(b.detach())
+            spans.append(None)
             continue
         if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
             raise RuntimeError(f"[{name}] bins must be > 0, got {b!r}")
         if range_ is not None:
             left, right = range_[2 * d], range_[2 * d + 1]
         elif x.shape[0] > 0:
-            _data_dependent(input, f"{name} without range")
+            _data_dependent(input, name, "without range its bins span the data's extremes")
             if lows is None:
                 lows, highs = x.amin(0).tolist(), x.amax(0).tolist()
             left, right = lows[d], highs[d]
@@ -316,16 +330,22 @@ def _histogramdd(name, input, bins, range_, weight, density):
             raise RuntimeError(f"[{name}] min {left} should not exceed max {right}")
         if left == right:  # numpy's widening
             left, right = left - 0.5, right + 0.5
-        edges.append(_linspace_edges(left, right, b + 1, input.dtype, input.device))
+        e, span = _linspace_edges(left, right, b + 1, input.dtype, input.device)
+        edges.append(e)
+        spans.append(span)
     counts = [e.shape[0] - 1 for e in edges]
     with no_grad():
         flat = _C.zeros((x.shape[0],), dtype=_I64, device=x.device)
         valid = _C.ones((x.shape[0],), dtype=_C.dtype.bool, device=x.device)
         for d, e in enumerate(edges):
             col = x[:, d].contiguous()
-            pos = _C.searchsorted(e, col, right=True) - 1
+            inside = (col >= e[0]) & (col <= e[-1])
+            if spans[d] is None:  # PyTorch's binary search over the given edges
+                pos = _C.searchsorted(e, col, right=True) - 1
+            else:
+                pos = _local_search(e, col, inside, counts[d], *spans[d])
             pos = _C.where(pos >= counts[d], counts[d] - 1, pos)  # the last bin is closed
-            valid = valid & (col >= e[0]) & (col <= e[-1])
+            valid = valid & inside
             flat = flat * counts[d] + pos
         total = int(np.prod(counts))
         w = valid.to(x.dtype) if weight is None else _C.where(valid, weight.reshape(-1), 0.0)

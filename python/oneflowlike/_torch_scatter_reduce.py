@@ -131,13 +131,17 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
             targets = _C.cat([_C.arange(n, device=input.device), targets])
         sorted_t, perm = _C.sort(targets, 0, stable=True)
         m = sorted_t.shape[0]
-        head = _C.cat(
-            [_C.ones((1,), dtype=_C.dtype.bool, device=input.device), sorted_t[1:] != sorted_t[:-1]]
+        ones = _C.ones((1,), dtype=_C.dtype.bool, device=input.device)
+        change = sorted_t[1:] != sorted_t[:-1]
+        head, tail = _C.cat([ones, change]), _C.cat([change, ones])
+        # Each output position's last contribution in sorted order (the one tail with that
+        # target; the other entries add 0), and whether it has any.
+        pos = _C.where(tail, _C.arange(m, device=input.device), 0)
+        last = _C.zeros((n,), dtype=_I64, device=input.device).scatter_add(0, sorted_t, pos)
+        hit = _C.zeros((n,), dtype=_I64, device=input.device).scatter_add(
+            0, sorted_t, tail.to(_I64)
         )
-        # Each output position's last contribution in sorted order, if it has any.
-        last = _C.searchsorted(sorted_t, _C.arange(n, device=input.device), right=True) - 1
-        last = _C.clamp(last, 0, m - 1)
-        hit = _C.gather(sorted_t, 0, last) == _C.arange(n, device=input.device)
+        hit = hit > 0
     values = src.reshape(-1)
     if include_self:
         values = _C.cat([input.reshape(-1), values])
