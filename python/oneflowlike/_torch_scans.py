@@ -124,22 +124,17 @@ def _cum_extreme(input, dim, name, greater):
         return input.clone(), _C.zeros((), dtype=_C.dtype.int64, device=input.device)
     if input.dtype == _C.dtype.complex64:
         raise RuntimeError(f"[{name}] is not defined for complex input {tuple(input.shape)}")
-    floating = input.dtype in _FLOATS
-    n = input.shape[d]
     with no_grad():
-        v = input.detach()
-        i = _positions(v, d)
-        s = 1
-        while s < n:
-            vl, vr = v.narrow(d, 0, n - s), v.narrow(d, s, n - s)
-            take = vr >= vl if greater else vr <= vl
-            if floating:
-                take = take | vr.isnan()
-            v = _C.cat([v.narrow(d, 0, s), _C.where(take, vr, vl)], d)
-            i = _C.cat(
-                [i.narrow(d, 0, s), _C.where(take, i.narrow(d, s, n - s), i.narrow(d, 0, n - s))], d
-            )
-            s *= 2
+        x = input.detach()
+        if x.dtype == _C.dtype.bool:
+            x = x.to(_C.dtype.uint8)
+        # The running extreme (NaN propagates), then the last position j <= i where x_j equals
+        # it: the running max of the positions where x reaches its own running extreme.
+        v = _scan(x, d, _C.maximum if greater else _C.minimum)
+        reached = x == v
+        if input.dtype in _FLOATS:
+            reached = reached | x.isnan()
+        i = _scan(_C.where(reached, _positions(x, d), 0), d, _C.maximum)
     # The values gathered from input: the gradient goes to the index, as PyTorch's.
     return _C.gather(input, d, i), i
 
