@@ -30,12 +30,15 @@ def _wrap_dim(dim, ndim, name):
 
 
 def _segmented_scan(v, start, op):
-    """Inclusive scan of the 1-d v with op, restarting where start is True."""
+    """Inclusive scan of the 1-d v with op, restarting where start is True. Across a segment's
+    start the left operand is replaced (1 for mul, the right value for max/min), so an inf or
+    NaN in one segment never reaches another's value or gradient."""
     n = v.shape[0]
     s = 1
     while s < n:
         right, head = v.narrow(0, s, n - s), start.narrow(0, s, n - s)
-        joined = _C.where(head, right, op(v.narrow(0, 0, n - s), right))
+        left = _C.where(head, 1 if op is _C.mul else right, v.narrow(0, 0, n - s))
+        joined = op(left, right)
         v = _C.cat([v.narrow(0, 0, s), joined])
         start = _C.cat([start.narrow(0, 0, s), head | start.narrow(0, 0, n - s)])
         s *= 2

@@ -327,3 +327,17 @@ def test_combinations_and_gradient():
     _close(flow.gradient(flow.tensor([1, 4, 9, 16])), torch.gradient(torch.tensor([1, 4, 9, 16])))
     with pytest.raises(RuntimeError, match="edge_order"):
         flow.gradient(flow.zeros(2), edge_order=2)
+
+
+def test_scatter_reduce_prod_inf_stays_in_its_segment():
+    # PyTorch's own gradient of the inf element is NaN (inf / inf); the other segments' must match.
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    s = torch.tensor([float("inf"), 2.0, 5.0, 0.5], dtype=torch.float64, requires_grad=True)
+    i = torch.tensor([0, 1, 1, 2])
+    fs = _f(s)
+    r = torch.scatter_reduce(x, 0, i, s, "prod")
+    o = flow.scatter_reduce(_f(x), 0, _f(i), fs, "prod")
+    _close(o, r)
+    r.sum().backward()
+    o.sum().backward()
+    _close(fs.grad[1:], s.grad[1:])
