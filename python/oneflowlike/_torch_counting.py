@@ -201,8 +201,7 @@ def _as_dtype(value, dtype):
     """value rounded as a scalar of dtype (float32 edges are float32 numbers)."""
     if dtype == _C.dtype.float64:
         return float(value)
-    np_type = np.float32 if dtype == _C.dtype.float32 else np.float16
-    return float(np_type(value))
+    return float(_C.full((), value, dtype=dtype).to(_C.dtype.float64).item())
 
 
 def _linspace_edges(left, right, steps, dtype, device):
@@ -254,11 +253,7 @@ def histc(input, bins=100, min=0, max=0):
         raise RuntimeError(f"[histc] max must be larger than min, got min {min} and max {max}")
     x = input.detach().reshape(-1)
     lo, hi = _as_dtype(left, x.dtype), _as_dtype(right, x.dtype)
-    width = (
-        _as_dtype(hi - lo, x.dtype)
-        if x.dtype == _C.dtype.float64
-        else float(np.float32(hi) - np.float32(lo))
-    )
+    width = _as_dtype(hi - lo, x.dtype)  # hi - lo is exact in float64, then rounded as x's
     with no_grad():
         # PyTorch's linear interpolation, in the input's dtype: (x - lo) * bins / (hi - lo).
         pos = ((x - lo) * bins / width).to(_I64)

@@ -241,6 +241,9 @@ def test_bincount_histc_histogram():
         _close(flow.histc(_f(xd), bins=7), torch.histc(xd, bins=7))
         _close(_f(xd).histc(5, -1, 2), xd.histc(5, -1, 2))
         _close(flow.histc(_f(torch.ones(3, dtype=dt)), 4), torch.histc(torch.ones(3, dtype=dt), 4))
+    xh = x.to(torch.bfloat16)
+    oh = flow.histc(flow.tensor(xh.float().numpy()).to(flow.bfloat16), 9, -2.3, 3.1)
+    _close(oh.to(flow.float32), torch.histc(xh, 9, -2.3, 3.1).float())
     for kw in ({}, {"density": True}, {"range": (-1.0, 2.0)}, {"weight": w.new_ones(40) * 0.5}):
         kw = dict(kw)
         r = torch.histogram(x, 6, **kw)
