@@ -28,9 +28,17 @@ _FLOATS = (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float
 _INTS = (_C.dtype.uint8, _C.dtype.int8, _C.dtype.int32, _C.dtype.int64)
 _I64 = _C.dtype.int64
 
-_histogram_t = collections.namedtuple("histogram", ["hist", "bin_edges"])
-_histogramdd_t = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
-_histogram_t.__module__ = _histogramdd_t.__module__ = "oneflowlike.return_types"
+
+def _return_type(name, fields, module=__name__):
+    """A named tuple printed as PyTorch's (histogram(hist=..., ...)) that pickles: module binds
+    it as _<name>_t."""
+    cls = collections.namedtuple(name, fields, module=module)
+    cls.__qualname__ = f"_{name}_t"
+    return cls
+
+
+_histogram_t = _return_type("histogram", ["hist", "bin_edges"])
+_histogramdd_t = _return_type("histogramdd", ["hist", "bin_edges"])
 
 
 def _check_tensor(x, name, what="input"):

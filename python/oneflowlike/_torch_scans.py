@@ -5,7 +5,6 @@ composites of the registered ops; bound as flow.<name> and Tensor.<name>.
 The scans are parallel prefixes (Hillis-Steele): log2(n) steps, each one elementwise op over
 shifted slices of the whole tensor, so autograd, meta, SBP and nn.Graph come from the ops."""
 
-import collections
 import itertools
 import math
 
@@ -13,7 +12,7 @@ from . import _C
 from ._C import Tensor
 from ._tensor_api import no_grad, tensor
 from ._torch_counting import *  # noqa: F401,F403
-from ._torch_counting import __all__ as _counting_all
+from ._torch_counting import __all__ as _counting_all, _return_type
 from ._torch_scatter_reduce import *  # noqa: F401,F403
 from ._torch_scatter_reduce import __all__ as _scatter_all
 
@@ -38,17 +37,11 @@ __all__ = (
 _FLOATS = (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64)
 
 
-def _return_type(name, fields):
-    cls = collections.namedtuple(name, fields)
-    cls.__module__ = "oneflowlike.return_types"
-    return cls
-
-
-_cummax_t = _return_type("cummax", ["values", "indices"])
-_cummin_t = _return_type("cummin", ["values", "indices"])
-_nanmedian_t = _return_type("nanmedian", ["values", "indices"])
-_mode_t = _return_type("mode", ["values", "indices"])
-_frexp_t = _return_type("frexp", ["mantissa", "exponent"])
+_cummax_t = _return_type("cummax", ["values", "indices"], __name__)
+_cummin_t = _return_type("cummin", ["values", "indices"], __name__)
+_nanmedian_t = _return_type("nanmedian", ["values", "indices"], __name__)
+_mode_t = _return_type("mode", ["values", "indices"], __name__)
+_frexp_t = _return_type("frexp", ["mantissa", "exponent"], __name__)
 
 
 def _check_tensor(x, name):
