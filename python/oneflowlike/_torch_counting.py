@@ -118,9 +118,10 @@ def nonzero_static(input, *, size, fill_value=-1):
         order = _C.cat([order, _C.zeros((size - n,), dtype=_I64, device=input.device)])
     order = order.narrow(0, 0, size)
     valid = (_C.arange(size, device=input.device) < count).unsqueeze(1)
-    coords = (
-        _C.stack(_unravel(order, tuple(input.shape)), 1) if input.dim() else order[:, None][:, :0]
-    )
+    if input.dim() == 0:
+        coords = _C.zeros((size, 0), dtype=_I64, device=input.device)
+    else:
+        coords = _C.stack(_unravel(order, tuple(input.shape)), 1)
     return _C.where(valid, coords, fill_value)
 
 

@@ -1,6 +1,8 @@
 """torch's cumulative, order-statistic, counting and scatter-reduce functions against PyTorch:
 float64 values and gradients, integer inputs, empty and 0-d inputs, errors."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -215,6 +217,10 @@ def test_unique_nonzero_argwhere():
     _close(flow.argwhere(_f(i)), torch.argwhere(i))
     _close(_f(i).nonzero_static(size=7), i.nonzero_static(size=7))
     _close(_f(i).nonzero_static(size=2, fill_value=9), i.nonzero_static(size=2, fill_value=9))
+    s = torch.tensor(3.0)
+    _close(flow.nonzero_static(_f(s), size=2), torch.nonzero_static(s, size=2))
+    back = pickle.loads(pickle.dumps(flow.cummax(_f(x[0]), 0)))  # return types pickle
+    assert back.indices.tolist() == torch.cummax(x[0], 0).indices.tolist()
     e = torch.zeros(2, 0)
     _close(flow.nonzero(_f(e)), torch.nonzero(e))
     _close(flow.unique(_f(e), return_counts=True), torch.unique(e, return_counts=True))
