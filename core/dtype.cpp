@@ -3,14 +3,14 @@
 namespace ofl::internal {
 
 size_t itemsize(DType t) {
-  static constexpr size_t sizes[kNumDTypes] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 8};
+  static constexpr size_t sizes[kNumDTypes] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 8, 16};
   return sizes[static_cast<int>(t)];
 }
 
 const char* dtype_name(DType t) {
-  static constexpr const char* names[kNumDTypes] = {"bool",    "uint8",    "int8",     "int32",
-                                                    "int64",   "float16",  "bfloat16", "float32",
-                                                    "float64", "complex64"};
+  static constexpr const char* names[kNumDTypes] = {"bool",    "uint8",     "int8",      "int32",
+                                                    "int64",   "float16",   "bfloat16",  "float32",
+                                                    "float64", "complex64", "complex128"};
   return names[static_cast<int>(t)];
 }
 
@@ -23,12 +23,17 @@ DType dtype_from_name(const std::string& name) {
   if (name == "long") return DType::kInt64;
   if (name == "int") return DType::kInt32;
   if (name == "cfloat") return DType::kComplex64;
+  if (name == "cdouble") return DType::kComplex128;
   fail<TypeError>("dtype", "unknown dtype '", name, "'");
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  if (is_complex(a) || is_complex(b)) return DType::kComplex64;
+  if (is_complex(a) || is_complex(b)) {
+    const bool wide = a == DType::kComplex128 || b == DType::kComplex128 || a == DType::kFloat64 ||
+                      b == DType::kFloat64;
+    return wide ? DType::kComplex128 : DType::kComplex64;
+  }
   if (is_floating(a) && is_floating(b)) {
     if (a == DType::kFloat64 || b == DType::kFloat64) return DType::kFloat64;
     return DType::kFloat32;  // float16 with bfloat16 (or float32) gives float32

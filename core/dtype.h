@@ -18,9 +18,10 @@ enum class DType : uint8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
-  kComplex64,  // two float32s (real, imaginary); only layout ops and a few composites take it
+  kComplex64,   // two float32s (real, imaginary); only layout ops and a few composites take it
+  kComplex128,  // two float64s, as complex64 otherwise
 };
-inline constexpr int kNumDTypes = 10;
+inline constexpr int kNumDTypes = 11;
 
 size_t itemsize(DType t);
 const char* dtype_name(DType t);  // "float32", ...
@@ -29,7 +30,15 @@ inline bool is_floating(DType t) {
   return t >= DType::kFloat16 && t <= DType::kFloat64;
 }
 inline bool is_complex(DType t) {
-  return t == DType::kComplex64;
+  return t == DType::kComplex64 || t == DType::kComplex128;
+}
+// The dtype of a complex dtype's parts (float32 for complex64), and the complex dtype whose parts
+// are the floating dtype t (float16 and bfloat16 give complex64).
+inline DType complex_part_dtype(DType t) {
+  return t == DType::kComplex128 ? DType::kFloat64 : DType::kFloat32;
+}
+inline DType complex_dtype_of(DType t) {
+  return t == DType::kFloat64 || t == DType::kComplex128 ? DType::kComplex128 : DType::kComplex64;
 }
 // Whether tensors of dtype t carry gradients (floating and complex).
 inline bool is_differentiable(DType t) {
@@ -38,8 +47,8 @@ inline bool is_differentiable(DType t) {
 inline bool is_integral(DType t) {
   return t <= DType::kInt64;
 }  // includes bool
-// PyTorch's promote_types for two dtypes; complex64 with anything is complex64 (PyTorch gives
-// complex128 with float64, which we do not have).
+// PyTorch's promote_types for two dtypes; complex with float64 or complex128 is complex128, with
+// anything else complex64.
 DType promote_types(DType a, DType b);
 // The dtype a reduction like sum produces: integers and bool accumulate in int64.
 inline DType sum_dtype(DType t) {
@@ -90,7 +99,8 @@ decltype(auto) dispatch_all(DType t, F&& f) {
     case DType::kFloat64:
       return f(TypeTag<double>{});
     case DType::kComplex64:  // the dispatcher lets complex reach only kernels that handle it
-      fail<TypeError>("kernel", "no kernel takes complex64 tensors here");
+    case DType::kComplex128:
+      fail<TypeError>("kernel", "no kernel takes ", dtype_name(t), " tensors here");
   }
   OFL_CHECK(false, "bad dtype");
   return f(TypeTag<float>{});

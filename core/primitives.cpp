@@ -62,27 +62,27 @@ Tensor complex_as_real(const Tensor& x) {
   shape.push_back(2);
   strides.push_back(1);
   return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), x.offset() * 2,
-                         DType::kFloat32);
+                         complex_part_dtype(x.dtype()));
 }
 
 Tensor real_as_complex(const Tensor& x) {
-  OFL_CHECK(
-      x.dtype() == DType::kFloat32 && x.dim() > 0 && x.shape().back() == 2 && x.offset() % 2 == 0,
-      "real_as_complex of ", x.str());
+  OFL_CHECK((x.dtype() == DType::kFloat32 || x.dtype() == DType::kFloat64) && x.dim() > 0 &&
+                x.shape().back() == 2 && x.offset() % 2 == 0,
+            "real_as_complex of ", x.str());
   Shape shape(x.shape().begin(), x.shape().end() - 1);
   Shape strides(x.strides().begin(), x.strides().end() - 1);
   for (int64_t& s : strides) s /= 2;
   return Tensor::view_of(x.storage(), std::move(shape), std::move(strides), x.offset() / 2,
-                         DType::kComplex64);
+                         complex_dtype_of(x.dtype()));
 }
 
 namespace {
-// The real (part 0) or imaginary (part 1) float32s of a complex64 x, with x's shape.
+// The real (part 0) or imaginary (part 1) floats of a complex x, with x's shape.
 Tensor complex_part(const Tensor& x, int part) {
   Shape strides = x.strides();
   for (int64_t& s : strides) s *= 2;
   return Tensor::view_of(x.storage(), x.shape(), std::move(strides), x.offset() * 2 + part,
-                         DType::kFloat32);
+                         complex_part_dtype(x.dtype()));
 }
 }  // namespace
 

@@ -30,7 +30,8 @@ enum class DType : uint8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
-  kComplex64,  // (real, imaginary) float32 pairs, as std::complex<float>
+  kComplex64,   // (real, imaginary) float32 pairs, as std::complex<float>
+  kComplex128,  // (real, imaginary) float64 pairs, as std::complex<double>
 };
 const char* dtype_name(DType dtype);  // "float32", as in Python
 size_t itemsize(DType dtype);

@@ -1,6 +1,6 @@
-// complex64 (ops/complex.h): view_as_complex and view_as_real are the only complex ops the
-// dispatcher runs; every other complex op is a composite of float ops on the float32 pairs, and
-// every op not marked complex raises "[op] is not supported for complex64 tensors".
+// complex64 and complex128 (ops/complex.h): view_as_complex and view_as_real are the only complex
+// ops the dispatcher runs; every other complex op is a composite of float ops on the float pairs,
+// and every op not marked complex raises "[op] is not supported for complex64 tensors".
 #include "ops/complex.h"
 
 #include "core/dispatcher.h"
@@ -19,14 +19,12 @@ namespace {
 
 std::vector<TensorMeta> infer_view_as_complex(const InferArgs& a) {
   const TensorMeta& x = a.in[0];
-  if (x.dtype != DType::kFloat32)
-    fail<TypeError>(a.op,
-                    "is only supported for float32 tensors (complex64 is the only complex "
-                    "dtype), got ",
-                    x.str());
+  if (x.dtype != DType::kFloat32 && x.dtype != DType::kFloat64)
+    fail<TypeError>(a.op, "is only supported for float32 and float64 tensors, got ", x.str());
   if (x.shape.empty()) fail(a.op, "Input tensor must have one or more dimensions");
   if (x.shape.back() != 2) fail(a.op, "Tensor must have a last dimension of size 2, got ", x.str());
-  return single_output(Shape(x.shape.begin(), x.shape.end() - 1), DType::kComplex64, x.device);
+  return single_output(Shape(x.shape.begin(), x.shape.end() - 1), complex_dtype_of(x.dtype),
+                       x.device);
 }
 
 std::vector<Tensor> view_as_complex_view(const ViewArgs& v) {
@@ -47,7 +45,7 @@ std::vector<TensorMeta> infer_view_as_real(const InferArgs& a) {
     fail<TypeError>(a.op, "is only supported for complex tensors, got ", z.str());
   Shape shape = z.shape;
   shape.push_back(2);
-  return single_output(std::move(shape), DType::kFloat32, z.device);
+  return single_output(std::move(shape), complex_part_dtype(z.dtype), z.device);
 }
 
 // Splits of the axes both sides share; no partials (boxing has no complex reductions).
@@ -59,21 +57,24 @@ Sigs complex_view_sbp(const SbpQuery& q) {
 }
 const SbpRule kComplexView{"complex_view", complex_view_sbp};
 
-void require_float32(const Tensor& t, const char* op, const char* what) {
-  if (t.dtype() != DType::kFloat32)
-    fail<TypeError>(op, "expects a float32 ", what, " (complex64 is the only complex dtype), got ",
-                    t.str());
+// float32 or float64 operands of one dtype (PyTorch's complex and polar take no others).
+void require_parts(const Tensor& a, const Tensor& b, const char* op) {
+  const DType t = a.dtype();
+  if ((t != DType::kFloat32 && t != DType::kFloat64) || b.dtype() != t)
+    fail<TypeError>(op, "expects float32 or float64 tensors of one dtype, got ", a.str(), " and ",
+                    b.str());
 }
 
-// (real, imaginary) of an operand; the imaginary part is undefined for a real one.
+// (real, imaginary) of an operand as `part` floats; the imaginary part is undefined for a real one.
 struct Parts {
   Tensor re, im;
 };
-Parts parts(const Tensor& x) {
-  if (!is_complex(x.dtype()))
-    return {x.dtype() == DType::kFloat32 ? x : to_dtype(x, DType::kFloat32), Tensor()};
+Parts parts(const Tensor& x, DType part) {
+  if (!is_complex(x.dtype())) return {x.dtype() == part ? x : to_dtype(x, part), Tensor()};
   const Tensor pair = view_as_real(x);
-  return {select(pair, -1, 0), select(pair, -1, 1)};
+  const Tensor re = select(pair, -1, 0), im = select(pair, -1, 1);
+  if (re.dtype() == part) return {re, im};
+  return {to_dtype(re, part), to_dtype(im, part)};
 }
 
 // u + v, u - v, u * v where an undefined operand is zero.
@@ -106,15 +107,13 @@ Tensor view_as_real(const Tensor& z) {
 }
 
 Tensor polar(const Tensor& abs, const Tensor& angle) {
-  require_float32(abs, "polar", "abs");
-  require_float32(angle, "polar", "angle");
+  require_parts(abs, angle, "polar");
   const Tensor re = mul(abs, cos(angle)), im = mul(abs, sin(angle));
   return assemble(re, im, meta_of(re).shape);
 }
 
 Tensor complex(const Tensor& real, const Tensor& imag) {
-  require_float32(real, "complex", "real");
-  require_float32(imag, "complex", "imag");
+  require_parts(real, imag, "complex");
   return assemble(real, imag,
                   broadcast_shapes(meta_of(real).shape, meta_of(imag).shape, "complex"));
 }
@@ -132,12 +131,12 @@ Tensor imag(const Tensor& z) {
 
 Tensor conj(const Tensor& z) {
   if (!is_complex(z.dtype())) return z;
-  const Parts p = parts(z);
+  const Parts p = parts(z, complex_part_dtype(z.dtype()));
   return assemble(p.re, neg(p.im), meta_of(z).shape);
 }
 
 Tensor complex_abs(const Tensor& z) {
-  const Parts p = parts(z);
+  const Parts p = parts(z, complex_part_dtype(z.dtype()));
   return hypot(p.re, p.im);
 }
 
@@ -147,7 +146,8 @@ Tensor complex_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
                      : op == BinaryOp::kMul ? "mul"
                                             : "div";
   const Shape shape = broadcast_shapes(meta_of(a).shape, meta_of(b).shape, name);
-  const Parts x = parts(a), y = parts(b);
+  const DType part = complex_part_dtype(result_type(a, b));
+  const Parts x = parts(a, part), y = parts(b, part);
   switch (op) {
     case BinaryOp::kAdd:
       return assemble(add(x.re, y.re), plus(x.im, y.im), shape);
@@ -180,7 +180,8 @@ OFL_REGISTER_OPS({
      .complex = true,
      .api = {{"view_as_complex(Tensor input) -> Tensor", nullptr, kFunction}},
      .doc =
-         "A float32 tensor of (real, imaginary) pairs in its last dimension as complex64 (a view)"},
+         "A float32 (float64) tensor of (real, imaginary) pairs in its last dimension as complex64 "
+         "(complex128), a view"},
     {.name = "view_as_real",
      .cost = view_cost,
      .sbp = &kComplexView,
@@ -192,20 +193,19 @@ OFL_REGISTER_OPS({
          },
      .complex = true,
      .api = {{"view_as_real(Tensor input) -> Tensor", nullptr, kFunction}},
-     .doc =
-         "A complex64 tensor as float32 (real, imaginary) pairs in a new last dimension (a view)"},
+     .doc = "A complex tensor as float (real, imaginary) pairs in a new last dimension (a view)"},
     {.name = "polar",
      .num_inputs = 2,
      .cost = elementwise_cost,
      .api = {{"polar(Tensor abs, Tensor angle) -> Tensor",
               [](const CallArgs& a) { return polar(a.tensor(0), a.tensor(1)); }, kFunction}},
-     .doc = "The complex64 tensor abs * (cos(angle) + i sin(angle))"},
+     .doc = "The complex tensor abs * (cos(angle) + i sin(angle))"},
     {.name = "complex",
      .num_inputs = 2,
      .cost = elementwise_cost,
      .api = {{"complex(Tensor real, Tensor imag) -> Tensor",
               [](const CallArgs& a) { return complex(a.tensor(0), a.tensor(1)); }, kFunction}},
-     .doc = "The complex64 tensor real + i imag (broadcast)"},
+     .doc = "The complex tensor real + i imag (broadcast)"},
     {.name = "real",
      .cost = view_cost,
      .api = {{"real(Tensor input) -> Tensor", [](const CallArgs& a) { return real(a.tensor(0)); },

@@ -1,11 +1,13 @@
-// complex64: the views between complex64 and float32 pairs, and the few complex ops, written as
-// float ops on those pairs (so autograd, meta, global and CUDA come from the float ops).
+// complex64 and complex128: the views between them and float32 / float64 pairs, and the few
+// complex ops, written as float ops on those pairs (so autograd, meta, global and CUDA come from
+// the float ops).
 #pragma once
 #include "ops/elementwise.h"
 
 namespace ofl::internal {
 
-// A float32 tensor whose last dimension is 2 (stride 1, other strides even) as complex64, and back.
+// A float32 (float64) tensor whose last dimension is 2 (stride 1, other strides even) as
+// complex64 (complex128), and back.
 Tensor view_as_complex(const Tensor& x);
 Tensor view_as_real(const Tensor& z);
 Tensor polar(const Tensor& abs, const Tensor& angle);  // abs * (cos(angle) + i sin(angle))

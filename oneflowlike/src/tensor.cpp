@@ -17,7 +17,8 @@ using api::to_internal;
 static_assert(int(DType::kFloat64) == int(internal::DType::kFloat64) &&
                   int(DType::kBFloat16) == int(internal::DType::kBFloat16) &&
                   int(DType::kBool) == int(internal::DType::kBool) &&
-                  int(DType::kComplex64) == int(internal::DType::kComplex64),
+                  int(DType::kComplex64) == int(internal::DType::kComplex64) &&
+                  int(DType::kComplex128) == int(internal::DType::kComplex128),
               "the public DType mirrors the framework's");
 
 const char* dtype_name(DType dtype) {

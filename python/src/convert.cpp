@@ -17,9 +17,10 @@ DType dtype_of_array(const py::array& arr) {
   if (kind == 'i' && size == 8) return DType::kInt64;
   if (kind == 'u' && size == 1) return DType::kUInt8;
   if (kind == 'c' && size == 8) return DType::kComplex64;
+  if (kind == 'c' && size == 16) return DType::kComplex128;
   throw TypeError(str_cat("[from_numpy] numpy dtype ", std::string(py::str(dt)),
                           " is not supported (supported: bool, uint8, int8, int32, int64, "
-                          "float16, float32, float64, complex64)"));
+                          "float16, float32, float64, complex64, complex128)"));
 }
 
 py::dtype numpy_dtype(DType t) {
@@ -42,6 +43,8 @@ py::dtype numpy_dtype(DType t) {
       return py::dtype("float64");
     case DType::kComplex64:
       return py::dtype("complex64");
+    case DType::kComplex128:
+      return py::dtype("complex128");
     case DType::kBFloat16:
       throw TypeError("[numpy] numpy has no bfloat16; convert with .float() first");
   }

@@ -1,5 +1,5 @@
-// Tier (a)/(b): complex64 views, the dispatcher's refusal of complex tensors for other ops, casts
-// into and out of complex64, and complex multiplication as float ops on the pairs.
+// Tier (a)/(b): complex64 and complex128 views, the dispatcher's refusal of complex tensors
+// for other ops, casts into and out of complex, and complex multiplication as float ops.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,7 +38,7 @@ TEST(Complex, ViewAsComplexNeedsAUnitLastStrideAndEvenOthers) {
   EXPECT_NE(error_of([&] { view_as_complex(transpose(x, 0, 1)); }).find("stride 1"),
             std::string::npos);
   EXPECT_NE(error_of<TypeError>([&] {
-              view_as_complex(to_dtype(x, DType::kFloat64));
+              view_as_complex(to_dtype(x, DType::kFloat16));
             }).find("[view_as_complex]"),
             std::string::npos);
 }
@@ -71,4 +71,28 @@ TEST(Complex, MulIsComplexMultiplicationWithBroadcasting) {
   EXPECT_FLOAT_EQ(p[1], 5);
   EXPECT_FLOAT_EQ(p[2], 2);
   EXPECT_FLOAT_EQ(p[3], 4);
+}
+
+TEST(Complex, Complex128IsFloat64PairsAndCastsToAndFromComplex64) {
+  Tensor x = to_dtype(floats({2, 2}, {1, 2, 3, 4}), DType::kFloat64);
+  Tensor z = view_as_complex(x);
+  EXPECT_EQ(z.dtype(), DType::kComplex128);
+  EXPECT_EQ(z.storage(), x.storage());
+  EXPECT_EQ(view_as_real(z).dtype(), DType::kFloat64);
+  Tensor narrow = to_dtype(z, DType::kComplex64);
+  EXPECT_EQ(narrow.data<float>()[3], 4.0f);
+  Tensor wide = to_dtype(floats({1}, {2.5f}), DType::kComplex128);
+  EXPECT_EQ(wide.data<double>()[0], 2.5);
+  EXPECT_EQ(wide.data<double>()[1], 0.0);
+}
+
+TEST(Complex, Complex64TimesFloat64IsComplex128) {
+  // (1 + 2i) * 3 = 3 + 6i, computed in float64 as PyTorch's promotion says
+  Tensor a = view_as_complex(floats({1, 2}, {1, 2}));
+  Tensor b = to_dtype(floats({1}, {3}), DType::kFloat64);
+  Tensor r = mul(a, b);
+  EXPECT_EQ(r.dtype(), DType::kComplex128);
+  Tensor p = contiguous(view_as_real(r));
+  EXPECT_EQ(p.data<double>()[0], 3.0);
+  EXPECT_EQ(p.data<double>()[1], 6.0);
 }

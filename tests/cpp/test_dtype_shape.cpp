@@ -16,9 +16,9 @@ using ofl::internal::testing::error_of;
 
 namespace {
 
-constexpr DType kAll[] = {DType::kBool,    DType::kUInt8,    DType::kInt8,     DType::kInt32,
-                          DType::kInt64,   DType::kFloat16,  DType::kBFloat16, DType::kFloat32,
-                          DType::kFloat64, DType::kComplex64};
+constexpr DType kAll[] = {DType::kBool,    DType::kUInt8,     DType::kInt8,      DType::kInt32,
+                          DType::kInt64,   DType::kFloat16,   DType::kBFloat16,  DType::kFloat32,
+                          DType::kFloat64, DType::kComplex64, DType::kComplex128};
 static_assert(std::size(kAll) == kNumDTypes);
 
 float from_bits(uint32_t u) {
@@ -32,7 +32,7 @@ float from_bits(uint32_t u) {
 TEST(DType, PromotionFollowsPyTorchTable) {
   using D = DType;
   // Rows and columns in enum order: b, u8, i8, i32, i64, f16, bf16, f32, f64. PyTorch's table
-  // with int16 removed, so uint8 with int8 widens to int32; complex64 (checked below) wins.
+  // with int16 removed, so uint8 with int8 widens to int32; complex (checked below) wins.
   const D table[9][9] = {
       {D::kBool, D::kUInt8, D::kInt8, D::kInt32, D::kInt64, D::kFloat16, D::kBFloat16, D::kFloat32,
        D::kFloat64},
@@ -59,11 +59,14 @@ TEST(DType, PromotionFollowsPyTorchTable) {
           << dtype_name(kAll[i]) << " + " << dtype_name(kAll[j]);
 }
 
-TEST(DType, Complex64WithAnythingIsComplex64) {
-  // PyTorch gives complex128 with float64; we have no complex128.
+TEST(DType, ComplexWithFloat64OrComplex128IsComplex128AndOtherwiseComplex64) {
   for (DType t : kAll) {
-    EXPECT_EQ(promote_types(DType::kComplex64, t), DType::kComplex64) << dtype_name(t);
-    EXPECT_EQ(promote_types(t, DType::kComplex64), DType::kComplex64) << dtype_name(t);
+    const bool wide = t == DType::kFloat64 || t == DType::kComplex128;
+    const DType want = wide ? DType::kComplex128 : DType::kComplex64;
+    EXPECT_EQ(promote_types(DType::kComplex64, t), want) << dtype_name(t);
+    EXPECT_EQ(promote_types(t, DType::kComplex64), want) << dtype_name(t);
+    EXPECT_EQ(promote_types(DType::kComplex128, t), DType::kComplex128) << dtype_name(t);
+    EXPECT_EQ(promote_types(t, DType::kComplex128), DType::kComplex128) << dtype_name(t);
   }
 }
 
@@ -84,6 +87,8 @@ TEST(DType, NamesRoundTripAndAliasesResolve) {
   EXPECT_EQ(dtype_from_name("int"), DType::kInt32);
   EXPECT_EQ(dtype_from_name("cfloat"), DType::kComplex64);
   EXPECT_STREQ(dtype_name(DType::kComplex64), "complex64");
+  EXPECT_EQ(dtype_from_name("cdouble"), DType::kComplex128);
+  EXPECT_STREQ(dtype_name(DType::kComplex128), "complex128");
 }
 
 TEST(DType, UnknownNameIsTypeErrorQuotingTheName) {
@@ -93,7 +98,7 @@ TEST(DType, UnknownNameIsTypeErrorQuotingTheName) {
 }
 
 TEST(DType, ItemsizeAndKindPredicates) {
-  const size_t sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 8};
+  const size_t sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 8, 16};
   for (int i = 0; i < kNumDTypes; ++i) {
     EXPECT_EQ(itemsize(kAll[i]), sizes[i]) << dtype_name(kAll[i]);
     EXPECT_EQ(is_floating(kAll[i]) + is_integral(kAll[i]) + is_complex(kAll[i]), 1)

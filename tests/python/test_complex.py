@@ -40,9 +40,12 @@ def test_complex64_is_an_eight_byte_dtype_named_as_in_pytorch():
 
 
 def test_complex_wins_type_promotion():
-    for other in (flow.bool, flow.int64, flow.float16, flow.float32, flow.float64):
+    for other in (flow.bool, flow.int64, flow.float16, flow.float32):
         assert flow.promote_types(flow.complex64, other) == flow.complex64
         assert flow.promote_types(other, flow.complex64) == flow.complex64
+    for other in (flow.float64, flow.complex128, flow.float32):  # PyTorch's complex128 cases
+        assert flow.promote_types(flow.complex128, other) == flow.complex128
+    assert flow.promote_types(flow.complex64, flow.float64) == flow.complex128
     z, x = flow.tensor(_z(3)), flow.tensor(_f(3))
     assert flow.result_type(z, x) == flow.complex64
     assert flow.result_type(x, z) == flow.complex64
@@ -109,7 +112,7 @@ def test_view_as_real_is_the_inverse_view():
 
 def test_view_as_complex_raises_pytorchs_errors():
     with pytest.raises(TypeError, match=r"\[view_as_complex\].*float32"):
-        flow.view_as_complex(flow.zeros(3, 2, dtype=flow.float64))
+        flow.view_as_complex(flow.zeros(3, 2, dtype=flow.float16))
     with pytest.raises(RuntimeError, match=r"\[view_as_complex\] Tensor must have a last dim"):
         flow.view_as_complex(flow.zeros(3, 3))
     with pytest.raises(RuntimeError, match=r"\[view_as_complex\] Input tensor must have one or"):
@@ -152,7 +155,7 @@ def test_polar_and_complex_match_pytorch():
         torch.complex(torch.tensor(re), torch.tensor(im)),
     )
     with pytest.raises(TypeError, match=r"\[polar\].*float32"):
-        flow.polar(flow.ones(3, dtype=flow.float64), flow.ones(3, dtype=flow.float64))
+        flow.polar(flow.ones(3, dtype=flow.float64), flow.ones(3))
     with pytest.raises(TypeError, match=r"\[complex\].*float32"):
         flow.complex(flow.ones(3, dtype=flow.int64), flow.ones(3))
 
@@ -390,3 +393,15 @@ def test_real_tensors_are_unaffected():
     x = flow.tensor(a, requires_grad=True)
     (x * 2).sum().backward()
     _close(x.grad, np.full_like(a, 2.0))
+
+
+def test_complex128_round_trips_numpy_and_computes_in_float64():
+    c = _f(3, 2).astype(np.float64) + 1j * _f(3, 2, seed=1).astype(np.float64)
+    z = flow.tensor(c)
+    assert z.dtype == flow.complex128 and flow.cdouble == flow.complex128
+    assert flow.view_as_real(z).dtype == flow.float64
+    np.testing.assert_array_equal(z.numpy(), c)
+    _close(z * z, torch.tensor(c) * torch.tensor(c))
+    w = flow.view_as_complex(flow.tensor(_f(3, 2)))  # complex64 with float64: complex128
+    assert (w * flow.tensor(_f(3).astype(np.float64))).dtype == flow.complex128
+    assert z.to(flow.complex64).dtype == flow.complex64
