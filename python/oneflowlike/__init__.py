@@ -105,6 +105,7 @@ from . import linalg  # noqa: E402,F401
 from . import masked  # noqa: E402,F401
 from . import signal  # noqa: E402,F401
 from .linalg import torch_norm as norm, renorm, cdist, chain_matmul, matrix_exp  # noqa: E402,F401
+from ._linalg_torch import *  # noqa: E402,F401,F403
 from .signal.windows import hann_window, hamming_window, kaiser_window  # noqa: E402,F401
 from .signal.windows import blackman_window, bartlett_window  # noqa: E402,F401
 from . import special  # noqa: E402,F401

@@ -1,13 +1,16 @@
 """flow.linalg: torch.linalg's names. svd, svdvals and pinv are ops of the registry
 (ops/svd.cpp, LAPACK/cuSOLVER with a backward); the rest are composites of registry ops, so they
 get autograd, the meta device, global tensors and nn.Graph from the ops they call. inv, solve,
-det, cholesky, qr, eigh and lu are not here: they want LAPACK kernels, not SVD tricks."""
+det, cholesky, qr, eigh, lu and the other solvers come from _linalg_solvers (LAPACK ops)."""
 
 import math
 import numbers
 
 from . import _C
 from ._tensor_api import finfo, no_grad
+from . import _linalg_solvers as _ls
+from ._linalg_solvers import *  # noqa: F401,F403
+from ._linalg_solvers import __all__ as _solver_names
 
 matmul = _C.matmul
 svd = _C.linalg_svd
@@ -31,7 +34,7 @@ __all__ = [
     "diagonal",
     "vander",
     "matrix_exp",
-]
+] + list(_solver_names)
 
 _INF = float("inf")
 _TORCH_NAMES = {
@@ -250,18 +253,20 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 
 
 def cond(A, p=None):
-    """torch.linalg.cond for p = None, 2 and -2 (ratios of singular values). The other norms
-    need linalg.inv, which has no kernel yet."""
+    """torch.linalg.cond: ratios of singular values for p = None, 2 and -2; for the other norms
+    norm(A, p) * norm(inv(A), p)."""
     _check_matrix(A, "linalg.cond")
     if p in (None, 2, -2):
         s = svdvals(A)
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
     if p in ("fro", "nuc", _INF, -_INF, 1, -1):
-        raise NotImplementedError(
-            f"linalg.cond(p={p!r}) needs linalg.inv, which oneflowlike does not have yet "
-            "(p=None, 2 and -2 work through the singular values)"
-        )
+        if A.shape[-1] != A.shape[-2]:
+            raise RuntimeError(
+                f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                f"{A.shape[-2]} by {A.shape[-1]} matrices"
+            )
+        return matrix_norm(A, p) * matrix_norm(_ls.inv(A), p)
     raise ValueError(f"linalg.cond got an invalid norm type: {p}")
 
 

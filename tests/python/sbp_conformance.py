@@ -31,6 +31,21 @@ def _i(high, *shape, seed=0):
     return np.random.default_rng([seed, high, *shape]).integers(0, high, shape).astype(np.int64)
 
 
+def _spd(batch, n):
+    """A batch of symmetric positive-definite matrices (Cholesky, eigh, ldl)."""
+    a = _f(batch, n, n)
+    return (a @ a.transpose(0, 2, 1) + n * np.eye(n)).astype(np.float32)
+
+
+def _ldl(batch, n):
+    """ldl_factor's (LD, pivots) of a batch of symmetric matrices."""
+    return [t.numpy() for t in _C.linalg_ldl_factor_ex(flow.tensor(_spd(batch, n)))[:2]]
+
+
+# getrf's pivots of two 3 x 3 matrices (1-based row swaps), int32 as LAPACK gives them.
+PIVOTS = np.array([[2, 2, 3], [3, 3, 3]], np.int32)
+
+
 def _b(*shape):
     return np.random.default_rng(list(shape)).integers(0, 2, shape).astype(bool)
 
@@ -188,6 +203,18 @@ CASES.update(
         "tril": (lambda x: x.tril(1), [_f(2, 5, 4)]),
         # Each matrix of the batch on its own: batch splits, the matrix dims broadcast.
         "linalg_svd": (lambda x: flow.linalg.svd(x)[0], [_f(3, 5, 4)]),
+        "linalg_lu_factor_ex": (lambda x: _C.linalg_lu_factor_ex(x)[0], [_f(3, 4, 4)]),
+        "lu_permutation": (lambda p: _C.lu_permutation(p, 3), [PIVOTS]),
+        "solve_triangular": (
+            lambda a, b: _C.linalg_solve_triangular(a, b, upper=False),
+            [_f(3, 3, 3), _f(3, 3, 2)],
+        ),
+        "linalg_cholesky_ex": (lambda x: _C.linalg_cholesky_ex(x)[0], [_spd(3, 4)]),
+        "geqrf": (lambda x: flow.geqrf(x)[0], [_f(3, 5, 3)]),
+        "linalg_qr": (lambda x: _C.linalg_qr(x)[0], [_f(3, 5, 3)]),
+        "linalg_eigh": (lambda x: _C.linalg_eigh(x)[0], [_spd(3, 4)]),
+        "linalg_ldl_factor_ex": (lambda x: _C.linalg_ldl_factor_ex(x)[0], [_spd(3, 4)]),
+        "linalg_ldl_solve": (_C.linalg_ldl_solve, [*_ldl(2, 3), _f(2, 3, 2)]),
         "triu": (lambda x: x.triu(-1), [_f(2, 5, 4)]),
         # A fresh generator per call: every rank and the reference draw the same counters.
         "multinomial": (lambda p: p.multinomial(3, generator=flow.Generator(7)), [POS]),
