@@ -309,15 +309,13 @@ def _eye_like(A):
 
 
 def matrix_power(A, n):
-    """torch.linalg.matrix_power for n >= 0 by repeated squaring; n < 0 needs linalg.inv."""
+    """torch.linalg.matrix_power by repeated squaring (of inv(A) for n < 0)."""
     fn = "linalg.matrix_power"
     _check_matrix(A, fn, square=True)
     if not isinstance(n, numbers.Integral):
         raise TypeError(f"{fn}: n must be an int, got {type(n).__name__}")
     if n < 0:
-        raise NotImplementedError(
-            f"{fn}: n={n} < 0 needs linalg.inv, which oneflowlike does not have yet"
-        )
+        A, n = _ls.inv(A), -n
     if n == 0:  # the identity, differentiable (zero gradient) as torch's
         return _C.where(_C.zeros_like(A).to(_C.dtype.bool), A, _eye_like(A))
     result, base = None, A

@@ -148,6 +148,8 @@ CASES = {
     ),
     "eigvalsh": (lambda lib, a: L(lib).eigvalsh(a), [_sym(4, (2,))]),
     "lstsq": (lambda lib, a, b: L(lib).lstsq(a, b).solution, [_a((2, 5, 3)), _a((2, 5, 2), 1)]),
+    "matrix_power_negative": (lambda lib, a: L(lib).matrix_power(a, -3), [_a((2, 3, 3))]),
+    "cond_fro": (lambda lib, a: L(lib).cond(a, "fro"), [_a((2, 3, 3))]),
     "tensorinv": (lambda lib, a: L(lib).tensorinv(a, ind=1), [_a((6, 2, 3))]),
     "tensorsolve": (lambda lib, a, b: L(lib).tensorsolve(a, b), [_a((2, 3, 6)), _a((2, 3), 1)]),
 }
