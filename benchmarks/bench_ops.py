@@ -63,6 +63,8 @@ def make_cases(quick, device="cpu"):
     cases.append(("layer_norm 4096x1024", (arr(4096, 1024), arr(1024), arr(1024)), "layer_norm"))
     cases.append(("sum 4096x1024 (all)", (arr(4096, 1024),), "sum"))
     cases.append(("sum 8192x768 over rows (a bias gradient)", (arr(8192, 768),), "sum_rows"))
+    cases.append(("fft.fft 64x4096 (last dim)", (arr(64, 4096),), "fft"))
+    cases.append(("fft.rfft 64x4096 (last dim)", (arr(64, 4096),), "rfft"))
     if device == "cuda":  # the GPT benchmark's attention: 8 x 12 heads x 1024 x 64, bfloat16
         qkv = tuple(arr(8, 12, 1024, 64) for _ in range(3))
         cases.append(("causal attention 8x12x1024x64 bf16", qkv, "attention"))
@@ -97,6 +99,8 @@ def ops_for(lib, device="cpu"):
             "layer_norm": np_layer_norm,
             "sum": lambda x: x.sum(),
             "sum_rows": lambda x: x.sum(0),
+            "fft": lambda x: np.fft.fft(x),
+            "rfft": lambda x: np.fft.rfft(x),
         }
     mod = __import__(lib)
     F = mod.nn.functional
@@ -136,6 +140,8 @@ def ops_for(lib, device="cpu"):
         "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
         "sum": lambda x: x.sum(),
         "sum_rows": lambda x: x.sum(0),
+        "fft": lambda x: mod.fft.fft(x),
+        "rfft": lambda x: mod.fft.rfft(x),
         "add_method": lambda x, y: x.add(y, alpha=2),
         "sum_keepdim": lambda x: x.sum(0, keepdim=True),
         "cumsum": lambda x: mod.cumsum(x, 0),

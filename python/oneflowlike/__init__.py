@@ -104,11 +104,15 @@ from . import nn  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import masked  # noqa: E402,F401
 from . import signal  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
+from ._stft import stft, istft  # noqa: E402,F401
 from .linalg import torch_norm as norm, renorm, cdist, chain_matmul, matrix_exp  # noqa: E402,F401
 from ._linalg_torch import *  # noqa: E402,F401,F403
 from .signal.windows import hann_window, hamming_window, kaiser_window  # noqa: E402,F401
 from .signal.windows import blackman_window, bartlett_window  # noqa: E402,F401
 from . import special  # noqa: E402,F401
+Tensor.stft = stft
+Tensor.istft = istft
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401

@@ -199,6 +199,8 @@ CASES.update(
         "sort": (lambda x: x.sort(1, descending=True)[0], [X]),
         "argsort": (lambda x: x.argsort(0), [X]),
         "topk": (lambda x: x.topk(2, 1)[0], [X]),
+        # Any dim but the transformed one splits (complex inputs: no partials are tried).
+        "_fft_c2c": (lambda z: _C._fft_c2c(z, 1, True, 0.5), [(_f(5, 6) + 1j * _f(5, 6, seed=1))]),
         "cumsum": (lambda x: x.cumsum(0), [X]),
         "tril": (lambda x: x.tril(1), [_f(2, 5, 4)]),
         # Each matrix of the batch on its own: batch splits, the matrix dims broadcast.
