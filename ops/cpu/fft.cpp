@@ -122,21 +122,40 @@ class Plan {
   // One Stockham pass: n / radix butterflies, each reading a stride n / radix apart and writing
   // its outputs ns apart into the sub-transforms of length ns * radix.
   void run_stage(const Stage& s, const C* src, C* dst, C* v) const {
-    const int64_t r = s.radix, ns = s.ns, m = n_ / r;
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t k = j % ns;
-      const C* tw = s.twiddles.data() + k * (r - 1);
-      v[0] = src[j];
-      for (int64_t q = 1; q < r; ++q) v[q] = mul(src[j + q * m], tw[q - 1]);
-      butterfly(s, v, v + r);
-      C* out = dst + (j / ns) * ns * r + k;
-      for (int64_t q = 0; q < r; ++q) out[q * ns] = v[q];
+    switch (s.radix) {  // a fixed radix unrolls its loads, butterfly and stores
+      case 2:
+        return radix_stage<2>(s, src, dst, v);
+      case 3:
+        return radix_stage<3>(s, src, dst, v);
+      case 4:
+        return radix_stage<4>(s, src, dst, v);
+      case 5:
+        return radix_stage<5>(s, src, dst, v);
+      default:
+        return radix_stage<0>(s, src, dst, v);
     }
   }
 
-  // v[0, r) <- its DFT (tmp: r more elements for the generic radix).
+  template <int R>
+  void radix_stage(const Stage& s, const C* src, C* dst, C* v) const {
+    const int64_t r = R ? R : s.radix, ns = s.ns, m = n_ / r;
+    for (int64_t b = 0; b < m / ns; ++b) {
+      const C* in = src + b * ns;
+      C* out = dst + b * ns * r;
+      for (int64_t k = 0; k < ns; ++k) {
+        const C* tw = s.twiddles.data() + k * (r - 1);
+        v[0] = in[k];
+        for (int64_t q = 1; q < r; ++q) v[q] = mul(in[k + q * m], tw[q - 1]);
+        butterfly<R>(s, v, v + r);
+        for (int64_t q = 0; q < r; ++q) out[k + q * ns] = v[q];
+      }
+    }
+  }
+
+  // v[0, r) <- its DFT (tmp: r more elements for the generic radix); R: the radix when fixed.
+  template <int R>
   static void butterfly(const Stage& s, C* v, C* tmp) {
-    switch (s.radix) {
+    switch (R ? R : s.radix) {
       case 2: {
         const C a = v[0], b = v[1];
         v[0] = a + b;

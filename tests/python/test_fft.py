@@ -270,3 +270,13 @@ def test_meta_tensors_infer_shapes():
     assert tuple(flow.fft.rfft(x).shape) == (4, 4)
     assert tuple(flow.fft.irfft(x, n=9).shape) == (4, 9)
     assert tuple(flow.fft.fftn(x, s=(3, 8)).shape) == (3, 8)
+
+
+def test_complex_stft_and_complex_istft():
+    x = _signal((2, 40), True)
+    for kw in ({"n_fft": 8}, {"n_fft": 8, "hop_length": 3, "center": False}):
+        _check(*_stft_both(x, **kw))
+    spec = _signal((2, 8, 9), True)
+    kw = {"n_fft": 8, "return_complex": True, "onesided": False}
+    _check(flow.istft(flow.tensor(spec), **kw), torch.istft(torch.tensor(spec), **kw), 1e-9)
+    assert tuple(flow.tensor(_signal(100)).stft(10, return_complex=True).shape) == (6, 51)
