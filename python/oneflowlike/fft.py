@@ -134,21 +134,20 @@ def _c2c(z, d, forward, scale):
     return _C._fft_c2c(z, d, forward, scale)
 
 
-def _half_weights(z, d, n):
-    """The c2r weights along dim d of a half spectrum of length n // 2 + 1, shaped to broadcast."""
-    h = n // 2 + 1
-    w = [1.0] + [1.0 if 2 * k == n else 2.0 for k in range(1, h)]
-    real = _C.dtype.float64 if z.dtype == _C.dtype.complex128 else _C.dtype.float32
-    shape = [1] * z.dim()
-    shape[d] = h
-    return _tensor(w, dtype=real, device=z.device).reshape(shape)
-
-
 def _c2r(z, d, n, forward, scale):
     """The real transform of the Hermitian signal whose first n // 2 + 1 values along d are z (its
-    length already n // 2 + 1)."""
-    full = _resize(z * _half_weights(z, d, n), d, n)
-    return _C.real(_c2c(full, d, forward, scale)).contiguous()
+    length already n // 2 + 1): the bins whose mirror image is missing count twice (as slices
+    and a cat of the float pairs, so that global tensors need no constant of their own)."""
+    h = n // 2 + 1
+    pairs = _C.view_as_real(z)
+    twice = h - 1 - (1 if n % 2 == 0 else 0)  # bins 1 .. twice
+    parts = [pairs.narrow(d, 0, 1)]
+    if twice > 0:
+        parts.append(pairs.narrow(d, 1, twice) * 2.0)
+    if h - 1 - twice > 0:
+        parts.append(pairs.narrow(d, 1 + twice, h - 1 - twice))
+    weighted = _C.view_as_complex(_C.cat(parts, d) if len(parts) > 1 else parts[0].contiguous())
+    return _C.real(_c2c(_resize(weighted, d, n), d, forward, scale)).contiguous()
 
 
 # --- one dim -------------------------------------------------------------------------------
