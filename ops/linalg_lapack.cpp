@@ -76,7 +76,7 @@ void from_colmajor(const Tensor& work, const Tensor& out) {
 // The int32 info of each matrix on the host, for ops that raise on a failure.
 std::vector<int> host_ints(const Tensor& t) {
   Tensor host = Tensor::empty(t.shape(), DType::kInt32);
-  copy_into(host, t);
+  copy_into(host, contiguous_local(t));
   const int* p = host.data<int>();
   return std::vector<int>(p, p + host.numel());
 }
@@ -309,7 +309,8 @@ OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType 
 }
 
 // Each matrix is factored on its own: the batch dimensions may be split (every input and
-// output alike); the matrix dimensions stay whole. A triangular solve also splits B's columns.
+// output alike); the matrix dimensions stay whole. A triangular solve also splits B's columns
+// and passes a partial B through.
 Sigs batch_sbp(const SbpQuery& q) {
   Sigs sigs;
   for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j) {
@@ -324,6 +325,8 @@ Sigs solve_triangular_sbp(const SbpQuery& q) {
   Sigs sigs = batch_sbp(q);
   const int64_t last = rank_of(q.in[1]) - 1;
   sigs.push_back({{Sbp::broadcast(), Sbp::split(last)}, {Sbp::split(last)}});
+  // X is linear in B: a partial B gives a partial X.
+  sigs.push_back({{Sbp::broadcast(), kPSum}, {kPSum}});
   return sigs;
 }
 // The pivots' batch dimensions: all but the last.

@@ -36,6 +36,12 @@ using SyevdKernel = void(const Tensor& a, bool lower, const Tensor& w, const Ten
 using SytrfKernel = void(const Tensor& a, const Tensor& pivots, const Tensor& info);
 using SytrsKernel = void(const Tensor& a, const Tensor& pivots, const Tensor& b);
 
+// The eigenvalues (wr + i wi, batch x n each) and right eigenvectors of a general a (batch, n, n)
+// (destroyed), vr (batch, n, n) in LAPACK geev's real packing: a complex pair's vectors are the
+// columns j +- i (j + 1). Host memory only (cuSOLVER's geev is recent): the op copies.
+using GeevKernel = void(const Tensor& a, const Tensor& wr, const Tensor& wi, const Tensor& vr,
+                        const Tensor& info);
+
 OFL_DECLARE_KERNEL(getrf_kernel, GetrfKernel)
 OFL_DECLARE_KERNEL(potrf_kernel, PotrfKernel)
 OFL_DECLARE_KERNEL(trsm_kernel, TrsmKernel)
@@ -44,6 +50,7 @@ OFL_DECLARE_KERNEL(orgqr_kernel, OrgqrKernel)
 OFL_DECLARE_KERNEL(syevd_kernel, SyevdKernel)
 OFL_DECLARE_KERNEL(sytrf_kernel, SytrfKernel)
 OFL_DECLARE_KERNEL(sytrs_kernel, SytrsKernel)
+OFL_DECLARE_KERNEL(geev_kernel, GeevKernel)
 
 // The ops' front ends, for backward formulas (composites of ops, so they differentiate again).
 // X solving A X = B (left) or X A = B, A triangular; batch dims broadcast.

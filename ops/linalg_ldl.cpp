@@ -31,20 +31,22 @@ void check_square(const char* op, const char* name, const TensorMeta& a) {
                     dtype_name(a.dtype));
 }
 
-// A host copy of x's (b, r, c) matrices in column-major order (b, c, r).
+// A host copy of x's (b, r, c) matrices in column-major order (b, c, r). Data crosses between
+// devices contiguous; the transposes run on the host.
 Tensor host_colmajor(const Tensor& x, int64_t b, int64_t r, int64_t c) {
-  const Tensor src = reshape_view(contiguous_local(x), {b, r, c});
+  Tensor rows = Tensor::empty({b, r, c}, x.dtype());
+  copy_into(rows, reshape_view(contiguous_local(x), {b, r, c}));
   Tensor host = Tensor::empty({b, c, r}, x.dtype());
-  copy_into(Tensor::view_of(host.storage(), {b, r, c}, {r * c, 1, r}, host.offset(), x.dtype()),
-            src);
+  copy_into(host, Tensor::view_of(rows.storage(), {b, c, r}, {r * c, 1, c}, 0, x.dtype()));
   return host;
 }
 
-// Writes a host column-major (b, c, r) into out (..., r, c) on its device.
+// Writes a host column-major (b, c, r) into the contiguous out (..., r, c) on its device.
 void store_colmajor(const Tensor& host, const Tensor& out) {
   const int64_t b = host.shape()[0], c = host.shape()[1], r = host.shape()[2];
-  copy_into(reshape_view(out, {b, r, c}),
-            Tensor::view_of(host.storage(), {b, r, c}, {r * c, 1, r}, host.offset(), host.dtype()));
+  Tensor rows = Tensor::empty({b, r, c}, host.dtype());
+  copy_into(rows, Tensor::view_of(host.storage(), {b, r, c}, {r * c, 1, r}, 0, host.dtype()));
+  copy_into(reshape_view(out, {b, r, c}), rows);
 }
 
 std::vector<TensorMeta> infer_ldl_factor(const InferArgs& a) {
@@ -112,7 +114,16 @@ Sigs ldl_sbp(const SbpQuery& q) {
   }
   return sigs;
 }
+// The solve also splits B's columns, and passes a partial B through (X is linear in B).
+Sigs ldl_solve_sbp(const SbpQuery& q) {
+  Sigs sigs = ldl_sbp(q);
+  const int64_t last = rank_of(q.in[2]) - 1;
+  sigs.push_back({{Sbp::broadcast(), Sbp::broadcast(), Sbp::split(last)}, {Sbp::split(last)}});
+  sigs.push_back({{Sbp::broadcast(), Sbp::broadcast(), kPSum}, {kPSum}});
+  return sigs;
+}
 const SbpRule kLdl{"ldl", ldl_sbp};
+const SbpRule kLdlSolve{"ldl_solve", ldl_solve_sbp};
 
 }  // namespace
 
@@ -129,7 +140,7 @@ OFL_REGISTER_OPS({
     {.name = "linalg_ldl_solve",
      .num_inputs = 3,
      .differentiable = false,
-     .sbp = &kLdl,
+     .sbp = &kLdlSolve,
      .infer = infer_ldl_solve,
      .compute = compute_ldl_solve,
      .api = {{"linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B) -> Tensor", nullptr,

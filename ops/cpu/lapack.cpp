@@ -38,6 +38,12 @@ void ssytrs_(const char* uplo, const int* n, const int* nrhs, const float* a, co
              const int* ipiv, float* b, const int* ldb, int* info, size_t);
 void dsytrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda,
              const int* ipiv, double* b, const int* ldb, int* info, size_t);
+void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr,
+            float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr, float* work,
+            const int* lwork, int* info, size_t, size_t);
+void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda,
+            double* wr, double* wi, double* vl, const int* ldvl, double* vr, const int* ldvr,
+            double* work, const int* lwork, int* info, size_t, size_t);
 }
 
 namespace ofl::internal::cpu {
@@ -95,6 +101,16 @@ void sytrs(int n, int k, const float* a, const int* ipiv, float* b, int* info) {
 }
 void sytrs(int n, int k, const double* a, const int* ipiv, double* b, int* info) {
   dsytrs_("L", &n, &k, a, &n, ipiv, b, &n, info, 1);
+}
+
+void geev(int n, float* a, float* wr, float* wi, float* vr, float* work, int lwork, int* info) {
+  const int one = 1, ld = std::max(n, 1);
+  sgeev_("N", "V", &n, a, &ld, wr, wi, nullptr, &one, vr, &ld, work, &lwork, info, 1, 1);
+}
+void geev(int n, double* a, double* wr, double* wi, double* vr, double* work, int lwork,
+          int* info) {
+  const int one = 1, ld = std::max(n, 1);
+  dgeev_("N", "V", &n, a, &ld, wr, wi, nullptr, &one, vr, &ld, work, &lwork, info, 1, 1);
 }
 
 // Calls f.template operator()<T>() for a's float dtype, naming op otherwise.
@@ -261,6 +277,26 @@ void sytrs_cpu(const Tensor& a, const Tensor& pivots, const Tensor& b) {
   });
 }
 
+void geev_cpu(const Tensor& a, const Tensor& wr, const Tensor& wi, const Tensor& vr,
+              const Tensor& info) {
+  const int64_t batch = a.shape()[0], n = a.shape()[1];
+  by_float(a, "linalg_eig", [&](auto t) {
+    using T = decltype(t);
+    T query = 0;
+    int status = 0;
+    geev(as_int(n), nullptr, nullptr, nullptr, nullptr, &query, -1, &status);
+    const int lwork = std::max(1, static_cast<int>(query));
+    T *p = a.data<T>(), *pr = wr.data<T>(), *pi = wi.data<T>(), *pv = vr.data<T>();
+    int* inf = info.data<int>();
+    parallel_for(batch, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<T> work(static_cast<size_t>(lwork));
+      for (int64_t b = lo; b < hi; ++b)
+        geev(as_int(n), p + b * n * n, pr + b * n, pi + b * n, pv + b * n * n, work.data(), lwork,
+             inf + b);
+    });
+  });
+}
+
 }  // namespace
 
 OFL_REGISTER_KERNEL(getrf_kernel, DeviceType::kCPU, getrf_cpu);
@@ -271,5 +307,6 @@ OFL_REGISTER_KERNEL(orgqr_kernel, DeviceType::kCPU, orgqr_cpu);
 OFL_REGISTER_KERNEL(syevd_kernel, DeviceType::kCPU, syevd_cpu);
 OFL_REGISTER_KERNEL(sytrf_kernel, DeviceType::kCPU, sytrf_cpu);
 OFL_REGISTER_KERNEL(sytrs_kernel, DeviceType::kCPU, sytrs_cpu);
+OFL_REGISTER_KERNEL(geev_kernel, DeviceType::kCPU, geev_cpu);
 
 }  // namespace ofl::internal::cpu

@@ -28,6 +28,8 @@ __all__ = [
     "qr",
     "eigh",
     "eigvalsh",
+    "eig",
+    "eigvals",
     "householder_product",
     "lstsq",
     "tensorinv",
@@ -51,6 +53,7 @@ LuFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LuFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 Lu = collections.namedtuple("linalg_lu", ["P", "L", "U"])
 Qr = collections.namedtuple("linalg_qr", ["Q", "R"])
+Eig = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 Eigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 LdlFactor = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 LdlFactorEx = collections.namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
@@ -322,6 +325,19 @@ def eigh(A, UPLO="L", *, out=None):
 def eigvalsh(A, UPLO="L", *, out=None):
     _check_matrix("linalg.eigvalsh", A)
     return _C.linalg_eigh(A, UPLO)[0]
+
+
+def eig(A, *, out=None):
+    """The eigenvalues and unit right eigenvectors of a general real matrix (LAPACK geev), as
+    complex64 (float32) or complex128 (float64). Not differentiable yet."""
+    _check_matrix("linalg.eig", A)
+    L, V = _C.linalg_eig(A)
+    return Eig(L, V)
+
+
+def eigvals(A, *, out=None):
+    _check_matrix("linalg.eigvals", A)
+    return _C.linalg_eig(A)[0]
 
 
 def _householder_apply(A, tau, C, transpose=False):

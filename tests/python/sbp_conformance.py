@@ -217,6 +217,7 @@ CASES.update(
         "linalg_eigh": (lambda x: _C.linalg_eigh(x)[0], [_spd(3, 4)]),
         "linalg_ldl_factor_ex": (lambda x: _C.linalg_ldl_factor_ex(x)[0], [_spd(3, 4)]),
         "linalg_ldl_solve": (_C.linalg_ldl_solve, [*_ldl(2, 3), _f(2, 3, 2)]),
+        "linalg_eig": (lambda x: _C.linalg_eig(x)[0], [_f(3, 4, 4)]),
         "triu": (lambda x: x.triu(-1), [_f(2, 5, 4)]),
         # A fresh generator per call: every rank and the reference draw the same counters.
         "multinomial": (lambda p: p.multinomial(3, generator=flow.Generator(7)), [POS]),

@@ -192,6 +192,19 @@ def test_ldl_factor_and_solve_match_torch():
     _check(lambda lib, x, y: L(lib).ldl_solve(*L(lib).ldl_factor(x), y), [a, b], grad=False)
 
 
+def test_eig_matches_torch_up_to_the_vectors_phases():
+    a = _a((2, 4, 4), seed=3)
+    got, want = flow.linalg.eig(flow.tensor(a)), torch.linalg.eig(torch.from_numpy(a))
+    assert got.eigenvalues.dtype == flow.complex128
+    np.testing.assert_allclose(got.eigenvalues.numpy(), want.eigenvalues.numpy(), atol=1e-10)
+    np.testing.assert_allclose(
+        np.abs(got.eigenvectors.numpy()), want.eigenvectors.abs().numpy(), atol=1e-10
+    )
+    w = flow.linalg.eigvals(flow.tensor(a.astype(np.float32)))
+    assert w.dtype == flow.complex64
+    np.testing.assert_allclose(w.numpy(), want.eigenvalues.numpy(), atol=1e-4)
+
+
 def test_float32_spot_check():
     a = _a((2, 3, 3)).astype(np.float32)
     got = flow.linalg.inv(flow.tensor(a)).numpy()
@@ -248,6 +261,8 @@ def test_meta_device_gives_the_shapes():
     assert tuple(flow.linalg.cholesky(sq).shape) == (2, 3, 3)
     assert tuple(flow.linalg.eigh(sq)[0].shape) == (2, 3)
     assert tuple(flow.linalg.det(sq).shape) == (2,)
+    L_, V = flow.linalg.eig(sq)
+    assert (L_.dtype, tuple(V.shape)) == (flow.complex64, (2, 3, 3))
     assert flow.linalg.solve(sq, a.transpose(-2, -1)).device.type == "meta"
 
 

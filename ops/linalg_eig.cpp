@@ -1,0 +1,130 @@
+// The eigendecomposition of a general real matrix (linalg.eig): LAPACK's geev on a host copy for
+// every device (cuSOLVER's geev is recent), its real-packed vectors unpacked into complex64
+// (float32) or complex128 (float64) outputs. Its gradient needs complex matmul and solve, which
+// the registry lacks: the backward raises.
+#include <algorithm>
+#include <string>
+
+#include "core/dispatcher.h"
+#include "core/primitives.h"
+#include "ops/elementwise_sbp.h"
+#include "ops/linalg_lapack.h"
+
+namespace ofl::internal {
+
+OFL_DEFINE_KERNEL(geev_kernel, GeevKernel)
+
+using namespace elementwise_sbp;
+
+namespace {
+
+Shape batch_of(const Shape& s) {
+  return Shape(s.begin(), s.end() - 2);
+}
+
+std::vector<TensorMeta> infer_eig(const InferArgs& a) {
+  const TensorMeta& A = a.in[0];
+  if (A.shape.size() < 2 || A.shape[A.shape.size() - 2] != A.shape.back())
+    fail("linalg.eig", "A must be batches of square matrices, got shape ", shape_str(A.shape));
+  if (A.dtype != DType::kFloat32 && A.dtype != DType::kFloat64)
+    fail<TypeError>("linalg.eig", "expects a float32 or float64 matrix, got ", dtype_name(A.dtype),
+                    " (complex inputs are not supported yet)");
+  const DType c = complex_dtype_of(A.dtype);
+  Shape w = batch_of(A.shape);
+  w.push_back(A.shape.back());
+  return {{w, c, A.device}, {A.shape, c, A.device}};
+}
+
+// geev's eigenvalues and real-packed vectors (column-major) as (real, imag) pairs, row-major.
+template <class T>
+void unpack(int64_t b, int64_t n, const Tensor& wr, const Tensor& wi, const Tensor& vr,
+            const Tensor& values, const Tensor& vectors) {
+  const T *pr = wr.data<T>(), *pi = wi.data<T>(), *pv = vr.data<T>();
+  T *pl = values.data<T>(), *pw = vectors.data<T>();
+  for (int64_t m = 0; m < b; ++m) {
+    const T *r = pr + m * n, *im = pi + m * n, *v = pv + m * n * n;
+    T *l = pl + m * n * 2, *w = pw + m * n * n * 2;
+    for (int64_t j = 0; j < n; ++j) {
+      l[2 * j] = r[j];
+      l[2 * j + 1] = im[j];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const bool pair = im[j] != 0 && j + 1 < n;
+      for (int64_t i = 0; i < n; ++i) {
+        const T re = v[j * n + i], imag = pair ? v[(j + 1) * n + i] : T(0);
+        w[(i * n + j) * 2] = re;
+        w[(i * n + j) * 2 + 1] = imag;
+        if (pair) {  // the conjugate pair's vector
+          w[(i * n + j + 1) * 2] = re;
+          w[(i * n + j + 1) * 2 + 1] = -imag;
+        }
+      }
+      if (pair) ++j;
+    }
+  }
+}
+
+void compute_eig(const ComputeArgs& c) {
+  const Shape& s = c.in[0].shape();
+  const int64_t n = s.back(), b = numel_of(batch_of(s));
+  if (b == 0 || n == 0) return;
+  const DType dt = c.in[0].dtype();
+  // A host copy (data crosses devices contiguous), then column-major: its transpose.
+  Tensor rows = Tensor::empty({b, n, n}, dt), work = Tensor::empty({b, n, n}, dt);
+  copy_into(rows, reshape_view(contiguous_local(c.in[0]), {b, n, n}));
+  copy_into(work, Tensor::view_of(rows.storage(), {b, n, n}, {n * n, 1, n}, 0, dt));
+  Tensor wr = Tensor::empty({b, n}, dt), wi = Tensor::empty({b, n}, dt);
+  Tensor vr = Tensor::empty({b, n, n}, dt), info = Tensor::empty({b}, DType::kInt32);
+  geev_kernel().get(DeviceType::kCPU)(work, wr, wi, vr, info);
+  for (int64_t i = 0; i < b; ++i) {
+    const int v = info.data<int>()[i];
+    const std::string where = b > 1 ? "(Batch element " + std::to_string(i) + "): " : "";
+    if (v > 0)
+      fail("linalg.eig", where,
+           "The algorithm failed to converge because the input matrix is ill-conditioned or has "
+           "too many repeated eigenvalues (error code: ",
+           v, ").");
+    if (v < 0)
+      fail("linalg.eig", where, "LAPACK geev rejected argument ", -v,
+           " (does the matrix hold NaN or inf?)");
+  }
+  Tensor values = Tensor::empty({b, n, 2}, dt), vectors = Tensor::empty({b, n, n, 2}, dt);
+  if (dt == DType::kFloat32)
+    unpack<float>(b, n, wr, wi, vr, values, vectors);
+  else
+    unpack<double>(b, n, wr, wi, vr, values, vectors);
+  copy_into(reshape_view(complex_as_real(c.out[0]), {b, n, 2}), values);
+  copy_into(reshape_view(complex_as_real(c.out[1]), {b, n, n, 2}), vectors);
+}
+
+std::vector<Tensor> eig_backward(const BackwardArgs&) {
+  fail("linalg.eig",
+       "the gradient of the eigendecomposition of a general matrix is not implemented (it needs "
+       "complex matmul and solve); linalg.eigh differentiates symmetric matrices");
+}
+
+Sigs eig_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j)
+    sigs.push_back({{Sbp::split(j)}, {Sbp::split(j), Sbp::split(j)}});
+  return sigs;
+}
+const SbpRule kEig{"eig", eig_sbp};
+
+}  // namespace
+
+OFL_REGISTER_OPS({
+    {.name = "linalg_eig",
+     .num_inputs = 1,
+     .sbp = &kEig,
+     .infer = infer_eig,
+     .compute = compute_eig,
+     .backward = eig_backward,
+     .complex = true,
+     .api = {{"linalg_eig(Tensor A) -> (Tensor eigenvalues, Tensor eigenvectors)", nullptr,
+              kInternal}},
+     .doc = "The eigenvalues and right eigenvectors of a general real matrix, complex (LAPACK "
+            "geev)"},
+});
+
+}  // namespace ofl::internal
