@@ -144,10 +144,13 @@ class Plan {
       C* out = dst + b * ns * r;
       for (int64_t k = 0; k < ns; ++k) {
         const C* tw = s.twiddles.data() + k * (r - 1);
-        v[0] = in[k];
-        for (int64_t q = 1; q < r; ++q) v[q] = mul(in[k + q * m], tw[q - 1]);
-        butterfly<R>(s, v, v + r);
-        for (int64_t q = 0; q < r; ++q) out[k + q * ns] = v[q];
+        // a fixed radix keeps its values in registers (a local array), the generic one in v
+        C fixed[R ? R : 1];
+        C* u = R ? fixed : v;
+        u[0] = in[k];
+        for (int64_t q = 1; q < r; ++q) u[q] = mul(in[k + q * m], tw[q - 1]);
+        butterfly<R>(s, u, v + r);
+        for (int64_t q = 0; q < r; ++q) out[k + q * ns] = u[q];
       }
     }
   }
