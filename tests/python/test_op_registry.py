@@ -8,7 +8,7 @@ _SPELLED_DIFFERENTLY = {"slice": "__getitem__", "pow_scalar": "pow"}
 # Ops that backward definitions call, besides the *_backward and *_grad ones.
 _CALLED_BY_BACKWARD = {"max_pool2d_indices", "matmul_sum"}
 # Fused ops that composites and the optimizers call (flow._C exposes them).
-_CALLED_BY_COMPOSITES = {"flash_attention", "adam_moment_", "adam_step_"}
+_CALLED_BY_COMPOSITES = {"flash_attention", "adam_moment_", "adam_step_", "_fft_c2c"}
 
 
 def _reachable(name):
