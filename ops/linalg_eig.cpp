@@ -1,14 +1,20 @@
 // The eigendecomposition of a general real matrix (linalg.eig): LAPACK's geev on a host copy for
 // every device (cuSOLVER's geev is recent), its real-packed vectors unpacked into complex64
-// (float32) or complex128 (float64) outputs. Its gradient needs complex matmul and solve, which
-// the registry lacks: the backward raises.
+// (float32) or complex128 (float64) outputs. The backward computes with (real, imaginary) pairs
+// of real tensors, the registry's matmul and solve being real.
 #include <algorithm>
 #include <string>
 
 #include "core/dispatcher.h"
 #include "core/primitives.h"
+#include "ops/complex.h"
+#include "ops/creation.h"
 #include "ops/elementwise_sbp.h"
+#include "ops/index_ops.h"
+#include "ops/linalg.h"
 #include "ops/linalg_lapack.h"
+#include "ops/reduce.h"
+#include "ops/shape_ops.h"
 
 namespace ofl::internal {
 
@@ -97,10 +103,72 @@ void compute_eig(const ComputeArgs& c) {
   copy_into(reshape_view(complex_as_real(c.out[1]), {b, n, n, 2}), vectors);
 }
 
-std::vector<Tensor> eig_backward(const BackwardArgs&) {
-  fail("linalg.eig",
-       "the gradient of the eigendecomposition of a general matrix is not implemented (it needs "
-       "complex matmul and solve); linalg.eigh differentiates symmetric matrices");
+// Complex matrices as (real, imaginary) pairs of real tensors: the registry's matmul and solve
+// are real, so the backward computes with pairs.
+struct Pair {
+  Tensor re, im;
+};
+
+Tensor mT(const Tensor& x) {
+  return transpose(x, -2, -1);
+}
+
+Pair split(const Tensor& z) {
+  return {real(z), imag(z)};
+}
+
+Pair adjoint(const Pair& a) {
+  return {mT(a.re), neg(mT(a.im))};
+}
+
+Pair cmatmul(const Pair& a, const Pair& b) {
+  return {sub(matmul(a.re, b.re), matmul(a.im, b.im)), add(matmul(a.re, b.im), matmul(a.im, b.re))};
+}
+
+Pair cdiv(const Pair& a, const Pair& b) {
+  const Tensor d = add(mul(b.re, b.re), mul(b.im, b.im));
+  return {div(add(mul(a.re, b.re), mul(a.im, b.im)), d),
+          div(sub(mul(a.im, b.re), mul(a.re, b.im)), d)};
+}
+
+// X with A X = B for real A through the LU op: P^T A = L U, X = U^{-1} L^{-1} P^T B.
+Tensor real_solve(const Tensor& A, const Tensor& B) {
+  static const OpDef& lu = op_def("linalg_lu_factor_ex");
+  const int64_t n = meta_of(A).shape.back();
+  const std::vector<Tensor> f = dispatch(lu, {A}, {{"pivot", true}});
+  const Tensor perm = lu_permutation(f[1], n);
+  const Tensor cols = arange(0, double(n), 1, DType::kInt64, meta_of(A).device);
+  const Tensor Pt = to_dtype(eq(unsqueeze(perm, -1), cols), meta_of(A).dtype);
+  const Tensor Y = linalg_solve_triangular(f[0], matmul(Pt, B), false, true, true);
+  return linalg_solve_triangular(f[0], Y, true);
+}
+
+// PyTorch's linalg_eig_backward for a real A, in pairs: gA = Re(V^{-H} (diag(gL) + (V^H gV -
+// V^H V diag(Re(V^H gV))) / conj(E)) V^H), E_ij = L_j - L_i (1 on the diagonal). The complex
+// solve with V^H is the real block system [[Re, -Im], [Im, Re]].
+std::vector<Tensor> eig_backward(const BackwardArgs& b) {
+  if (!b.needs[0]) return {Tensor()};
+  const Pair L = split(b.out[0]), V = split(b.out[1]);
+  const Pair gL = split(b.grads[0]), gV = split(b.grads[1]);
+  const int64_t n = meta_of(b.out[1]).shape.back();
+  const Pair Vh = adjoint(V);
+  Pair VhgV = cmatmul(Vh, gV);
+  // Re(diag(V^H gV))_j = sum_i Re(conj(V_ij) gV_ij)
+  const Tensor d = unsqueeze(sum(add(mul(V.re, gV.re), mul(V.im, gV.im)), {-2}), -2);
+  const Pair VhVd = cmatmul(Vh, {mul(V.re, d), mul(V.im, d)});
+  VhgV = {sub(VhgV.re, VhVd.re), sub(VhgV.im, VhVd.im)};
+  const Tensor diag =
+      eq(eye(n, n, DType::kFloat32, meta_of(L.re).device), wrap_scalar(1, DType::kFloat64));
+  const Tensor one = wrap_scalar(1, DType::kFloat64), zero = wrap_scalar(0, DType::kFloat64);
+  // conj(E)_ij = conj(L_j) - conj(L_i), 1 on the diagonal
+  const Pair E = {masked_fill(sub(unsqueeze(L.re, -2), unsqueeze(L.re, -1)), diag, one),
+                  masked_fill(neg(sub(unsqueeze(L.im, -2), unsqueeze(L.im, -1))), diag, zero)};
+  Pair ret = cdiv(VhgV, E);
+  ret = {where(diag, unsqueeze(gL.re, -2), ret.re), where(diag, unsqueeze(gL.im, -2), ret.im)};
+  const Pair R = cmatmul(ret, Vh);
+  const Tensor block = cat({cat({Vh.re, neg(Vh.im)}, -1), cat({Vh.im, Vh.re}, -1)}, -2);
+  const Tensor X = real_solve(block, cat({R.re, R.im}, -2));
+  return {narrow(X, -2, 0, n)};
 }
 
 Sigs eig_sbp(const SbpQuery& q) {
@@ -120,6 +188,7 @@ OFL_REGISTER_OPS({
      .infer = infer_eig,
      .compute = compute_eig,
      .backward = eig_backward,
+     .saves = kSaveOutputs,
      .complex = true,
      .api = {{"linalg_eig(Tensor A) -> (Tensor eigenvalues, Tensor eigenvectors)", nullptr,
               kInternal}},

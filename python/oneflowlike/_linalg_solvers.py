@@ -329,7 +329,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 def eig(A, *, out=None):
     """The eigenvalues and unit right eigenvectors of a general real matrix (LAPACK geev), as
-    complex64 (float32) or complex128 (float64). Not differentiable yet."""
+    complex64 (float32) or complex128 (float64)."""
     _check_matrix("linalg.eig", A)
     L, V = _C.linalg_eig(A)
     return Eig(L, V)

@@ -192,7 +192,7 @@ def test_ldl_factor_and_solve_match_torch():
     _check(lambda lib, x, y: L(lib).ldl_solve(*L(lib).ldl_factor(x), y), [a, b], grad=False)
 
 
-def test_eig_matches_torch_up_to_the_vectors_phases():
+def test_eig_and_its_gradient_match_torch_up_to_the_vectors_phases():
     a = _a((2, 4, 4), seed=3)
     got, want = flow.linalg.eig(flow.tensor(a)), torch.linalg.eig(torch.from_numpy(a))
     assert got.eigenvalues.dtype == flow.complex128
@@ -200,6 +200,17 @@ def test_eig_matches_torch_up_to_the_vectors_phases():
     np.testing.assert_allclose(
         np.abs(got.eigenvectors.numpy()), want.eigenvectors.abs().numpy(), atol=1e-10
     )
+    w1, w2, w3 = _a((2, 4, 4), 4), _a((2, 4), 5), _a((2, 4), 6)
+
+    def loss(lib, x):  # |V| and the eigenvalues' parts: independent of the vectors' phases
+        L_, V = lib.linalg.eig(x)
+        t = lib.tensor if lib is flow else torch.from_numpy
+        return (V.abs() * t(w1)).sum() + (L_.real * t(w2)).sum() + (L_.imag * t(w3)).sum()
+
+    x, y = flow.tensor(a).requires_grad_(), torch.from_numpy(a.copy()).requires_grad_()
+    loss(flow, x).backward()
+    loss(torch, y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), atol=1e-9)
     w = flow.linalg.eigvals(flow.tensor(a.astype(np.float32)))
     assert w.dtype == flow.complex64
     np.testing.assert_allclose(w.numpy(), want.eigenvalues.numpy(), atol=1e-4)
