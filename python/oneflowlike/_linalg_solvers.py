@@ -6,6 +6,7 @@ through lu_factor + lu_solve, ...), so gradients, the meta device, global tensor
 come from those ops."""
 
 import collections
+import functools
 import math
 
 from . import _C
@@ -81,6 +82,33 @@ def _check_matrix(fn, A, name="A", square=True):
         raise RuntimeError(f"{fn}: Expected a floating point tensor as input. Got {A.dtype}")
 
 
+def _with_out(fn):
+    """fn with torch's out= keyword: the results are copied into the given tensors (of the
+    results' shapes and dtypes), which are returned."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        if out is None:
+            return result
+        many = isinstance(result, tuple)
+        results, outs = (result, out) if many else ((result,), (out,))
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(results):
+            raise TypeError(f"{fn.__name__}: out must be {len(results)} tensor(s)")
+        for r, o in zip(results, outs):
+            if tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype:
+                raise RuntimeError(
+                    f"{fn.__name__}: out has shape {tuple(o.shape)} and dtype {o.dtype}, the "
+                    f"result has shape {tuple(r.shape)} and dtype {r.dtype}"
+                )
+            o.copy_(r)
+        if not many:
+            return out
+        return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
+
+    return wrapper
+
+
 def _broadcast_batch(a, b, fn):
     """numpy's broadcast of two batch shapes, naming fn when they do not broadcast."""
     out = []
@@ -141,7 +169,8 @@ def _lu_zero(v):
 # --- Cholesky ---
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+@_with_out
+def cholesky_ex(A, *, upper=False, check_errors=False):
     _check_matrix("linalg.cholesky", A)
     L, info = _C.linalg_cholesky_ex(A)
     if check_errors:
@@ -149,7 +178,8 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return CholeskyEx(_mT(L) if upper else L, info)
 
 
-def cholesky(A, *, upper=False, out=None):
+@_with_out
+def cholesky(A, *, upper=False):
     L, info = cholesky_ex(A, upper=upper)
     _raise_on_info(info, "linalg.cholesky", _not_pd)
     return L
@@ -158,7 +188,8 @@ def cholesky(A, *, upper=False, out=None):
 # --- LU ---
 
 
-def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+@_with_out
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
     _check_matrix("torch.linalg.lu_factor_ex", A, square=False)
     LU, pivots, info = _C.linalg_lu_factor_ex(A, pivot=pivot)
     if check_errors:
@@ -166,7 +197,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     return LuFactorEx(LU, pivots, info)
 
 
-def lu_factor(A, *, pivot=True, out=None):
+@_with_out
+def lu_factor(A, *, pivot=True):
     _check_matrix("torch.linalg.lu_factor", A, square=False)
     LU, pivots, info = _C.linalg_lu_factor_ex(A, pivot=pivot)
     _raise_on_info(info, "torch.linalg.lu_factor", _lu_zero, RuntimeError)
@@ -196,13 +228,15 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return Lu(P, L, U)
 
 
-def lu(A, *, pivot=True, out=None):
+@_with_out
+def lu(A, *, pivot=True):
     _check_matrix("linalg.lu", A, square=False)
     LU, pivots, _ = _C.linalg_lu_factor_ex(A, pivot=pivot)
     return lu_unpack(LU, pivots, True, pivot)
 
 
-def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+@_with_out
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """X with A X = B (A^T X = B when adjoint; X A = B when not left) for A = P L U given by
     lu_factor."""
     _check_matrix("linalg.lu_solve", LU, "LU")
@@ -233,7 +267,8 @@ def _is_vector_rhs(A, B):
     return B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
-def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+@_with_out
+def solve_ex(A, B, *, left=True, check_errors=False):
     _check_matrix("torch.linalg.solve", A)
     vector = _is_vector_rhs(A, B)
     if vector and not left:
@@ -259,13 +294,15 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return SolveEx(X.squeeze(-1) if vector else X, info)
 
 
-def solve(A, B, *, left=True, out=None):
+@_with_out
+def solve(A, B, *, left=True):
     X, info = solve_ex(A, B, left=left)
     _raise_on_info(info, "torch.linalg.solve", _solver_singular)
     return X
 
 
-def inv_ex(A, *, check_errors=False, out=None):
+@_with_out
+def inv_ex(A, *, check_errors=False):
     _check_matrix("linalg.inv", A)
     eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     LU, pivots, info = _C.linalg_lu_factor_ex(A)
@@ -274,13 +311,15 @@ def inv_ex(A, *, check_errors=False, out=None):
     return InvEx(lu_solve(LU, pivots, eye.expand(A.shape)), info)
 
 
-def inv(A, *, out=None):
+@_with_out
+def inv(A):
     X, info = inv_ex(A)
     _raise_on_info(info, "linalg.inv", _singular)
     return X
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+@_with_out
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     return _C.linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
@@ -297,12 +336,14 @@ def _lu_sign_and_diag(fn, A):
     return sign, LU.diagonal(0, -2, -1)
 
 
-def det(A, *, out=None):
+@_with_out
+def det(A):
     sign, diag = _lu_sign_and_diag("linalg.det", A)
     return sign * diag.prod(-1)
 
 
-def slogdet(A, *, out=None):
+@_with_out
+def slogdet(A):
     sign, diag = _lu_sign_and_diag("linalg.slogdet", A)
     return Slogdet(sign * diag.sign().prod(-1), diag.abs().log().sum(-1))
 
@@ -310,24 +351,28 @@ def slogdet(A, *, out=None):
 # --- QR and eigh ---
 
 
-def qr(A, mode="reduced", *, out=None):
+@_with_out
+def qr(A, mode="reduced"):
     _check_matrix("linalg.qr", A, square=False)
     Q, R = _C.linalg_qr(A, mode)
     return Qr(Q, R)
 
 
-def eigh(A, UPLO="L", *, out=None):
+@_with_out
+def eigh(A, UPLO="L"):
     _check_matrix("linalg.eigh", A)
     L, V = _C.linalg_eigh(A, UPLO)
     return Eigh(L, V)
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+@_with_out
+def eigvalsh(A, UPLO="L"):
     _check_matrix("linalg.eigvalsh", A)
     return _C.linalg_eigh(A, UPLO)[0]
 
 
-def eig(A, *, out=None):
+@_with_out
+def eig(A):
     """The eigenvalues and unit right eigenvectors of a general real matrix (LAPACK geev), as
     complex64 (float32) or complex128 (float64)."""
     _check_matrix("linalg.eig", A)
@@ -335,7 +380,8 @@ def eig(A, *, out=None):
     return Eig(L, V)
 
 
-def eigvals(A, *, out=None):
+@_with_out
+def eigvals(A):
     _check_matrix("linalg.eigvals", A)
     return _C.linalg_eig(A)[0]
 
@@ -352,7 +398,8 @@ def _householder_apply(A, tau, C, transpose=False):
     return C
 
 
-def householder_product(A, tau, *, out=None):
+@_with_out
+def householder_product(A, tau):
     _check_matrix("torch.linalg.householder_product", A, square=False)
     m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1]
     if m < n:
@@ -441,7 +488,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     return Lstsq(X.squeeze(-1) if vector else X, residuals, rank, sv)
 
 
-def tensorinv(A, ind=2, *, out=None):
+@_with_out
+def tensorinv(A, ind=2):
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     shape_out, shape_in = tuple(A.shape[:ind]), tuple(A.shape[ind:])
@@ -454,7 +502,8 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(rows, cols)).reshape(shape_in + shape_out)
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+@_with_out
+def tensorsolve(A, B, dims=None):
     if dims is not None:
         dims = [d % A.dim() for d in dims]
         rest = [d for d in range(A.dim()) if d not in dims]
@@ -472,7 +521,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
 # --- the symmetric indefinite factorisation ---
 
 
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+@_with_out
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     """L D L^T with Bunch-Kaufman pivoting (LAPACK sytrf) in LAPACK's compact form; for real
     matrices hermitian changes nothing. info > 0 marks an exactly singular D (the factorisation
     itself completes)."""
@@ -481,13 +531,15 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     return LdlFactorEx(LD, pivots, info)
 
 
-def ldl_factor(A, *, hermitian=False, out=None):
+@_with_out
+def ldl_factor(A, *, hermitian=False):
     _check_matrix("torch.linalg.ldl_factor", A)
     LD, pivots, _ = _C.linalg_ldl_factor_ex(A)
     return LdlFactor(LD, pivots)
 
 
-def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+@_with_out
+def ldl_solve(LD, pivots, B, *, hermitian=False):
     _check_matrix("torch.linalg.ldl_solve", LD, "LD")
     if B.dim() < 2:
         raise RuntimeError(

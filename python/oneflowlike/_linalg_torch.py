@@ -91,17 +91,20 @@ def cholesky_inverse(input, upper=False):
     return _ls.inv_ex(_gram(input, upper))[0]
 
 
-def lu(A, pivot=True, get_infos=False, out=None):
+@_ls._with_out
+def lu(A, pivot=True, get_infos=False):
     """torch.lu: the packed LU and pivots (and the infos with get_infos)."""
     LU, pivots, info = _ls.lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
-def lu_solve(b, LU_data, LU_pivots, out=None):
+@_ls._with_out
+def lu_solve(b, LU_data, LU_pivots):
     return _ls.lu_solve(LU_data, LU_pivots, b)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, out=None):
+@_ls._with_out
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve: X with op(A) X = b, and a copy of A (broadcast to X's batch)."""
     _ls._check_matrix("triangular_solve", A, "A")
     Aop = _mT(A) if transpose else A
@@ -110,7 +113,8 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, out
     return TriangularSolve(X, A.expand(batch + tuple(A.shape[-2:])).clone())
 
 
-def ormqr(input, tau, other, left=True, transpose=False, out=None):
+@_ls._with_out
+def ormqr(input, tau, other, left=True, transpose=False):
     """Q C, Q^T C, C Q or C Q^T for the Q of geqrf's (input, tau), without forming Q."""
     _ls._check_matrix("ormqr", input, "input", square=False)
     if left:
@@ -122,7 +126,8 @@ def orgqr(input, tau):
     return _ls.householder_product(input, tau)
 
 
-def qr(input, some=True, out=None):
+@_ls._with_out
+def qr(input, some=True):
     Q, R = _ls.qr(input, "reduced" if some else "complete")
     return Qr(Q, R)
 

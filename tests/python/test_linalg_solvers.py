@@ -250,6 +250,18 @@ def test_singular_and_non_positive_definite_inputs_give_info_or_a_clear_error():
     assert sign.tolist() == [1.0, 0.0] and logabsdet.tolist()[1] == -np.inf
 
 
+def test_out_receives_the_results():
+    a = flow.tensor(_pd(3))
+    out = flow.empty(3, 3, dtype=flow.float64)
+    assert flow.linalg.cholesky(a, out=out) is out
+    np.testing.assert_allclose(out.numpy(), np.linalg.cholesky(_pd(3)), atol=1e-12)
+    LU, piv = flow.empty(3, 3, dtype=flow.float64), flow.empty(3, dtype=flow.int32)
+    res = flow.linalg.lu_factor(a, out=(LU, piv))
+    assert res.LU is LU and res.pivots is piv
+    with pytest.raises(RuntimeError, match="linalg.inv|inv: out has shape"):
+        flow.linalg.inv(a, out=flow.empty(2, 2, dtype=flow.float64))
+
+
 def test_bad_shapes_raise_naming_the_op():
     with pytest.raises(RuntimeError, match=r"linalg.inv.*square.*3 by 4"):
         flow.linalg.inv(flow.ones(3, 4, dtype=flow.float64))
