@@ -18,7 +18,7 @@ Tables& tables() {
 
 }  // namespace
 
-KernelTableBase::KernelTableBase(const char* op) : op_(op) {
+KernelTableBase::KernelTableBase(const char* op, bool host_only) : op_(op), host_only_(host_only) {
   std::lock_guard lock(tables().mu);
   tables().all.push_back(this);
 }

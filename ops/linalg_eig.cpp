@@ -18,7 +18,7 @@
 
 namespace ofl::internal {
 
-OFL_DEFINE_KERNEL(geev_kernel, GeevKernel)
+OFL_DEFINE_HOST_KERNEL(geev_kernel, GeevKernel)
 
 using namespace elementwise_sbp;
 
@@ -184,6 +184,7 @@ const SbpRule kEig{"eig", eig_sbp};
 OFL_REGISTER_OPS({
     {.name = "linalg_eig",
      .num_inputs = 1,
+     .cost = lapack_cost,
      .sbp = &kEig,
      .infer = infer_eig,
      .compute = compute_eig,

@@ -297,16 +297,6 @@ void compute_eigh(const ComputeArgs& c) {
 
 // About n^3 flops per matrix for every factorisation here (the constants differ: 2/3 for LU,
 // 1/3 for Cholesky, 4/3 for QR, about 9 for the eigendecomposition), reading and writing it once.
-OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
-  if (inputs.empty() || inputs[0].size() < 2) return {};
-  const Shape& s = inputs[0];
-  const double m = double(s[s.size() - 2]), n = double(s.back());
-  const double b = double(numel_of(batch_of(s))), k = std::min(m, n);
-  OpCost cost;
-  cost.flops = b * 2.0 * m * n * k;
-  cost.bytes = double(itemsize(dtype)) * (2.0 * b * m * n + double(numel_of(output)));
-  return cost;
-}
 
 // Each matrix is factored on its own: the batch dimensions may be split (every input and
 // output alike); the matrix dimensions stay whole. A triangular solve also splits B's columns
@@ -345,6 +335,17 @@ Tensor solve_triangular_call(const CallArgs& a) {
 }
 
 }  // namespace
+
+OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
+  if (inputs.empty() || inputs[0].size() < 2) return {};
+  const Shape& s = inputs[0];
+  const double m = double(s[s.size() - 2]), n = double(s.back());
+  const double b = double(numel_of(batch_of(s))), k = std::min(m, n);
+  OpCost cost;
+  cost.flops = b * 2.0 * m * n * k;
+  cost.bytes = double(itemsize(dtype)) * (2.0 * b * m * n + double(numel_of(output)));
+  return cost;
+}
 
 Tensor linalg_solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
                                bool unitriangular) {
@@ -389,6 +390,7 @@ OFL_REGISTER_OPS({
     {.name = "lu_permutation",
      .num_inputs = 1,
      .differentiable = false,
+     .cost = elementwise_cost,
      .sbp = &kPivots,
      .attrs = {{"m", AttrType::kInt}},
      .infer = infer_lu_permutation,

@@ -52,6 +52,9 @@ OFL_DECLARE_KERNEL(sytrf_kernel, SytrfKernel)
 OFL_DECLARE_KERNEL(sytrs_kernel, SytrsKernel)
 OFL_DECLARE_KERNEL(geev_kernel, GeevKernel)
 
+// The cost model's estimate of a factorisation: 2 m n min(m, n) flops a matrix.
+OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
+
 // The ops' front ends, for backward formulas (composites of ops, so they differentiate again).
 // X solving A X = B (left) or X A = B, A triangular; batch dims broadcast.
 Tensor linalg_solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true,

@@ -12,8 +12,8 @@
 
 namespace ofl::internal {
 
-OFL_DEFINE_KERNEL(sytrf_kernel, SytrfKernel)
-OFL_DEFINE_KERNEL(sytrs_kernel, SytrsKernel)
+OFL_DEFINE_HOST_KERNEL(sytrf_kernel, SytrfKernel)
+OFL_DEFINE_HOST_KERNEL(sytrs_kernel, SytrsKernel)
 
 using namespace elementwise_sbp;
 
@@ -131,6 +131,7 @@ OFL_REGISTER_OPS({
     {.name = "linalg_ldl_factor_ex",
      .num_inputs = 1,
      .differentiable = false,
+     .cost = lapack_cost,
      .sbp = &kLdl,
      .infer = infer_ldl_factor,
      .compute = compute_ldl_factor,
@@ -140,6 +141,7 @@ OFL_REGISTER_OPS({
     {.name = "linalg_ldl_solve",
      .num_inputs = 3,
      .differentiable = false,
+     .cost = lapack_cost,
      .sbp = &kLdlSolve,
      .infer = infer_ldl_solve,
      .compute = compute_ldl_solve,

@@ -217,7 +217,8 @@ PYBIND11_MODULE(_C, m) {
     const DeviceType t = Device::parse(type).type;
     std::vector<std::string> missing;
     for (const KernelTableBase* table : kernel_tables())
-      if (!table->has(t)) missing.push_back(table->op());
+      if (!table->has(t) && !(table->host_only() && t != DeviceType::kCPU))
+        missing.push_back(table->op());
     std::sort(missing.begin(), missing.end());
     return missing;
   });

@@ -125,7 +125,8 @@ TEST(KernelTable, EveryBuiltInTableHasAKernelForEachBackendOfTheBuild) {
 #endif
   for (const KernelTableBase* table : kernel_tables()) {
     EXPECT_TRUE(table->has(DeviceType::kCPU)) << table->op();
-    EXPECT_EQ(table->has(DeviceType::kCUDA), cuda) << table->op();
+    // Host-only tables (LAPACK routines cuSOLVER lacks) run on a host copy for every device.
+    if (!table->host_only()) EXPECT_EQ(table->has(DeviceType::kCUDA), cuda) << table->op();
   }
 }
 
