@@ -217,8 +217,8 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
   if (!def.complex)
     for (const TensorMeta& m : out)
       if (is_complex(m.dtype))
-        fail<TypeError>(def.name.c_str(),
-                        "is not supported for complex64 tensors (asked for a complex64 output)");
+        fail<TypeError>(def.name.c_str(), "is not supported for complex tensors (asked for a ",
+                        dtype_name(m.dtype), " output)");
   return out;
 }
 
@@ -232,6 +232,7 @@ void check_writable(const char* op, const Tensor& self) {
       fail(op, "in-place change of a view of shape ", shape_str(self.shape()),
            " that requires grad is not supported; clone() it first");
   }
+  if (self.numel() == 0) return;  // no element to share (an expanded empty tensor)
   for (int64_t d = 0; d < self.dim(); ++d)
     if (self.shape()[d] > 1 && self.strides()[d] == 0)
       fail(op, "the written-to tensor of shape ", shape_str(self.shape()), " with strides ",

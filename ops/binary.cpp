@@ -12,6 +12,7 @@
 #include "ops/kernels.h"
 #include "ops/masked.h"
 #include "ops/op_helpers.h"
+#include "ops/shape_ops.h"
 
 namespace ofl::internal {
 
@@ -273,7 +274,12 @@ OFL_REGISTER_OPS({
     binary_def(BinaryOp::kLogicalOr),
     binary_def(BinaryOp::kLogicalXor),
     binary_def(BinaryOp::kFloorDiv),
-    binary_def(BinaryOp::kRemainder),
+    // d/dy remainder(x, y) = -floor(x / y) (PyTorch's).
+    binary_def(BinaryOp::kRemainder, kSaveInputs,
+               [](const BackwardArgs& b) {
+                 const Tensor &x = b.in[0], &y = b.in[1], &g = b.grads[0];
+                 return both(b, g, b.needs[1] ? neg(mul(g, floor(div(x, y)))) : Tensor());
+               }),
     // d/dx = exp(x - out) (the softmax weight of x); d/dy likewise.
     binary_def(BinaryOp::kLogAddExp, kXY,
                [](const BackwardArgs& b) {
@@ -369,7 +375,14 @@ OFL_REGISTER_OPS({
      .num_inputs = 3,
      .cost = elementwise_cost,
      .api = {{"masked_fill(Tensor input, Tensor mask, Tensor|Number value) -> Tensor",
-              [](const CallArgs& a) { return masked_fill(a.tensor(0), a.tensor(1), a.tensor(2)); }},
+              [](const CallArgs& a) {
+                // Out of place, the input broadcasts with the mask (PyTorch's).
+                const Tensor& x = a.tensor(0);
+                const Shape both =
+                    broadcast_shapes(meta_of(x).shape, meta_of(a.tensor(1)).shape, "masked_fill");
+                return masked_fill(both == meta_of(x).shape ? x : expand(x, both), a.tensor(1),
+                                   a.tensor(2));
+              }},
              {"masked_fill_(Tensor input, Tensor mask, Tensor|Number value) -> Tensor",
               [](const CallArgs& a) {
                 Tensor self = a.tensor(0);

@@ -5,6 +5,8 @@
 #include <map>
 
 #include "core/dispatcher.h"
+#include "ops/creation.h"
+#include "ops/index_ops.h"
 #include "ops/linalg.h"
 #include "ops/op_helpers.h"
 #include "ops/reduce.h"
@@ -48,11 +50,6 @@ std::vector<int> term_labels(const std::string& term, int64_t ndim, size_t opera
   for (int64_t k = spread - 1; k >= 0; --k) labels.push_back(kEllipsis + static_cast<int>(k));
   for (char c : tail) labels.push_back(letter_label(c));
   ellipsis_dims = std::max(ellipsis_dims, spread);
-  for (size_t i = 0; i < labels.size(); ++i)
-    for (size_t j = i + 1; j < labels.size(); ++j)
-      if (labels[i] == labels[j] && labels[i] < kEllipsis)
-        fail(kOp, "operand ", operand, " repeats subscript '", term[i < head.size() ? i : 0],
-             "' (diagonals) in '", term, "': not supported");
   return labels;
 }
 
@@ -149,6 +146,37 @@ Labeled contract(const Labeled& a, const Labeled& b, const std::vector<int>& kee
 
 }  // namespace
 
+// A label repeated within one operand ('ii', 'iji') takes the diagonal of those dims: each pair
+// becomes one dim, last, holding x[..., k, ..., k, ...].
+Labeled diagonals(Labeled x, size_t operand) {
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < x.labels.size() && !again; ++i)
+      for (size_t j = i + 1; j < x.labels.size() && !again; ++j) {
+        if (x.labels[i] != x.labels[j]) continue;
+        const Shape shape = meta_of(x.t).shape;
+        const int64_t n = shape[i];
+        if (shape[j] != n)
+          fail(kOp, "operand ", operand, " repeats a subscript over dims of sizes ", n, " and ",
+               shape[j]);
+        std::vector<int64_t> order;
+        std::vector<int> labels;
+        for (size_t d = 0; d < shape.size(); ++d)
+          if (d != i && d != j) order.push_back(int64_t(d)), labels.push_back(x.labels[d]);
+        Shape flat(shape.size() - 2);
+        for (size_t d = 0; d < order.size(); ++d) flat[d] = shape[size_t(order[d])];
+        flat.push_back(n * n);
+        order.insert(order.end(), {int64_t(i), int64_t(j)});
+        const Tensor steps = arange(0, double(n * n), double(n + 1), DType::kInt64, x.t.device());
+        x.t = index_select(reshape(permute(x.t, order), flat), int64_t(flat.size()) - 1, steps);
+        labels.push_back(x.labels[i]);
+        x.labels = std::move(labels);
+        again = true;
+      }
+  }
+  return x;
+}
+
 Tensor einsum(const std::string& equation_in, const std::vector<Tensor>& operands) {
   std::string equation;
   for (char c : equation_in)
@@ -172,6 +200,7 @@ Tensor einsum(const std::string& equation_in, const std::vector<Tensor>& operand
     const int64_t ndim = static_cast<int64_t>(meta_of(operands[i]).shape.size());
     xs.push_back({operands[i], term_labels(terms[i], ndim, i, ellipsis_dims)});
     for (int l : xs.back().labels) ++count[l];
+    xs.back() = diagonals(std::move(xs.back()), i);  // after counting: 'ii' is not an output
   }
   std::vector<int> out;
   if (arrow == std::string::npos) {  // implicit: the ellipsis, then labels used once, sorted

@@ -144,6 +144,10 @@ Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor pow(const Tensor& x, double exponent);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// clamp with tensor bounds (either undefined for none), as PyTorch's: x where min <= x <= max,
+// min below, max above (max where min > max); the gradient flows to the value taken, split
+// evenly at ties.
+Tensor clamp_by_tensors(const Tensor& x, const Tensor& min, const Tensor& max);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);

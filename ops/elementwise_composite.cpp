@@ -48,14 +48,30 @@ Tensor is_infinity(const Tensor& x, double inf) {
 }
 
 // clamp_min / clamp_max: a number bound as clamp's (a float bound makes integers float32), a
-// tensor bound as maximum / minimum.
+// tensor bound (or one that requires grad) as clamp_by_tensors.
 Tensor clamp_one_side(const Tensor& x, const Tensor& bound, bool lower) {
-  if (bound.dim() != 0) return lower ? maximum(x, bound) : minimum(x, bound);
+  if (bound.dim() != 0 || bound.requires_grad())
+    return lower ? clamp_by_tensors(x, bound, Tensor()) : clamp_by_tensors(x, Tensor(), bound);
   const Tensor in =
       is_floating(bound.dtype()) && !is_floating(x.dtype()) ? to_dtype(x, DType::kFloat32) : x;
   const double v = bound.item<double>();
   return lower ? clamp(in, v, std::nullopt) : clamp(in, std::nullopt, v);
 }
+
+}  // namespace
+
+Tensor clamp_by_tensors(const Tensor& x, const Tensor& min, const Tensor& max) {
+  DType dtype = x.dtype();
+  if (min.defined()) dtype = result_type(x, min);
+  if (max.defined()) dtype = promote_types(dtype, result_type(x, max));
+  // maximum and minimum: a NaN bound gives NaN and a tie splits the gradient, both as PyTorch.
+  Tensor r = to_dtype(x, dtype);
+  if (min.defined()) r = maximum(r, to_dtype(min, dtype));
+  if (max.defined()) r = minimum(r, to_dtype(max, dtype));
+  return r;
+}
+
+namespace {
 
 Tensor logit(const Tensor& x, std::optional<double> eps) {
   Tensor p = floating(x);

@@ -69,8 +69,14 @@ std::vector<TensorMeta> infer_index_select(const InferArgs& a) {
   const TensorMeta &x = a.in[0], &index = a.in[1];
   require_integer_index(a.op, index);
   if (index.shape.size() > 1) fail(a.op, "index must be 0-d or 1-d, got ", shape_str(index.shape));
-  Shape out = x.shape.empty() ? Shape{1} : x.shape;
-  out[dim_of(a)] = numel_of(index.shape);
+  Shape out = x.shape;
+  if (out.empty()) {  // a 0-d input stays 0-d (PyTorch's), its one element picked by index
+    dim_of(a);
+    if (numel_of(index.shape) != 1)
+      fail(a.op, "a 0-d input takes an index of one element, got ", shape_str(index.shape));
+  } else {
+    out[dim_of(a)] = numel_of(index.shape);
+  }
   return single_output(std::move(out), x.dtype, common_device(a));
 }
 
@@ -478,8 +484,9 @@ OFL_REGISTER_OPS({
          [](const BackwardArgs& b) {
            const Tensor &x = b.in[0], &index = b.in[1];
            const Tensor x1 = b.in_meta[0].shape.empty() ? reshape(x, {1}) : x;
+           const Tensor& g = b.grads[0];
            Tensor gx = index_add(zeros_like(x1), b.attrs.get<int64_t>("dim"), reshape(index, {-1}),
-                                 b.grads[0]);
+                                 g.dim() == 0 ? reshape(g, {1}) : g);
            return std::vector<Tensor>{reshape(gx, b.in_meta[0].shape), Tensor()};
          },
      .saves = kSaveInputs,
@@ -541,7 +548,16 @@ OFL_REGISTER_OPS({
      .compute = compute_cat,
      .backward = cat_grad,
      .api = {{"cat(Tensor[] tensors, int dim=0) -> Tensor",
-              [](const CallArgs& a) { return cat(a.tensors(0), a.integer(1)); }, kFunction}}},
+              [](const CallArgs& a) {
+                // PyTorch's legacy rule: 1-d empty tensors are skipped beside others.
+                std::vector<Tensor> xs;
+                for (const Tensor& x : a.tensors(0))
+                  if (!(x.dim() == 1 && meta_of(x).shape[0] == 0)) xs.push_back(x);
+                if (xs.empty() || xs.size() == a.tensors(0).size())
+                  return cat(a.tensors(0), a.integer(1));
+                return cat(xs, a.integer(1));
+              },
+              kFunction}}},
     {.name = "stack",
      .num_inputs = -1,
      .cost = elementwise_cost,
@@ -598,9 +614,16 @@ OFL_REGISTER_OPS({
            return std::vector<Tensor>{b.needs[0] ? b.grads[0] : Tensor(), Tensor(), gsrc};
          },
      .saves = kSaveInputs,
-     .api = {{"index_add(Tensor input, int dim, Tensor index, Tensor source) -> Tensor",
+     .api = {{"index_add(Tensor input, int dim, Tensor index, Tensor source, *, Number alpha=1) -> "
+              "Tensor",
               [](const CallArgs& a) {
-                return index_add(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
+                const Tensor& src = a.tensor(3);
+                const double alpha = a.scalar(4);
+                return index_add(a.tensor(0), a.integer(1), a.tensor(2),
+                                 alpha == 1 ? src
+                                            : mul(src, wrap_scalar(alpha, is_floating(src.dtype())
+                                                                              ? DType::kFloat64
+                                                                              : DType::kInt64)));
               }}}},
 });
 

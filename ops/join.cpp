@@ -46,13 +46,28 @@ Api at_least_api(const char* text, int64_t n) {
           {}};
 }
 
+// atleast_Nd([x, y, ...]): each of a list.
+Api at_least_list_api(const char* text, int64_t n) {
+  return {text,
+          [n](const CallArgs& a) -> CallResult {
+            std::vector<Tensor> out;
+            for (const Tensor& x : a.tensors(0)) out.push_back(at_least(x, n));
+            return out;
+          },
+          kFunction,
+          {}};
+}
+
 }  // namespace
 
 OFL_REGISTER_OPS({
     {.name = "atleast_1d",
      .api = {at_least_api("atleast_1d(Tensor input) -> Tensor", 1),
              at_least_api("atleast_2d(Tensor input) -> Tensor", 2),
-             at_least_api("atleast_3d(Tensor input) -> Tensor", 3)},
+             at_least_api("atleast_3d(Tensor input) -> Tensor", 3),
+             at_least_list_api("atleast_1d(Tensor[] tensors) -> Tensor[]", 1),
+             at_least_list_api("atleast_2d(Tensor[] tensors) -> Tensor[]", 2),
+             at_least_list_api("atleast_3d(Tensor[] tensors) -> Tensor[]", 3)},
      .doc = "The tensor with at least 1, 2 or 3 dimensions, as NumPy adds them"},
     {.name = "hstack",
      .num_inputs = -1,

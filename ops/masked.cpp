@@ -191,7 +191,12 @@ OFL_REGISTER_OPS({
      .saves = kSaveInputs,
      .api = {{"masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor",
               [](const CallArgs& a) {
-                return masked_scatter(a.tensor(0), a.tensor(1), a.tensor(2));
+                // Out of place, the input broadcasts with the mask (PyTorch's).
+                const Tensor& x = a.tensor(0);
+                const Shape both = broadcast_shapes(meta_of(x).shape, meta_of(a.tensor(1)).shape,
+                                                    "masked_scatter");
+                return masked_scatter(both == meta_of(x).shape ? x : expand(x, both), a.tensor(1),
+                                      a.tensor(2));
               }}}},
 });
 

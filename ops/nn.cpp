@@ -100,9 +100,11 @@ OpDef softmax_def(const char* name, bool log) {
               });
   };
   def.saves = kSaveOutputs;
-  def.api = {{str_cat(name, "(Tensor input, int dim) -> Tensor"), [log](const CallArgs& a) {
-                return log ? log_softmax(a.tensor(0), a.integer(1))
-                           : softmax(a.tensor(0), a.integer(1));
+  def.api = {{str_cat(name, "(Tensor input, int dim, dtype? dtype=None) -> Tensor"),
+              [log](const CallArgs& a) {
+                // dtype: the input is cast to it first (PyTorch's rule, against overflow).
+                const Tensor x = a.is_none(2) ? a.tensor(0) : to_dtype(a.tensor(0), a.dtype(2));
+                return log ? log_softmax(x, a.integer(1)) : softmax(x, a.integer(1));
               }}};
   const std::string backward = std::string(name) + "_backward";
   def.backward = [backward](const BackwardArgs& b) -> std::vector<Tensor> {

@@ -329,6 +329,12 @@ Api arg_extreme_api(const char* name, bool is_max) {
 }
 
 // var and std: Bessel's correction by `unbiased` or by `correction`.
+// torch.std(x, unbiased) and friends: the whole tensor with or without Bessel's correction.
+Api spread_all_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double, bool)) {
+  return {str_cat(name, "(Tensor input, bool unbiased) -> Tensor"),
+          [fn](const CallArgs& a) { return fn(a.tensor(0), {}, a.flag(1) ? 1.0 : 0.0, false); }};
+}
+
 Api spread_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double, bool)) {
   return {str_cat(name,
                   "(Tensor input, int[]? dim=None, bool unbiased=True, bool keepdim=False, "
@@ -347,7 +353,12 @@ OFL_REGISTER_OPS({
           }}},
         under_autocast(Autocast::kFloat32,
                        reduce_def("sum", ReduceOp::kSum, kReduceSum, kSaveNone, sum_backward))),
-    with_api({axes_api("prod", &prod)},
+    with_api({{"prod(Tensor input, int[]? dim=None, bool keepdim=False, *, dtype? dtype=None) -> "
+               "Tensor",
+               [](const CallArgs& a) {
+                 const Tensor x = a.is_none(3) ? a.tensor(0) : to_dtype(a.tensor(0), a.dtype(3));
+                 return prod(x, a.optional_ints(1), a.flag(2));
+               }}},
              under_autocast(Autocast::kFloat32,
                             reduce_def("prod", ReduceOp::kProd, kReduceExact, kXY, prod_backward))),
     with_api({axes_api("amax", &amax)},
@@ -362,8 +373,14 @@ OFL_REGISTER_OPS({
     with_api({arg_extreme_api("argmin", false)}, arg_reduce_def("argmin", false, false)),
     // Composites: they run as the ops above and elementwise ones.
     {.name = "mean", .num_inputs = 1, .cost = elementwise_cost, .api = {axes_api("mean", &mean)}},
-    {.name = "var", .num_inputs = 1, .cost = elementwise_cost, .api = {spread_api("var", &var)}},
-    {.name = "std", .num_inputs = 1, .cost = elementwise_cost, .api = {spread_api("std", &std)}},
+    {.name = "var",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .api = {spread_api("var", &var), spread_all_api("var", &var)}},
+    {.name = "std",
+     .num_inputs = 1,
+     .cost = elementwise_cost,
+     .api = {spread_api("std", &std), spread_all_api("std", &std)}},
     {.name = "logsumexp",
      .num_inputs = 1,
      .cost = elementwise_cost,

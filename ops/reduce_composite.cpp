@@ -149,6 +149,7 @@ Tensor diff(const Tensor& x, int64_t n, int64_t dim, const Tensor& prepend, cons
   if (rank(x) == 0) fail("diff", "expects input to be at least one-dimensional");
   if (n < 0) fail("diff", "order must be non-negative, got ", n);
   const int64_t d = normalize_axis(dim, rank(x), "diff");
+  if (n == 0) return x;  // prepend and append are ignored (PyTorch's)
   Tensor t = x;
   if (prepend.defined() || append.defined()) {
     std::vector<Tensor> parts;
@@ -218,19 +219,50 @@ Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
   return reshape(matmul(reshape(a, {m, kk}), reshape(b, {kk, n})), out);
 }
 
-Tensor cov(const Tensor& input, double correction) {
+// torch.cov: rows are variables, columns observations, weighted by the integer frequency weights
+// and the observation weights as numpy.cov and PyTorch weigh them.
+Tensor cov(const Tensor& input, double correction, const Tensor& fweights, const Tensor& aweights) {
   if (rank(input) > 2)
     fail("cov", "expects a tensor of at most 2 dims, got ", shape_str(shape_of(input)));
   const Tensor x = floating(rank(input) < 2 ? reshape(input, {1, -1}) : input);
   const int64_t n = size_at(x, 1);
-  const Tensor centered = sub(x, mean(x, {1}, true));
-  const Tensor c =
-      div(matmul(centered, transpose(centered, 0, 1)), k(std::max(0.0, double(n) - correction)));
-  return rank(input) < 2 ? reshape(c, {}) : c;
+  auto weights = [&](const Tensor& w, const char* name) {
+    if (rank(w) > 1 || (rank(w) == 1 ? size_at(w, 0) : 1) != n)
+      fail("cov", name, " must be 0-d or 1-d with one weight per observation (", n, "), got ",
+           shape_str(shape_of(w)));
+    return to_dtype(w, x.dtype());
+  };
+  Tensor w;
+  if (fweights.defined()) {
+    if (is_floating(fweights.dtype())) fail<TypeError>("cov", "fweights must be integral");
+    w = weights(fweights, "fweights");
+  }
+  if (aweights.defined()) {
+    const Tensor aw = weights(aweights, "aweights");
+    w = w.defined() ? mul(w, aw) : aw;
+  }
+  Tensor c;
+  if (!w.defined()) {
+    const Tensor centered = sub(x, mean(x, {1}, true));
+    c = div(matmul(centered, transpose(centered, 0, 1)), k(std::max(0.0, double(n) - correction)));
+  } else {
+    const Tensor wsum = sum(w);
+    const Tensor avg = div(sum(mul(x, w), {1}, true), wsum);
+    Tensor norm = wsum;
+    if (correction != 0) {
+      const Tensor extra =
+          aweights.defined() ? div(sum(mul(w, to_dtype(aweights, x.dtype()))), wsum) : k(1);
+      norm = sub(wsum, mul(extra, k(correction)));
+    }
+    norm = clamp(norm, 0.0, std::nullopt);
+    const Tensor centered = sub(x, avg);
+    c = div(matmul(mul(centered, w), transpose(centered, 0, 1)), norm);
+  }
+  return size_at(x, 0) == 1 ? reshape(c, {}) : c;  // one variable: 0-d (PyTorch squeezes)
 }
 
 Tensor corrcoef(const Tensor& input) {
-  const Tensor c = cov(input, 1);
+  const Tensor c = cov(input, 1, Tensor(), Tensor());
   if (rank(c) == 0) return div(c, c);
   const int64_t n = size_at(c, 0);
   const Tensor d = sqrt(sum(mul(c, eye(n, n, c.dtype(), meta_of(c).device)), {1}));
@@ -291,6 +323,20 @@ OFL_REGISTER_OPS({
             const Axes d = a.optional_ints(1);
             return std::vector<Tensor>{var(x, d, correction_of(a, 2, 4), a.flag(3)),
                                        mean(x, d, a.flag(3))};
+          },
+          kFunction},
+         {"std_mean(Tensor input, bool unbiased) -> Tensor[]",
+          [](const CallArgs& a) {
+            const Tensor& x = a.tensor(0);
+            return std::vector<Tensor>{std(x, {}, a.flag(1) ? 1.0 : 0.0, false),
+                                       mean(x, {}, false)};
+          },
+          kFunction},
+         {"var_mean(Tensor input, bool unbiased) -> Tensor[]",
+          [](const CallArgs& a) {
+            const Tensor& x = a.tensor(0);
+            return std::vector<Tensor>{var(x, {}, a.flag(1) ? 1.0 : 0.0, false),
+                                       mean(x, {}, false)};
           },
           kFunction}},
         "Sums and means ignoring NaN (nansum, nanmean), counts of nonzeros, the min and max "
@@ -442,9 +488,8 @@ OFL_REGISTER_OPS({
          {"cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) "
           "-> Tensor",
           [](const CallArgs& a) {
-            if (!a.is_none(2) || !a.is_none(3))
-              fail("cov", "fweights and aweights are not supported yet");
-            return cov(a.tensor(0), double(a.integer(1)));
+            return cov(a.tensor(0), double(a.integer(1)), a.optional_tensor(2),
+                       a.optional_tensor(3));
           }},
          {"corrcoef(Tensor input) -> Tensor",
           [](const CallArgs& a) { return corrcoef(a.tensor(0)); }}},
@@ -452,8 +497,15 @@ OFL_REGISTER_OPS({
         "tensordot) and covariance (cov, corrcoef)"),
     composite(
         "fill",
-        {{"fill(Tensor input, Number value) -> Tensor",
-          [](const CallArgs& a) { return full_like(a.tensor(0), a.scalar(1)); }, kFunction},
+        {{"fill(Tensor input, Tensor|Number value) -> Tensor",
+          [](const CallArgs& a) {
+            const Tensor &x = a.tensor(0), &v = a.tensor(1);
+            if (v.dim() != 0) fail("fill", "value must be a number or a 0-d tensor, got ", v.str());
+            if (!x.requires_grad() && !v.requires_grad()) return full_like(x, v.item<double>());
+            // Under autograd, as a where: x's gradient is zero, value's the sum (PyTorch's).
+            return where(full_like(x, 1, DType::kBool), to_dtype(v, x.dtype()), x);
+          },
+          kFunction},
          {"conj_physical(Tensor input) -> Tensor",
           [](const CallArgs& a) {
             const Tensor& x = a.tensor(0);

@@ -161,11 +161,15 @@ Tensor take_along_dim(const Tensor& x, const Tensor& idx, std::optional<int64_t>
          shape_str(shape_of(x)), " and ", shape_str(shape_of(idx)));
   const int64_t d = normalize_axis(*dim, rank(x), "take_along_dim");
   Shape sx = shape_of(x), si = shape_of(idx);
-  Shape both = broadcast_shapes(sx, si, "take_along_dim");
+  sx[size_t(d)] = si[size_t(d)] = 1;  // every dim but d broadcasts
+  const Shape both = broadcast_shapes(sx, si, "take_along_dim");
   sx = both, si = both;
   sx[size_t(d)] = size_at(x, d);
   si[size_t(d)] = size_at(idx, d);
-  return gather(expand(x, sx), d, expand(idx, si));
+  // Negative indices count from the end (PyTorch's take_along_dim allows them).
+  const Tensor size = wrap_scalar(double(size_at(x, d)), DType::kInt64);
+  const Tensor wrapped = where(lt(idx, k(0)), add(idx, size), idx);
+  return gather(expand(x, sx), d, expand(to_dtype(wrapped, DType::kInt64), si));
 }
 
 // Sizes of `sections` near-equal parts of n (the first n % sections one larger).
@@ -405,6 +409,21 @@ OFL_REGISTER_OPS({
          {"tensor_split(Tensor input, int[] indices, int dim=0) -> Tensor[]",
           [](const CallArgs& a) {
             return split_at(a.tensor(0), a.ints(1),
+                            normalize_axis(a.integer(2), rank(a.tensor(0)), "tensor_split"));
+          }},
+         {"tensor_split(Tensor input, Tensor tensor_indices_or_sections, int dim=0) -> Tensor[]",
+          [](const CallArgs& a) {
+            // A 0-d tensor is the number of sections, a 1-d one the indices (read on the host).
+            const Tensor& t = a.tensor(1);
+            if (is_floating(t.dtype()) || t.dim() > 1 || t.device().is_meta())
+              fail<TypeError>("tensor_split",
+                              "tensor_indices_or_sections must be a 0-d or 1-d "
+                              "integer tensor with values (on CPU), got ",
+                              t.str());
+            const Tensor host = contiguous(to_device(to_dtype(t, DType::kInt64), Device{}));
+            const int64_t* v = host.data<int64_t>();
+            if (t.dim() == 0) return tensor_split(a.tensor(0), v[0], a.integer(2));
+            return split_at(a.tensor(0), std::vector<int64_t>(v, v + host.numel()),
                             normalize_axis(a.integer(2), rank(a.tensor(0)), "tensor_split"));
           }},
          {"split_with_sizes(Tensor input, int[] split_sizes, int dim=0) -> Tensor[]",

@@ -7,6 +7,7 @@
 #include "core/dispatcher.h"
 #include "core/primitives.h"
 #include "ops/creation.h"
+#include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
 #include "ops/op_helpers.h"
@@ -406,15 +407,30 @@ Tensor transpose_2d(const CallArgs& a) {
   return x.dim() < 2 ? x : transpose(x, 0, 1);
 }
 
-// x.movedim(source, destination): dimension source moved to destination, the others in order.
+// x.movedim(source, destination): the dimensions in source moved to those in destination, the
+// others in their order.
 Tensor movedim(const CallArgs& a) {
   const Tensor& x = a.tensor(0);
-  const int64_t from = normalize_axis(a.integer(1), x.dim(), "movedim");
-  const int64_t to = normalize_axis(a.integer(2), x.dim(), "movedim");
-  std::vector<int64_t> order;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (d != from) order.push_back(d);
-  order.insert(order.begin() + to, from);
+  const std::vector<int64_t>&src = a.ints(1), &dst = a.ints(2);
+  if (src.size() != dst.size())
+    fail("movedim", "source and destination must name as many dims, got ", src.size(), " and ",
+         dst.size());
+  std::vector<int64_t> order(size_t(x.dim()), -1);
+  std::vector<char> moved(size_t(x.dim()), 0);
+  for (size_t i = 0; i < src.size(); ++i) {
+    const int64_t from = normalize_axis(src[i], x.dim(), "movedim");
+    const int64_t to = normalize_axis(dst[i], x.dim(), "movedim");
+    if (moved[size_t(from)] || order[size_t(to)] != -1)
+      fail("movedim", "repeated dim in source or destination");
+    order[size_t(to)] = from;
+    moved[size_t(from)] = 1;
+  }
+  int64_t next = 0;
+  for (int64_t& o : order) {
+    if (o != -1) continue;
+    while (moved[size_t(next)]) ++next;
+    o = next++;
+  }
   return permute(x, order);
 }
 
@@ -452,6 +468,35 @@ Tensor repeat_interleave(const CallArgs& a) {
   tiled[size_t(dim + 1)] = r;
   shape[size_t(dim)] *= r;
   return reshape(expand(spread, tiled), shape);
+}
+
+// x.repeat_interleave(repeats, dim) with a tensor of counts (one, or one per slice along dim):
+// an index_select by indices built on the host, since the output's length is their sum.
+Tensor repeat_interleave_by(Tensor x, const Tensor& repeats, std::optional<int64_t> dim) {
+  const char* op = "repeat_interleave";
+  if (is_floating(repeats.dtype()) || repeats.dim() > 1)
+    fail<TypeError>(op, "repeats must be an integer tensor of 0 or 1 dims, got ", repeats.str());
+  if (repeats.device().is_meta() || x.device().is_meta())
+    fail(op,
+         "with a repeats tensor the output's size depends on its values, which a meta tensor "
+         "does not have");
+  if (!dim) x = flatten(x);
+  const int64_t d = dim ? normalize_axis(*dim, x.dim(), op) : 0;
+  const int64_t n = meta_of(x).shape[size_t(d)];
+  const Tensor counts = contiguous(to_device(to_dtype(repeats, DType::kInt64), Device{}));
+  const int64_t m = counts.numel();
+  if (m != 1 && m != n)
+    fail(op, "repeats must have one element or ", n, " (the size of dim ", d, "), got ", m);
+  const int64_t* r = counts.data<int64_t>();
+  std::vector<int64_t> picks;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t times = r[m == 1 ? 0 : i];
+    if (times < 0) fail(op, "repeats must be non-negative, got ", times);
+    picks.insert(picks.end(), size_t(times), i);
+  }
+  Tensor index = Tensor::empty({int64_t(picks.size())}, DType::kInt64);
+  std::copy(picks.begin(), picks.end(), index.data<int64_t>());
+  return index_select(x, d, to_device(index, x.device()));
 }
 
 // F.pad(x, pad, "constant", value): pad = (last dim's before, after, the one before's, ...);
@@ -507,8 +552,8 @@ std::vector<Tensor> unbind(const CallArgs& a) {
 
 OFL_REGISTER_OPS({
     {.name = "movedim",
-     .api = {{"movedim(Tensor input, int source, int destination) -> Tensor", movedim},
-             {"moveaxis(Tensor input, int source, int destination) -> Tensor", movedim},
+     .api = {{"movedim(Tensor input, int[] source, int[] destination) -> Tensor", movedim},
+             {"moveaxis(Tensor input, int[] source, int[] destination) -> Tensor", movedim},
              {"swapaxes(Tensor input, int axis0, int axis1) -> Tensor",
               [](const CallArgs& a) { return transpose(a.tensor(0), a.integer(1), a.integer(2)); }},
              {"swapdims(Tensor input, int dim0, int dim1) -> Tensor",
@@ -533,8 +578,22 @@ OFL_REGISTER_OPS({
               }}},
      .doc = "The tensor tiled along each dimension"},
     {.name = "repeat_interleave",
-     .api = {{"repeat_interleave(Tensor input, int repeats, int? dim=None) -> Tensor",
-              repeat_interleave}},
+     .api =
+         {{"repeat_interleave(Tensor input, int repeats, int? dim=None, *, int? output_size=None) "
+           "-> Tensor",
+           repeat_interleave},
+          {"repeat_interleave(Tensor input, Tensor repeats, int? dim=None, *, int? "
+           "output_size=None) -> Tensor",
+           [](const CallArgs& a) {
+             return repeat_interleave_by(a.tensor(0), a.tensor(1), a.optional_integer(2));
+           }},
+          {"repeat_interleave(Tensor repeats) -> Tensor",
+           [](const CallArgs& a) {
+             const Tensor& r = a.tensor(0);
+             const int64_t n = r.dim() == 0 ? 1 : meta_of(r).shape[0];
+             return repeat_interleave_by(arange(0, double(n), 1, DType::kInt64, r.device()), r, 0);
+           },
+           kFunction}},
      .doc = "Each element repeated in place along dim (of the flattened tensor without one)"},
     {.name = "pad",
      .api = {{"pad(Tensor input, int[] pad, str mode='constant', float? value=None) -> Tensor", pad,

@@ -163,6 +163,14 @@ OFL_REGISTER_OPS({
      .api = {{"narrow(Tensor input, int dim, int start, int length) -> Tensor",
               [](const CallArgs& a) {
                 return narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
+              }},
+             {"narrow(Tensor input, int dim, Tensor start, int length) -> Tensor",
+              [](const CallArgs& a) {
+                const Tensor& start = a.tensor(2);
+                if (start.dim() != 0 || is_floating(start.dtype()))
+                  fail<TypeError>("narrow", "start must be an int or a 0-d integer tensor, got ",
+                                  start.str());
+                return narrow(a.tensor(0), a.integer(1), start.item<int64_t>(), a.integer(3));
               }}}},
     {.name = "slice",
      .cost = view_cost,

@@ -254,7 +254,7 @@ inline constexpr int64_t kMaxPolynomialDegree = int64_t(1) << 20;
 
 OFL_SPECIAL_FN double polynomial(Polynomial kind, double x, double degree) {
   if (x != x || degree != degree) return NAN;
-  if (degree < 0) return 0;
+  if (degree <= -1) return 0;  // the degree truncates toward zero: -0.5 is degree 0
   if (degree > double(kMaxPolynomialDegree)) return NAN;
   const int64_t n = int64_t(degree);
   if (n == 0) return 1;

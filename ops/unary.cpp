@@ -120,6 +120,10 @@ const SbpRule kCast{"cast", cast_sbp};
 Tensor clamp_numbers(const CallArgs& a) {
   const Tensor& x = a.tensor(0);
   const Tensor lo = a.optional_tensor(1), hi = a.optional_tensor(2);
+  auto by_tensor = [](const Tensor& b) {
+    return b.defined() && (b.dim() != 0 || b.requires_grad());
+  };
+  if (by_tensor(lo) || by_tensor(hi)) return clamp_by_tensors(x, lo, hi);
   auto bound = [](const Tensor& b) {
     return b.defined() ? std::optional<double>(b.item<double>()) : std::nullopt;
   };
@@ -234,7 +238,19 @@ OFL_REGISTER_OPS({
     unary_def("sign", UnaryOp::kSign, kMono, kSaveNone, zero_grad),
     unary_def("floor", UnaryOp::kFloor, kMono, kSaveNone, zero_grad),
     unary_def("ceil", UnaryOp::kCeil, kMono, kSaveNone, zero_grad),
-    unary_def("round", UnaryOp::kRound, kMono, kSaveNone, zero_grad),
+    with_api({unary_api("round"),
+              {"round(Tensor input, *, int decimals) -> Tensor",
+               [](const CallArgs& a) {
+                 // PyTorch's: scaled by 10^decimals in the input's dtype, rounded, scaled back.
+                 const Tensor& x = a.tensor(0);
+                 const int64_t d = a.integer(1);
+                 if (d == 0 || !is_floating(x.dtype())) return round(x);
+                 const Tensor scale = wrap_scalar(std::pow(10.0, double(d < 0 ? -d : d)),
+                                                  DType::kFloat64);
+                 return d > 0 ? div(round(mul(x, scale)), scale)
+                              : mul(round(div(x, scale)), scale);
+               }}},
+             unary_def("round", UnaryOp::kRound, kMono, kSaveNone, zero_grad)),
     unary_def("logical_not", UnaryOp::kLogicalNot, kEw, kSaveNone, nullptr),
     {.name = "to",
      .num_inputs = 1,
@@ -256,6 +272,13 @@ OFL_REGISTER_OPS({with_api({{"clamp_(Tensor input, float? min=None, float? max=N
                              [](const CallArgs& a) {
                                Tensor self = a.tensor(0);
                                return clamp_(self, a.optional_number(1), a.optional_number(2));
+                             },
+                             kMethod},
+                            {"clamp_(Tensor input, Tensor? min=None, Tensor? max=None) -> Tensor",
+                             [](const CallArgs& a) {
+                               Tensor self = a.tensor(0);
+                               return copy_(self, clamp_by_tensors(self, a.optional_tensor(1),
+                                                                   a.optional_tensor(2)));
                              },
                              kMethod}},
                            inplace_variant("clamp_", op_def("clamp")))});

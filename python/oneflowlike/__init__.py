@@ -58,6 +58,7 @@ from ._tensor_api import (  # noqa: F401,E402
     tensor,
     as_tensor,
     allclose,
+    equal,
     no_grad,
     enable_grad,
     set_grad_enabled,
@@ -108,9 +109,12 @@ from . import fft  # noqa: E402,F401
 from ._stft import stft, istft  # noqa: E402,F401
 from .linalg import torch_norm as norm, renorm, cdist, chain_matmul, matrix_exp  # noqa: E402,F401
 from ._linalg_torch import *  # noqa: E402,F401,F403
+
+Tensor.renorm = renorm
 from .signal.windows import hann_window, hamming_window, kaiser_window  # noqa: E402,F401
 from .signal.windows import blackman_window, bartlett_window  # noqa: E402,F401
 from . import special  # noqa: E402,F401
+
 Tensor.stft = stft
 Tensor.istft = istft
 from . import optim  # noqa: E402,F401

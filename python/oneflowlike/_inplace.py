@@ -47,6 +47,36 @@ def _make(name, out_of_place):
     return inplace
 
 
+# The view-changing forms: self becomes the view (same storage, new shape and strides).
+_VIEW_NAMES = ("squeeze", "unsqueeze", "transpose", "t", "swapaxes", "swapdims")
+
+
+def _make_view(name, view):
+    def inplace(self, *args, **kwargs):
+        if self.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError(
+                f"[{name}_] changing the shape of a tensor that requires grad in place is not "
+                f"supported; use {name}() (got shape {tuple(self.shape)})"
+            )
+        self.data = view(self, *args, **kwargs)
+        return self
+
+    inplace.__name__ = f"{name}_"
+    inplace.__doc__ = f"In place: self becomes self.{name}(...), a view of the same storage."
+    return inplace
+
+
+def _with_rounding_mode(div_, div_inplace):
+    def inplace(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return div_(self, other)
+        return div_inplace(self, other, rounding_mode=rounding_mode)
+
+    inplace.__name__ = "div_"
+    inplace.__doc__ = div_.__doc__
+    return inplace
+
+
 def install(tensor_type):
     for name in _NAMES:
         if hasattr(tensor_type, f"{name}_"):
@@ -54,3 +84,8 @@ def install(tensor_type):
         method = getattr(tensor_type, name, None)
         if method is not None:
             setattr(tensor_type, f"{name}_", _make(name, method))
+    for name in _VIEW_NAMES:
+        if not hasattr(tensor_type, f"{name}_") and hasattr(tensor_type, name):
+            setattr(tensor_type, f"{name}_", _make_view(name, getattr(tensor_type, name)))
+    # div_ with a rounding mode (torch's x.div_(y, rounding_mode="floor")).
+    tensor_type.div_ = _with_rounding_mode(tensor_type.div_, _make("div", tensor_type.div))

@@ -168,6 +168,11 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
     return _py_bool(np.allclose(np.asarray(a), np.asarray(b), rtol, atol, equal_nan))
 
 
+def equal(input, other):
+    """True when input and other have the same shape and elements (torch.equal: a bool)."""
+    return bool(_C.equal(input, other))
+
+
 def numel(t):
     return t.numel()
 
@@ -524,6 +529,8 @@ def _install_tensor_methods():
 
     def type_as(self, other):
         return self.to(other.dtype)
+
+    T.equal = equal
 
     def index_copy_(self, dim, index, source):
         """source's slices along dim written at self's positions index (1-d), in place:

@@ -25,9 +25,11 @@ const char* py_type_name(py::handle obj) {
   return Py_TYPE(obj.ptr())->tp_name;
 }
 
-// A Python int or another integer with __index__ (a numpy integer); not a tensor or a dtype
-// (pybind's enums have __index__ too).
+// A Python int or another integer with __index__ (a numpy integer); not a bool (as PyTorch:
+// torch.std(x, True) is the unbiased flag, not dim 1), a tensor or a dtype (pybind's enums
+// have __index__ too).
 bool is_int(py::handle obj) {
+  if (PyBool_Check(obj.ptr())) return false;
   return PyLong_Check(obj.ptr()) || (PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
                                      !py::isinstance<Tensor>(obj) && !py::isinstance<DType>(obj));
 }

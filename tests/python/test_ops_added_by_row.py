@@ -45,12 +45,24 @@ def test_einsum_gradients():
     check_grad(lambda a, b: flow.einsum("bij,jk->bki", a, b), [r.randn(2, 3, 4), r.randn(4, 2)])
 
 
+def test_einsum_repeated_subscripts_take_diagonals():
+    a = rng(2).randn(3, 4, 3)
+    for eq in ("iji->j", "iji->ij", "iji", "iji->", "iji,j->i"):
+        ops = [a] if "," not in eq else [a, rng(4).randn(4)]
+        want = np.einsum(eq, *ops)
+        got = flow.einsum(eq, *[flow.tensor(o) for o in ops]).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    m = rng(3).randn(4, 4)
+    np.testing.assert_allclose(flow.einsum("ii", flow.tensor(m)).numpy(), np.trace(m))
+    check_grad(lambda x: flow.einsum("iji->ij", x), [a])
+
+
 @pytest.mark.parametrize(
     "equation, shapes, message",
     [
         ("ij,jk->ik", [(3, 4)], "names 2 operands, 1 given"),
         ("ij->i", [(3, 4, 5)], "operand 0 has 3 dimensions"),
-        ("ii->i", [(3, 3)], "repeats subscript"),
+        ("ii->i", [(3, 4)], "repeats a subscript over dims of sizes 3 and 4"),
         ("ij,jk->ik", [(3, 4), (5, 6)], "sizes differ"),
         ("ij->k", [(3, 4)], "appears in no operand"),
         ("i1->i", [(3, 4)], "invalid subscript '1'"),

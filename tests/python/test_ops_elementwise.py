@@ -568,8 +568,10 @@ def test_masked_fill_forward_and_backward():
     out = flow.tensor(x).masked_fill(flow.tensor(mask), -1.0)
     assert_close(out, np.where(mask, -1.0, x))
     check_grad(lambda a: a.masked_fill(flow.tensor(mask), 3.0), [x])
+    # Out of place the input broadcasts with the mask (PyTorch's); shapes that do not, raise.
+    assert tuple(flow.ones(4).masked_fill(flow.ones(2, 4).bool(), 0.0).shape) == (2, 4)
     with pytest.raises(RuntimeError, match=r"\[masked_fill\]"):
-        flow.ones(4).masked_fill(flow.ones(2, 4).bool(), 0.0)
+        flow.ones(4).masked_fill(flow.ones(2, 3).bool(), 0.0)
 
 
 def test_bool_arithmetic_rules():

@@ -143,6 +143,7 @@ def test_searches_and_comparisons_exactly(name):
     fo = _outs(SEARCH[name](flow, flow.tensor(s), flow.tensor(v)))
     to = _outs(SEARCH[name](torch, torch.tensor(s), torch.tensor(v)))
     for f, t in zip(fo, to):
+        f = f if isinstance(f, flow.Tensor) else flow.tensor(f)  # equal gives a bool, as torch's
         t = t if isinstance(t, torch.Tensor) else torch.tensor(t)
         assert str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], name
         np.testing.assert_array_equal(f.numpy(), t.numpy())

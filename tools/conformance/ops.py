@@ -80,8 +80,15 @@ def _ours_for(fn, name_target, flow):
 
 
 def _inplace_for(fn, flow):
+    import functools
+
     import torch
 
+    if isinstance(fn, functools.partial):  # F.hardsigmoid with inplace=True, and the like
+        ours, label = _inplace_for(fn.func, flow)
+        if ours is None:
+            return None, label
+        return functools.partial(ours, *fn.args, **fn.keywords), label + "(partial)"
     if _from_tests(fn):
         return convert.rebind(fn, flow), "lambda"
     name = getattr(fn, "__name__", "?")

@@ -5,6 +5,7 @@ import operator
 
 import oneflowlike as flow
 
+
 def _pair(value, name):
     if isinstance(value, int):
         return (value, value)
@@ -28,8 +29,20 @@ from .linear import *  # noqa: E402,F401,F403
 
 
 def scaled_dot_product_attention(
-    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
 ):
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+        # Grouped-query attention: each key/value head serves hq / hk query heads in turn.
+        hq, hk = query.shape[-3], key.shape[-3]
+        if hk != hq:
+            if hk == 0 or hq % hk:
+                raise RuntimeError(
+                    f"[scaled_dot_product_attention] with enable_gqa the query's {hq} heads must "
+                    f"be a multiple of the key's {hk} (query {tuple(query.shape)}, key "
+                    f"{tuple(key.shape)})"
+                )
+            key = key.repeat_interleave(hq // hk, dim=-3)
+            value = value.repeat_interleave(hq // value.shape[-3], dim=-3)
     return flow._C.scaled_dot_product_attention(
         query,
         key,

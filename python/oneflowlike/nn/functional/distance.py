@@ -54,7 +54,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         raise IndexError(
             f"[cosine_similarity] dim {dim} is out of range for the broadcast shape {shape}"
         )
-    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    x1, x2 = x1.expand(tuple(shape)), x2.expand(tuple(shape))
     n1 = flow.clamp(_vector_norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = flow.clamp(_vector_norm(x2, 2, dim, keepdim=True), min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -71,8 +71,8 @@ def pdist(input, p=2):
     n = input.shape[0]
     rows = [i for i in range(n) for _ in range(i + 1, n)]
     cols = [j for i in range(n) for j in range(i + 1, n)]
-    if not rows:
-        return flow.zeros(0, dtype=input.dtype, device=input.device)
+    if not rows:  # no pair: empty, still connected to input for autograd (as PyTorch's)
+        return input.reshape(-1)[:0] * 0
     index = lambda v: flow.tensor(v, dtype=flow.int64, device=input.device)  # noqa: E731
     diff = input.index_select(0, index(rows)) - input.index_select(0, index(cols))
     return _vector_norm(diff, p, 1)

@@ -6,6 +6,9 @@ __all__ = ["bilinear", "linear"]
 
 
 def linear(input, weight, bias=None):
+    if weight.dim() == 1:  # a 1-d weight: one output feature, dropped (PyTorch's matmul rule)
+        y = flow.matmul(input, weight)
+        return y if bias is None else y + bias
     return flow._C.linear(input, weight, bias)
 
 
