@@ -124,6 +124,8 @@ def to_numpy(t):
     if not hasattr(t, "detach"):
         return np.asarray(t)
     t = t.detach()
+    if hasattr(t, "resolve_conj"):  # torch's lazy conjugate/negative views (ifft's outputs)
+        t = t.resolve_conj().resolve_neg()
     if dtype_name(t.dtype) in ("bfloat16", "float16", "half"):
         t = t.float()
     return t.cpu().numpy() if hasattr(t, "cpu") else t.numpy()
