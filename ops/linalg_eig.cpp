@@ -171,13 +171,7 @@ std::vector<Tensor> eig_backward(const BackwardArgs& b) {
   return {narrow(X, -2, 0, n)};
 }
 
-Sigs eig_sbp(const SbpQuery& q) {
-  Sigs sigs;
-  for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j)
-    sigs.push_back({{Sbp::split(j)}, {Sbp::split(j), Sbp::split(j)}});
-  return sigs;
-}
-const SbpRule kEig{"eig", eig_sbp};
+const SbpRule kEig{"eig", batch_sbp};
 
 }  // namespace
 

@@ -295,22 +295,6 @@ void compute_eigh(const ComputeArgs& c) {
   from_colmajor(work, c.out[1]);
 }
 
-// About n^3 flops per matrix for every factorisation here (the constants differ: 2/3 for LU,
-// 1/3 for Cholesky, 4/3 for QR, about 9 for the eigendecomposition), reading and writing it once.
-
-// Each matrix is factored on its own: the batch dimensions may be split (every input and
-// output alike); the matrix dimensions stay whole. A triangular solve also splits B's columns
-// and passes a partial B through.
-Sigs batch_sbp(const SbpQuery& q) {
-  Sigs sigs;
-  for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j) {
-    SbpSignature sig;
-    sig.in.assign(q.in.size(), Sbp::split(j));
-    sig.out.assign(q.out.size(), Sbp::split(j));
-    sigs.push_back(std::move(sig));
-  }
-  return sigs;
-}
 Sigs solve_triangular_sbp(const SbpQuery& q) {
   Sigs sigs = batch_sbp(q);
   const int64_t last = rank_of(q.in[1]) - 1;
@@ -336,6 +320,22 @@ Tensor solve_triangular_call(const CallArgs& a) {
 
 }  // namespace
 
+// Each matrix is factored on its own: the batch dimensions may be split (every input and
+// output alike); the matrix dimensions stay whole. A triangular solve also splits B's columns
+// and passes a partial B through.
+std::vector<SbpSignature> batch_sbp(const SbpQuery& q) {
+  Sigs sigs;
+  for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j) {
+    SbpSignature sig;
+    sig.in.assign(q.in.size(), Sbp::split(j));
+    sig.out.assign(q.out.size(), Sbp::split(j));
+    sigs.push_back(std::move(sig));
+  }
+  return sigs;
+}
+
+// About n^3 flops per matrix for every factorisation here (the constants differ: 2/3 for LU,
+// 1/3 for Cholesky, 4/3 for QR, about 9 for the eigendecomposition), reading and writing it once.
 OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
   if (inputs.empty() || inputs[0].size() < 2) return {};
   const Shape& s = inputs[0];

@@ -9,6 +9,7 @@
 #include "core/kernel_table.h"
 #include "core/op_def.h"
 #include "core/tensor.h"
+#include "ops/elementwise_sbp.h"
 
 namespace ofl::internal {
 
@@ -51,6 +52,9 @@ OFL_DECLARE_KERNEL(syevd_kernel, SyevdKernel)
 OFL_DECLARE_KERNEL(sytrf_kernel, SytrfKernel)
 OFL_DECLARE_KERNEL(sytrs_kernel, SytrsKernel)
 OFL_DECLARE_KERNEL(geev_kernel, GeevKernel)
+
+// Every matrix on its own: the batch dimensions split alike on every input and output.
+std::vector<SbpSignature> batch_sbp(const SbpQuery& q);
 
 // The cost model's estimate of a factorisation: 2 m n min(m, n) flops a matrix.
 OpCost lapack_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype);

@@ -103,26 +103,15 @@ void compute_ldl_solve(const ComputeArgs& c) {
   store_colmajor(x, c.out[0]);
 }
 
-// Each matrix on its own: batch dimensions split alike on every input and output.
-Sigs ldl_sbp(const SbpQuery& q) {
-  Sigs sigs;
-  for (int64_t j = 0; j + 2 < rank_of(q.in[0]); ++j) {
-    SbpSignature sig;
-    sig.in.assign(q.in.size(), Sbp::split(j));
-    sig.out.assign(q.out.size(), Sbp::split(j));
-    sigs.push_back(std::move(sig));
-  }
-  return sigs;
-}
 // The solve also splits B's columns, and passes a partial B through (X is linear in B).
 Sigs ldl_solve_sbp(const SbpQuery& q) {
-  Sigs sigs = ldl_sbp(q);
+  Sigs sigs = batch_sbp(q);
   const int64_t last = rank_of(q.in[2]) - 1;
   sigs.push_back({{Sbp::broadcast(), Sbp::broadcast(), Sbp::split(last)}, {Sbp::split(last)}});
   sigs.push_back({{Sbp::broadcast(), Sbp::broadcast(), kPSum}, {kPSum}});
   return sigs;
 }
-const SbpRule kLdl{"ldl", ldl_sbp};
+const SbpRule kLdl{"ldl", batch_sbp};
 const SbpRule kLdlSolve{"ldl_solve", ldl_solve_sbp};
 
 }  // namespace

@@ -9,24 +9,13 @@ the products exactly (zeros included)."""
 from . import _C
 from ._C import Tensor
 from ._tensor_api import no_grad
+from ._torch_counting import _wrap_dim
 
 __all__ = ["scatter_reduce", "index_reduce"]
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _I64 = _C.dtype.int64
 _FLOATS = (_C.dtype.float16, _C.dtype.bfloat16, _C.dtype.float32, _C.dtype.float64)
-
-
-def _wrap_dim(dim, ndim, name):
-    n = max(ndim, 1)
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"[{name}] dim must be an int, got {type(dim).__name__}")
-    if not -n <= dim < n:
-        raise IndexError(
-            f"[{name}] dim {dim} is out of range for a tensor of {ndim} dimension(s) "
-            f"(expected to be in [{-n}, {n - 1}])"
-        )
-    return dim % n
 
 
 def _segmented_scan(v, start, op):
