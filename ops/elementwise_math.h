@@ -185,7 +185,7 @@ struct Unary {
     using U = UnaryOp;
     if constexpr (kOp == U::kNeg) return static_cast<M>(-x);
     if constexpr (kOp == U::kAbs) return x < M(0) ? static_cast<M>(-x) : x;
-    if constexpr (kOp == U::kRelu) return x > M(0) ? x : M(0);
+    if constexpr (kOp == U::kRelu) return x > M(0) || x != x ? x : M(0);  // NaN stays NaN
     if constexpr (kOp == U::kSign) return static_cast<M>((M(0) < x) - (x < M(0)));
     if constexpr (kOp == U::kSquare) return static_cast<M>(x * x);
     if constexpr (kOp == U::kClamp) return x < a ? a : (x > b ? b : x);

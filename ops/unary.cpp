@@ -178,7 +178,7 @@ OFL_REGISTER_OPS({
               }),
     unary_def("relu", UnaryOp::kRelu, kMono, kY,
               [](const Tensor& g, const Tensor&, const Tensor& y, const Attrs&) {
-                return mul(g, gt(y, k(0)));
+                return mul(g, logical_not(le(y, k(0))));  // PyTorch's: NaN passes the gradient
               }),
     with_api({{"gelu(Tensor input, str approximate='none') -> Tensor",
                [](const CallArgs& a) { return gelu(a.tensor(0), a.str(1)); }}},

@@ -144,6 +144,12 @@ def test_gradients_to_tensor_bounds_values_and_divisors():
           torch.clamp(torch.tensor(x), torch.tensor(lo), torch.tensor(hi)))  # fmt: skip
 
 
+def test_relu_keeps_nan_and_passes_its_gradient():
+    _grads(flow.relu, torch.relu, np.array([np.nan, -1.0, 0.0, 2.0]))
+    got = flow.relu(flow.tensor([np.nan, -1.0], dtype=flow.float32)).numpy()
+    assert np.isnan(got[0]) and got[1] == 0
+
+
 def test_polynomial_degrees_truncate_toward_zero():
     x = R.standard_normal(5)
     n = np.array([-0.5, -1.0, 0.9, 2.7, -3.2])
