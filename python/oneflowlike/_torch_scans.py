@@ -12,7 +12,7 @@ from . import _C
 from ._C import Tensor
 from ._tensor_api import no_grad, tensor
 from ._torch_counting import *  # noqa: F401,F403
-from ._torch_counting import __all__ as _counting_all, _return_type
+from ._torch_counting import __all__ as _counting_all, _return_type, _wrap_dim
 from ._torch_scatter_reduce import *  # noqa: F401,F403
 from ._torch_scatter_reduce import __all__ as _scatter_all
 
@@ -47,18 +47,6 @@ _frexp_t = _return_type("frexp", ["mantissa", "exponent"], __name__)
 def _check_tensor(x, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"[{name}] expects a tensor as input, got {type(x).__name__}")
-
-
-def _wrap_dim(dim, ndim, name):
-    n = max(ndim, 1)  # a 0-d tensor takes dim 0 or -1, as PyTorch's
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"[{name}] dim must be an int, got {type(dim).__name__}")
-    if not -n <= dim < n:
-        raise IndexError(
-            f"[{name}] dim {dim} is out of range for a tensor of {ndim} dimension(s) "
-            f"(expected to be in [{-n}, {n - 1}])"
-        )
-    return dim % n
 
 
 def _positions(x, d):
