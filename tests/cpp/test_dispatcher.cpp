@@ -14,7 +14,7 @@ using ofl::internal::testing::error_of;
 
 namespace {
 
-const Device kMeta{DeviceType::kMeta};
+using ofl::internal::testing::kMeta;
 
 Tensor meta(const Shape& shape, DType dtype = DType::kFloat32) {
   return Tensor::empty(shape, dtype, kMeta);

@@ -17,7 +17,7 @@ using ofl::internal::testing::error_of;
 
 namespace {
 
-const Device kMeta{DeviceType::kMeta};
+using ofl::internal::testing::kMeta;
 using Ints = std::vector<int64_t>;
 
 // zeros of `shape` on cpu or meta.

@@ -4,9 +4,13 @@
 
 #include <string>
 
+#include "core/device.h"
 #include "core/error.h"
 
 namespace ofl::internal::testing {
+
+// The device of shapes and dtypes without memory.
+inline const Device kMeta{DeviceType::kMeta};
 
 // The message of the E (by default any ofl::internal::Error) that f raises, or "" and a test
 // failure when it returns: error_of([&] { ... }), error_of<TypeError>([&] { ... }).
