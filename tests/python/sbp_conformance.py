@@ -200,7 +200,7 @@ CASES.update(
         "argsort": (lambda x: x.argsort(0), [X]),
         "topk": (lambda x: x.topk(2, 1)[0], [X]),
         # Any dim but the transformed one splits (complex inputs: no partials are tried).
-        "_fft_c2c": (lambda z: _C._fft_c2c(z, 1, True, 0.5), [(_f(5, 6) + 1j * _f(5, 6, seed=1))]),
+        "_fft_c2c": (lambda z: _C._fft_c2c(z, 1, True, 0.5), [_f(5, 6) + 1j * _f(5, 6, seed=1)]),
         "cumsum": (lambda x: x.cumsum(0), [X]),
         "tril": (lambda x: x.tril(1), [_f(2, 5, 4)]),
         # Each matrix of the batch on its own: batch splits, the matrix dims broadcast.
@@ -419,6 +419,8 @@ CHECKED_BY_RUNNING = {
     "layer_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grads)",
     "rms_norm_backward": "test_nn_sbp.py (rows split: S(d) input grad, P(sum) weight grad)",
     "flash_attention_backward": "test_nn_sbp.py (query rows split: S(2) dq, P(sum) dk and dv)",
+    "_lstm_layer": "test_nn_sbp.py (batch split: S(1) sequences, S(0) states)",
+    "_lstm_layer_backward": "test_nn_sbp.py (batch split: S(0) state grads, P(sum) weight grad)",
 }
 CREATION = {
     "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint",

@@ -317,3 +317,88 @@ def test_long_sequences_cut_through_the_block_tree(packed):
     _loss(f_out, f_state).backward()
     _close(fx.grad, tx.grad)
     _check_grads(ours, theirs)
+
+
+# --- the fused LSTM layer (ops/rnn.cpp), which equal-length LSTM layers run as ---
+
+
+def test_fused_lstm_differentiates_twice_like_torch():
+    # create_graph: the backward runs as ops, so the gradient has a gradient of its own
+    ours, theirs = _pair("LSTM", I, H, bidirectional=True)
+    x = np.random.default_rng(2).standard_normal((5, 2, I))
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    (t_g,) = torch.autograd.grad((theirs(tx)[0] ** 2).sum(), tx, create_graph=True)
+    (f_g,) = flow.autograd.grad((ours(fx)[0] ** 2).sum(), fx, create_graph=True)
+    _close(f_g, t_g)
+    (t_g * t_g).sum().backward()
+    (f_g * f_g).sum().backward()
+    _close(fx.grad, tx.grad)
+    _check_grads(ours, theirs)
+
+
+def test_fused_lstm_gradient_from_the_final_state_alone():
+    # the output takes no gradient: the layer's backward gets none for it
+    ours, theirs = _pair("LSTM", I, H, num_layers=2)
+    x = np.random.default_rng(3).standard_normal((6, 3, I))
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    for model, inp in ((theirs, tx), (ours, fx)):
+        _, (h, c) = model(inp)
+        (h[-1].sum() * 2 + (c * c).sum()).backward()
+    _close(fx.grad, tx.grad)
+    _check_grads(ours, theirs)
+
+
+def test_fused_lstm_layer_float32_at_width_matches_torch():
+    torch.manual_seed(0)
+    theirs = torch.nn.LSTM(24, 32, num_layers=2, batch_first=True)
+    ours = nn.LSTM(24, 32, num_layers=2, batch_first=True)
+    ours.load_state_dict({k: _f(v) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(4).standard_normal((5, 9, 24)).astype(np.float32)
+    tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
+    t_out, f_out = theirs(tx)[0], ours(fx)[0]
+    _close(f_out, t_out, tol=2e-5)
+    t_out.pow(2).sum().backward()
+    f_out.pow(2).sum().backward()
+    _close(fx.grad, tx.grad, tol=2e-4)
+    mine = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        _close(mine[name].grad, p.grad, tol=2e-4)
+
+
+def test_fused_lstm_layer_errors_name_the_shapes():
+    x, s, w = flow.zeros(3, 2, 8), flow.zeros(2, 2), flow.zeros(8, 2)
+    with pytest.raises(
+        RuntimeError, match=r"_lstm_layer.*\(steps, batch, 4 \* hidden\).*\(3, 2, 7\)"
+    ):
+        flow._C._lstm_layer(flow.zeros(3, 2, 7), s, s, w)
+    with pytest.raises(RuntimeError, match=r"_lstm_layer.*c0 is \(2, 3\) where the input"):
+        flow._C._lstm_layer(x, s, flow.zeros(2, 3), w)
+    with pytest.raises(RuntimeError, match=r"_lstm_layer.*weight_hh is \(2, 8\)"):
+        flow._C._lstm_layer(x, s, s, flow.zeros(2, 8))
+    with pytest.raises(TypeError, match=r"_lstm_layer.*float32 or float64"):
+        flow._C._lstm_layer(x.int(), s.int(), s.int(), w.int())
+    with pytest.raises(TypeError, match=r"_lstm_layer.*dtype float32"):
+        flow._C._lstm_layer(x, s.double(), s, w)
+
+
+def test_fused_lstm_on_meta_and_in_a_graph():
+    lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True, device="meta")
+    out, (h, c) = lstm(flow.empty(5, 2, I, device="meta"))
+    assert out.device.type == "meta" and tuple(out.shape) == (5, 2, 2 * H)
+    assert tuple(h.shape) == (4, 2, H) and tuple(c.shape) == (4, 2, H)
+
+    lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True)
+
+    class Step(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lstm
+
+        def build(self, x):
+            out, (h, c) = self.lstm(x)
+            return out, h, c
+
+    x = flow.randn(5, 2, I)
+    out, (h, c) = lstm(x)
+    for a, b in zip(Step()(x), (out, h, c)):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), atol=1e-6)

@@ -1,9 +1,12 @@
 """torch.nn's recurrent modules: RNN, LSTM, GRU and their cells.
 
-Composites: each layer projects the whole input sequence with one matmul (x @ W_ih^T + b), then
-each time step runs only the hidden matmul and the gate math on the step's slice. Sequences are
-held flat, time-major ((sum of batch sizes), features), so padded and packed inputs share one
-path: a padded batch is a packed one whose batch sizes are all equal."""
+Each layer projects the whole input sequence with one matmul (x @ W_ih^T + b). An LSTM layer over
+sequences of one length (float32 or float64, no projection) then runs as one fused op per
+direction (`_lstm_layer`, ops/rnn.cpp: a matmul and one cell kernel per step, and a backward whose
+weight gradient is one GEMM), as PyTorch's oneDNN and cuDNN layers do. The rest are composites:
+each time step runs the hidden matmul and the gate math on the step's slice. Sequences are held
+flat, time-major ((sum of batch sizes), features), so padded and packed inputs share one path: a
+padded batch is a packed one whose batch sizes are all equal."""
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -67,7 +70,7 @@ class _Cell:
         b_ih, b_hh = (weights[2], weights[3]) if has_bias else (None, None)
         self.mode = mode
         self.w_hr_t = weights[-1].t() if proj else None
-        self.w_ih, self.b_hh_n = w_ih, None
+        self.w_ih, self.w_hh, self.b_hh_n = w_ih, w_hh, None
         if mode == "GRU":
             hidden = w_hh.shape[0] // 3
             w_rz, w_n = w_hh.split([2 * hidden, hidden], 0)
@@ -132,12 +135,31 @@ def _step_pieces(x, sizes, select=False):
     return pieces
 
 
+def _fused(cell, x, batch_sizes):
+    """Whether one direction runs as the fused `_lstm_layer` op."""
+    return (
+        cell.mode == "LSTM"
+        and cell.w_hr_t is None
+        and x.dtype in (flow.float32, flow.float64)
+        and all(size == batch_sizes[0] for size in batch_sizes)
+    )
+
+
+def _run_fused(cell, x, steps, state, reverse):
+    (xw,) = cell.project(x)
+    xw = xw.reshape(steps, xw.shape[0] // steps, xw.shape[-1])
+    out, h, c, _, _ = flow._C._lstm_layer(xw, state[0], state[1], cell.w_hh, reverse)
+    return out.reshape(-1, out.shape[-1]), (h, c)
+
+
 def _run_direction(cell, x, batch_sizes, state, reverse):
     """Runs one direction. Returns (output (N, H), final state).
 
     Sequences are sorted by decreasing length, so at step t only the first batch_sizes[t] rows
     are live: going forward the state shrinks (finished rows are put aside), going backward it
     grows (new rows start from their initial state)."""
+    if _fused(cell, x, batch_sizes):
+        return _run_fused(cell, x, len(batch_sizes), state, reverse)
     projected = [_step_pieces(p, batch_sizes) for p in cell.project(x)]
     steps = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
     initial = state
@@ -432,7 +454,7 @@ class RNNBase(Module):
                 _Cell(self.mode, weights[first + d], self.bias, self.proj_size > 0)
                 for d in range(directions)
             ]
-            if directions == 2 and uniform:
+            if directions == 2 and uniform and not _fused(cells[0], x, batch_sizes):
                 initial = tuple(s.narrow(0, first, 2) for s in state)
                 x, last = _run_both_directions(cells, x, len(batch_sizes), batch_sizes[0], initial)
                 for k, s in enumerate(last):
