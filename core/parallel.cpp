@@ -1,7 +1,9 @@
 #include "core/parallel.h"
 
+#include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
 
 #include <cstdlib>
 #include <memory>
@@ -31,6 +33,11 @@ void set_num_threads(int n) {
   if (n > 0)
     limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                   static_cast<size_t>(n));
+}
+
+void parallel_detail::run(int64_t n, int64_t grain, Chunk chunk, const void* f) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) { chunk(f, r.begin(), r.end()); });
 }
 
 int get_num_threads() {
