@@ -147,6 +147,11 @@ void compute_lstm_layer_backward(const ComputeArgs& c) {
          reshape_view(h_prev, {steps * batch, hidden}), c.out[3]);
 }
 
+// The gradient of output j, or zeros like `like` where the output took none.
+Tensor grad_or_zeros(const BackwardArgs& b, size_t j, const Tensor& like) {
+  return b.grads[j].defined() ? b.grads[j] : zeros_like(like);
+}
+
 // The gradient as ops, differentiable again (with create_graph): the forward recomputed as ops
 // from the inputs, then the cell's derivative step by step.
 std::vector<Tensor> lstm_grad_in_ops(const BackwardArgs& b) {
@@ -175,10 +180,7 @@ std::vector<Tensor> lstm_grad_in_ops(const BackwardArgs& b) {
     st.c = cell;
     h = mul(st.o, tanh(cell));
   }
-  const auto grad_or_zeros = [&](size_t j, const Tensor& like) {
-    return b.grads[j].defined() ? b.grads[j] : zeros_like(like);
-  };
-  Tensor dh = grad_or_zeros(1, b.in[1]), dc = grad_or_zeros(2, b.in[2]);
+  Tensor dh = grad_or_zeros(b, 1, b.in[1]), dc = grad_or_zeros(b, 2, b.in[2]);
   std::vector<Tensor> dgates(steps), h_prev(steps);
   const auto one_minus = [](const Tensor& v) { return sub(k(1), v); };
   for (int64_t s = steps - 1; s >= 0; --s) {
@@ -208,13 +210,11 @@ std::vector<Tensor> lstm_layer_backward(const BackwardArgs& b) {
   if (autograd::grad_enabled()) {
     g = lstm_grad_in_ops(b);
   } else {
-    const auto grad_or_zeros = [&](size_t j, const Tensor& like) {
-      return b.grads[j].defined() ? b.grads[j] : zeros_like(like);
-    };
-    g = dispatch(op_def("_lstm_layer_backward"),
-                 {grad_or_zeros(0, b.out[0]), grad_or_zeros(1, b.in[1]), grad_or_zeros(2, b.in[2]),
-                  b.in[1], b.in[2], b.in[3], b.out[0], b.out[3], b.out[4]},
-                 {{"reverse", b.attrs.get<bool>("reverse")}});
+    g = dispatch(
+        op_def("_lstm_layer_backward"),
+        {grad_or_zeros(b, 0, b.out[0]), grad_or_zeros(b, 1, b.in[1]), grad_or_zeros(b, 2, b.in[2]),
+         b.in[1], b.in[2], b.in[3], b.out[0], b.out[3], b.out[4]},
+        {{"reverse", b.attrs.get<bool>("reverse")}});
   }
   for (size_t i = 0; i < g.size(); ++i)
     if (!b.needs[i]) g[i] = Tensor();
