@@ -28,9 +28,10 @@ else
   status=1
 fi
 phase docs
-# Four at a time on 2 cores: each GoogleTest case is its own process, and a third of the phase is
-# loading the library (0.2 s a process, mostly the kernel's page faults) and the communicator
-# tests' waits, which overlap (52 s rather than 74 s here).
+# Four at a time on 2 cores: each GoogleTest suite is its own process (tests/cpp/
+# discover_suites.cmake), loading the library and its CUDA libraries is much of a small suite's
+# time, and the communicator tests' waits overlap (35 s here; 74 s with a process per case, two
+# at a time).
 ctest --test-dir build/py --output-on-failure -j4 || status=1
 phase ctest
 # Two pytest workers (pytest-xdist), each taking whole files (a file's session fixtures, such as
