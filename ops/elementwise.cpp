@@ -47,7 +47,12 @@ int category(DType t) {
 }
 
 DType promote(const Operand& a, const Operand& b) {
-  if (a.priority == b.priority) return promote_types(a.dtype, b.dtype);
+  if (a.priority == b.priority) {
+    const DType t = promote_types(a.dtype, b.dtype);
+    // Python numbers alone take their category's default: float32 for floats, as PyTorch's
+    // torch.where(cond, 1.0, 2.0).
+    return a.wrapped && b.wrapped && t == DType::kFloat64 ? DType::kFloat32 : t;
+  }
   const Operand& hi = a.priority > b.priority ? a : b;
   const Operand& lo = a.priority > b.priority ? b : a;
   if (category(lo.dtype) <= category(hi.dtype)) return hi.dtype;

@@ -157,3 +157,13 @@ def test_polynomial_degrees_truncate_toward_zero():
         flow.special.chebyshev_polynomial_t(flow.tensor(x), flow.tensor(n)),
         torch.special.chebyshev_polynomial_t(torch.tensor(x), torch.tensor(n)),
     )
+
+
+@pytest.mark.parametrize("a,b", [(1.0, 2.0), (1, 2.5), (1, 2), (True, False), (1.5, True)])
+def test_python_numbers_alone_promote_to_their_categorys_default_dtype(a, b):
+    # torch.where(cond, 1.0, 2.0) is float32, not the float64 a Python float is held in
+    cond = [True, False]
+    ours = flow.where(flow.tensor(cond), a, b)
+    theirs = torch.where(torch.tensor(cond), a, b)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
