@@ -71,6 +71,7 @@ def make_cases(quick, device="cpu"):
         cases.append(("causal attention 8x12x1024x64 bf16, fwd+bwd", qkv, "attention_backward"))
     # torch.nn's heavy modules, forward and backward (the weights' gradients) per call.
     cases.append(("LSTM 2 layers h256, seq 64 x batch 32, fwd+bwd", (arr(64, 32, 256),), "lstm"))
+    cases.append(("GRU 2 layers h256, seq 64 x batch 32, fwd+bwd", (arr(64, 32, 256),), "gru"))
     cases.append(("Conv1d 64->128 k5, 32x64x512, fwd+bwd", (arr(32, 64, 512),), "conv1d"))
     cases.append(
         ("ConvTranspose2d 64->32 k4 s2, 16x64x32x32, fwd+bwd", (arr(16, 64, 32, 32),), "deconv")
@@ -149,6 +150,7 @@ def ops_for(lib, device="cpu"):
         "attention": attention,
         "attention_backward": attention_backward,
         "lstm": trained("lstm", lambda: nn.LSTM(256, 256, num_layers=2)),
+        "gru": trained("gru", lambda: nn.GRU(256, 256, num_layers=2)),
         "conv1d": trained("conv1d", lambda: nn.Conv1d(64, 128, 5, padding=2)),
         "deconv": trained("deconv", lambda: nn.ConvTranspose2d(64, 32, 4, 2, 1)),
         "encoder": trained(

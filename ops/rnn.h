@@ -22,8 +22,24 @@ using LstmCellBackwardKernel = void(const Tensor& dh, const Tensor& dh_next, con
                                     const Tensor& act, const Tensor& c, const Tensor& c_out,
                                     const Tensor& dgates, const Tensor& dc_prev);
 
+// A GRU step over (batch, 3 * hidden) rows [r, z, n] (PyTorch's order): xw is the input
+// projection with b_ih and the r, z parts of b_hh folded in, hh = h @ W_hh^T, b_hn the n part of
+// b_hh (hidden):
+//   r, z = sigmoid(xw + hh);  hn = hh_n + b_hn;  n = tanh(xw_n + r * hn);  h_out = n + z (h - n).
+// ws (batch, 4 * hidden) receives r, z, n and hn for the backward.
+using GruCellKernel = void(const Tensor& xw, const Tensor& hh, const Tensor& b_hn, const Tensor& h,
+                           const Tensor& h_out, const Tensor& ws);
+// Its backward, given h_out's gradient in three parts (dh + dh_a + dh_b: the output's and the two
+// paths from the step after): the gradients of xw (dxw) and of hh (dhh, whose n part is also
+// b_hn's), and the part of h's gradient that does not pass through W_hh (dh_direct).
+using GruCellBackwardKernel = void(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b,
+                                   const Tensor& ws, const Tensor& h, const Tensor& dxw,
+                                   const Tensor& dhh, const Tensor& dh_direct);
+
 OFL_DECLARE_KERNEL(lstm_cell_kernel, LstmCellKernel)
 OFL_DECLARE_KERNEL(lstm_cell_backward_kernel, LstmCellBackwardKernel)
+OFL_DECLARE_KERNEL(gru_cell_kernel, GruCellKernel)
+OFL_DECLARE_KERNEL(gru_cell_backward_kernel, GruCellBackwardKernel)
 
 // The cell's math on one hidden unit, shared by the backends; M is the type it computes in.
 namespace lstm {
@@ -61,5 +77,29 @@ OFL_HOST_DEVICE inline M cell_grad(M& i, M& f, M& g, M& o, M dh, M dc, M c, M c_
 }
 
 }  // namespace lstm
+
+namespace gru {
+
+// Pre-activation r, z (in place: activated), n's input part xn and hn -> n (in n); returns h_out.
+template <class M>
+OFL_HOST_DEVICE inline M cell(M& r, M& z, M xn, M hn, M& n, M h) {
+  r = lstm::sigmoid(r);
+  z = lstm::sigmoid(z);
+  n = ew::tanh(xn + r * hn);
+  return n + z * (h - n);
+}
+
+// From r, z, n, hn, h and h_out's gradient d: the gradients of the pre-activation r, z and n (dr,
+// dz, dn: xw's), of hn (dhn) and the direct part of h's; returns the latter.
+template <class M>
+OFL_HOST_DEVICE inline M cell_grad(M r, M z, M n, M hn, M h, M d, M& dr, M& dz, M& dn, M& dhn) {
+  dn = d * (M(1) - z) * (M(1) - n * n);
+  dz = d * (h - n) * z * (M(1) - z);
+  dhn = dn * r;
+  dr = dn * hn * r * (M(1) - r);
+  return d * z;
+}
+
+}  // namespace gru
 
 }  // namespace ofl::internal

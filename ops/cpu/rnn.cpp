@@ -1,4 +1,4 @@
-// The fused LSTM cell's kernels (ops/rnn.h): one pass over a time step's gate rows.
+// The fused LSTM and GRU cells' kernels (ops/rnn.h): one pass over a time step's gate rows.
 #include <algorithm>
 
 #include "core/parallel.h"
@@ -67,6 +67,63 @@ void cell_backward_typed(const Tensor& dh, const Tensor& dh_next, const Tensor& 
       });
 }
 
+template <class T>
+void gru_cell_typed(const Tensor& xw, const Tensor& hh, const Tensor& b_hn, const Tensor& h,
+                    const Tensor& h_out, const Tensor& ws) {
+  using M = opmath_t<T>;
+  const int64_t hidden = h.size(1);
+  const T *xp = xw.data<T>(), *hp = hh.data<T>(), *bp = b_hn.data<T>(), *prev = h.data<T>();
+  T *yp = h_out.data<T>(), *wp = ws.data<T>();
+  parallel_for(h.size(0), std::max<int64_t>(1, kGrainSize / (8 * hidden)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const T *x = xp + r * 3 * hidden, *hr = hp + r * 3 * hidden;
+                   const T* hprev = prev + r * hidden;
+                   T *w = wp + r * 4 * hidden, *y = yp + r * hidden;
+#pragma omp simd
+                   for (int64_t j = 0; j < hidden; ++j) {
+                     M rg = M(x[j]) + M(hr[j]), zg = M(x[hidden + j]) + M(hr[hidden + j]);
+                     const M hn = M(hr[2 * hidden + j]) + M(bp[j]);
+                     M n;
+                     const M out = gru::cell(rg, zg, M(x[2 * hidden + j]), hn, n, M(hprev[j]));
+                     w[j] = T(rg), w[hidden + j] = T(zg), w[2 * hidden + j] = T(n);
+                     w[3 * hidden + j] = T(hn);
+                     y[j] = T(out);
+                   }
+                 }
+               });
+}
+
+template <class T>
+void gru_cell_backward_typed(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b,
+                             const Tensor& ws, const Tensor& h, const Tensor& dxw,
+                             const Tensor& dhh, const Tensor& dh_direct) {
+  using M = opmath_t<T>;
+  const int64_t hidden = h.size(1);
+  const T *dp = dh.data<T>(), *ap = dh_a.data<T>(), *bp = dh_b.data<T>();
+  const T *wp = ws.data<T>(), *hp = h.data<T>();
+  T *dxp = dxw.data<T>(), *dhp = dhh.data<T>(), *ddp = dh_direct.data<T>();
+  parallel_for(h.size(0), std::max<int64_t>(1, kGrainSize / (8 * hidden)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const int64_t row = r * hidden;
+                   const T* w = wp + 4 * row;
+                   T *gx = dxp + 3 * row, *gh = dhp + 3 * row;
+#pragma omp simd
+                   for (int64_t j = 0; j < hidden; ++j) {
+                     const M d = M(dp[row + j]) + M(ap[row + j]) + M(bp[row + j]);
+                     M dr, dz, dn, dhn;
+                     const M direct =
+                         gru::cell_grad(M(w[j]), M(w[hidden + j]), M(w[2 * hidden + j]),
+                                        M(w[3 * hidden + j]), M(hp[row + j]), d, dr, dz, dn, dhn);
+                     gx[j] = T(dr), gx[hidden + j] = T(dz), gx[2 * hidden + j] = T(dn);
+                     gh[j] = T(dr), gh[hidden + j] = T(dz), gh[2 * hidden + j] = T(dhn);
+                     ddp[row + j] = T(direct);
+                   }
+                 }
+               });
+}
+
 void lstm_cell(const Tensor& xw, const Tensor& hh, const Tensor& c, const Tensor& h,
                const Tensor& c_out, const Tensor& act) {
   dispatch_floating(h.dtype(), "_lstm_layer", [&](auto tag) {
@@ -83,8 +140,26 @@ void lstm_cell_backward(const Tensor& dh, const Tensor& dh_next, const Tensor& d
   });
 }
 
+void gru_cell(const Tensor& xw, const Tensor& hh, const Tensor& b_hn, const Tensor& h,
+              const Tensor& h_out, const Tensor& ws) {
+  dispatch_floating(h.dtype(), "_gru_layer", [&](auto tag) {
+    gru_cell_typed<typename decltype(tag)::type>(xw, hh, b_hn, h, h_out, ws);
+  });
+}
+
+void gru_cell_backward(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b, const Tensor& ws,
+                       const Tensor& h, const Tensor& dxw, const Tensor& dhh,
+                       const Tensor& dh_direct) {
+  dispatch_floating(h.dtype(), "_gru_layer_backward", [&](auto tag) {
+    gru_cell_backward_typed<typename decltype(tag)::type>(dh, dh_a, dh_b, ws, h, dxw, dhh,
+                                                          dh_direct);
+  });
+}
+
 }  // namespace
 
+OFL_REGISTER_KERNEL(gru_cell_kernel, DeviceType::kCPU, gru_cell);
+OFL_REGISTER_KERNEL(gru_cell_backward_kernel, DeviceType::kCPU, gru_cell_backward);
 OFL_REGISTER_KERNEL(lstm_cell_kernel, DeviceType::kCPU, lstm_cell);
 OFL_REGISTER_KERNEL(lstm_cell_backward_kernel, DeviceType::kCPU, lstm_cell_backward);
 

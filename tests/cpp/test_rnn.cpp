@@ -1,6 +1,7 @@
-// Tier (a) for the fused LSTM layer (ops/rnn.cpp): its forward is the cell recurrence written as
-// ops, in both directions; its backward kernels (and the ops form it takes under create_graph)
-// match finite differences; its shape and dtype errors are the same on meta and cpu.
+// Tier (a) for the fused LSTM and GRU layers (ops/rnn.cpp): their forwards are the cell
+// recurrences written as ops, in both directions; their backward kernels (and the ops form they
+// take under create_graph) match finite differences; their shape and dtype errors are the same on
+// meta and cpu.
 #include <gtest/gtest.h>
 
 #include "core/autograd/engine.h"
@@ -47,7 +48,69 @@ std::vector<Tensor> lstm_as_ops(const LstmInputs& in, bool reverse) {
   return {stack(outs, 0), h, c};
 }
 
+// The GRU's inputs: x (T, B, 3H), h0 (B, H), weight_hh (3H, H), b_hn (H).
+std::vector<Tensor> gru_inputs(bool grad) {
+  const DType f64 = DType::kFloat64;
+  return {random({kSteps, kBatch, 3 * kHidden}, f64, 11, grad),
+          random({kBatch, kHidden}, f64, 12, grad), random({3 * kHidden, kHidden}, f64, 13, grad),
+          random({kHidden}, f64, 14, grad)};
+}
+
+std::vector<Tensor> gru_layer(const std::vector<Tensor>& in, bool reverse) {
+  return dispatch(op_def("_gru_layer"), in, {{"reverse", reverse}});
+}
+
+// PyTorch's GRU recurrence as ops: output (T, B, H), h_n.
+std::vector<Tensor> gru_as_ops(const std::vector<Tensor>& in, bool reverse) {
+  Tensor h = in[1];
+  std::vector<Tensor> outs(kSteps);
+  for (int64_t s = 0; s < kSteps; ++s) {
+    const int64_t t = reverse ? kSteps - 1 - s : s;
+    const Tensor x = select(in[0], 0, t), hh = matmul(h, transpose(in[2], 0, 1));
+    const auto part = [&](const Tensor& v, int64_t k) {
+      return narrow(v, 1, k * kHidden, kHidden);
+    };
+    const Tensor r = sigmoid(add(part(x, 0), part(hh, 0))),
+                 z = sigmoid(add(part(x, 1), part(hh, 1)));
+    const Tensor n = tanh(add(part(x, 2), mul(r, add(part(hh, 2), in[3]))));
+    h = add(mul(sub(full({}, 1.0, DType::kFloat64), z), n), mul(z, h));
+    outs[t] = h;
+  }
+  return {stack(outs, 0), h};
+}
+
 }  // namespace
+
+TEST(GruLayer, ForwardIsTheCellRecurrenceInBothDirections) {
+  autograd::NoGradGuard no_grad;
+  const std::vector<Tensor> in = gru_inputs(false);
+  for (bool reverse : {false, true}) {
+    const std::vector<Tensor> fused = gru_layer(in, reverse), ops = gru_as_ops(in, reverse);
+    for (size_t j = 0; j < ops.size(); ++j) expect_near(values(fused[j]), values(ops[j]), 1e-12);
+  }
+}
+
+TEST(GruLayer, GradientsMatchFiniteDifferencesWithAndWithoutCreateGraph) {
+  const std::vector<Tensor> weights = {random({kSteps, kBatch, kHidden}, DType::kFloat64, 15),
+                                       random({kBatch, kHidden}, DType::kFloat64, 16)};
+  for (bool reverse : {false, true}) {
+    for (bool create_graph : {false, true}) {
+      const std::vector<Tensor> in = gru_inputs(true);
+      const auto loss = [&] {
+        const std::vector<Tensor> out = gru_layer(in, reverse);
+        return add(sum(mul(out[0], weights[0])), sum(mul(out[1], weights[1])));
+      };
+      autograd::backward({loss()}, {Tensor()}, false, create_graph);
+      for (const Tensor& t : in) {
+        const std::vector<double> numeric = numeric_grad(t, [&] {
+          autograd::NoGradGuard no_grad;
+          return loss().item<double>();
+        });
+        expect_near(values(t.grad()), numeric, 1e-6);
+      }
+    }
+  }
+}
 
 TEST(LstmLayer, ForwardIsTheCellRecurrenceInBothDirections) {
   autograd::NoGradGuard no_grad;

@@ -421,6 +421,8 @@ CHECKED_BY_RUNNING = {
     "flash_attention_backward": "test_nn_sbp.py (query rows split: S(2) dq, P(sum) dk and dv)",
     "_lstm_layer": "test_nn_sbp.py (batch split: S(1) sequences, S(0) states)",
     "_lstm_layer_backward": "test_nn_sbp.py (batch split: S(0) state grads, P(sum) weight grad)",
+    "_gru_layer": "test_nn_sbp.py (batch split: S(1) sequences, S(0) states)",
+    "_gru_layer_backward": "test_nn_sbp.py (batch split: S(0) state grads, P(sum) weight grads)",
 }
 CREATION = {
     "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "randint",

@@ -319,12 +319,13 @@ def test_long_sequences_cut_through_the_block_tree(packed):
     _check_grads(ours, theirs)
 
 
-# --- the fused LSTM layer (ops/rnn.cpp), which equal-length LSTM layers run as ---
+# --- the fused LSTM and GRU layers (ops/rnn.cpp), which equal-length layers run as ---
 
 
-def test_fused_lstm_differentiates_twice_like_torch():
+@pytest.mark.parametrize("cls,kwargs", [("LSTM", {}), ("GRU", {}), ("GRU", {"bias": False})])
+def test_fused_layers_differentiate_twice_like_torch(cls, kwargs):
     # create_graph: the backward runs as ops, so the gradient has a gradient of its own
-    ours, theirs = _pair("LSTM", I, H, bidirectional=True)
+    ours, theirs = _pair(cls, I, H, bidirectional=True, **kwargs)
     x = np.random.default_rng(2).standard_normal((5, 2, I))
     tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
     (t_g,) = torch.autograd.grad((theirs(tx)[0] ** 2).sum(), tx, create_graph=True)
@@ -336,22 +337,24 @@ def test_fused_lstm_differentiates_twice_like_torch():
     _check_grads(ours, theirs)
 
 
-def test_fused_lstm_gradient_from_the_final_state_alone():
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_fused_layers_gradient_from_the_final_state_alone(cls):
     # the output takes no gradient: the layer's backward gets none for it
-    ours, theirs = _pair("LSTM", I, H, num_layers=2)
+    ours, theirs = _pair(cls, I, H, num_layers=2)
     x = np.random.default_rng(3).standard_normal((6, 3, I))
     tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
     for model, inp in ((theirs, tx), (ours, fx)):
-        _, (h, c) = model(inp)
-        (h[-1].sum() * 2 + (c * c).sum()).backward()
+        states = _states(model(inp)[1])
+        (states[0][-1].sum() * 2 + (states[-1] * states[-1]).sum()).backward()
     _close(fx.grad, tx.grad)
     _check_grads(ours, theirs)
 
 
-def test_fused_lstm_layer_float32_at_width_matches_torch():
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_fused_layers_float32_at_width_match_torch(cls):
     torch.manual_seed(0)
-    theirs = torch.nn.LSTM(24, 32, num_layers=2, batch_first=True)
-    ours = nn.LSTM(24, 32, num_layers=2, batch_first=True)
+    theirs = getattr(torch.nn, cls)(24, 32, num_layers=2, batch_first=True)
+    ours = getattr(nn, cls)(24, 32, num_layers=2, batch_first=True)
     ours.load_state_dict({k: _f(v) for k, v in theirs.state_dict().items()})
     x = np.random.default_rng(4).standard_normal((5, 9, 24)).astype(np.float32)
     tx, fx = _t(x, True), flow.tensor(x, requires_grad=True)
@@ -379,6 +382,12 @@ def test_fused_lstm_layer_errors_name_the_shapes():
         flow._C._lstm_layer(x.int(), s.int(), s.int(), w.int())
     with pytest.raises(TypeError, match=r"_lstm_layer.*dtype float32"):
         flow._C._lstm_layer(x, s.double(), s, w)
+    with pytest.raises(
+        RuntimeError, match=r"_gru_layer.*\(steps, batch, 3 \* hidden\).*\(3, 2, 8\)"
+    ):
+        flow._C._gru_layer(x, s, flow.zeros(6, 2), flow.zeros(2))
+    with pytest.raises(RuntimeError, match=r"_gru_layer.*b_hn is \(3,\) where the input"):
+        flow._C._gru_layer(flow.zeros(3, 2, 6), s, flow.zeros(6, 2), flow.zeros(3))
 
 
 def test_fused_lstm_on_meta_and_in_a_graph():

@@ -42,6 +42,13 @@ def _lstm_backward_inputs():
     return [*grads, h0, c0, w, out.numpy(), gates.numpy(), cells.numpy()]
 
 
+def _gru_backward_inputs():
+    x, h0 = _f(3, 4, 6, seed=15), _f(4, 2, seed=16)
+    w, b = _f(6, 2, seed=17), _f(2, seed=18)
+    out, _, ws = _C.dispatch("_gru_layer", [flow.tensor(a) for a in (x, h0, w, b)], LSTM)
+    return [_f(3, 4, 2, seed=19), _f(4, 2, seed=20), h0, w, out.numpy(), ws.numpy()]
+
+
 def _partial_grads(num_in, num_grads, num_out):
     """The signature a backward linear in its first num_grads inputs declares."""
     return (("P(sum)",) * num_grads + ("B",) * (num_in - num_grads), ("P(sum)",) * num_out)
@@ -77,6 +84,19 @@ CASES = {
         [*_lstm_inputs(), _f(4, 2, seed=10), _f(8, 2, seed=11)],
         LSTM,
         [(("S(1)", "S(0)", "S(0)", "B"), ("S(1)", "S(0)", "S(0)", "S(1)", "S(1)"))],
+    ),
+    "_gru_layer": (
+        [_f(3, 4, 6, seed=15), _f(4, 2, seed=16), _f(6, 2, seed=17), _f(2, seed=18)],
+        LSTM,
+        [(("S(1)", "S(0)", "B", "B"), ("S(1)", "S(0)", "S(1)"))],
+    ),
+    "_gru_layer_backward": (
+        _gru_backward_inputs(),
+        LSTM,
+        [
+            (("S(1)", "S(0)", "S(0)", "B", "S(1)", "S(1)"), ("S(1)", "S(0)", "P(sum)", "P(sum)")),
+            _partial_grads(6, 2, 4),
+        ],
     ),
     "_lstm_layer_backward": (
         _lstm_backward_inputs(),

@@ -1,9 +1,10 @@
 """torch.nn's recurrent modules: RNN, LSTM, GRU and their cells.
 
-Each layer projects the whole input sequence with one matmul (x @ W_ih^T + b). An LSTM layer over
-sequences of one length (float32 or float64, no projection) then runs as one fused op per
-direction (`_lstm_layer`, ops/rnn.cpp: a matmul and one cell kernel per step, and a backward whose
-weight gradient is one GEMM), as PyTorch's oneDNN and cuDNN layers do. The rest are composites:
+Each layer projects the whole input sequence with one matmul (x @ W_ih^T + b). An LSTM or GRU layer
+over sequences of one length (float32 or float64, no projection) then runs as one fused op per
+direction (`_lstm_layer`, `_gru_layer`, ops/rnn.cpp: a matmul and one cell kernel per step, and a
+backward whose weight gradient is one GEMM), as PyTorch's oneDNN and cuDNN layers do. The rest
+(RNN, packed sequences of several lengths, projections) are composites:
 each time step runs the hidden matmul and the gate math on the step's slice. Sequences are held
 flat, time-major ((sum of batch sizes), features), so padded and packed inputs share one path: a
 padded batch is a packed one whose batch sizes are all equal."""
@@ -136,9 +137,9 @@ def _step_pieces(x, sizes, select=False):
 
 
 def _fused(cell, x, batch_sizes):
-    """Whether one direction runs as the fused `_lstm_layer` op."""
+    """Whether one direction runs as a fused layer op (`_lstm_layer`, `_gru_layer`)."""
     return (
-        cell.mode == "LSTM"
+        cell.mode in ("LSTM", "GRU")
         and cell.w_hr_t is None
         and x.dtype in (flow.float32, flow.float64)
         and all(size == batch_sizes[0] for size in batch_sizes)
@@ -146,10 +147,18 @@ def _fused(cell, x, batch_sizes):
 
 
 def _run_fused(cell, x, steps, state, reverse):
-    (xw,) = cell.project(x)
+    xw = F.linear(x, cell.w_ih, cell.b_x)
     xw = xw.reshape(steps, xw.shape[0] // steps, xw.shape[-1])
-    out, h, c, _, _ = flow._C._lstm_layer(xw, state[0], state[1], cell.w_hh, reverse)
-    return out.reshape(-1, out.shape[-1]), (h, c)
+    if cell.mode == "LSTM":
+        out, h, c, _, _ = flow._C._lstm_layer(xw, state[0], state[1], cell.w_hh, reverse)
+        final = (h, c)
+    else:
+        b_hn = cell.b_hh_n
+        if b_hn is None:
+            b_hn = flow.zeros(cell.w_hh.shape[1], dtype=xw.dtype, device=xw.device)
+        out, h, _ = flow._C._gru_layer(xw, state[0], cell.w_hh, b_hn, reverse)
+        final = (h,)
+    return out.reshape(-1, out.shape[-1]), final
 
 
 def _run_direction(cell, x, batch_sizes, state, reverse):
