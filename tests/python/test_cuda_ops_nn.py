@@ -267,3 +267,33 @@ def test_attention_under_bf16_autocast_on_cuda_is_the_fused_kernel():
     np.testing.assert_allclose(
         parts.float().cpu().numpy(), out.float().cpu().numpy(), rtol=4e-2, atol=4e-2
     )
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64])
+def test_fused_recurrent_layers_equal_the_cpu_with_their_gradients(cls, dtype):
+    # _lstm_layer / _gru_layer: cuBLAS per step and the CUDA cell kernels, both directions (TF32
+    # matmuls are off by default)
+    flow.manual_seed(0)
+    cpu = getattr(flow.nn, cls)(6, 8, num_layers=2, bidirectional=True).to(dtype)
+    gpu = getattr(flow.nn, cls)(6, 8, num_layers=2, bidirectional=True).to(dtype)
+    gpu.load_state_dict(cpu.state_dict())
+    gpu.cuda()
+    x = flow.tensor(np.random.default_rng(2).uniform(-1, 1, (7, 3, 6)), dtype=dtype)
+    tol = 1e-5 if dtype == flow.float32 else 1e-10
+
+    def run(model, inp):
+        out, state = model(inp)
+        state = state if isinstance(state, tuple) else (state,)
+        (out.pow(2).sum() + sum((s * 1.5).sum() for s in state)).backward()
+        return out
+
+    want, got = run(cpu, x), run(gpu, x.cuda())
+    np.testing.assert_allclose(
+        got.detach().cpu().numpy(), want.detach().numpy(), rtol=tol, atol=tol
+    )
+    grads = dict(gpu.named_parameters())
+    for name, p in cpu.named_parameters():
+        np.testing.assert_allclose(
+            grads[name].grad.cpu().numpy(), p.grad.numpy(), rtol=tol * 10, atol=tol * 10
+        )
