@@ -47,8 +47,9 @@ int64_t time_of(int64_t s, int64_t steps, bool reverse) {
   return reverse ? steps - 1 - s : s;
 }
 
-// Checks a layer's input (T, B, gates * H), its states (B, H) and weight_hh (gates * H, H), named
-// by `names` in the op's input order ("" for others: b_hn, (H)); returns {T, B, H}.
+// Checks that every input after the first, named in `names` in the op's order, has the shape the
+// first (T, B, gates * H) gives it: the states (B, H), weight_hh (gates * H, H), b_hn (H); and that
+// all are float32 or all float64. Returns {T, B, H}.
 Shape check_layer(const InferArgs& a, int64_t gates, std::initializer_list<const char*> names) {
   const TensorMeta& x = a.in[0];
   if (x.shape.size() != 3 || x.shape[2] % gates != 0)
@@ -123,9 +124,33 @@ Tensor previous(const Tensor& first, const Tensor& seq, bool reverse) {
   return prev;
 }
 
+// Checks a backward op's inputs against the (T, B, H) its gates' workspace, input `ws` of shape
+// (T, B, ws_gates * H), gives them; `kinds` names each input in order: 'S' a sequence (T, B, H),
+// 's' a state (B, H), 'w' weight_hh (gates * H, H), 'g' the workspace. All in one floating dtype.
+void check_backward(const InferArgs& a, size_t ws, int64_t gates, int64_t ws_gates,
+                    std::string_view kinds) {
+  const Shape& s = a.in[ws].shape;
+  if (s.size() != 3 || s[2] % ws_gates != 0)
+    fail(a.op, "expects the gates as (steps, batch, ", ws_gates, " * hidden), got ", shape_str(s));
+  const int64_t steps = s[0], batch = s[1], hidden = s[2] / ws_gates;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const Shape want = kinds[i] == 'S'   ? Shape{steps, batch, hidden}
+                       : kinds[i] == 's' ? Shape{batch, hidden}
+                       : kinds[i] == 'w' ? Shape{gates * hidden, hidden}
+                                         : s;
+    if (a.in[i].shape != want)
+      fail(a.op, "input ", i, " is ", shape_str(a.in[i].shape), " where the gates ", shape_str(s),
+           " need ", shape_str(want));
+    if (a.in[i].dtype != a.in[0].dtype || !is_floating(a.in[i].dtype))
+      fail<TypeError>(a.op, "expects every tensor in one floating dtype, got ", a.in[0].str(),
+                      " and ", a.in[i].str());
+  }
+}
+
 // dout (T, B, H), dh_n, dc_n, h0, c0, weight_hh, and the forward's output, gates and cells ->
 // the gradients of the input projection, h0, c0 and weight_hh.
 std::vector<TensorMeta> infer_lstm_layer_backward(const InferArgs& a) {
+  check_backward(a, 7, 4, 4, "SsssswSgS");
   const TensorMeta &act = a.in[7], &h0 = a.in[3], &w = a.in[5];
   const Device d = common_device(a);
   return {{act.shape, act.dtype, d},
@@ -271,6 +296,7 @@ void compute_gru_layer(const ComputeArgs& c) {
 // dout (T, B, H), dh_n, h0, weight_hh, and the forward's output and r, z, n, hn -> the gradients
 // of the input projection, h0, weight_hh and b_hn.
 std::vector<TensorMeta> infer_gru_layer_backward(const InferArgs& a) {
+  check_backward(a, 5, 3, 4, "SsswSg");
   const TensorMeta &h0 = a.in[2], &w = a.in[3], &ws = a.in[5];
   const Device d = common_device(a);
   const Shape& s = ws.shape;

@@ -172,3 +172,28 @@ TEST(LstmLayer, ShapeAndDtypeErrorsAreTheSameOnMetaAndCpu) {
             }).find("float32 or float64"),
             std::string::npos);
 }
+
+TEST(RnnLayers, BackwardOpsCheckTheirOperands) {
+  const auto f = [](const Shape& s) { return Tensor::empty(s, DType::kFloat32); };
+  const Tensor seq = f({3, 2, 4}), state = f({2, 4});
+  const std::string lstm = error_of([&] {
+    dispatch(op_def("_lstm_layer_backward"),
+             {seq, state, state, state, state, f({16, 4}), f({3, 2, 5}), f({3, 2, 16}), seq},
+             {{"reverse", false}});
+  });
+  EXPECT_NE(lstm.find("input 6 is (3, 2, 5) where the gates (3, 2, 16) need (3, 2, 4)"),
+            std::string::npos)
+      << lstm;
+  const std::string gru = error_of([&] {
+    dispatch(op_def("_gru_layer_backward"), {seq, state, state, f({16, 4}), seq, f({3, 2, 16})},
+             {{"reverse", false}});
+  });
+  EXPECT_NE(gru.find("input 3 is (16, 4) where the gates (3, 2, 16) need (12, 4)"),
+            std::string::npos)
+      << gru;
+  EXPECT_NE(error_of([&] {
+              dispatch(op_def("_gru_layer_backward"),
+                       {seq, state, state, f({12, 4}), seq, f({3, 2})}, {{"reverse", false}});
+            }).find("expects the gates as (steps, batch, 4 * hidden), got (3, 2)"),
+            std::string::npos);
+}
