@@ -4,10 +4,10 @@ Each layer projects the whole input sequence with one matmul (x @ W_ih^T + b). A
 over sequences of one length (float32 or float64, no projection) then runs as one fused op per
 direction (`_lstm_layer`, `_gru_layer`, ops/rnn.cpp: a matmul and one cell kernel per step, and a
 backward whose weight gradient is one GEMM), as PyTorch's oneDNN and cuDNN layers do. The rest
-(RNN, packed sequences of several lengths, projections) are composites:
-each time step runs the hidden matmul and the gate math on the step's slice. Sequences are held
-flat, time-major ((sum of batch sizes), features), so padded and packed inputs share one path: a
-padded batch is a packed one whose batch sizes are all equal."""
+(RNN, packed sequences of several lengths, projections) are composites: each time step runs the
+hidden matmul and the gate math on the step's slice. Sequences are held flat, time-major ((sum of
+batch sizes), features), so padded and packed inputs share one path: a padded batch is a packed
+one whose batch sizes are all equal."""
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
