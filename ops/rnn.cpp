@@ -459,7 +459,8 @@ OFL_REGISTER_OPS({
               "reverse=False) -> (Tensor output, Tensor h_n, Tensor c_n, Tensor gates, Tensor "
               "cells)",
               nullptr, kInternal}},
-     .doc = "One direction of an LSTM layer over a sequence, from its input projection"},
+     .doc = "One direction of an LSTM layer over a sequence, from its input projection (gates "
+            "and cells are its backward's workspace: no gradient flows through them)"},
     {.name = "_lstm_layer_backward",
      .num_inputs = 9,
      .differentiable = false,
@@ -481,7 +482,8 @@ OFL_REGISTER_OPS({
      .api = {{"_gru_layer(Tensor input, Tensor h0, Tensor weight_hh, Tensor b_hn, bool "
               "reverse=False) -> (Tensor output, Tensor h_n, Tensor gates)",
               nullptr, kInternal}},
-     .doc = "One direction of a GRU layer over a sequence, from its input projection"},
+     .doc = "One direction of a GRU layer over a sequence, from its input projection (gates "
+            "are its backward's workspace: no gradient flows through them)"},
     {.name = "_gru_layer_backward",
      .num_inputs = 6,
      .differentiable = false,
