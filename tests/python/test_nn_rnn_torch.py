@@ -411,3 +411,14 @@ def test_fused_lstm_on_meta_and_in_a_graph():
     out, (h, c) = lstm(x)
     for a, b in zip(Step()(x), (out, h, c)):
         np.testing.assert_allclose(a.numpy(), b.detach().numpy(), atol=1e-6)
+
+
+def test_fused_layers_with_no_hidden_units_give_empty_results():
+    # hidden 0 through the ops directly (the modules refuse it, as PyTorch's): no division by it
+    x, s = flow.zeros(2, 1, 0, requires_grad=True), flow.zeros(1, 0)
+    out = flow._C._lstm_layer(x, s, s, flow.zeros(0, 0))
+    assert [tuple(t.shape) for t in out] == [(2, 1, 0), (1, 0), (1, 0), (2, 1, 0), (2, 1, 0)]
+    out[0].sum().backward()
+    assert tuple(x.grad.shape) == (2, 1, 0)
+    out = flow._C._gru_layer(x, s, flow.zeros(0, 0), flow.zeros(0))
+    assert [tuple(t.shape) for t in out] == [(2, 1, 0), (1, 0), (2, 1, 0)]
