@@ -36,6 +36,7 @@ class KernelTable : public KernelTableBase {
   void set(DeviceType t, Fn* fn) { fns_[static_cast<int>(t)] = fn; }
   Fn* get(DeviceType t) const {
     Fn* fn = fns_[static_cast<int>(t)];
+    if (!fn && load_backend(t)) fn = fns_[static_cast<int>(t)];  // a backend loaded on demand
     if (!fn) fail(op(), "has no ", device_type_name(t), " kernel in this build");
     return fn;
   }

@@ -167,6 +167,7 @@ void register_runtime(DeviceType t, DeviceRuntime* r) {
 }
 
 DeviceRuntime* runtime_for(DeviceType t) {
+  if (!runtime_slot(t)) load_backend(t);
   return runtime_slot(t);
 }
 
@@ -176,9 +177,8 @@ void register_allocator(DeviceType t, Allocator* a) {
 
 Allocator& allocator_for(DeviceType t) {
   Allocator* a = allocator_slot(t);
-  if (!a)
-    fail("allocate", "this build has no ", device_type_name(t),
-         " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
+  if (!a && load_backend(t)) a = allocator_slot(t);
+  if (!a) fail("allocate", backend_missing_reason(t));
   return *a;
 }
 

@@ -60,7 +60,7 @@ def _index(device):
         index = int(text.split(":")[1]) if ":" in text else current_device()
     count = device_count()
     if not 0 <= index < count:
-        why = "" if _C.has_backend("cuda") else " (this build has no CUDA backend)"
+        why = "" if _C.has_backend("cuda") else f" ({_C.backend_missing_reason('cuda')})"
         raise RuntimeError(
             f"[cuda] cuda:{index} is not available: {count} CUDA device"
             f"{'' if count == 1 else 's'} visible{why}"

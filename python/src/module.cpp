@@ -195,9 +195,7 @@ PYBIND11_MODULE(_C, m) {
   auto runtime = [](const std::string& type) -> DeviceRuntime& {
     const DeviceType t = Device::parse(type).type;
     DeviceRuntime* r = runtime_for(t);
-    if (!r)
-      fail(type.c_str(), "this build has no ", type,
-           " backend (configure with ONEFLOWLIKE_BUILD_CUDA=ON on a machine with CUDA)");
+    if (!r) fail(type.c_str(), backend_missing_reason(t));
     return *r;
   };
   // flow.autocast: this thread's state, set and read back (the context manager nests).
@@ -215,6 +213,7 @@ PYBIND11_MODULE(_C, m) {
   // The kernel tables without a kernel for a device type: what this build cannot run there.
   m.def("kernels_missing", [](const std::string& type) {
     const DeviceType t = Device::parse(type).type;
+    load_backend(t);
     std::vector<std::string> missing;
     for (const KernelTableBase* table : kernel_tables())
       if (!table->has(t) && !(table->host_only() && t != DeviceType::kCPU))
@@ -224,6 +223,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("has_backend",
         [](const std::string& type) { return runtime_for(Device::parse(type).type) != nullptr; });
+  m.def("backend_missing_reason",
+        [](const std::string& type) { return backend_missing_reason(Device::parse(type).type); });
   m.def("device_count", [](const std::string& type) {
     DeviceRuntime* r = runtime_for(Device::parse(type).type);
     return r ? r->device_count() : 0;

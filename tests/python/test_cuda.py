@@ -2,6 +2,13 @@
 (every dtype, any layout, converting on the way), the caching allocator's statistics. The GPU
 tier skips, saying why, where no GPU is visible; the errors without one are checked always."""
 
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -27,6 +34,66 @@ def test_without_a_gpu_every_cuda_use_raises_naming_the_device():
     with pytest.raises(RuntimeError, match=r"cuda:0 is not available"):
         nn.Linear(2, 2).cuda()
     flow.cuda.empty_cache()  # nothing to give back: no error
+
+
+def _run(code, package_parent=None):
+    env = None
+    if package_parent is not None:
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(package_parent)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env
+    )
+
+
+@pytest.mark.multiprocess
+def test_a_process_on_cpu_tensors_loads_no_cuda_library():
+    # The CUDA backend is a library of its own, loaded on first use (core/backend_loader.cpp):
+    # each of a test run's hundreds of processes saved 0.15 s of CPU loading cuBLAS and cuDNN.
+    p = _run("""
+        import oneflowlike as flow
+        x = flow.randn(4, 4, requires_grad=True)
+        (x @ x).relu().sum().backward()
+        def loaded():
+            maps = open("/proc/self/maps").read()
+            return [lib for lib in ("oneflowlike_cuda", "libcudart", "libcublas", "libcudnn")
+                    if lib in maps]
+        print(loaded())
+        print(flow.cuda.is_available(), loaded())
+    """)
+    assert p.returncode == 0, p.stderr
+    before, after = p.stdout.splitlines()
+    assert before == "[]"
+    if flow._C.has_backend("cuda"):  # asked, it loads
+        assert after.endswith("['oneflowlike_cuda', 'libcudart', 'libcublas', 'libcudnn']")
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_missing_or_damaged_cuda_backend_raises_naming_the_library(tmp_path, damage):
+    package = Path(flow.__file__).parent
+    shutil.copytree(package, tmp_path / "oneflowlike", ignore=shutil.ignore_patterns("include"))
+    backend = tmp_path / "oneflowlike" / "liboneflowlike_cuda.so"
+    if damage == "missing":
+        backend.unlink(missing_ok=True)
+        why = r"this build has no CUDA backend \(no .*liboneflowlike_cuda.so"
+    else:
+        backend.write_bytes(b"\x7fELF damaged")
+        why = r"the CUDA backend .*liboneflowlike_cuda.so did not load: .*"
+    p = _run(
+        """
+        import oneflowlike as flow
+        print((flow.ones(2) * 3).sum().item(), flow.cuda.is_available())
+        try:
+            flow.zeros(2, device="cuda")
+        except RuntimeError as e:
+            print(e)
+        """,
+        tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    works, error = p.stdout.splitlines()
+    assert works == "6.0 False"  # the CPU is untouched
+    assert re.search(r"^\[cuda\] cuda:0 is not available: 0 CUDA devices visible \(" + why, error)
 
 
 def _values(dtype, shape=(3, 5)):

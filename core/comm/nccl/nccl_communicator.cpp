@@ -260,10 +260,10 @@ std::string NcclCommunicator::who_is_missing(const char* op) {
   }
 }
 
-}  // namespace nccl_detail
+namespace {
 
-std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> store, int rank,
-                                                     int size, int device_index, Millis timeout) {
+std::shared_ptr<Communicator> world(std::shared_ptr<Store> store, int rank, int size,
+                                    int device_index, Millis timeout) {
   const char* op = "nccl init";
   if (!store) fail(op, "needs a store to exchange the NCCL unique id");
   if (size < 1 || rank < 0 || rank >= size)
@@ -272,21 +272,21 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Store> stor
   int64_t generation = store->add(str_cat("nccl/worlds/", rank), 1);
   std::vector<int> ranks(size);
   std::iota(ranks.begin(), ranks.end(), 0);
-  return std::make_shared<nccl_detail::NcclCommunicator>(store, str_cat("nccl/world", generation),
-                                                         rank, std::move(ranks), "world",
-                                                         device_index, timeout);
+  return std::make_shared<NcclCommunicator>(store, str_cat("nccl/world", generation), rank,
+                                            std::move(ranks), "world", device_index, timeout);
 }
 
-std::shared_ptr<Communicator> make_nccl_group(std::shared_ptr<Store> store, std::string prefix,
-                                              int my_index, std::vector<int> ranks,
-                                              std::string name, int device_index, Millis timeout) {
-  return std::make_shared<nccl_detail::NcclCommunicator>(std::move(store), std::move(prefix),
-                                                         my_index, std::move(ranks),
-                                                         std::move(name), device_index, timeout);
+std::shared_ptr<Communicator> group(std::shared_ptr<Store> store, std::string prefix, int my_index,
+                                    std::vector<int> ranks, std::string name, int device_index,
+                                    Millis timeout) {
+  return std::make_shared<NcclCommunicator>(std::move(store), std::move(prefix), my_index,
+                                            std::move(ranks), std::move(name), device_index,
+                                            timeout);
 }
 
-bool nccl_built() {
-  return true;
-}
+const bool registered = (register_nccl({world, group}), true);
+
+}  // namespace
+}  // namespace nccl_detail
 
 }  // namespace ofl::internal::comm

@@ -1,5 +1,6 @@
-// The NCCL backend: a Communicator over CUDA tensors on one device per rank. Compiled only in
-// CUDA builds (CMake globs this folder then); a CPU-only build links a stub that raises.
+// The NCCL backend: a Communicator over CUDA tensors on one device per rank. Compiled into the
+// CUDA backend's library (CMake globs this folder then), which registers its entry points when
+// it loads; the functions below load it and raise where the build has none.
 //
 // Semantics that differ from Gloo, all behind the same interface:
 // - Work is enqueued on current_stream(cuda:device_index) and every call waits for it (polling,
@@ -33,7 +34,17 @@ std::shared_ptr<Communicator> make_nccl_group(std::shared_ptr<Store> store, std:
                                               int my_index, std::vector<int> ranks,
                                               std::string name, int device_index, Millis timeout);
 
-// Whether this build has the NCCL backend.
+// Whether this build has the NCCL backend (loading the CUDA backend to know).
 bool nccl_built();
+
+// What the CUDA backend's library registers when it loads.
+struct NcclEntryPoints {
+  std::shared_ptr<Communicator> (*communicator)(std::shared_ptr<Store> store, int rank, int size,
+                                                int device_index, Millis timeout);
+  std::shared_ptr<Communicator> (*group)(std::shared_ptr<Store> store, std::string prefix,
+                                         int my_index, std::vector<int> ranks, std::string name,
+                                         int device_index, Millis timeout);
+};
+void register_nccl(NcclEntryPoints entry);
 
 }  // namespace ofl::internal::comm
