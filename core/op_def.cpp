@@ -85,7 +85,13 @@ std::string TensorMeta::str() const {
 bool register_ops(std::vector<OpDef> defs) {
   for (auto& def : defs) {
     OFL_CHECK(!find_op(def.name), "op registered twice: ", def.name);
-    for (Api& api : def.api) api.parsed = parse_schema(api.schema);
+    for (Api& api : def.api) {
+      api.parsed = parse_schema(api.schema);
+      if (api.call.mismatch) {
+        const std::string why = api.call.mismatch(api.parsed);
+        OFL_CHECK(why.empty(), "the front function of '", api.schema, "' does not fit it: ", why);
+      }
+    }
     const OpDef& kept = table().emplace_back(std::move(def));
     by_name().emplace(kept.name, &kept);
   }

@@ -12,11 +12,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace ofl::internal {
@@ -106,7 +110,23 @@ class CallArgs {
 
 // What a call returns: one tensor, or several (a list, or the named tuple the schema names).
 using CallResult = std::variant<Tensor, std::vector<Tensor>>;
-using ApiCall = std::function<CallResult(const CallArgs&)>;
+
+// The call a signature makes with its parsed arguments: any callable, or `call_front<f>`, which
+// reads them by position as the C++ front function f takes them, and says at registration
+// whether f's parameters fit the schema's one to one.
+struct ApiCall {
+  std::function<CallResult(const CallArgs&)> fn;
+  // For a call derived from a front function: why its parameters do not fit `schema` ("" when
+  // they do).
+  std::string (*mismatch)(const Schema& schema) = nullptr;
+
+  ApiCall() = default;
+  ApiCall(std::nullptr_t) {}
+  template <class F>
+  requires std::is_invocable_r_v<CallResult, F, const CallArgs&> ApiCall(F f) : fn(std::move(f)) {}
+  explicit operator bool() const { return static_cast<bool>(fn); }
+  CallResult operator()(const CallArgs& a) const { return fn(a); }
+};
 
 // Where Python binds a signature: flow.<name>(input, ...), input.<name>(...), or both; or, for
 // the package's own use (an optimizer's fused update), only on the extension module.
@@ -132,5 +152,76 @@ struct Api {
   uint8_t bind = kFunctionAndMethod;
   Schema parsed;  // filled at registration
 };
+
+namespace front_detail {
+
+// How a front function's parameter of type T reads argument i, and which schema types it takes.
+template <class T>
+struct Arg;
+#define OFL_FRONT_ARG(T, read, ...)                                              \
+  template <>                                                                    \
+  struct Arg<T> {                                                                \
+    static decltype(auto) get(const CallArgs& a, size_t i) { return a.read(i); } \
+    static bool fits(const Param& p) {                                           \
+      const ParamType t = p.type;                                                \
+      return __VA_ARGS__;                                                        \
+    }                                                                            \
+  }
+// An undefined tensor is None; None as an int[] is the empty list (axes: all of them).
+OFL_FRONT_ARG(Tensor, optional_tensor, t == ParamType::kTensor || t == ParamType::kOperand);
+OFL_FRONT_ARG(std::vector<Tensor>, tensors, t == ParamType::kTensors && !p.optional);
+OFL_FRONT_ARG(bool, flag, t == ParamType::kBool && !p.optional);
+OFL_FRONT_ARG(int64_t, integer, t == ParamType::kInt && !p.optional);
+OFL_FRONT_ARG(std::optional<int64_t>, optional_integer, t == ParamType::kInt);
+OFL_FRONT_ARG(double, scalar, (t == ParamType::kFloat || t == ParamType::kNumber) && !p.optional);
+OFL_FRONT_ARG(std::optional<double>, optional_number, t == ParamType::kFloat);
+OFL_FRONT_ARG(std::string, str, t == ParamType::kStr && !p.optional);
+OFL_FRONT_ARG(DType, dtype, t == ParamType::kDType && !p.optional);
+OFL_FRONT_ARG(std::optional<DType>, optional_dtype, t == ParamType::kDType);
+OFL_FRONT_ARG(std::vector<int64_t>, optional_ints, t == ParamType::kInts);
+OFL_FRONT_ARG(Generator*, generator, t == ParamType::kGenerator);
+OFL_FRONT_ARG(Device, device, t == ParamType::kDevice);
+#undef OFL_FRONT_ARG
+
+template <class F>
+struct Front;
+template <class R, class... A>
+struct Front<R (*)(A...)> {
+  static constexpr auto indices() { return std::index_sequence_for<A...>{}; }
+  template <size_t... I>
+  static CallResult call(R (*f)(A...), const CallArgs& a, std::index_sequence<I...>) {
+    R out = f(Arg<std::remove_cvref_t<A>>::get(a, I)...);
+    if constexpr (requires { std::tuple_size<R>::value; })  // (values, indices)
+      return std::apply([](auto&... t) { return std::vector<Tensor>{t...}; }, out);
+    else
+      return out;
+  }
+  template <size_t... I>
+  static std::string mismatch(const Schema& s, std::index_sequence<I...>) {
+    if (s.params.size() != sizeof...(A))
+      return str_cat("it takes ", sizeof...(A), " arguments and the schema ", s.params.size());
+    std::string why;
+    auto check = [&](const Param& p, bool fits) {
+      if (why.empty() && !fits)
+        why = str_cat("its parameter for '", p.name, "' cannot take a ", param_type_name(p.type),
+                      p.optional ? "?" : "");
+    };
+    (check(s.params[I], Arg<std::remove_cvref_t<A>>::fits(s.params[I])), ...);
+    return why;
+  }
+};
+
+}  // namespace front_detail
+
+// The call of a signature whose arguments go to the C++ front function F as they are, in order:
+// {"flip(Tensor input, int[] dims) -> Tensor", call_front<flip>()}. (An overloaded F is named
+// with its type: call_front<static_cast<Tensor (*)(const Tensor&, int64_t)>(max)>().)
+template <auto F>
+ApiCall call_front() {
+  using Traits = front_detail::Front<decltype(F)>;
+  ApiCall c = [](const CallArgs& a) { return Traits::call(F, a, Traits::indices()); };
+  c.mismatch = [](const Schema& s) { return Traits::mismatch(s, Traits::indices()); };
+  return c;
+}
 
 }  // namespace ofl::internal

@@ -211,11 +211,7 @@ OFL_REGISTER_OPS({
      .autocast = Autocast::kLowPrecision,
      .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
               "is_causal=False) -> Tensor",
-              [](const CallArgs& a) {
-                return flash_attention(a.tensor(0), a.tensor(1), a.tensor(2), a.number(3),
-                                       a.flag(4));
-              },
-              kInternal}}},
+              call_front<flash_attention>(), kInternal}}},
     {.name = "flash_attention_backward",
      .num_inputs = 6,
      .differentiable = false,

@@ -335,8 +335,7 @@ OFL_REGISTER_OPS({
     {.name = "lerp",  // input + weight * (end - input)
      .num_inputs = 3,
      .cost = elementwise_cost,
-     .api = {{"lerp(Tensor input, Tensor end, Tensor|Number weight) -> Tensor",
-              [](const CallArgs& a) { return lerp(a.tensor(0), a.tensor(1), a.tensor(2)); }},
+     .api = {{"lerp(Tensor input, Tensor end, Tensor|Number weight) -> Tensor", call_front<lerp>()},
              {"lerp_(Tensor input, Tensor end, Tensor|Number weight) -> Tensor",
               [](const CallArgs& a) {
                 Tensor self = a.tensor(0);

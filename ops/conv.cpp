@@ -453,12 +453,7 @@ OFL_REGISTER_OPS({
      .api = {{"batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? "
               "weight=None, Tensor? bias=None, bool training=False, float momentum=0.1, float "
               "eps=1e-05) -> Tensor",
-              [](const CallArgs& a) {
-                return batch_norm(a.tensor(0), a.optional_tensor(1), a.optional_tensor(2),
-                                  a.optional_tensor(3), a.optional_tensor(4), a.flag(5),
-                                  a.number(6), a.number(7));
-              },
-              kInternal}}},
+              call_front<batch_norm>(), kInternal}}},
 });
 
 }  // namespace ofl::internal

@@ -250,8 +250,8 @@ Tensor einsum(const std::string& equation_in, const std::vector<Tensor>& operand
 OFL_REGISTER_OPS({
     {.name = "einsum",
      .num_inputs = -1,
-     .api = {{"einsum(str equation, Tensor[] operands) -> Tensor",
-              [](const CallArgs& a) { return einsum(a.str(0), a.tensors(1)); }, kFunction}},
+     .api = {{"einsum(str equation, Tensor[] operands) -> Tensor", call_front<einsum>(),
+              kFunction}},
      .doc = "Sums of products of the operands' elements, as Einstein's notation writes them"},
 });
 

@@ -491,9 +491,7 @@ OFL_REGISTER_OPS({
          },
      .saves = kSaveInputs,
      .api = {{"index_select(Tensor input, int dim, Tensor index) -> Tensor",
-              [](const CallArgs& a) {
-                return index_select(a.tensor(0), a.integer(1), a.tensor(2));
-              }}}},
+              call_front<index_select>()}}},
     {.name = "gather",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -508,8 +506,7 @@ OFL_REGISTER_OPS({
                Tensor()};
          },
      .saves = kSaveInputs,
-     .api = {{"gather(Tensor input, int dim, Tensor index) -> Tensor",
-              [](const CallArgs& a) { return gather(a.tensor(0), a.integer(1), a.tensor(2)); }}}},
+     .api = {{"gather(Tensor input, int dim, Tensor index) -> Tensor", call_front<gather>()}}},
     {.name = "embedding",
      .num_inputs = 2,
      .cost = elementwise_cost,
@@ -529,16 +526,13 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .cost = elementwise_cost,
      .api = {{"split(Tensor input, int split_size_or_sections, int dim=0) -> Tensor[]",
-              [](const CallArgs& a) { return split(a.tensor(0), a.integer(1), a.integer(2)); }},
+              call_front<split>()},
              {"split(Tensor input, int[] split_size_or_sections, int dim=0) -> Tensor[]",
-              [](const CallArgs& a) {
-                return split_sizes(a.tensor(0), a.ints(1), a.integer(2));
-              }}}},
+              call_front<split_sizes>()}}},
     {.name = "chunk",
      .num_inputs = 1,
      .cost = elementwise_cost,
-     .api = {{"chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
-              [](const CallArgs& a) { return chunk(a.tensor(0), a.integer(1), a.integer(2)); }}}},
+     .api = {{"chunk(Tensor input, int chunks, int dim=0) -> Tensor[]", call_front<chunk>()}}},
     {.name = "cat",
      .num_inputs = -1,
      .cost = elementwise_cost,
@@ -561,8 +555,7 @@ OFL_REGISTER_OPS({
     {.name = "stack",
      .num_inputs = -1,
      .cost = elementwise_cost,
-     .api = {{"stack(Tensor[] tensors, int dim=0) -> Tensor",
-              [](const CallArgs& a) { return stack(a.tensors(0), a.integer(1)); }, kFunction}}},
+     .api = {{"stack(Tensor[] tensors, int dim=0) -> Tensor", call_front<stack>(), kFunction}}},
     {.name = "scatter_add",
      .num_inputs = 3,
      .cost = elementwise_cost,
@@ -579,9 +572,7 @@ OFL_REGISTER_OPS({
          },
      .saves = kSaveInputs,
      .api = {{"scatter_add(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
-              [](const CallArgs& a) {
-                return scatter_add(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
-              }}}},
+              call_front<scatter_add>()}}},
     {.name = "scatter",
      .num_inputs = 3,
      .cost = elementwise_cost,

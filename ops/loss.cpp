@@ -157,10 +157,7 @@ OFL_REGISTER_OPS({
                        const ShardArgs& s) { return nll_class_shard(attrs, s, false); },
      .api = {{"nll_loss(Tensor input, Tensor target, int ignore_index=-100, str reduction='mean') "
               "-> Tensor",
-              [](const CallArgs& a) {
-                return nll_loss(a.tensor(0), a.tensor(1), a.integer(2), a.str(3));
-              },
-              kInternal}}},
+              call_front<nll_loss>(), kInternal}}},
     // Linear in grad: its own backward is nll_loss of the incoming gradient (none for target).
     {.name = "nll_loss_backward",
      .num_inputs = 2,
@@ -191,16 +188,12 @@ OFL_REGISTER_OPS({
      .cost = elementwise_cost,
      .api = {{"cross_entropy(Tensor input, Tensor target, int ignore_index=-100, str "
               "reduction='mean', float label_smoothing=0.0) -> Tensor",
-              [](const CallArgs& a) {
-                return cross_entropy(a.tensor(0), a.tensor(1), a.integer(2), a.str(3), a.number(4));
-              },
-              kInternal}}},
+              call_front<cross_entropy>(), kInternal}}},
     {.name = "mse_loss",
      .num_inputs = 2,
      .cost = elementwise_cost,
      .api = {{"mse_loss(Tensor input, Tensor target, str reduction='mean') -> Tensor",
-              [](const CallArgs& a) { return mse_loss(a.tensor(0), a.tensor(1), a.str(2)); },
-              kInternal}}},
+              call_front<mse_loss>(), kInternal}}},
 });
 
 Tensor reduce_loss(const char* op, const Tensor& losses, const std::string& reduction,

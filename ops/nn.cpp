@@ -297,19 +297,12 @@ OpDef norm_def(const char* name, bool rms) {
     def.api = {
         {"rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? "
          "eps=None) -> Tensor",
-         [](const CallArgs& a) {
-           return rms_norm(a.tensor(0), a.ints(1), a.optional_tensor(2), a.optional_number(3));
-         },
-         kInternal}};
+         call_front<rms_norm>(), kInternal}};
   } else {
     def.api = {
         {"layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? "
          "bias=None, float eps=1e-05) -> Tensor",
-         [](const CallArgs& a) {
-           return layer_norm(a.tensor(0), a.ints(1), a.optional_tensor(2), a.optional_tensor(3),
-                             a.number(4));
-         },
-         kInternal}};
+         call_front<layer_norm>(), kInternal}};
   }
   const std::string backward = std::string(name) + "_backward";
   def.backward = [rms, backward](const BackwardArgs& b) -> std::vector<Tensor> {

@@ -348,9 +348,7 @@ Api spread_api(const char* name, Tensor (*fn)(const Tensor&, const Axes&, double
 OFL_REGISTER_OPS({
     with_api(
         {{"sum(Tensor input, int[]? dim=None, bool keepdim=False, dtype? dtype=None) -> Tensor",
-          [](const CallArgs& a) {
-            return sum(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
-          }}},
+          call_front<sum>()}},
         under_autocast(Autocast::kFloat32,
                        reduce_def("sum", ReduceOp::kSum, kReduceSum, kSaveNone, sum_backward))),
     with_api({{"prod(Tensor input, int[]? dim=None, bool keepdim=False, *, dtype? dtype=None) -> "
@@ -385,9 +383,7 @@ OFL_REGISTER_OPS({
      .num_inputs = 1,
      .cost = elementwise_cost,
      .api = {{"logsumexp(Tensor input, int[]? dim, bool keepdim=False) -> Tensor",
-              [](const CallArgs& a) {
-                return logsumexp(a.tensor(0), a.optional_ints(1), a.flag(2));
-              }}}},
+              call_front<logsumexp>()}}},
 });
 
 Tensor reduce_call(const OpDef& def, const Tensor& x, const Axes& axes, bool keepdim) {

@@ -292,21 +292,17 @@ OFL_REGISTER_OPS({
         "nansum",
         {{"nansum(Tensor input, int[]? dim=None, bool keepdim=False, *, dtype? dtype=None) -> "
           "Tensor",
-          [](const CallArgs& a) {
-            return nansum(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
-          }},
+          call_front<nansum>()},
          {"nanmean(Tensor input, int[]? dim=None, bool keepdim=False, *, dtype? dtype=None) -> "
           "Tensor",
-          [](const CallArgs& a) {
-            return nanmean(a.tensor(0), a.optional_ints(1), a.flag(2), a.optional_dtype(3));
-          }},
+          call_front<nanmean>()},
          {"count_nonzero(Tensor input, int[]? dim=None) -> Tensor",
           [](const CallArgs& a) {
             return sum(ne(a.tensor(0), k(0)), a.optional_ints(1), false, DType::kInt64);
           }},
          {"aminmax(Tensor input, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor "
           "max)",
-          [](const CallArgs& a) { return aminmax(a.tensor(0), a.optional_integer(1), a.flag(2)); }},
+          call_front<aminmax>()},
          {"std_mean(Tensor input, int[]? dim=None, bool unbiased=True, bool keepdim=False, *, "
           "float? correction=None) -> Tensor[]",
           [](const CallArgs& a) {
@@ -354,7 +350,7 @@ OFL_REGISTER_OPS({
             return median_dim(flat, 0, false)[0];
           }},
          {"median(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-          [](const CallArgs& a) { return median_dim(a.tensor(0), a.integer(1), a.flag(2)); }},
+          call_front<median_dim>()},
          {"msort(Tensor input) -> Tensor",
           [](const CallArgs& a) { return sort(a.tensor(0), 0, false, false).first; }}},
         "Order statistics by a sort: the k-th smallest (kthvalue), the lower median (median; "
@@ -363,9 +359,7 @@ OFL_REGISTER_OPS({
         "isclose",
         {{"isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool "
           "equal_nan=False) -> Tensor",
-          [](const CallArgs& a) {
-            return isclose(a.tensor(0), a.tensor(1), a.number(2), a.number(3), a.flag(4));
-          }},
+          call_front<isclose>()},
          {"equal(Tensor input, Tensor other) -> Tensor",
           [](const CallArgs& a) {
             if (shape_of(a.tensor(0)) != shape_of(a.tensor(1)))
@@ -397,14 +391,10 @@ OFL_REGISTER_OPS({
         "Insertion indices into sorted boundaries, by counting comparisons (O(n m))"),
     composite(
         "cross",
-        {{"cross(Tensor input, Tensor other, int? dim=None) -> Tensor",
-          [](const CallArgs& a) { return cross(a.tensor(0), a.tensor(1), a.optional_integer(2)); }},
+        {{"cross(Tensor input, Tensor other, int? dim=None) -> Tensor", call_front<cross>()},
          {"diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> "
           "Tensor",
-          [](const CallArgs& a) {
-            return diff(a.tensor(0), a.integer(1), a.integer(2), a.optional_tensor(3),
-                        a.optional_tensor(4));
-          }},
+          call_front<diff>()},
          {"trapezoid(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
           [](const CallArgs& a) {
             return sum(trapezoids(a.tensor(0), a.tensor(1), 1, a.integer(2), "trapezoid"),
@@ -443,9 +433,8 @@ OFL_REGISTER_OPS({
                           a.integer(2));
           },
           kFunction},
-         {"dist(Tensor input, Tensor other, float p=2) -> Tensor",
-          [](const CallArgs& a) { return dist(a.tensor(0), a.tensor(1), a.number(2)); }},
-         {"angle(Tensor input) -> Tensor", [](const CallArgs& a) { return angle(a.tensor(0)); }}},
+         {"dist(Tensor input, Tensor other, float p=2) -> Tensor", call_front<dist>()},
+         {"angle(Tensor input) -> Tensor", call_front<angle>()}},
         "Vector calculus on samples: cross products, differences, the trapezoid rule, distances "
         "and the angle of real numbers"),
     composite(
@@ -482,8 +471,7 @@ OFL_REGISTER_OPS({
                    shape_str(shape_of(a.tensor(1))));
             return sum(mul(a.tensor(0), a.tensor(1)));
           }},
-         {"tensordot(Tensor a, Tensor b, int dims=2) -> Tensor",
-          [](const CallArgs& a) { return tensordot(a.tensor(0), a.tensor(1), a.integer(2)); },
+         {"tensordot(Tensor a, Tensor b, int dims=2) -> Tensor", call_front<tensordot>(),
           kFunction},
          {"cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) "
           "-> Tensor",
@@ -491,8 +479,7 @@ OFL_REGISTER_OPS({
             return cov(a.tensor(0), double(a.integer(1)), a.optional_tensor(2),
                        a.optional_tensor(3));
           }},
-         {"corrcoef(Tensor input) -> Tensor",
-          [](const CallArgs& a) { return corrcoef(a.tensor(0)); }}},
+         {"corrcoef(Tensor input) -> Tensor", call_front<corrcoef>()}},
         "beta * input + alpha * a product (addmv, addr, addbmm), dot products (vdot, "
         "tensordot) and covariance (cov, corrcoef)"),
     composite(

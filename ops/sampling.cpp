@@ -138,10 +138,7 @@ OFL_REGISTER_OPS({
      .compute = compute_sample_tokens,
      .api = {{"sample_tokens(Tensor logits, Tensor seeds, Tensor steps, Tensor temperature, "
               "Tensor top_k, Tensor top_p) -> Tensor",
-              [](const CallArgs& a) {
-                return sample_tokens(a.tensor(0), a.tensor(1), a.tensor(2), a.tensor(3),
-                                     a.tensor(4), a.tensor(5));
-              }}}},
+              call_front<sample_tokens>()}}},
     {.name = "multinomial",
      .num_inputs = 1,
      .differentiable = false,
@@ -156,9 +153,7 @@ OFL_REGISTER_OPS({
      .shard_attrs = multinomial_shard,
      .api = {{"multinomial(Tensor input, int num_samples, bool replacement=False, *, "
               "Generator? generator=None) -> Tensor",
-              [](const CallArgs& a) {
-                return multinomial(a.tensor(0), a.integer(1), a.flag(2), a.generator(3));
-              }}}},
+              call_front<multinomial>()}}},
 });
 
 }  // namespace ofl::internal

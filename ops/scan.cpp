@@ -127,9 +127,7 @@ OFL_REGISTER_OPS({
      .backward = cumsum_backward,
      .autocast = Autocast::kFloat32,
      .api = {{"cumsum(Tensor input, int dim, *, dtype? dtype=None) -> Tensor",
-              [](const CallArgs& a) {
-                return cumsum(a.tensor(0), a.integer(1), a.optional_dtype(2));
-              }}}},
+              call_front<cumsum>()}}},
     with_api({{"tril(Tensor input, int diagonal=0) -> Tensor"}}, triangular_def("tril", false)),
     with_api({{"triu(Tensor input, int diagonal=0) -> Tensor"}}, triangular_def("triu", true)),
 });

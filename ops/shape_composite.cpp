@@ -344,8 +344,7 @@ using V = std::vector<Tensor>;
 
 OFL_REGISTER_OPS({
     composite("flip",
-              {{"flip(Tensor input, int[] dims) -> Tensor",
-                [](const CallArgs& a) { return flip(a.tensor(0), a.ints(1)); }},
+              {{"flip(Tensor input, int[] dims) -> Tensor", call_front<flip>()},
                {"fliplr(Tensor input) -> Tensor",
                 [](const CallArgs& a) {
                   if (rank(a.tensor(0)) < 2) fail("fliplr", "input must be >= 2-d");
@@ -364,21 +363,14 @@ OFL_REGISTER_OPS({
               "Reversed along dims (flip, fliplr, flipud) and rotated by 90 degrees (rot90)"),
     composite("roll",
               {{"roll(Tensor input, int[] shifts, int[]? dims=None) -> Tensor",
-                [](const CallArgs& a) {
-                  return roll(a.tensor(0), a.ints(1), a.optional_ints(2));
-                }}},
+                call_front<roll>()}},
               "Elements shifted cyclically along dims (the flattened input without dims)"),
     composite("diag",
-              {{"diag(Tensor input, int diagonal=0) -> Tensor",
-                [](const CallArgs& a) { return diag(a.tensor(0), a.integer(1)); }},
+              {{"diag(Tensor input, int diagonal=0) -> Tensor", call_front<diag>()},
                {"diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor",
-                [](const CallArgs& a) {
-                  return diagonal(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
-                }},
+                call_front<diagonal>()},
                {"diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
-                [](const CallArgs& a) {
-                  return diag_embed(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
-                }},
+                call_front<diag_embed>()},
                {"diagflat(Tensor input, int offset=0) -> Tensor",
                 [](const CallArgs& a) { return diag(reshape(a.tensor(0), {-1}), a.integer(1)); }},
                {"trace(Tensor input) -> Tensor",
@@ -388,24 +380,18 @@ OFL_REGISTER_OPS({
                   return sum(diagonal(a.tensor(0), 0, 0, 1));
                 }},
                {"diagonal_copy(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor",
-                [](const CallArgs& a) {
-                  return diagonal(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
-                },
-                kFunction}},
+                call_front<diagonal>(), kFunction}},
               "Diagonals: taken (diag of a matrix, diagonal: a copy, not a view), made (diag of a "
               "vector, diag_embed, diagflat) and summed (trace)"),
     composite("take",
-              {{"take(Tensor input, Tensor index) -> Tensor",
-                [](const CallArgs& a) { return take(a.tensor(0), a.tensor(1)); }},
+              {{"take(Tensor input, Tensor index) -> Tensor", call_front<take>()},
                {"take_along_dim(Tensor input, Tensor indices, int? dim=None) -> Tensor",
-                [](const CallArgs& a) {
-                  return take_along_dim(a.tensor(0), a.tensor(1), a.optional_integer(2));
-                }}},
+                call_front<take_along_dim>()}},
               "Elements at indices of the flattened input (take) or along a dim (take_along_dim)"),
     composite(
         "tensor_split",
         {{"tensor_split(Tensor input, int sections, int dim=0) -> Tensor[]",
-          [](const CallArgs& a) { return tensor_split(a.tensor(0), a.integer(1), a.integer(2)); }},
+          call_front<tensor_split>()},
          {"tensor_split(Tensor input, int[] indices, int dim=0) -> Tensor[]",
           [](const CallArgs& a) {
             return split_at(a.tensor(0), a.ints(1),
@@ -427,7 +413,7 @@ OFL_REGISTER_OPS({
                             normalize_axis(a.integer(2), rank(a.tensor(0)), "tensor_split"));
           }},
          {"split_with_sizes(Tensor input, int[] split_sizes, int dim=0) -> Tensor[]",
-          [](const CallArgs& a) { return split_sizes(a.tensor(0), a.ints(1), a.integer(2)); }},
+          call_front<split_sizes>()},
          {"hsplit(Tensor input, int sections) -> Tensor[]",
           [](const CallArgs& a) {
             return split_even(a.tensor(0), a.integer(1), split_dim(a.tensor(0), "hsplit"),
@@ -465,29 +451,23 @@ OFL_REGISTER_OPS({
                                                     : std::optional<std::string>(a.str(1)));
                 },
                 kFunction},
-               {"broadcast_tensors(Tensor[] tensors) -> Tensor[]",
-                [](const CallArgs& a) { return broadcast_tensors(a.tensors(0)); }, kFunction},
-               {"cartesian_prod(Tensor[] tensors) -> Tensor",
-                [](const CallArgs& a) { return cartesian_prod(a.tensors(0)); }, kFunction},
-               {"block_diag(Tensor[] tensors) -> Tensor",
-                [](const CallArgs& a) { return block_diag(a.tensors(0)); }, kFunction},
-               {"kron(Tensor input, Tensor other) -> Tensor",
-                [](const CallArgs& a) { return kron(a.tensor(0), a.tensor(1)); }}},
+               {"broadcast_tensors(Tensor[] tensors) -> Tensor[]", call_front<broadcast_tensors>(),
+                kFunction},
+               {"cartesian_prod(Tensor[] tensors) -> Tensor", call_front<cartesian_prod>(),
+                kFunction},
+               {"block_diag(Tensor[] tensors) -> Tensor", call_front<block_diag>(), kFunction},
+               {"kron(Tensor input, Tensor other) -> Tensor", call_front<kron>()}},
               "Grids and products of tensors: meshgrid, broadcast_tensors, cartesian_prod, "
               "block_diag, kron"),
     composite("unravel_index",
               {{"unravel_index(Tensor indices, int[] shape) -> Tensor[]",
-                [](const CallArgs& a) { return unravel_index(a.tensor(0), a.ints(1)); },
-                kFunction}},
+                call_front<unravel_index>(), kFunction}},
               "Flat indices as coordinates in shape"),
     composite(
         "slice_scatter",
         {{"slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, int? end=None, int "
           "step=1) -> Tensor",
-          [](const CallArgs& a) {
-            return slice_scatter(a.tensor(0), a.tensor(1), a.integer(2), a.optional_integer(3),
-                                 a.optional_integer(4), a.integer(5));
-          }},
+          call_front<slice_scatter>()},
          {"select_scatter(Tensor input, Tensor src, int dim, int index) -> Tensor",
           [](const CallArgs& a) {
             const Tensor& x = a.tensor(0);
@@ -500,9 +480,7 @@ OFL_REGISTER_OPS({
             return slice_scatter(x, unsqueeze(a.tensor(1), d), d, i, i + 1, 1);
           }},
          {"index_fill(Tensor input, int dim, Tensor index, Tensor|Number value) -> Tensor",
-          [](const CallArgs& a) {
-            return index_fill(a.tensor(0), a.integer(1), a.tensor(2), a.tensor(3));
-          }}},
+          call_front<index_fill>()}},
         "input with src written into a slice (slice_scatter) or an index (select_scatter) of a "
         "dim, or value at indices of a dim (index_fill)"),
     composite(
@@ -551,8 +529,7 @@ OFL_REGISTER_OPS({
           kFunction},
          {"detach_copy(Tensor input) -> Tensor",
           [](const CallArgs& a) { return clone(detach(a.tensor(0))); }, kFunction},
-         {"alias_copy(Tensor input) -> Tensor",
-          [](const CallArgs& a) { return clone(a.tensor(0)); }, kFunction}},
+         {"alias_copy(Tensor input) -> Tensor", call_front<clone>(), kFunction}},
         "The flattened input (ravel) and the views' *_copy forms, which return new tensors"),
 });
 

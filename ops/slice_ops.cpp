@@ -161,9 +161,7 @@ OFL_REGISTER_OPS({
     {.name = "narrow",
      .sbp = &kSlice,
      .api = {{"narrow(Tensor input, int dim, int start, int length) -> Tensor",
-              [](const CallArgs& a) {
-                return narrow(a.tensor(0), a.integer(1), a.integer(2), a.integer(3));
-              }},
+              call_front<narrow>()},
              {"narrow(Tensor input, int dim, Tensor start, int length) -> Tensor",
               [](const CallArgs& a) {
                 const Tensor& start = a.tensor(2);
@@ -200,8 +198,7 @@ OFL_REGISTER_OPS({
      .view = select_view,
      .backward = select_grad,
      .complex = true,
-     .api = {{"select(Tensor input, int dim, int index) -> Tensor",
-              [](const CallArgs& a) { return select(a.tensor(0), a.integer(1), a.integer(2)); }}}},
+     .api = {{"select(Tensor input, int dim, int index) -> Tensor", call_front<select>()}}},
 });
 
 }  // namespace ofl::internal

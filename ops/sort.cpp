@@ -140,9 +140,7 @@ OFL_REGISTER_OPS({
          },
      .api = {{"argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> "
               "Tensor",
-              [](const CallArgs& a) {
-                return argsort(a.tensor(0), a.integer(1), a.flag(2), a.flag(3));
-              }}}},
+              call_front<argsort>()}}},
     {.name = "topk",
      .num_inputs = 1,
      .cost = elementwise_cost,

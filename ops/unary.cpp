@@ -140,7 +140,7 @@ OFL_REGISTER_OPS({
     unary_def("neg", UnaryOp::kNeg, kLinearUnary, kSaveNone,
               [](const Tensor& g, const Tensor&, const Tensor&, const Attrs&) { return neg(g); }),
     // Through its front end, which takes complex64 too (|z|, as hypot of the parts).
-    with_api({{"abs(Tensor input) -> Tensor", [](const CallArgs& a) { return abs(a.tensor(0)); }}},
+    with_api({{"abs(Tensor input) -> Tensor", call_front<abs>()}},
              unary_def("abs", UnaryOp::kAbs, kEw, kX,
                        [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs&) {
                          return mul(g, sign(x));
@@ -181,7 +181,7 @@ OFL_REGISTER_OPS({
                 return mul(g, logical_not(le(y, k(0))));  // PyTorch's: NaN passes the gradient
               }),
     with_api({{"gelu(Tensor input, str approximate='none') -> Tensor",
-               [](const CallArgs& a) { return gelu(a.tensor(0), a.str(1)); }}},
+               call_front<gelu>()}},
              unary_def("gelu", UnaryOp::kGelu, kEw, kX,
                        [](const Tensor& g, const Tensor& x, const Tensor&, const Attrs& a) {
                          const bool tanh = a.get<std::string>("approximate") == "tanh";
@@ -378,11 +378,9 @@ Tensor nan_to_num(const CallArgs& a) {
 
 OFL_REGISTER_OPS({
     {.name = "isfinite",
-     .api =
-         {{"isfinite(Tensor input) -> Tensor",
-           [](const CallArgs& a) { return isfinite(a.tensor(0)); }},
-          {"isinf(Tensor input) -> Tensor", [](const CallArgs& a) { return isinf(a.tensor(0)); }},
-          {"isnan(Tensor input) -> Tensor", [](const CallArgs& a) { return isnan(a.tensor(0)); }}},
+     .api = {{"isfinite(Tensor input) -> Tensor", call_front<isfinite>()},
+             {"isinf(Tensor input) -> Tensor", call_front<isinf>()},
+             {"isnan(Tensor input) -> Tensor", call_front<isnan>()}},
      .doc = "Where the elements are finite (isfinite), infinite (isinf) or NaN (isnan)"},
     {.name = "nan_to_num",
      .api = {{"nan_to_num(Tensor input, float nan=0.0, float? posinf=None, float? neginf=None) "
