@@ -52,11 +52,13 @@ echo "== build"
 time scripts/build.sh --no-index "${defines[@]}"
 # A copy of the C++ runtime in the library crashed every error message on such a machine
 # (CMakeLists.txt): say which link input brought it, if it is back.
-lib=build/py/liboneflowlike.so
-if nm -D --defined-only "$lib" | grep -q _ZNSt6locale7classicEv; then
-  echo "!! $lib carries libstdc++'s own symbols; g++ finds: $(g++ -print-file-name=libstdc++.so)"
-  cmd=$(cd build/py && ninja -t commands liboneflowlike.so | tail -1)
-  cmd=${cmd% && :}  # ninja's command is ": && g++ ... && :"
-  relink=${cmd/-o liboneflowlike.so/-o /tmp/relink.so}
-  (cd build/py && eval "$relink -Wl,-y,_ZNSt6locale7classicEv")
-fi
+for name in liboneflowlike.so liboneflowlike_cuda.so; do
+  lib=build/py/$name
+  if nm -D --defined-only "$lib" | grep -q _ZNSt6locale7classicEv; then
+    echo "!! $lib carries libstdc++'s own symbols; g++ finds: $(g++ -print-file-name=libstdc++.so)"
+    cmd=$(cd build/py && ninja -t commands "$name" | tail -1)
+    cmd=${cmd% && :}  # ninja's command is ": && g++ ... && :"
+    relink=${cmd/-o $name/-o /tmp/relink.so}
+    (cd build/py && eval "$relink -Wl,-y,_ZNSt6locale7classicEv")
+  fi
+done
