@@ -25,7 +25,13 @@ struct Geometry {
   bool direct;
   // Images run in parallel, each GEMM on one thread (else one image at a time).
   bool batch_parallel;
-  int64_t batch_grain() const { return batch_parallel ? 1 : std::max<int64_t>(N, 1); }
+  // The forward and the input gradient also run images in parallel when there are enough to
+  // keep every thread busy: each thread's im2col then feeds its own GEMM from cache, with no
+  // join per image (1.3x to 1.9x for a 16-image stride-2 conv here). The weight gradient's
+  // chunks are fixed by the shapes alone, so its sums do not depend on the thread count.
+  int64_t batch_grain() const {
+    return batch_parallel || N >= get_num_threads() ? 1 : std::max<int64_t>(N, 1);
+  }
 };
 
 Geometry geometry(const Shape& xs, const Shape& ws, const Window2d& win, int64_t groups) {
@@ -165,7 +171,7 @@ void conv_weight_grad(const Tensor& gy, const Tensor& x, const Window2d& win, in
   }
   // A fixed number of batch chunks, each summing into its own buffer (chunk 0 into gw).
   const int64_t most = std::min(g.N, (int64_t{1} << 24) / std::max<int64_t>(size, 1));
-  const int64_t chunks = g.batch_parallel ? std::clamp<int64_t>(most, 1, 8) : 1;
+  const int64_t chunks = std::clamp<int64_t>(most, 1, 8);
   const int64_t per = ceil_div(g.N, chunks);
   std::vector<std::vector<T>> partial(chunks - 1, std::vector<T>(size));
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
