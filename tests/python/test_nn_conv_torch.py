@@ -274,3 +274,24 @@ def test_constructor_errors():
         nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
     with pytest.raises(ValueError, match="output size"):
         nn.ConvTranspose2d(1, 1, 3, stride=2)(flow.zeros(1, 1, 3, 3), output_size=(9, 9))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolutions_give_the_same_bits_on_any_number_of_threads(transposed):
+    # Images run in parallel when there are as many as threads; the weight gradient sums its
+    # batch in chunks fixed by the shapes, so no result depends on the thread count.
+    x = flow.tensor(_arr((8, 16, 12, 12)).astype(np.float32), requires_grad=True)
+    m = nn.ConvTranspose2d(16, 8, 4, 2, 1) if transposed else nn.Conv2d(16, 8, 3, 2, 1)
+    runs = []
+    try:
+        for threads in (1, 2, 3):
+            flow.set_num_threads(threads)
+            x.grad, m.weight.grad = None, None
+            y = m(x)
+            (y * y).sum().backward()
+            runs.append([t.detach().numpy().copy() for t in (y, x.grad, m.weight.grad)])
+    finally:
+        flow.set_num_threads(0)
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
