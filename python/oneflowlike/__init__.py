@@ -52,21 +52,24 @@ for _sig in _C.op_signatures():
         globals()[_name] = getattr(_C, _name)
 del _sig, _name
 
-from ._tensor_api import (  # noqa: F401,E402
+from ._creation import (
     set_default_device,
     get_default_device,
     tensor,
     as_tensor,
-    allclose,
-    equal,
+)  # noqa: F401,E402,E501
+from .autograd.grad_mode import (
     no_grad,
     enable_grad,
     set_grad_enabled,
     inference_mode,
+)  # noqa: F401,E402,E501
+from ._dtype_info import finfo, iinfo  # noqa: F401,E402
+from ._dlpack import from_dlpack  # noqa: F401,E402
+from ._tensor_api import (  # noqa: F401,E402
+    allclose,
+    equal,
     Size,
-    finfo,
-    iinfo,
-    from_dlpack,
     numel,
     is_tensor,
     index_copy,
@@ -170,5 +173,5 @@ _global_mod.install(Tensor)
 to_global, to_local = _global_mod.to_global, _global_mod.to_local  # OneFlow's functions
 globals().update(_tensor_api._tensor_types())  # LongTensor, FloatTensor, ... (dtype checks)
 from . import jit  # noqa: E402,F401
-from .utils import dlpack as _dlpack  # noqa: E402,F401  (flow.utils.dlpack)
+from .utils import dlpack as _utils_dlpack  # noqa: E402,F401  (flow.utils.dlpack)
 from ._vmap import vmap, func  # noqa: E402,F401  (torch.vmap, torch.func.vmap)

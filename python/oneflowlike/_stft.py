@@ -5,7 +5,7 @@ the overlap-added squared window. Gradients flow to the signal and the window.""
 from . import _C
 from . import fft as _fft
 from . import nn as _nn
-from ._tensor_api import tensor as _tensor
+from ._creation import tensor as _tensor
 
 __all__ = ["stft", "istft"]
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from . import _C
 from ._C import Tensor
-from ._tensor_api import no_grad, tensor
+from ._creation import tensor
+from .autograd.grad_mode import no_grad
 
 __all__ = [
     "unique",

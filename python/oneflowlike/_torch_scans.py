@@ -10,7 +10,8 @@ import math
 
 from . import _C
 from ._C import Tensor
-from ._tensor_api import no_grad, tensor
+from ._creation import tensor
+from .autograd.grad_mode import no_grad
 from ._torch_counting import *  # noqa: F401,F403
 from ._torch_counting import __all__ as _counting_all, _return_type, _wrap_dim
 from ._torch_scatter_reduce import *  # noqa: F401,F403

@@ -8,7 +8,7 @@ the products exactly (zeros included)."""
 
 from . import _C
 from ._C import Tensor
-from ._tensor_api import no_grad
+from .autograd.grad_mode import no_grad
 from ._torch_counting import _wrap_dim
 
 __all__ = ["scatter_reduce", "index_reduce"]

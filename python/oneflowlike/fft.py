@@ -11,7 +11,7 @@ import math
 
 from . import _C
 from . import nn as _nn
-from ._tensor_api import tensor as _tensor
+from ._creation import tensor as _tensor
 
 __all__ = [
     "fft",

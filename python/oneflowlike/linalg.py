@@ -7,7 +7,8 @@ import math
 import numbers
 
 from . import _C
-from ._tensor_api import finfo, no_grad
+from ._dtype_info import finfo
+from .autograd.grad_mode import no_grad
 from . import _linalg_solvers as _ls
 from ._linalg_solvers import *  # noqa: F401,F403
 from ._linalg_solvers import __all__ as _solver_names

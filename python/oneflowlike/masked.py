@@ -6,7 +6,7 @@ ops: autograd, meta, global tensors and nn.Graph come from the ops. MaskedTensor
 supported."""
 
 from . import _C
-from ._tensor_api import iinfo
+from ._dtype_info import iinfo
 from .linalg import _cumprod, vector_norm
 
 __all__ = [

@@ -287,7 +287,7 @@ py::object to_python(CallResult r, const Schema& s, const py::args& args) {
 }
 
 // A creation signature (ApiBind kCreation): the row's call builds the whole tensor on the device
-// it is given, and the front end's one policy (oneflowlike/_tensor_api.py: _place, and
+// it is given, and the front end's one policy (oneflowlike/_creation.py: _place, and
 // _place_like for the *_like functions) picks that device and lays the tensor out: the default
 // device, placement= and sbp=, the global mode, a global input's layout, requires_grad.
 // Placement and SBP arguments are given by keyword.
@@ -320,11 +320,11 @@ py::object create(const Overload& o, std::vector<ArgValue> values, bool method,
     return std::get<Tensor>(call_api(*o.def, *o.api, CallArgs(std::move(v))));
   });
   // Leaked on purpose, as the named tuple types are.
-  static const auto& tensor_api = *new py::object(py::module_::import("oneflowlike._tensor_api"));
+  static const auto& policy = *new py::object(py::module_::import("oneflowlike._creation"));
   if (!input.is_none() && !method)
-    return tensor_api.attr("_place_like")(s.name, build, input, where, requires_grad, random);
+    return policy.attr("_place_like")(s.name, build, input, where, requires_grad, random);
   if (method && where.is_none()) where = input.attr("device");  // on input's device
-  return tensor_api.attr("_place")(s.name, build, where, kwarg("placement"), kwarg("sbp"),
+  return policy.attr("_place")(s.name, build, where, kwarg("placement"), kwarg("sbp"),
                                    requires_grad, random);
 }
 

@@ -111,7 +111,7 @@ def test_int_arguments_refuse_floats_and_accept_numpy_integers():
     assert x.unsqueeze(np.int64(0)).shape == (1, 2, 3)
 
 
-# Creation signatures (ApiBind kCreation): the row builds the tensor; _tensor_api._place puts it.
+# Creation signatures (ApiBind kCreation): the row builds the tensor; _creation._place puts it.
 def test_creation_functions_are_bound_from_their_rows_with_the_placing_keywords():
     creation = [s for s in _C.op_signatures() if s["creation"]]
     names = {s["schema"].split("(")[0] for s in creation}

@@ -1,6 +1,7 @@
 """flow.autograd: backward and grad over the recorded graph."""
 
 from .. import _C
+from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 
 
 def _as_list(x):

@@ -2,7 +2,7 @@
 speaks DLPack, for CPU tensors of numpy's dtypes (Tensor.__dlpack__ exports through the tensor's
 numpy view; CUDA memory and bfloat16 raise, saying so)."""
 
-from .._tensor_api import from_dlpack  # noqa: F401
+from .._dlpack import from_dlpack  # noqa: F401
 
 
 def to_dlpack(tensor):

@@ -1,7 +1,7 @@
 """flow.utils.global_view, as OneFlow's: global_mode (creation ops make global tensors inside it),
 current_global_mode, and to_global / to_local over a tensor, list, tuple or dict (state dicts).
 
-Also what creation ops ask (through _tensor_api): the layout a new tensor takes, from the global
+Also what creation ops ask (through _creation.py): the layout a new tensor takes, from the global
 mode or from a global tensor's device (`flow.arange(n, device=x.device)` with x global)."""
 
 import threading
