@@ -145,7 +145,9 @@ def _build_examples(root, build):
     assert os.path.isfile(os.path.join(prefix, "oneflowlike", "oneflowlikeConfig.cmake"))
     for cmd in (
         ["cmake", "-S", os.path.join(root, "examples", "cpp"), "-B", str(build), "-G", "Ninja"]
-        + [f"-DCMAKE_PREFIX_PATH={prefix}"],
+        # Unoptimised (no build type's flags): the programs are thin over the installed
+        # library, and they compile in 20 s of CPU instead of 37 s.
+        + [f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=None"],
         ["cmake", "--build", str(build)],
     ):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
