@@ -39,11 +39,12 @@ def fmt_time(s):
     return f"{s:7.2f} s "
 
 
-def report(rows, peers):
-    """Prints one line per case: our time, each peer's time, and peer/ours (>1: we are faster)."""
+def report(rows, peers, spreads=None):
+    """Prints one line per case: our time, each peer's time, and peer/ours (>1: we are faster);
+    with spreads ({(case, peer): (lo, hi)}), the range of that ratio over repeated rounds."""
     header = f"{'case':44s} {'oneflowlike':>12s}"
     for p in peers:
-        header += f" {p:>12s} {'x vs ' + p:>10s}"
+        header += f" {p:>12s} {'x vs ' + p:>10s}" + (f" {'range':>11s}" if spreads else "")
     print(header)
     print("-" * len(header))
     for name, ours, others in rows:
@@ -51,6 +52,9 @@ def report(rows, peers):
         for p in peers:
             t = others.get(p)
             line += f" {fmt_time(t) if t else '-':>12s} {f'{t / ours:9.2f}x' if t else '-':>10s}"
+            if spreads:
+                lo, hi = spreads.get((name, p), (None, None))
+                line += f" {f'{lo:.2f}-{hi:.2f}' if lo else '-':>11s}"
         print(line)
 
 

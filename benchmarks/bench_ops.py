@@ -187,6 +187,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer, smaller cases")
     ap.add_argument("--baseline", metavar="PYTHON", help="interpreter with an earlier build")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every library N times, in turn: each case's best time, and the range of its "
+        "per-round ratios (a neighbour's load that comes and goes moves one round, not the figure)",
+    )
     ap.add_argument("--lib", help=argparse.SUPPRESS)  # child mode: measure one library
     args = ap.parse_args()
     extra = (["--quick"] if args.quick else []) + ["--device", args.device]
@@ -195,14 +202,34 @@ def main():
         return
     torch = ["torch"] if importlib.util.find_spec("torch") else []
     peers = torch if args.device == "cuda" else ["numpy"] + torch
-    ours = run_child(__file__, "oneflowlike", extra)
-    theirs = {p: run_child(__file__, p, extra) for p in peers}
     if args.baseline:
         peers.append("baseline")
-        theirs["baseline"] = run_child(__file__, "oneflowlike", extra, python=args.baseline)
-    print(f"cores: {os.cpu_count()}; device: {args.device}; peers: {', '.join(peers)}")
-    rows = [(name, t, {p: theirs[p].get(name) for p in peers}) for name, t in ours.items()]
-    report(rows, peers)
+    runs = {lib: [] for lib in ["oneflowlike", *peers]}
+    for _ in range(max(args.rounds, 1)):  # each round measures every library, one after another
+        runs["oneflowlike"].append(run_child(__file__, "oneflowlike", extra))
+        for p in peers:
+            python = args.baseline if p == "baseline" else None
+            runs[p].append(run_child(__file__, "oneflowlike" if python else p, extra, python))
+    best = {
+        lib: {case: min(r[case] for r in rs if case in r) for case in rs[0]}
+        for lib, rs in runs.items()
+    }
+    spreads = None
+    if args.rounds > 1:
+        spreads = {}
+        for p in peers:
+            for case in best["oneflowlike"]:
+                ratios = [
+                    t[case] / o[case] for o, t in zip(runs["oneflowlike"], runs[p]) if case in t
+                ]
+                if ratios:
+                    spreads[(case, p)] = (min(ratios), max(ratios))
+    rounds = f"; best of {args.rounds} rounds" if args.rounds > 1 else ""
+    print(f"cores: {os.cpu_count()}; device: {args.device}; peers: {', '.join(peers)}{rounds}")
+    rows = [
+        (name, t, {p: best[p].get(name) for p in peers}) for name, t in best["oneflowlike"].items()
+    ]
+    report(rows, peers, spreads)
 
 
 if __name__ == "__main__":
