@@ -90,15 +90,66 @@ Segment device_segment(const StageOption& o, const std::vector<int>& first, int 
   return segment(o, ranges, s, S, recompute);
 }
 
-// The interleaved schedule's split: the repeated layers (rows 1 .. L - 2) evenly into
-// `virtual_stages`, the first row with the first and the last with the last. Empty when they do
-// not divide.
-std::vector<int> even_split(int rows, int virtual_stages) {
-  const int repeated = rows - 2;
-  if (virtual_stages < 1 || repeated < virtual_stages || repeated % virtual_stages) return {};
+// The interleaved schedule's split, given how many of the R repeated layers (rows 1 .. L - 2)
+// each device runs: device s's d_s in v chunks of d_s / v (the first d_s % v chunks one more),
+// chunk k being virtual stage k S + s; the first row goes with virtual stage 0, the last with the
+// last.
+std::vector<int> interleaved_first(const std::vector<int>& per_device, int v) {
+  const int S = int(per_device.size());
   std::vector<int> first{0};
-  for (int c = 1; c < virtual_stages; ++c) first.push_back(1 + c * (repeated / virtual_stages));
+  for (int c = 0, next = 1; c + 1 < S * v; ++c) {
+    const int d = per_device[size_t(c % S)], k = c / S;
+    next += d / v + (k < d % v);
+    first.push_back(next);
+  }
   return first;
+}
+
+// The interleaved schedule's split least in max_s ((m - 1/v) t_s + U_s) within the budget: how
+// many repeated layers each device runs (at least one a chunk), by a min-max dynamic program over
+// (device, layers so far). Only a device's count matters where the repeated layers cost alike
+// (plan_pipeline's options: one traced layer's costs for each), which the program assumes,
+// pricing each device's layers as rows 1.. (with the first and last rows on the first and last
+// devices); the choice is then priced on the real rows. Empty when the layers are too few.
+std::vector<int> interleaved_split(const StageOption& o, int S, bool recompute, double budget) {
+  const int L = int(o.layers.size()), R = L - 2, v = o.chunks;
+  if (R < S * v) return {};
+  // Device s's finish running d layers, inf where it overruns the budget.
+  const auto finish = [&](int s, int d) {
+    std::vector<std::pair<int, int>> ranges;
+    for (int k = 0; k < v; ++k) {
+      const int n = d / v + (k < d % v);
+      ranges.emplace_back(1, 1 + n);
+    }
+    if (s == 0) ranges.front().first = 0;
+    if (s == S - 1) ranges.back() = {L - 1 - (ranges.back().second - 1), L};
+    const Segment g = segment(o, ranges, s, S, recompute);
+    return g.bytes > budget ? kInf : (o.micro_batches - 1.0 / v) * g.seconds + g.update;
+  };
+  // best[s][j]: the least max over devices 0..s-1 running j layers; take[s][j]: device s-1's.
+  std::vector<std::vector<double>> best(size_t(S) + 1, std::vector<double>(size_t(R) + 1, kInf));
+  std::vector<std::vector<int>> take(size_t(S) + 1, std::vector<int>(size_t(R) + 1, 0));
+  best[0][0] = -kInf;
+  for (int s = 1; s <= S; ++s) {
+    const int most = R - (S - s) * v;  // leave a layer a chunk for the devices after
+    std::vector<double> cost(size_t(most) + 1, kInf);
+    for (int d = v; d <= most; ++d) cost[size_t(d)] = finish(s - 1, d);
+    for (int j = s * v; j <= most; ++j)
+      for (int d = v; d <= j - (s - 1) * v; ++d) {
+        const double before = best[size_t(s) - 1][size_t(j - d)];
+        if (before == kInf || cost[size_t(d)] == kInf) continue;
+        const double m = std::max(before, cost[size_t(d)]);
+        if (m < best[size_t(s)][size_t(j)])
+          best[size_t(s)][size_t(j)] = m, take[size_t(s)][size_t(j)] = d;
+      }
+  }
+  std::vector<int> per_device(size_t(S), v);  // nothing fits: the even counts, for the bytes
+  if (best[size_t(S)][size_t(R)] != kInf)
+    for (int s = S, j = R; s > 0; j -= take[size_t(s)][size_t(j)], --s)
+      per_device[size_t(s) - 1] = take[size_t(s)][size_t(j)];
+  else
+    for (int s = 0; s < S; ++s) per_device[size_t(s)] = R / S + (s < R % S);
+  return interleaved_first(per_device, v);
 }
 
 }  // namespace
@@ -236,29 +287,29 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
     const int S = total_devices / o.devices_per_stage;
     if (S > L || o.micro_batches < 1 || o.chunks < 1) continue;
     // The interleaved schedule sends micro-batches through in groups of S (Megatron-LM's, and
-    // the executor's: graph/pipeline/schedule.h), over layers split evenly.
+    // the executor's: graph/pipeline/schedule.h).
     if (o.chunks > 1 && o.micro_batches % S) continue;
-    const std::vector<int> even = o.chunks > 1 ? even_split(L, S * o.chunks) : std::vector<int>{};
-    if (o.chunks > 1 && even.empty()) continue;
+    if (o.chunks > 1 && L - 2 < S * o.chunks) continue;  // a layer a virtual stage
     for (bool recompute : settings) {
-      if (o.chunks > 1) {  // the interleaved schedule: the even split, if it fits
+      if (o.chunks > 1) {  // the interleaved schedule: the best counts a device, if they fit
+        const std::vector<int> first = interleaved_split(o, S, recompute, budget);
         PipelineChoice c{.option = int(k),
                          .stages = S,
                          .devices_per_stage = o.devices_per_stage,
                          .micro_batches = o.micro_batches,
                          .chunks = o.chunks,
                          .recompute = recompute,
-                         .first_layer = even};
+                         .first_layer = first};
         double most = 0;
         for (int s = 0; s < S; ++s) {
-          c.stage_bytes.push_back(stage_bytes(o, even, s, recompute));
+          c.stage_bytes.push_back(stage_bytes(o, first, s, recompute));
           most = std::max(most, c.stage_bytes.back());
         }
         if (most > budget) {
           least_bytes = std::min(least_bytes, most);
           continue;
         }
-        c.seconds = pipeline_seconds(o, even, recompute, &c.stage_seconds);
+        c.seconds = pipeline_seconds(o, first, recompute, &c.stage_seconds);
         if (c.seconds < best.seconds) best = std::move(c);
         continue;
       }
@@ -293,16 +344,20 @@ PipelineChoice plan_stages(const std::vector<StageOption>& options, int total_de
     }
   }
   if (best.seconds == kInf)
-    fail("auto_parallel", "no pipeline fits the memory budget of ", std::llround(budget),
-         " bytes per device: the least any choice of stages, micro-batches and recomputation ",
+    fail("auto_parallel", "no pipeline fits ",
+         std::isfinite(budget)
+             ? "the memory budget of " + std::to_string(std::llround(budget)) + " bytes per device"
+             : std::string("(with no memory budget)"),
+         ": the least any choice of stages, micro-batches and recomputation ",
          allowed == Recompute::kAlways  ? "(always recomputing) "
          : allowed == Recompute::kNever ? "(never recomputing) "
                                         : "",
          "needs is ",
          std::isfinite(least_bytes)
              ? std::to_string(std::llround(least_bytes)) + " bytes"
-             : std::string("unknown (no option has a valid stage count, or chunks that divide the "
-                           "layers and micro-batches that divide into the stages)"));
+             : std::string(
+                   "unknown (no option has a valid stage count, or a repeated layer for each of "
+                   "its virtual stages and micro-batches that divide into the stages)"));
   return best;
 }
 

@@ -72,9 +72,12 @@ Recompute parse_recompute(const std::string& name);
 // Exact: a min-max dynamic program over (stage, layers so far) per option. Raises when nothing
 // fits, with the least memory any choice needs.
 //
-// An option of chunks v > 1 (the interleaved schedule) splits the repeated layers evenly into
-// S x v virtual stages (the option is skipped where they do not divide), the rows before and
-// after them going to the first and last; device s runs virtual stages s, s + S, ... Then
+// An option of chunks v > 1 (the interleaved schedule) splits the repeated layers into S x v
+// virtual stages of at least a layer each (the option is skipped where there are fewer layers),
+// the rows before and after them going to the first and last; device s runs virtual stages s,
+// s + S, ... How many layers each device runs is chosen (Llama 3's 126 layers on 16 stages: not
+// every device the same count), its chunks as even as they go; exact where the repeated layers
+// cost alike, as plan_pipeline's do. Then
 //   T = (1/v) sum_s t_s + max_s ((m - 1/v) t_s + U_s)
 // (the bubble shrinks v-fold: (m + (S - 1)/v) t for equal stages, Narayanan et al. 2021), t_s
 // with 2v - [s = 0] - [s = S - 1] sends, and device s holds

@@ -184,12 +184,12 @@ TEST(StagePlanner, TheInterleavedScheduleShrinksTheBubbleByItsChunksAndCountsIts
   EXPECT_EQ(one.chunks, 1);
   EXPECT_DOUBLE_EQ(one.seconds, (4 + 1) * 12 + 1);
   EXPECT_NE(interleaved.str().find("interleaved in 2 chunks a device"), std::string::npos);
-  // 3 chunks of 2 stages do not divide 8 layers: no choice, and the error says why.
-  o.chunks = 3;
-  EXPECT_NE(error_of([&] {
-              plan_stages({o}, 2, 1e9);
-            }).find("no option has a valid stage count, or chunks that divide the layers"),
-            std::string::npos);
+  // 5 chunks of 2 stages leave a virtual stage without a layer: no choice, and the error says
+  // why (with no budget, said as such).
+  o.chunks = 5;
+  const std::string none = error_of([&] { plan_stages({o}, 2, 1.0 / 0.0); });
+  EXPECT_NE(none.find("no pipeline fits (with no memory budget)"), std::string::npos) << none;
+  EXPECT_NE(none.find("a repeated layer for each of its virtual stages"), std::string::npos);
   // Nor 3 micro-batches on 2 stages interleaved: they go through in groups of the stages, as
   // the executor's schedule runs them (make_schedule refuses the same).
   o.chunks = 2;
@@ -201,4 +201,53 @@ TEST(StagePlanner, TheInterleavedScheduleShrinksTheBubbleByItsChunksAndCountsIts
   namespace pipeline = ofl::internal::graph::pipeline;
   EXPECT_THROW(pipeline::make_schedule(pipeline::ScheduleKind::kInterleaved, 2, 3, 2),
                ofl::internal::Error);
+}
+
+TEST(StagePlanner, TheInterleavedScheduleSplitsLayersUnevenlyAsWellAsEnumeratingEverySplit) {
+  // Equal repeated layers between a first and a last row of their own costs; the stages'
+  // counts need not divide (Llama 3: 126 layers on 16 stages). Against every split into S v
+  // virtual stages of at least a repeated layer each, over budgets that bind.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.2, 3.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int S = 2 + trial % 2, v = 2, R = 7 + trial % 4, L = R + 2;
+    StageOption o{
+        .devices_per_stage = 1, .micro_batches = 2 * S, .chunks = v, .send_seconds = 0.1 * u(rng)};
+    const auto row = [&] {
+      return LayerCost{.forward = u(rng),
+                       .backward = 2 * u(rng),
+                       .update = 0.3 * u(rng),
+                       .state_bytes = 10 * u(rng),
+                       .activation_bytes = 20 * u(rng),
+                       .input_bytes = u(rng)};
+    };
+    const LayerCost layer = row();
+    o.layers.push_back(row());
+    o.layers.insert(o.layers.end(), size_t(R), layer);
+    o.layers.push_back(row());
+    for (double budget : {1e9, 200.0, 120.0, 80.0}) {
+      double want = 1.0 / 0.0;
+      for (unsigned mask = 0; mask < (1u << (L - 1)); ++mask) {  // cuts among the gaps
+        if (__builtin_popcount(mask) != S * v - 1) continue;
+        std::vector<int> first{0};
+        for (int g = 0; g < L - 1; ++g)
+          if (mask >> g & 1) first.push_back(g + 1);
+        if (first[1] < 2 || first.back() > L - 2) continue;  // a virtual stage of no layer
+        for (bool recompute : {false, true}) {
+          bool fits = true;
+          for (int s = 0; s < S; ++s) fits &= stage_bytes(o, first, s, recompute) <= budget;
+          if (fits) want = std::min(want, pipeline_seconds(o, first, recompute));
+        }
+      }
+      if (want == 1.0 / 0.0) {
+        EXPECT_NE(error_of([&] { plan_stages({o}, S, budget); }).find("no pipeline fits"),
+                  std::string::npos);
+        continue;
+      }
+      const PipelineChoice got = plan_stages({o}, S, budget);
+      EXPECT_NEAR(got.seconds, want, 1e-12 * want) << "trial " << trial << " budget " << budget;
+      EXPECT_EQ(got.first_layer.size(), size_t(S * v));
+      for (double b : got.stage_bytes) EXPECT_LE(b, budget);
+    }
+  }
 }

@@ -130,8 +130,24 @@ def test_the_interleaved_schedule_splits_evenly_and_the_plan_lays_virtual_stages
         assert stage[0] == k // 2 and stage[1] == places[(k // 2) % 2], k
 
 
-def test_chunks_that_divide_no_stage_count_raise_saying_so():
-    with pytest.raises(RuntimeError, match="or chunks that divide the layers"):
-        plan(None, [2], chunks=(3,))  # 2 stages x 3 chunks do not divide 8 layers
+def test_virtual_stages_need_not_divide_the_layers_but_each_needs_one():
+    p = plan(None, [2], chunks=(3,))  # 2 stages x 3 chunks over 8 layers: 2, 1, 1 a device
+    assert (p.stages, p.chunks) == (2, 3)
+    assert sorted(r.stop - r.start for r in p.stage_layers()) == [1, 1, 1, 1, 2, 2]
+    assert sum(r.stop - r.start for r in p.stage_layers()) == LAYERS
+    with flow.device("meta"):  # apply: each block on its virtual stage's device
+        model = GPT(GPTConfig(65, 32, LAYERS, 4, 64))
+    children = [m for _, m in model.named_children()]
+    cut = children.index(model.blocks)
+    cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
+    p.apply(model, model.blocks, children[:cut], children[cut + 1 :], cluster)
+    places = p.placements(cluster)
+    for c, layers in enumerate(p.stage_layers()):
+        for k in layers:
+            assert model.blocks[k].__dict__["_pipeline_stage"][:2] == (c, places[c % 2]), k
+    with pytest.raises(RuntimeError, match="a repeated layer for each of its virtual stages"):
+        plan(None, [2], chunks=(5,))  # 2 stages x 5 chunks: more virtual stages than layers
+    with pytest.raises(RuntimeError, match=r"no pipeline fits \(with no memory budget\)"):
+        plan(float("inf"), [2], chunks=(5,))
     with pytest.raises(RuntimeError, match="chunks .* must be one or more counts of at least 1"):
         plan(None, [2], chunks=(0,))
