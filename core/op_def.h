@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_cost.h"
 #include "core/op_schema.h"
 #include "core/shape.h"
 #include "core/tensor.h"
@@ -70,11 +71,6 @@ struct TensorMeta {
   std::string str() const;
 };
 
-// Work of one call on one device, for the roofline cost model.
-struct OpCost {
-  double flops = 0;
-  double bytes = 0;  // read + written
-};
 using CostFn = OpCost (*)(const std::vector<Shape>& inputs, const Shape& output, DType dtype);
 
 // The 1-d SBP signatures an op accepts (sbp/signature.h); opaque to core.

@@ -160,15 +160,25 @@ double attention_flops(const std::vector<Shape>& in, size_t q, double over_d, do
   return 2 * pairs * (over_d * double(qs[3]) + over_dv * double(vs[3]));
 }
 
+// Priced as its q k^T GEMMs, one a batch and head (the fused kernel's tiles are query rows by
+// key columns, its K the head width).
+GemmShape attention_gemm(const std::vector<Shape>& in, size_t q) {
+  const Shape &qs = in[q], &ks = in[q + 1];
+  if (qs.size() != 4 || ks.size() != 4) return {};
+  return {double(qs[0]) * double(qs[1]), double(qs[2]), double(ks[2]), double(qs[3])};
+}
+
 OpCost attention_cost(const std::vector<Shape>& in, const Shape& out, DType dtype) {
   OpCost c = elementwise_cost(in, out, dtype);
   c.flops = attention_flops(in, 0, 1, 1);
+  c.gemm = attention_gemm(in, 0);
   return c;
 }
 
 OpCost attention_backward_cost(const std::vector<Shape>& in, const Shape& out, DType dtype) {
   OpCost c = elementwise_cost(in, out, dtype);
   c.flops = attention_flops(in, 1, 3, 2);
+  c.gemm = attention_gemm(in, 1);
   return c;
 }
 

@@ -133,6 +133,10 @@ std::vector<Tensor> matmul_sum_backward(const BackwardArgs& args) {
 OpCost matmul_sum_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
   OpCost cost = elementwise_cost(inputs, output, dtype);
   cost.flops = 2.0 * static_cast<double>(numel_of(inputs.at(0)) * output.back());
+  // One GEMM whose K runs over the batch too (a linear's weight gradient: x^T g).
+  if (output.size() >= 2 && output.end()[-2] > 0)
+    cost.gemm = {1, static_cast<double>(output.end()[-2]), static_cast<double>(output.back()),
+                 static_cast<double>(numel_of(inputs.at(0)) / output.end()[-2])};
   return cost;
 }
 

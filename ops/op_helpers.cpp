@@ -107,9 +107,17 @@ OpCost view_cost(const std::vector<Shape>&, const Shape&, DType) {
 
 OpCost matmul_cost(const std::vector<Shape>& inputs, const Shape& output, DType dtype) {
   const Shape& a = inputs.at(0);
-  double k = a.empty() ? 1 : static_cast<double>(a.back());
+  const Shape b = inputs.size() > 1 ? inputs[1] : Shape{};
+  const double k = a.empty() ? 1 : static_cast<double>(a.back());
+  const double elems = static_cast<double>(numel_of(output));
   auto cost = elementwise_cost(inputs, output, dtype);
-  cost.flops = 2.0 * static_cast<double>(numel_of(output)) * k;
+  cost.flops = 2.0 * elems * k;
+  if (elems == 0) return cost;
+  // As the library runs it: a matrix b (a linear's weight) takes the batch as rows of one GEMM,
+  // a batched b multiplies batch by batch.
+  const double n = b.size() >= 2 ? static_cast<double>(output.back()) : 1;
+  const double m = b.size() <= 2 ? elems / n : static_cast<double>(a.size() >= 2 ? a.end()[-2] : 1);
+  cost.gemm = {elems / (m * n), m, n, k};
   return cost;
 }
 
@@ -118,6 +126,10 @@ OpCost conv2d_cost(const std::vector<Shape>& inputs, const Shape& output, DType 
   double macs_per_output = w.size() == 4 ? static_cast<double>(w[1] * w[2] * w[3]) : 1.0;
   auto cost = elementwise_cost(inputs, output, dtype);
   cost.flops = 2.0 * static_cast<double>(numel_of(output)) * macs_per_output;
+  // An implicit GEMM: a row per output pixel, a column per output channel.
+  if (w.size() == 4 && output.size() == 4 && output[1] > 0)
+    cost.gemm = {1, static_cast<double>(numel_of(output) / output[1]),
+                 static_cast<double>(output[1]), macs_per_output};
   return cost;
 }
 

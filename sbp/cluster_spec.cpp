@@ -45,6 +45,26 @@ double DeviceSpec::peak_flops(DType t) const {
   }
 }
 
+double DeviceSpec::gemm_efficiency(const GemmShape& g) const {
+  if (sms <= 0 || g.count <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return 1;
+  // One tile's efficiency on this GEMM.
+  const auto with = [&](double tm, double tn) {
+    const double rows = std::ceil(g.m / tm), cols = std::ceil(g.n / tn);
+    const double tiles = g.count * rows * cols;
+    const double padding = g.m * g.n / (rows * tm * cols * tn);
+    double split = 1;
+    if (tiles < sms && tile_k_fill > 0)
+      split = std::max(1.0, std::min(std::floor(sms / tiles), std::floor(g.k / (4 * tile_k_fill))));
+    const double work = tiles * split, k = g.k / split;
+    return padding * work / (std::ceil(work / sms) * sms) * k / (k + tile_k_fill);
+  };
+  double best = 0;
+  for (double tm : {tile_m, tile_m / 2})
+    for (double tn : {tile_n, tile_n / 2})
+      best = std::max(best, with(std::max(tm, 1.0), std::max(tn, 1.0)));
+  return best;
+}
+
 ClusterSpec ClusterSpec::default_for(int world) {
   const char* path = std::getenv("OFL_CLUSTER_SPEC");
   return path && *path ? load(path) : cpu_loopback(world);
@@ -69,30 +89,35 @@ ClusterSpec ClusterSpec::cpu_loopback(int world) {
   return s;
 }
 
-// Datasheet peaks, and what training reaches of them. Bandwidth is per direction per GPU, as NCCL
+// Datasheet peaks, and what a device sustains of them from its clocks and its GEMMs' tiles
+// (DeviceSpec), no figure fitted to a published run (examples/meta/ checks them against
+// Megatron-LM's, Korthikanti et al.'s and BLOOM's). Bandwidth is per direction per GPU, as NCCL
 // reaches it (bus bandwidth: about 230 of NVLink3's 300 GB/s, about 23 of an HDR NIC's 25; our
 // recollection of NVIDIA's nccl-tests figures, not checked against a source here); latencies are
 // typical NCCL small-message figures (a few us on NVLink, ~10 us across an InfiniBand hop).
-// compute_efficiency is calibrated on Megatron-LM's Table 1 (Narayanan et al. 2021), its odd
-// rows: the value that brings the predicted TFLOP/s of their configurations closest to the
-// published (`examples/meta/megatron_configs.py --efficiency E`, which reports the even rows as
-// held out), with the rings across nodes on a NIC a GPU (nics_per_node).
 ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   ClusterSpec s;
   s.name = "a100_nvlink";
   s.nodes = nodes;
   s.devices_per_node = gpus_per_node;
+  // NVIDIA's A100 datasheet: 108 SMs x 2048 dense float16 FLOP a clock x 1.41 GHz = 312 TFLOP/s.
   s.device.flops_fp64 = 19.5e12;      // FP64 tensor core
   s.device.flops_fp32 = 19.5e12;      // non-tensor FP32 (TF32 tensor core: 156e12)
   s.device.flops_fp16 = 312e12;       // FP16/BF16 dense tensor core
   s.device.flops_int = 624e12;        // INT8 dense tensor core
   s.device.mem_bandwidth = 2.039e12;  // HBM2e, 80 GB SXM
   s.device.mem_capacity = 80e9;
-  s.device.compute_efficiency = 0.77;
-  // A kernel's launch, and a GEMM's ramp: a 1024^3 float16 GEMM (2.1 GFLOP) at about 80% of a
-  // large one's rate, as we recall cuBLAS's figures (not checked against a source here).
-  s.device.op_overhead = 4e-6;
-  s.device.half_efficiency_flops = 5e8;
+  // The peaks are at the 1410 MHz boost clock; under a full load at its 400 W the SXM4 part is
+  // guaranteed its 1095 MHz base clock (TechPowerUp's GPU database).
+  s.device.compute_efficiency = 1095.0 / 1410.0;
+  // cuBLAS's large float16 GEMM kernels on sm80 compute 256 x 128 output tiles, loading K in
+  // steps of 64 through 3 stages (their names say so: ampere_fp16_s16816gemm_fp16_256x128_ldg8_
+  // f2f_stages_64x3_tn): two steps of K fill the pipeline before a tile's first product.
+  s.device.sms = 108;
+  s.device.tile_m = 256;
+  s.device.tile_n = 128;
+  s.device.tile_k_fill = 2 * 64;
+  s.device.op_overhead = 4e-6;    // a kernel's launch
   s.intra_node = {5e-6, 230e9};   // NVLink3: 600 GB/s bidirectional, 230 GB/s as NCCL's bus
   s.inter_node = {10e-6, 23e9};   // HDR InfiniBand 200 Gb/s per GPU, 23 GB/s as NCCL's bus
   s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
@@ -106,12 +131,24 @@ ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
   s.name = "h100_ib";
   s.nodes = nodes;
   s.devices_per_node = gpus_per_node;
+  // NVIDIA's H100 SXM5 figures: 132 SMs x 4096 dense float16 FLOP a clock x 1.83 GHz = 989
+  // TFLOP/s.
   s.device.flops_fp64 = 67e12;       // FP64 tensor core
   s.device.flops_fp32 = 67e12;       // non-tensor FP32
   s.device.flops_fp16 = 989e12;      // FP16/BF16 dense tensor core
   s.device.flops_int = 1979e12;      // INT8 dense tensor core
   s.device.mem_bandwidth = 3.35e12;  // HBM3, SXM5
   s.device.mem_capacity = 80e9;
+  // The tensor peaks are at 1830 MHz; the SXM5 part's base clock is 1590 MHz (TechPowerUp's GPU
+  // database).
+  s.device.compute_efficiency = 1590.0 / 1830.0;
+  // cuBLAS's large bf16 GEMM kernels on sm90 compute 128 x 256 tiles in K steps of 64
+  // (sm90_xmma_gemm_bf16bf16_..._tilesize128x256x64_...); the same fill as the A100's assumed.
+  s.device.sms = 132;
+  s.device.tile_m = 128;
+  s.device.tile_n = 256;
+  s.device.tile_k_fill = 2 * 64;
+  s.device.op_overhead = 4e-6;    // a kernel's launch
   s.intra_node = {4e-6, 450e9};   // NVLink4: 900 GB/s bidirectional
   s.inter_node = {8e-6, 50e9};    // NDR InfiniBand 400 Gb/s per GPU
   s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
@@ -237,15 +274,16 @@ double ClusterSpec::local(double bytes) const {
   return device.mem_bandwidth > 0 ? bytes / device.mem_bandwidth : 0;
 }
 
-double ClusterSpec::compute(double flops, double bytes, DType t) const {
-  const double rate = device.peak_flops(t) * device.compute_efficiency;
-  const double memory = local(bytes);
-  double math = flops > 0 && rate > 0 ? flops / rate : 0;
+double ClusterSpec::compute(const OpCost& cost, DType t) const {
+  const double rate =
+      device.peak_flops(t) * device.compute_efficiency * device.gemm_efficiency(cost.gemm);
+  const double memory = local(cost.bytes);
+  double math = cost.flops > 0 && rate > 0 ? cost.flops / rate : 0;
   if (math > memory) {  // compute-bound: the measured GEMM time, or the roofline's ramp
     const char* cls = peak_class(t);
     auto m = std::find_if(measured_gemms.begin(), measured_gemms.end(),
                           [&](const MeasuredGemm& g) { return g.dtype == cls; });
-    math = m != measured_gemms.end() ? std::max(m->curve(flops), memory)
+    math = m != measured_gemms.end() ? std::max(m->curve(cost.flops), memory)
                                      : math + device.half_efficiency_flops / rate;
   }
   return device.op_overhead + std::max(math, memory);
@@ -276,6 +314,10 @@ const NumField kFields[] = {
     {"op_overhead", &DeviceSpec::op_overhead, nullptr, nullptr},
     {"compute_efficiency", &DeviceSpec::compute_efficiency, nullptr, nullptr},
     {"half_efficiency_flops", &DeviceSpec::half_efficiency_flops, nullptr, nullptr},
+    {"sms", &DeviceSpec::sms, nullptr, nullptr},
+    {"tile_m", &DeviceSpec::tile_m, nullptr, nullptr},
+    {"tile_n", &DeviceSpec::tile_n, nullptr, nullptr},
+    {"tile_k_fill", &DeviceSpec::tile_k_fill, nullptr, nullptr},
     {"intra_alpha", nullptr, &ClusterSpec::intra_node, &LinkSpec::alpha},
     {"intra_beta", nullptr, &ClusterSpec::intra_node, &LinkSpec::beta},
     {"inter_alpha", nullptr, &ClusterSpec::inter_node, &LinkSpec::alpha},
@@ -447,6 +489,8 @@ ClusterSpec ClusterSpec::from_json(const std::string& json) {
       auto it = std::find_if(std::begin(kFields), std::end(kFields),
                              [&](const NumField& f) { return key == f.key; });
       if (it == std::end(kFields)) fail("ClusterSpec::from_json", "unknown key \"", key, "\"");
+      // A tile is a positive whole count of rows; the SMs a whole count, 0 for no tile model.
+      if (key == "tile_m" || key == "tile_n" || (key == "sms" && v != 0)) count();
       *field_ptr(s, *it) = v;
     }
   }

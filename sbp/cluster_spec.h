@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/op_cost.h"
 
 namespace ofl::internal {
 
@@ -19,15 +20,28 @@ struct DeviceSpec {
   double mem_capacity = 0;   // bytes
   double op_overhead =
       0;  // seconds to start one op (dispatch, kernel launch), on top of its roofline
-  // What compute reaches of the peak: `compute_efficiency` of it in large ops, and half that in
-  // an op of `half_efficiency_flops` FLOPs (small matmuls run far below peak). An op of f FLOPs
-  // takes (f + half_efficiency_flops) / (peak x compute_efficiency) seconds: a GEMM's ramp and
-  // tail (partial waves) as a fixed cost, its steady state at the fraction measured. Only ops
-  // bound by their FLOPs pay the ramp: a memory-bound op (an elementwise one) runs at the
-  // bandwidth, whatever few FLOPs it counts.
+  // The fraction of its peaks the device sustains: the clock it holds under a full load over the
+  // clock its peaks are quoted at (a GPU's base clock over its boost clock, from its datasheet); 1
+  // where the peaks were measured (profile_cluster).
   double compute_efficiency = 1;
+  // A measured ramp, where there is no tile model (sms 0: a CPU): an op of f FLOPs takes
+  // (f + half_efficiency_flops) / (peak x compute_efficiency) seconds, half the rate at
+  // half_efficiency_flops. Only ops bound by their FLOPs pay it: a memory-bound op (an elementwise
+  // one) runs at the bandwidth, whatever few FLOPs it counts.
   double half_efficiency_flops = 0;
+  // GEMMs as tiles (gemm_efficiency): the device's streaming multiprocessors (0: no tile model),
+  // the output tile of its library's large-GEMM kernel (tile_m x tile_n), and the K its software
+  // pipeline loads before a tile's first product (its stages but one, times its K step).
+  double sms = 0, tile_m = 128, tile_n = 128, tile_k_fill = 0;
   double peak_flops(DType t) const;
+  // The fraction of the sustained rate a GEMM of this shape reaches, from its tiles alone: its
+  // output in tiles, one an SM at a time, in waves over the SMs (the last wave's idle SMs and
+  // the padding of partial tiles are lost); each tile's K loop after its pipeline's fill; where
+  // the tiles are fewer than the SMs, K split among the idle ones (split-K, as cuBLAS does),
+  // each split at least 4 fills long. The tile is the best of tile_m x tile_n and its halves in
+  // either dimension, as the library's heuristics choose among kernels (a smaller tile's lower
+  // reuse of what it loads is not priced). 1 without a tile model or a GEMM shape.
+  double gemm_efficiency(const GemmShape& g) const;
 };
 
 // One link level: a message of n bytes costs alpha + n / beta seconds.
@@ -134,9 +148,11 @@ struct ClusterSpec {
   double send_recv(int src, int dst, double bytes) const;
   // Local memory-bound work (slice, zero-fill, copy): bytes touched / memory bandwidth.
   double local(double bytes) const;
-  // Roofline time of a compute op at the efficiency its size reaches (DeviceSpec), plus the
+  // Roofline time of a compute op at the rate its shape reaches (DeviceSpec: the sustained
+  // fraction of the peak, and a GEMM's tiles, or the measured GEMMs where they exist), plus the
   // device's op overhead.
-  double compute(double flops, double bytes, DType t) const;
+  double compute(const OpCost& cost, DType t) const;
+  double compute(double flops, double bytes, DType t) const { return compute({flops, bytes}, t); }
 
   // Flat JSON: {"name": "...", "nodes": 1, ..., "intra_alpha": 6e-05, ...}. from_json raises
   // ofl::internal::Error naming the bad key; missing keys keep their defaults.

@@ -95,8 +95,7 @@ void price_compute(const SbpCall& call, const NdSbpSignature& sig, const Cluster
   if (!call.def->cost || call.out_shapes->empty()) return;
   const OpCost cost = origin_cost(call, sig, [](const NdSbp& s) { return s; });
   c.flops = cost.flops;
-  c.compute_seconds = c.ranked_compute_seconds =
-      cluster.compute(cost.flops, cost.bytes, call.out_dtype);
+  c.compute_seconds = c.ranked_compute_seconds = cluster.compute(cost, call.out_dtype);
   std::vector<bool> replicated(call.placement->mesh().size());
   bool any = false;
   for (size_t k = 0; k < replicated.size(); ++k) {
@@ -108,7 +107,7 @@ void price_compute(const SbpCall& call, const NdSbpSignature& sig, const Cluster
   if (!any) return;
   const OpCost whole =
       origin_cost(call, sig, [&](const NdSbp& s) { return without_introduced(s, replicated); });
-  c.ranked_compute_seconds = cluster.compute(whole.flops, whole.bytes, call.out_dtype);
+  c.ranked_compute_seconds = cluster.compute(whole, call.out_dtype);
 }
 
 }  // namespace
@@ -164,7 +163,7 @@ std::vector<NdSbpSignature> candidate_signatures(const SbpCall& call) {
 double compute_seconds(const SbpCall& call, const NdSbpSignature& sig, const ClusterSpec& cluster) {
   if (!call.def->cost || call.out_shapes->empty()) return 0;
   const OpCost cost = origin_cost(call, sig, [](const NdSbp& s) { return s; });
-  return cluster.compute(cost.flops, cost.bytes, call.out_dtype);
+  return cluster.compute(cost, call.out_dtype);
 }
 
 SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster,

@@ -1,31 +1,45 @@
-"""Megatron-LM's published configurations priced under our cost model, pipelines included: the
-predicted TFLOP/s per GPU of each configuration as it ran, next to the published figure, and
-(with --planner) the planner's own plan for the same model, cluster and batch.
+"""Published large-model training runs priced under our cost model with the presets unchanged,
+pipelines included: the predicted throughput of each configuration as it ran, next to the
+published figure, and (with --planner) the planner's own plan for the same model, cluster and
+batch. No figure of the presets is fitted to these runs (sbp/cluster_spec.cpp says where each
+comes from); --peaks prices at the datasheet peaks instead (no clock or tile model), to show
+what the efficiency model contributes.
 
-    python examples/meta/megatron_configs.py [--only 1.7B,145.6B] [--planner]
+    python examples/meta/megatron_configs.py [--only 1.7B,145.6B] [--planner] [--peaks]
 
-Published: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-Megatron-LM" (SC'21, arXiv 2104.04473), Table 1: GPT models of 1.7B to 1T parameters on 32 to
-3072 A100 GPUs (DGX A100 nodes of 8), vocabulary 51200, sequences of 2048, mixed precision,
-tensor parallel within a node, pipelines across nodes (1F1B), data parallel over the rest. Every
-run recomputed each layer's forward in the backward; its throughput counts a step's FLOPs as
-96 B s l h^2 (1 + s / 6h + V / 16lh), the recomputed forward included, and so do the predicted
-figures here (the predicted step's seconds under the same count).
+Published:
+- Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
+  Megatron-LM" (SC'21, arXiv 2104.04473), Table 1: GPT models of 1.7B to 1T parameters on 32 to
+  3072 A100 GPUs (DGX A100 nodes of 8 and 8 HDR NICs), vocabulary 51200, sequences of 2048, mixed
+  precision, tensor parallel within a node, pipelines across nodes (1F1B or interleaved), data
+  parallel over the rest, every layer recomputed.
+- Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (MLSys'23,
+  arXiv 2205.05198), Tables 3 and 5: 22B to 1T parameters on 8 to 512 A100s (Selene: DGX A100),
+  data parallel 1, micro-batches of 1; the iteration times recomputing every layer (1.42, 18.13,
+  49.05 and 94.42 s), which the paper's MFU and HFU figures reproduce. Its own method (sequence
+  parallelism and selective recomputation: 1.10, 13.75, 37.83 and 71.49 s) is not a layout this
+  script prices; the planner's plans are weighed against it.
+- BLOOM-176B (BigScience 2022, arXiv 2211.05100): 384 A100 80GB on Jean Zay (nodes of 8 with 4
+  Omni-Path 100 Gb/s NICs), TP 4 x PP 12 x DP 8, ZeRO stage 1, micro-batches of 2, global batch
+  2048, 70 layers of width 14336 and 112 heads, vocabulary 250880, about 150 TFLOP/s per GPU.
+
+Throughput is counted as Megatron counts it, the recomputed forward included: a step's FLOPs are
+96 B s l h^2 (1 + s / 6h + V / 16lh), over the published or the predicted seconds.
 
 Ours: the example GPT at each size in float16 on the meta device, AdamW with float32 master
-weights and moments (16 bytes a parameter, as Megatron holds them), on simulated DGX A100
-nodes (ClusterSpec.a100_nvlink). Megatron's configuration: stages of t x d GPUs as a (d, t) mesh
-with its column/row-parallel layout over t, the token embedding and the LM head split by
-vocabulary (`keep=True, in_place=True`: the weights computed with where they lie, only the
-activations' layouts chosen),
-p stages, the batch in micro-batches of the script's size per data-parallel rank, every layer
-recomputed (plan_pipeline(recompute=True)), under 1F1B, or the interleaved schedule with the
-script's virtual stages on the 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's
-plan (--planner): stages of Megatron's size, half and twice it, Megatron's micro-batch size, 1F1B
-or interleaved (2 virtual stages a device, or Megatron's count), recomputation and every layout
+weights and moments (16 bytes a parameter, as Megatron holds them), on simulated DGX A100 nodes
+(ClusterSpec.a100_nvlink; BLOOM's with 4 NICs of 100 Gb/s a node). The configuration as it ran:
+stages of t x d GPUs as a (d, t) mesh with Megatron's column/row-parallel layout over t, the
+token embedding and the LM head split by vocabulary (`keep=True, in_place=True`: the weights
+computed with where they lie, only the activations' layouts chosen), p stages, the batch in
+micro-batches of the run's size per data-parallel rank, every layer recomputed
+(plan_pipeline(recompute=True)), under 1F1B, or the interleaved schedule with the script's
+virtual stages on Table 1's 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's
+plan (--planner): stages of the run's size, half and twice it, its micro-batch size, 1F1B or
+interleaved (2 virtual stages a device, or the run's count), recomputation and every layout
 inside a stage its choice. A stage is traced with two of the model's blocks (their costs are
 per block). Both within 80 GB per GPU. Attention is priced as its parts
-(flow.backends.cuda.sdp_kernel(enable_flash=False)): Megatron-LM ran it so in 2021, before fused
+(flow.backends.cuda.sdp_kernel(enable_flash=False)): these runs computed it so, before fused
 attention kernels; --flash-attention prices it as one fused kernel.
 """
 
@@ -42,112 +56,143 @@ import oneflowlike as flow  # noqa: E402
 from char_gpt.model import GPT, GPTConfig  # noqa: E402
 from gpt_layouts import TrainStep, megatron  # noqa: E402
 
-VOCAB, SEQ = 51200, 2048
+SEQ = 2048
 B, S = flow.sbp.broadcast, flow.sbp.split
-# Table 1: name, heads, hidden, layers, tensor-parallel t, pipeline-parallel p, GPUs, global
-# batch, published TFLOP/s per GPU, and the micro-batch size of the authors' script for the table
-# (examples/sc21/run_table_1.sh in NVIDIA/Megatron-LM; the paper does not give it). Odd rows (1st,
-# 3rd, ...) calibrate, even rows are held out.
-TABLE1 = [
-    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137, 16),
-    ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138, 16),
-    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142, 16),
-    ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135, 8),
-    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138, 4),
-    ("76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 140, 2),
-    ("145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 148, 2),
-    ("310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 155, 1),
-    ("529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 163, 1),
-    ("1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 163, 1),
-]
-# The rows the same script ran with the interleaved schedule, and its layers per virtual stage
-# (--num-layers-per-virtual-pipeline-stage): a device runs layers / (p x this) virtual stages.
-LAYERS_PER_VIRTUAL_STAGE = {"76.1B": 5, "145.6B": 5, "310.1B": 3, "529.6B": 1}
+NARAYANAN, KORTHIKANTI, BLOOM = "Narayanan 2021", "Korthikanti 2022", "BLOOM 2022"
 
 
-def megatron_flops(batch, layers, hidden):
-    """A step's FLOPs as the paper counts them (with the forward recomputed)."""
-    s, l, h = SEQ, layers, hidden
-    return 96 * batch * s * l * h * h * (1 + s / (6 * h) + VOCAB / (16 * l * h))
+class Row:
+    """A published run: the model (heads, hidden, layers, vocabulary), its parallelism (tensor
+    t, pipeline p, GPUs), global batch and micro-batch size, and its throughput: TFLOP/s per GPU
+    as Megatron counts them, given or from the published seconds of a step."""
+
+    def __init__(self, source, name, heads, hidden, layers, t, p, gpus, batch, micro, *,
+                 tflops=None, seconds=None, vocab=51200, layers_per_virtual_stage=None,
+                 nics=8, nic_bits=200e9):  # fmt: skip
+        self.source, self.name, self.heads, self.hidden, self.layers = (
+            source, name, heads, hidden, layers)  # fmt: skip
+        self.t, self.p, self.gpus, self.batch, self.micro, self.vocab = (
+            t,
+            p,
+            gpus,
+            batch,
+            micro,
+            vocab,
+        )
+        self.d = gpus // (t * p)
+        self.published = tflops if tflops is not None else self.flops() / gpus / seconds / 1e12
+        # Megatron's --num-layers-per-virtual-pipeline-stage: layers / (p x this) virtual stages.
+        self.chunks = layers // (p * layers_per_virtual_stage) if layers_per_virtual_stage else 1
+        self.nics, self.nic_bits = nics, nic_bits
+
+    def flops(self):
+        """A step's FLOPs as the papers count them (with the forward recomputed)."""
+        s, l, h, V = SEQ, self.layers, self.hidden, self.vocab
+        return 96 * self.batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
 
 
-def step_for(heads, hidden, batch, t, layout):
-    """plan_pipeline's step_for: one stage's step with two blocks. Megatron's ("megatron"): the
-    stage's ranks as a (d, t) mesh in its column/row-parallel layout. The planner's ("free"):
-    every parameter replicated, for the planner to lay out, on the same (d, t) mesh at
-    Megatron's stage size (so Megatron's layout is one point of the search) and on the stage's
+# Narayanan et al., Table 1, with the micro-batch size of the authors' script for the table
+# (examples/sc21/run_table_1.sh in NVIDIA/Megatron-LM; the paper does not give it) and the
+# interleaved rows' layers per virtual stage (the same script's).
+ROWS = [
+    Row(NARAYANAN, "1.7B", 24, 2304, 24, 1, 1, 32, 512, 16, tflops=137),
+    Row(NARAYANAN, "3.6B", 32, 3072, 30, 2, 1, 64, 512, 16, tflops=138),
+    Row(NARAYANAN, "7.5B", 32, 4096, 36, 4, 1, 128, 512, 16, tflops=142),
+    Row(NARAYANAN, "18.4B", 48, 6144, 40, 8, 1, 256, 1024, 8, tflops=135),
+    Row(NARAYANAN, "39.1B", 64, 8192, 48, 8, 2, 512, 1536, 4, tflops=138),
+    Row(NARAYANAN, "76.1B", 80, 10240, 60, 8, 4, 1024, 1792, 2, tflops=140,
+        layers_per_virtual_stage=5),
+    Row(NARAYANAN, "145.6B", 96, 12288, 80, 8, 8, 1536, 2304, 2, tflops=148,
+        layers_per_virtual_stage=5),
+    Row(NARAYANAN, "310.1B", 128, 16384, 96, 8, 16, 1920, 2160, 1, tflops=155,
+        layers_per_virtual_stage=3),
+    Row(NARAYANAN, "529.6B", 128, 20480, 105, 8, 35, 2520, 2520, 1, tflops=163,
+        layers_per_virtual_stage=1),
+    Row(NARAYANAN, "1008.0B", 160, 25600, 128, 8, 64, 3072, 3072, 1, tflops=163),
+    Row(KORTHIKANTI, "22B", 64, 6144, 48, 8, 1, 8, 4, 1, seconds=1.42),
+    Row(KORTHIKANTI, "175B", 96, 12288, 96, 8, 8, 64, 64, 1, seconds=18.13),
+    Row(KORTHIKANTI, "530B", 128, 20480, 105, 8, 35, 280, 280, 1, seconds=49.05),
+    Row(KORTHIKANTI, "1T", 160, 25600, 128, 8, 64, 512, 512, 1, seconds=94.42),
+    Row(BLOOM, "BLOOM-176B", 112, 14336, 70, 4, 12, 384, 2048, 2, tflops=150, vocab=250880,
+        nics=4, nic_bits=100e9),
+]  # fmt: skip
+
+
+def step_for(row, layout):
+    """plan_pipeline's step_for: one stage's step with two blocks. The run's ("megatron"): the
+    stage's ranks as a (d, t) mesh in Megatron's column/row-parallel layout. The planner's
+    ("free"): every parameter replicated, for the planner to lay out, on the same (d, t) mesh at
+    the run's stage size (so the run's layout is one point of the search) and on the stage's
     (nodes, 8) mesh at other sizes."""
+    t = row.t
 
     def make(placement, micro_batches):
         ranks = placement.ranks
         ranks = sum(ranks, []) if isinstance(ranks[0], list) else ranks
-        d = len(ranks) // t
-        if layout == "megatron" or d * t == megatron_stage[0]:
+        if layout == "megatron" or len(ranks) == row.t * row.d:
             mesh = [ranks[i : i + t] for i in range(0, len(ranks), t)] if t > 1 else ranks
             placement = flow.placement("cpu", ranks=mesh)
         axes = len(placement.hierarchy)
         with flow.device("meta"):
-            model = GPT(GPTConfig(VOCAB, SEQ, 2, heads, hidden)).half()
+            model = GPT(GPTConfig(row.vocab, SEQ, 2, row.heads, row.hidden)).half()
         if layout == "megatron" and t > 1:
             model.to_global(placement, lambda n, p: (B, megatron(n, p)))
         else:
             model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
-        opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-4, master_weights=True, fused=True)
         sbp = (S(0), B) if axes > 1 else S(0)
-        x = flow.zeros(batch // micro_batches, SEQ, dtype=flow.int64, device="meta",
+        x = flow.zeros(row.batch // micro_batches, SEQ, dtype=flow.int64, device="meta",
                        placement=placement, sbp=sbp)  # fmt: skip
         return TrainStep(model, opt), [x, x]
 
     return make
 
 
-megatron_stage = [0]  # the stage size of the row being priced
+PEAKS = [False]  # --peaks: price at the datasheet peaks (no clock or tile model)
 
 
-EFFICIENCY = [None]  # --efficiency: the compute efficiency to price with (the preset's if None)
-
-
-def cluster_for(gpus):
-    """DGX A100 nodes of 8 GPUs."""
-    cluster = flow.boxing.ClusterSpec.a100_nvlink(gpus // 8, 8)
-    if EFFICIENCY[0] is not None:
-        cluster.compute_efficiency = EFFICIENCY[0]
+def cluster_for(row):
+    """DGX A100 nodes of 8 GPUs, with the run's NICs a node (NCCL's bus bandwidth on them taken
+    as the preset's on HDR: 23 of 25 GB/s)."""
+    cluster = flow.boxing.ClusterSpec.a100_nvlink(row.gpus // 8, 8)
+    cluster.nics_per_node = row.nics
+    cluster.inter_beta = row.nic_bits / 8 * 23 / 25
+    if PEAKS[0]:
+        cluster.sms, cluster.compute_efficiency = 0, 1.0
     return cluster
 
 
 def price(row, planner=False):
-    """(Megatron's configuration priced, the planner's plan or None, planning seconds). Both
+    """(the run's configuration priced, the planner's plan or None, planning seconds). Both
     within 80 GB per GPU."""
-    name, heads, hidden, layers, t, p, gpus, batch, _, micro = row
-    d = gpus // (t * p)
-    m = batch // (d * micro)  # micro-batches per step
-    megatron_stage[0] = t * d
-    chunks = layers // (p * LAYERS_PER_VIRTUAL_STAGE.get(name, layers // p))
-    cluster = cluster_for(gpus)
+    t, d = row.t, row.d
+    m = row.batch // (d * row.micro)  # micro-batches per step
+    cluster = cluster_for(row)
     theirs = flow.auto_parallel.plan_pipeline(
-        step_for(heads, hidden, batch, t, "megatron"), layers, gpus, cluster=cluster,
-        memory_budget=80e9, stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True,
-        recompute=True, chunks=(chunks,),
+        step_for(row, "megatron"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
+        stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True, recompute=True,
+        chunks=(row.chunks,),
     )  # fmt: skip
     if not planner:
         return theirs, None, 0.0
-    # Stages of Megatron's size, half and twice it; Megatron's micro-batch size; 1F1B or the
-    # interleaved schedule (2 virtual stages a device, or Megatron's count); recomputation and
-    # every layout inside a stage chosen.
+    # Stages of the run's size, half and twice it; its micro-batch size; 1F1B or the interleaved
+    # schedule (2 virtual stages a device, or the run's count); recomputation and every layout
+    # inside a stage chosen.
     sizes = [
-        g for g in (t * d // 2, t * d, 2 * t * d) if g and gpus % g == 0 and gpus // g <= layers
+        g
+        for g in (t * d // 2, t * d, 2 * t * d)
+        if g and row.gpus % g == 0 and row.gpus // g <= row.layers
     ]
     t0 = time.perf_counter()
     ours = flow.auto_parallel.plan_pipeline(
-        step_for(heads, hidden, batch, t, "free"), layers, gpus, cluster=cluster,
-        memory_budget=80e9, stage_devices=sizes, micro_batches=(m,),
-        chunks=sorted({1, 2, chunks}),
+        step_for(row, "free"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
+        stage_devices=sizes, micro_batches=(m,), chunks=sorted({1, 2, row.chunks}),
     )  # fmt: skip
     return theirs, ours, time.perf_counter() - t0
 
 
 def main(argv=None):
-    # 2021's Megatron-LM computed attention as its parts; --flash-attention prices the fused op.
+    # These runs computed attention as its parts; --flash-attention prices the fused op.
     flash = "--flash-attention" in (argv if argv is not None else sys.argv[1:])
     with flow.backends.cuda.sdp_kernel(enable_flash=flash):
         return _main(argv)
@@ -163,32 +208,34 @@ def _main(argv=None):
         help="price attention as one fused kernel (cuDNN's flash attention), not as its parts",
     )
     ap.add_argument(
-        "--efficiency",
-        type=float,
-        help="price at this compute efficiency (to calibrate the preset)",
+        "--peaks",
+        action="store_true",
+        help="price at the datasheet peaks: no clock or tile model (what the model contributes)",
     )
     args = ap.parse_args(argv)
-    EFFICIENCY[0] = args.efficiency
+    PEAKS[0] = args.peaks
     only = set(args.only.split(",")) if args.only else None
-    print(f"{'model':8s} {'t':>2s} {'p':>3s} {'d':>3s} {'GPUs':>5s} {'batch':>5s} | "
+    print(f"{'model':10s} {'t':>2s} {'p':>3s} {'d':>3s} {'GPUs':>5s} {'batch':>5s} | "
           f"{'published':>9s} {'predicted':>9s} {'ratio':>6s} | {'planner':>8s} {'plan s':>6s}"
           "   (TFLOP/s per GPU, as Megatron counts them)")  # fmt: skip
-    rows = []
-    for i, row in enumerate(TABLE1):
-        name, heads, hidden, layers, t, p, gpus, batch, published, _ = row
-        if only and name not in only:
+    rows, source = [], None
+    for row in ROWS:
+        if only and row.name not in only:
             continue
+        if row.source != source:
+            source = row.source
+            print(f"-- {source}")
         theirs, ours, seconds = price(row, args.planner)
-        flops = megatron_flops(batch, layers, hidden) / gpus / 1e12
+        flops = row.flops() / row.gpus / 1e12
         predicted = flops / theirs.seconds
         planned = f"{flops / ours.seconds:8.0f} {seconds:6.1f}" if ours else f"{'-':>8s} {'-':>6s}"
-        held_out = i % 2 == 1
-        print(f"{name:8s} {t:2d} {p:3d} {gpus // (t * p):3d} {gpus:5d} {batch:5d} | "
-              f"{published:9.0f} {predicted:9.0f} {predicted / published:6.2f} | {planned}"
-              f"{'   held out' if held_out else ''}")  # fmt: skip
-        rows.append((name, published, predicted, held_out, theirs, ours))
-    for label, pick in (("calibration rows", False), ("held-out rows", True)):
-        errors = [abs(r[2] / r[1] - 1) for r in rows if r[3] == pick]
+        print(f"{row.name:10s} {row.t:2d} {row.p:3d} {row.d:3d} {row.gpus:5d} {row.batch:5d} | "
+              f"{row.published:9.0f} {predicted:9.0f} {predicted / row.published:6.2f} | "
+              f"{planned}")  # fmt: skip
+        rows.append((row, predicted, theirs, ours, seconds))
+    for label, pick in [(s, lambda r, s=s: r.source == s) for s in (NARAYANAN, KORTHIKANTI, BLOOM)
+                        ] + [("all rows", lambda r: True)]:  # fmt: skip
+        errors = [abs(p / r.published - 1) for r, p, *_ in rows if pick(r)]
         if errors:
             print(f"{label}: median |ratio - 1| {statistics.median(errors):.1%}, "
                   f"max {max(errors):.1%} over {len(errors)}")  # fmt: skip

@@ -77,7 +77,7 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
       for (int id : n.inputs) in.push_back(id < 0 ? Shape() : g.values()[size_t(id)].shape);
       const DType dtype = g.values()[size_t(n.outputs[0])].dtype;
       const OpCost c = n.op->cost(in, g.values()[size_t(n.outputs[0])].shape, dtype);
-      compute(n, cluster.compute(c.flops, c.bytes, dtype));
+      compute(n, cluster.compute(c, dtype));
       continue;
     }
     NodeCall call(g, n, *placement_of(g, n), [&](size_t i) { return &n.sig.in[i]; });

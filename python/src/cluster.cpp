@@ -1,5 +1,9 @@
 // oneflowlike._C.ClusterSpec, mirroring sbp/cluster_spec.h: presets, JSON read/write and the
 // fields a profiler fills in. The default boxing PlanCache's spec is set in global.cpp.
+#include <array>
+#include <limits>
+#include <optional>
+
 #include "convert.h"
 #include "sbp/cluster_spec.h"
 
@@ -20,12 +24,19 @@ void count(py::class_<ClusterSpec>& c, const char* name, int ClusterSpec::*field
       });
 }
 
-// A read/write property for a double reached through `get`.
+// A read/write property for a double reached through `get`, at least `least` (a tile of no rows
+// would price a GEMM as a division by zero).
 template <typename Get>
-void field(py::class_<ClusterSpec>& c, const char* name, Get get) {
+void field(py::class_<ClusterSpec>& c, const char* name, Get get,
+           double least = -std::numeric_limits<double>::infinity()) {
   c.def_property(
       name, [get](ClusterSpec& s) { return *get(s); },
-      [get](ClusterSpec& s, double v) { *get(s) = v; });
+      [name, get, least](ClusterSpec& s, double v) {
+        if (!(v >= least))
+          throw py::value_error(std::string("ClusterSpec.") + name + " must be at least " +
+                                std::to_string(int(least)) + ", got " + std::to_string(v));
+        *get(s) = v;
+      });
 }
 
 }  // namespace
@@ -68,7 +79,22 @@ void bind_cluster(py::module_& m) {
                                return out;
                              })
       .def("send_recv", &ClusterSpec::send_recv, py::arg("src"), py::arg("dst"), py::arg("bytes"))
-      .def("compute", &ClusterSpec::compute, py::arg("flops"), py::arg("bytes"), py::arg("dtype"))
+      .def(
+          "compute",
+          [](const ClusterSpec& s, double flops, double bytes, DType dtype,
+             std::optional<std::array<double, 4>> gemm) {
+            OpCost cost{flops, bytes};
+            if (gemm) cost.gemm = {(*gemm)[0], (*gemm)[1], (*gemm)[2], (*gemm)[3]};
+            return s.compute(cost, dtype);
+          },
+          py::arg("flops"), py::arg("bytes"), py::arg("dtype"), py::arg("gemm") = py::none(),
+          "seconds of an op; gemm: (count, m, n, k) where its FLOPs are a GEMM's")
+      .def(
+          "gemm_efficiency",
+          [](const ClusterSpec& s, double m, double n, double k, double count) {
+            return s.device.gemm_efficiency({count, m, n, k});
+          },
+          py::arg("m"), py::arg("n"), py::arg("k"), py::arg("count") = 1.0)
       .def("__eq__", [](const ClusterSpec& a, const ClusterSpec& b) { return a == b; })
       .def("__copy__", [](const ClusterSpec& s) { return ClusterSpec(s); })
       .def("__repr__", [](const ClusterSpec& s) {
@@ -87,6 +113,14 @@ void bind_cluster(py::module_& m) {
   field(c, "op_overhead", [](ClusterSpec& s) { return &s.device.op_overhead; });
   field(c, "compute_efficiency", [](ClusterSpec& s) { return &s.device.compute_efficiency; });
   field(c, "half_efficiency_flops", [](ClusterSpec& s) { return &s.device.half_efficiency_flops; });
+  field(
+      c, "sms", [](ClusterSpec& s) { return &s.device.sms; }, 0);
+  field(
+      c, "tile_m", [](ClusterSpec& s) { return &s.device.tile_m; }, 1);
+  field(
+      c, "tile_n", [](ClusterSpec& s) { return &s.device.tile_n; }, 1);
+  field(
+      c, "tile_k_fill", [](ClusterSpec& s) { return &s.device.tile_k_fill; }, 0);
   field(c, "intra_alpha", [](ClusterSpec& s) { return &s.intra_node.alpha; });
   field(c, "intra_beta", [](ClusterSpec& s) { return &s.intra_node.beta; });
   field(c, "inter_alpha", [](ClusterSpec& s) { return &s.inter_node.alpha; });

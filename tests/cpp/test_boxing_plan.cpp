@@ -251,6 +251,46 @@ TEST(ClusterSpec, MeasuredGemmsTimeComputeBoundOpsOfTheirDtype) {
             std::string::npos);
 }
 
+// A GEMM's rate from its tiles (DeviceSpec::gemm_efficiency): waves over the SMs, the padding
+// of partial tiles, the K loop after the pipeline's fill, split-K for too few tiles.
+TEST(ClusterSpec, AGemmReachesWhatItsTilesAndWavesAllow) {
+  DeviceSpec d;
+  d.sms = 100, d.tile_m = 128, d.tile_n = 128, d.tile_k_fill = 64;
+  // 10 x 20 = 200 tiles: two full waves; K = 4096 after a fill of 64.
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency({1, 1280, 2560, 4096}), 4096.0 / 4160);
+  // 10 x 21 = 210 tiles of 128 x 128 fill 3 waves to 70%; 840 tiles of 64 x 64 fill 9 to 93%,
+  // the best of the four tiles.
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency({1, 1280, 2688, 4096}), 840.0 / 900 * 4096.0 / 4160);
+  // Partial tiles: 1290 rows are 21 tiles of 64, 1290 / 1344 of them used; 840 tiles, 9 waves.
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency({1, 1290, 2560, 4096}),
+                   1290.0 / 1344 * 840.0 / 900 * 4096.0 / 4160);
+  // A batch counts its tiles together: 4 products of 5 x 10 tiles = 200.
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency({4, 640, 1280, 4096}), 4096.0 / 4160);
+  // 16 tiles of 64 x 64 on 100 SMs: K split 6 ways (100 / 16; K / (4 fills) = 16 would allow
+  // more): 96 of the 100 SMs busy, each on K 4096 / 6.
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency({1, 256, 256, 4096}),
+                   96.0 / 100 * (4096.0 / 6) / (4096.0 / 6 + 64));
+  // No tile model (a CPU), or no GEMM: the rate.
+  EXPECT_EQ(DeviceSpec{}.gemm_efficiency({1, 256, 256, 4096}), 1.0);
+  EXPECT_EQ(d.gemm_efficiency({}), 1.0);
+  // compute() prices a GEMM at the sustained rate times its tiles' efficiency.
+  ClusterSpec c;
+  c.device = d;
+  c.device.flops_fp16 = 1e14;
+  c.device.compute_efficiency = 0.5;
+  const OpCost gemm{2.0 * 1280 * 2560 * 4096, 1e3, {1, 1280, 2560, 4096}};
+  EXPECT_DOUBLE_EQ(c.compute(gemm, DType::kFloat16), gemm.flops / (1e14 * 0.5 * (4096.0 / 4160)));
+  EXPECT_DOUBLE_EQ(c.compute(gemm.flops, gemm.bytes, DType::kFloat16), gemm.flops / (1e14 * 0.5));
+  // The fields round-trip, and a tile of no rows is refused.
+  EXPECT_EQ(ClusterSpec::from_json(c.to_json()).device.tile_k_fill, 64);
+  EXPECT_NE(error_of([] {
+              ClusterSpec::from_json(R"({"tile_m": 0})");
+            }).find("\"tile_m\" must be a positive whole number"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { ClusterSpec::from_json(R"({"sms": 1.5})"); }).find("\"sms\" must be"),
+            std::string::npos);
+}
+
 TEST(Boxing, CanonicalOneDimTransitions) {
   const Shape s = {8, 8};
   const Placement p = line(4);

@@ -111,9 +111,11 @@ TEST(SimulatedGlobal, MatmulOn1024RanksKeepsTheDataSplitAndPredictsItsCompute) {
   EXPECT_EQ(c.comm_steps, 0);
   EXPECT_EQ(c.comm_bytes, 0);
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * 5 * 256 * 512);  // the largest shard's
+  // One GEMM of the shard's 5 rows, priced by its tiles.
   EXPECT_DOUBLE_EQ(
       c.compute_seconds,
-      s.cluster().compute(c.flops, 4.0 * (5 * 512 + 512 * 256 + 5 * 256), DType::kFloat32));
+      s.cluster().compute({c.flops, 4.0 * (5 * 512 + 512 * 256 + 5 * 256), {1, 5, 256, 512}},
+                          DType::kFloat32));
 }
 
 namespace {

@@ -233,28 +233,34 @@ def test_a_deep_model_on_a_simulated_cluster_solves_its_repeated_layers_once():
             assert plan.layouts[name.replace("blocks.0.", "blocks.15.")] == sbp, name
 
 
-def test_megatrons_configurations_are_predicted_within_15_percent_of_the_published():
-    """Table 1 of Narayanan et al. 2021 under the a100_nvlink preset: a calibration row without
-    a pipeline and a held-out row with one (examples/meta/megatron_configs.py has them all)."""
+def test_published_runs_are_predicted_from_the_presets_without_a_fitted_figure():
+    """Rows of Narayanan et al. 2021 (without and with a pipeline), Korthikanti et al. 2022 and
+    BLOOM under the a100_nvlink preset, whose compute comes from its clocks and its GEMMs' tiles
+    (examples/meta/megatron_configs.py has every row): each within the issue's 25%, and the
+    datasheet peaks alone (--peaks) are further off."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
     import megatron_configs
 
-    rows = megatron_configs.main(["--only", "1.7B,76.1B"])
-    assert [(r[0], r[3]) for r in rows] == [("1.7B", False), ("76.1B", True)]
-    for name, published, predicted, _, theirs, _ in rows:
-        assert theirs.recompute, name
-        assert abs(predicted / published - 1) < 0.15, (name, published, predicted)
-    assert rows[1][4].stages == 4 and rows[1][4].micro_batches == 28
+    names = "1.7B,76.1B,22B,BLOOM-176B"
+    rows = megatron_configs.main(["--only", names])
+    assert [r[0].name for r in rows] == names.split(",")
+    for row, predicted, theirs, _, _ in rows:
+        assert theirs.recompute, row.name
+        assert abs(predicted / row.published - 1) < 0.25, (row.name, row.published, predicted)
+    assert rows[1][2].stages == 4 and rows[1][2].micro_batches == 28
+    assert rows[1][2].chunks == 3  # 60 layers, 5 a virtual stage, on 4 stages
+    peaks = megatron_configs.main(["--only", "1.7B", "--peaks"])
+    assert peaks[0][1] > 1.1 * rows[0][1]
 
 
 def test_the_planner_is_no_slower_than_megatrons_published_layout_under_the_model():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "meta"))
     import megatron_configs
 
-    [(name, published, predicted, held_out, theirs, ours)] = megatron_configs.main(
+    [(row, predicted, theirs, ours, seconds)] = megatron_configs.main(
         ["--only", "1.7B", "--planner"]
     )
-    assert name == "1.7B" and published == 137 and not held_out and predicted > 0
+    assert row.name == "1.7B" and row.published == 137 and predicted > 0 and seconds > 0
     assert theirs.recompute and (theirs.stages, theirs.micro_batches) == (1, 1)
     # Megatron's configuration is one point of the planner's search: its plan is at least as
     # fast (within the 0.1% the largest problems are solved to).
