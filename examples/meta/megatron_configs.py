@@ -68,7 +68,7 @@ class Row:
 
     def __init__(self, source, name, heads, hidden, layers, t, p, gpus, batch, micro, *,
                  tflops=None, seconds=None, vocab=51200, layers_per_virtual_stage=None,
-                 nics=8, nic_bits=200e9):  # fmt: skip
+                 nics=8, nic_bits=200e9, selective=False):  # fmt: skip
         self.source, self.name, self.heads, self.hidden, self.layers = (
             source, name, heads, hidden, layers)  # fmt: skip
         self.t, self.p, self.gpus, self.batch, self.micro, self.vocab = (
@@ -84,6 +84,10 @@ class Row:
         # Megatron's --num-layers-per-virtual-pipeline-stage: layers / (p x this) virtual stages.
         self.chunks = layers // (p * layers_per_virtual_stage) if layers_per_virtual_stage else 1
         self.nics, self.nic_bits = nics, nic_bits
+        # Korthikanti et al.'s own method: only the attention core recomputed (selective
+        # recomputation), layer norms split over the sequence where memory needs it (the planner
+        # chooses the activations' layouts); else every layer recomputed.
+        self.selective = selective
 
     def flops(self):
         """A step's FLOPs as the papers count them (with the forward recomputed)."""
@@ -113,6 +117,11 @@ ROWS = [
     Row(KORTHIKANTI, "175B", 96, 12288, 96, 8, 8, 64, 64, 1, seconds=18.13),
     Row(KORTHIKANTI, "530B", 128, 20480, 105, 8, 35, 280, 280, 1, seconds=49.05),
     Row(KORTHIKANTI, "1T", 160, 25600, 128, 8, 64, 512, 512, 1, seconds=94.42),
+    Row(KORTHIKANTI, "22B sel.", 64, 6144, 48, 8, 1, 8, 4, 1, seconds=1.10, selective=True),
+    Row(KORTHIKANTI, "175B sel.", 96, 12288, 96, 8, 8, 64, 64, 1, seconds=13.75, selective=True),
+    Row(KORTHIKANTI, "530B sel.", 128, 20480, 105, 8, 35, 280, 280, 1, seconds=37.83,
+        selective=True),
+    Row(KORTHIKANTI, "1T sel.", 160, 25600, 128, 8, 64, 512, 512, 1, seconds=71.49, selective=True),
     Row(BLOOM, "BLOOM-176B", 112, 14336, 70, 4, 12, 384, 2048, 2, tflops=150, vocab=250880,
         nics=4, nic_bits=100e9),
 ]  # fmt: skip
@@ -134,7 +143,10 @@ def step_for(row, layout):
             placement = flow.placement("cpu", ranks=mesh)
         axes = len(placement.hierarchy)
         with flow.device("meta"):
-            model = GPT(GPTConfig(row.vocab, SEQ, 2, row.heads, row.hidden)).half()
+            cfg = GPTConfig(row.vocab, SEQ, 2, row.heads, row.hidden)
+            if row.selective:  # the attention core written out, and only it recomputed
+                cfg.fused_attention, cfg.recompute_attention = False, True
+            model = GPT(cfg).half()
         if layout == "megatron" and t > 1:
             model.to_global(placement, lambda n, p: (B, megatron(n, p)))
         else:
@@ -170,8 +182,8 @@ def price(row, planner=False):
     cluster = cluster_for(row)
     theirs = flow.auto_parallel.plan_pipeline(
         step_for(row, "megatron"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
-        stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True, recompute=True,
-        chunks=(row.chunks,),
+        stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True,
+        recompute=not row.selective, chunks=(row.chunks,),
     )  # fmt: skip
     if not planner:
         return theirs, None, 0.0

@@ -156,7 +156,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
   for (const Pending& p : pending) {
     const Task& task = tasks[p.task];
     const StageStep& step = steps[task.step];
-    if (!step.fixed.empty() || p.alone >= found) continue;
+    if (p.alone >= found) continue;
     const int stages = total_devices / step.devices_per_stage;
     const double traced = double(p.rows.size() - 2);
     const double share = budget * traced / std::ceil(double(layers) / stages);
@@ -169,9 +169,23 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     // activations too (plan_stages multiplies them by the micro-batches in flight). Both, even
     // for a stage that recomputes: layouts with fewer activations also keep smaller inputs (on
     // the 310.1B row, leaving those out for steps planned to recompute cost 3%).
-    std::vector<bool> counted;
-    if (state > share) counted.push_back(false);
-    if (held > share) counted.push_back(true);
+    struct Within {
+      double bytes;
+      bool activations;
+    };
+    std::vector<Within> counted;
+    if (state > share) counted.push_back({share, false});
+    if (held > share) counted.push_back({share, true});
+    // The first stage holds min(S, m) micro-batches' activations under 1F1B: where those overrun
+    // the share, layouts whose one micro-batch's activations fit the share's rest divided among
+    // them (the 1T row of Korthikanti et al. with selective recomputation: its sequence-parallel
+    // layer norms).
+    // The plan's budget covers the step's rows before and after the layers too: their state.
+    const double in_flight = std::min(stages, step.micro_batches);
+    double all_state = 0;
+    for (const LayerCost& r : p.rows) all_state += r.state_bytes;
+    if (in_flight > 1 && share > state && state + in_flight * (held - state) > share)
+      counted.push_back({all_state + (share - state) / in_flight, true});
     // Within the share, the plan least in time; where the share's knapsack was large, also
     // lighter plans found on the way: the share is a guess, and the memory they leave can keep
     // activations or fit fewer stages (on the 310.1B row a lighter plan's pipeline was 1.3x
@@ -180,14 +194,15 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     each_in_parallel(counted.size(), [&](size_t v) {
       try {
         std::vector<Plan> lighter;
-        variants[v].push_back(plan_step(task, share, counted[v], &lighter));
+        variants[v].push_back(plan_step(task, counted[v].bytes, counted[v].activations, &lighter));
         for (Plan& l : lighter) variants[v].push_back(std::move(l));
       } catch (const Error&) {
         // nothing fits the share: the other layouts stay the options
       }
     });
     for (size_t v = 0; v < counted.size(); ++v)
-      for (Plan& variant : variants[v]) add(task.step, std::move(variant), share, counted[v]);
+      for (Plan& variant : variants[v])
+        add(task.step, std::move(variant), counted[v].bytes, counted[v].activations);
     found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   }
   out.choice = plan_stages(costs_of(out.options, chunks), total_devices, budget, recompute);

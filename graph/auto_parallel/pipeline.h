@@ -50,8 +50,9 @@ struct PipelineSearch {
 // stage's update weighing 1/m: its micro-batches share it); then, in the order of the step each
 // alone predicts, where those layouts overrun the budget's share for the stage's layers, layouts
 // within that share, without and with one micro-batch's activations counted, skipped where even
-// the fastest layouts predict no faster a step than the best pipeline found that fits, and for
-// steps that keep layouts (nothing to choose). plan_stages then weighs every option, under each
+// the fastest layouts predict no faster a step than the best pipeline found that fits (a step
+// that keeps its variables' layouts still chooses its activations': Megatron's sequence-parallel
+// layer norms where memory binds). plan_stages then weighs every option, under each
 // schedule of `chunks` virtual stages a device (1: 1F1B; more: interleaved). Raises when a step
 // has no repeated layers, and when nothing fits (naming the least memory needed).
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
