@@ -109,19 +109,83 @@ Tensor unit_last(const Tensor& t) {
   return t.shape().back() > 1 && t.strides().back() != 1 ? contiguous_local(t) : t;
 }
 
+// A causal shard of query rows [o, o + L) of the sequence against all of its keys (context
+// parallelism: q split on the sequence, k and v gathered; the attribute offset is o, set by
+// attention_shard): its rows see the keys before o whole and the keys [o, o + L) as a causal
+// block, and none after. The kernel runs on each part and the parts merge by their log-sum-exps,
+// as ring attention merges its blocks; the backward runs on each part with the merged output and
+// log-sum-exp, which give each part's exact share. 0 outside such a shard.
+int64_t causal_offset(const Attrs& attrs) {
+  return attrs.get<bool>("causal") && attrs.has("offset") ? attrs.get<int64_t>("offset") : 0;
+}
+
+void check_offset(const char* op, int64_t offset, int64_t rows, int64_t keys) {
+  if (offset < 0 || offset + rows > keys)
+    fail(op, "query rows [", offset, ", ", offset + rows, ") of a causal shard past its ", keys,
+         " keys");
+}
+
+void attend(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+            const Tensor& out, const Tensor& lse) {
+  attention_kernel().get(out.device().type)(unit_last(q), unit_last(k), unit_last(v), scale, causal,
+                                            out, lse);
+}
+
 void compute_attention(const ComputeArgs& c) {
   require_output_shapes(op_def("flash_attention"), c);
-  attention_kernel().get(c.out[0].device().type)(unit_last(c.in[0]), unit_last(c.in[1]),
-                                                 unit_last(c.in[2]), c.attrs.get<double>("scale"),
-                                                 c.attrs.get<bool>("causal"), c.out[0], c.out[1]);
+  const double scale = c.attrs.get<double>("scale");
+  const bool causal = c.attrs.get<bool>("causal");
+  const int64_t o = causal_offset(c.attrs);
+  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
+  if (o == 0) return attend(q, k, v, scale, causal, c.out[0], c.out[1]);
+  const int64_t rows = q.shape()[2];
+  check_offset("flash_attention", o, rows, k.shape()[2]);
+  const Tensor &out = c.out[0], &lse = c.out[1];
+  const Tensor before = Tensor::empty(out.shape(), out.dtype(), out.device()),
+               before_lse = Tensor::empty(lse.shape(), lse.dtype(), lse.device());
+  attend(q, narrow(k, 2, 0, o), narrow(v, 2, 0, o), scale, false, before, before_lse);
+  attend(q, narrow(k, 2, o, rows), narrow(v, 2, o, rows), scale, true, out, lse);
+  const Tensor top = maximum(before_lse, lse);
+  const Tensor w0 = exp(sub(before_lse, top)), w1 = exp(sub(lse, top)), total = add(w0, w1);
+  const DType acc = lse.dtype();
+  const Tensor merged = add(mul(to_dtype(before, acc), unsqueeze(div(w0, total), -1)),
+                            mul(to_dtype(out, acc), unsqueeze(div(w1, total), -1)));
+  copy_into(out, merged);
+  copy_into(lse, add(top, log(total)));
 }
 
 void compute_attention_backward(const ComputeArgs& c) {
   require_output_shapes(op_def("flash_attention_backward"), c);
-  attention_backward_kernel().get(c.out[0].device().type)(
-      unit_last(c.in[0]), unit_last(c.in[1]), unit_last(c.in[2]), unit_last(c.in[3]),
-      unit_last(c.in[4]), contiguous_local(c.in[5]), c.attrs.get<double>("scale"),
-      c.attrs.get<bool>("causal"), c.out[0], c.out[1], c.out[2]);
+  const double scale = c.attrs.get<double>("scale");
+  const bool causal = c.attrs.get<bool>("causal");
+  const int64_t o = causal_offset(c.attrs);
+  const Tensor g = unit_last(c.in[0]), q = unit_last(c.in[1]), k = unit_last(c.in[2]),
+               v = unit_last(c.in[3]), out = unit_last(c.in[4]), lse = contiguous_local(c.in[5]);
+  const Tensor &dq = c.out[0], &dk = c.out[1], &dv = c.out[2];
+  const auto backward = [&](const Tensor& keys, const Tensor& values, bool mask,
+                            const Tensor& dq_part, const Tensor& dk_part, const Tensor& dv_part) {
+    attention_backward_kernel().get(dq.device().type)(g, q, keys, values, out, lse, scale, mask,
+                                                      dq_part, dk_part, dv_part);
+  };
+  if (o == 0) return backward(k, v, causal, dq, dk, dv);
+  const int64_t rows = q.shape()[2], keys = k.shape()[2];
+  check_offset("flash_attention_backward", o, rows, keys);
+  const Tensor dq_before = Tensor::empty(dq.shape(), dq.dtype(), dq.device());
+  backward(narrow(k, 2, 0, o), narrow(v, 2, 0, o), false, dq_before, narrow(dk, 2, 0, o),
+           narrow(dv, 2, 0, o));
+  backward(narrow(k, 2, o, rows), narrow(v, 2, o, rows), true, dq, narrow(dk, 2, o, rows),
+           narrow(dv, 2, o, rows));
+  copy_into(dq, add(dq, dq_before));
+  if (o + rows < keys)  // keys after the shard's rows: no query of it sees them
+    for (const Tensor* t : {&dk, &dv}) fill_into(narrow(*t, 2, o + rows, keys - o - rows), 0.0);
+}
+
+// The shard's query offset against its keys' (k is whole where q is split on the sequence).
+Attrs attention_shard(const Attrs& attrs, const ShardArgs& s, size_t q) {
+  Attrs out = attrs;
+  const std::vector<int64_t>&qo = s.in_offsets[q], &ko = s.in_offsets[q + 1];
+  out.set("offset", int64_t(qo.size() == 4 && ko.size() == 4 ? qo[2] - ko[2] : 0));
+  return out;
 }
 
 // The gradients as ops, for backward with create_graph (double backward):
@@ -182,27 +246,30 @@ OpCost attention_backward_cost(const std::vector<Shape>& in, const Shape& out, D
   return c;
 }
 
+// Beside these, a context-parallel shard's attributes carry "offset", where its query rows begin
+// among its keys: set per shard by attention_shard (a call's own attributes never hold it).
 const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
                                            {"causal", AttrType::kBool}};
 
-// flash_attention (q, k, v) -> (out, lse), typed attribute causal: batch or heads split
-// everywhere; without the causal mask also query rows (q, out, lse S(2), k and v B).
+// flash_attention (q, k, v) -> (out, lse): batch or heads split everywhere, and query rows (q,
+// out, lse S(2), k and v B), causal mask included: context parallelism, each shard's rows against
+// the gathered keys at its offset (attention_shard). The planner weighs that against the heads
+// split (an all-to-all each way where the neighbours keep the sequence split, DeepSpeed-Ulysses)
+// and the batch split by what their conversions cost.
 Sigs attention_sbp(const SbpQuery& q) {
-  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1))};
   const Sbp rows = Sbp::split(2);
-  if (!q.typed->get<bool>("causal")) sigs.push_back({{rows, kB, kB}, {rows, rows}});
-  return sigs;
+  return {uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1)), {{rows, kB, kB}, {rows, rows}}};
 }
 
 // flash_attention_backward (grad, q, k, v, out, lse) -> (dq, dk, dv): as the forward (split
 // query rows give P(sum) dk and dv); linear in grad (the row sums g.out too), so a P(sum) grad
 // gives P(sum) gradients.
 Sigs attention_grad_sbp(const SbpQuery& q) {
-  Sigs sigs{uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1)), one_input(q, 0, kPSum, kPSum)};
   const Sbp rows = Sbp::split(2);
-  if (!q.typed->get<bool>("causal"))
-    sigs.push_back({{rows, rows, kB, kB, rows, rows}, {rows, kPSum, kPSum}});
-  return sigs;
+  return {uniform(q, Sbp::split(0)),
+          uniform(q, Sbp::split(1)),
+          one_input(q, 0, kPSum, kPSum),
+          {{rows, rows, kB, kB, rows, rows}, {rows, kPSum, kPSum}}};
 }
 
 const SbpRule kAttention{"attention", attention_sbp};
@@ -219,6 +286,7 @@ OFL_REGISTER_OPS({
      .backward = attention_backward,
      .saves = kSaveInputs | kSaveOutputs,
      .autocast = Autocast::kLowPrecision,
+     .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 0); },
      .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
               "is_causal=False) -> Tensor",
               call_front<flash_attention>(), kInternal}}},
@@ -229,7 +297,8 @@ OFL_REGISTER_OPS({
      .sbp = &kAttentionGrad,
      .attrs = kAttentionAttrs,
      .infer = infer_attention_backward,
-     .compute = compute_attention_backward},
+     .compute = compute_attention_backward,
+     .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 1); }},
     {.name = "scaled_dot_product_attention",
      .num_inputs = 4,
      .cost = matmul_cost,

@@ -177,6 +177,11 @@ CASES.update(
             lambda q, k, v: flow._C.flash_attention(q, k, v, 0.5),
             [_f(2, 3, 4, 4), _f(2, 3, 5, 4, seed=1), _f(2, 3, 5, 3, seed=2)],
         ),
+        # Context parallelism: the query rows split, each shard causal at its offset.
+        "flash_attention (causal)": (
+            lambda q, k, v: flow._C.flash_attention(q, k, v, 0.5, True),
+            [_f(2, 3, 6, 4), _f(2, 3, 6, 4, seed=1), _f(2, 3, 6, 3, seed=2)],
+        ),
         "softmax_backward": (_dispatch("softmax_backward", axis=1), [Y, X]),
         "log_softmax_backward": (_dispatch("log_softmax_backward", axis=-1), [Y, X]),
         # Reseeded on every call: the shards must draw the logical tensor's mask.
@@ -321,7 +326,7 @@ CASES.update(
 )
 
 # Cases whose first global op is another registered op with the same rule.
-RUNS_AS = {"transpose": "permute", "narrow": "slice"}
+RUNS_AS = {"transpose": "permute", "narrow": "slice", "flash_attention (causal)": "flash_attention"}
 
 
 # Registered ops without a rule of their own, and why.
