@@ -68,7 +68,7 @@ class Row:
 
     def __init__(self, source, name, heads, hidden, layers, t, p, gpus, batch, micro, *,
                  tflops=None, seconds=None, vocab=51200, layers_per_virtual_stage=None,
-                 nics=8, nic_bits=200e9, selective=False):  # fmt: skip
+                 nics=8, nic_bits=200e9, selective=False, zero=False):  # fmt: skip
         self.source, self.name, self.heads, self.hidden, self.layers = (
             source, name, heads, hidden, layers)  # fmt: skip
         self.t, self.p, self.gpus, self.batch, self.micro, self.vocab = (
@@ -88,6 +88,9 @@ class Row:
         # recomputation), layer norms split over the sequence where memory needs it (the planner
         # chooses the activations' layouts); else every layer recomputed.
         self.selective = selective
+        # ZeRO stage 1: the optimizer states' layouts the planner's (split over the data-parallel
+        # ranks where memory binds), the parameters' kept.
+        self.zero = zero
 
     def flops(self):
         """A step's FLOPs as the papers count them (with the forward recomputed)."""
@@ -123,7 +126,7 @@ ROWS = [
         selective=True),
     Row(KORTHIKANTI, "1T sel.", 160, 25600, 128, 8, 64, 512, 512, 1, seconds=71.49, selective=True),
     Row(BLOOM, "BLOOM-176B", 112, 14336, 70, 4, 12, 384, 2048, 2, tflops=150, vocab=250880,
-        nics=4, nic_bits=100e9),
+        nics=4, nic_bits=100e9, zero=True),
 ]  # fmt: skip
 
 
@@ -182,7 +185,8 @@ def price(row, planner=False):
     cluster = cluster_for(row)
     theirs = flow.auto_parallel.plan_pipeline(
         step_for(row, "megatron"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
-        stage_devices=[t * d], micro_batches=(m,), keep=True, in_place=True,
+        stage_devices=[t * d], micro_batches=(m,), keep="parameters" if row.zero else True,
+        in_place=True,
         recompute=not row.selective, chunks=(row.chunks,),
     )  # fmt: skip
     if not planner:

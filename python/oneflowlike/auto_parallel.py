@@ -184,6 +184,8 @@ def _kept(keep, variables):
         return []
     if keep is True:
         return [t for _, t in variables.values()]
+    if keep == "parameters":  # the optimizer states' layouts planned: ZeRO where memory binds
+        return [t for name, t in variables.values() if not name.startswith("state:")]
     by_name = {name: t for name, t in variables.values()}
     out = []
     for k in keep:
@@ -216,8 +218,10 @@ def plan(
     or a bare Module (its forward alone, as for inference). cluster: the ClusterSpec to price with
     (default: the one global ops use, flow.boxing.get_cluster_spec()); memory_budget: bytes per
     device (default: the cluster's device capacity); keep: parameters that keep their current
-    layouts (constraints), by name or as tensors, or True for every parameter and optimizer state
-    (the ops' signatures are still chosen: what a hand layout costs); in_place: the kept
+    layouts (constraints), by name or as tensors, True for every parameter and optimizer state
+    (the ops' signatures are still chosen: what a hand layout costs), or "parameters" for every
+    parameter, the optimizer states' layouts planned (sharded over the data-parallel ranks where
+    memory binds: ZeRO stage 1 beside a hand layout); in_place: the kept
     parameters are also computed with as they are stored, with no conversion between one (or a
     view or cast of one) and the ops that read it (Megatron's tensor parallelism priced as it
     runs; without it a kept weight may be gathered for the compute, FSDP-like); activations: whether the

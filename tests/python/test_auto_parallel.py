@@ -396,3 +396,21 @@ def test_a_kept_layout_no_op_can_read_as_stored_raises_naming_the_op_and_the_par
         RuntimeError, match=r"layer_norm \(node \d+\) cannot read ln_f.weight as it is kept, S\(0\)"
     ):
         flow.auto_parallel.plan(graph, [x, x], keep=True, in_place=True)
+
+
+def test_keep_parameters_lays_the_optimizer_states_out_zero_style_where_memory_binds():
+    """keep="parameters": the parameters' layouts kept (here replicated: data parallel), the
+    optimizer states' planned. Within a budget the kept states overrun, they are split over the
+    ranks (ZeRO stage 1)."""
+    _, _, step, batch = meta_step()
+    kept = flow.auto_parallel.plan(step, batch, keep=True, activations=False)
+    budget = 0.7 * kept.memory_bytes
+    with pytest.raises(RuntimeError, match="memory budget"):
+        flow.auto_parallel.plan(step, batch, keep=True, memory_budget=budget, activations=False)
+    zero = flow.auto_parallel.plan(
+        step, batch, keep="parameters", memory_budget=budget, activations=False
+    )
+    assert zero.memory_bytes <= budget
+    params = [n for n in kept.layouts if not n.startswith("state:")]
+    assert params and all(zero.layouts[n] == kept.layouts[n] == (B,) for n in params)
+    assert any(s != (B,) for n, s in zero.layouts.items() if n.startswith("state:"))
