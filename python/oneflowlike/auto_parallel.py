@@ -186,6 +186,10 @@ def _kept(keep, variables):
         return [t for _, t in variables.values()]
     if keep == "parameters":  # the optimizer states' layouts planned: ZeRO where memory binds
         return [t for name, t in variables.values() if not name.startswith("state:")]
+    if isinstance(keep, str):
+        raise ValueError(
+            f'[auto_parallel] keep={keep!r}: give True, "parameters" or a list of names or tensors'
+        )
     by_name = {name: t for name, t in variables.values()}
     out = []
     for k in keep:

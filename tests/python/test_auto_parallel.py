@@ -414,3 +414,25 @@ def test_keep_parameters_lays_the_optimizer_states_out_zero_style_where_memory_b
     params = [n for n in kept.layouts if not n.startswith("state:")]
     assert params and all(zero.layouts[n] == kept.layouts[n] == (B,) for n in params)
     assert any(s != (B,) for n, s in zero.layouts.items() if n.startswith("state:"))
+    with pytest.raises(ValueError, match=r"keep='params': give True, \"parameters\" or a list"):
+        flow.auto_parallel.plan(step, batch, keep="params")
+
+
+def test_a_long_sequence_of_one_batch_row_is_planned_context_parallel():
+    """One sequence of 8192 tokens on 8 GPUs (the batch cannot split): the planner lays attention
+    out by query rows, the keys and values gathered (flash_attention's S(2), B, B signature), and
+    at 512 tokens the gathers do not pay."""
+    place = flow.placement("cpu", ranks=list(range(8)))
+    cluster = flow.boxing.ClusterSpec.a100_nvlink(1, 8)
+
+    def attention_signatures(seq):
+        with flow.device("meta"):
+            model = GPT(GPTConfig(256, seq, 2, 8, 256)).half()
+        model.to_global(place, B)
+        opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
+        x = flow.zeros(1, seq, dtype=flow.int64, device="meta", placement=place, sbp=S(1))
+        plan = flow.auto_parallel.plan(TrainStep(model, opt), [x, x], cluster=cluster)
+        return {sig for op, sig in plan.signatures if op == "flash_attention"}
+
+    assert attention_signatures(8192) == {"S(2), B, B -> S(2), S(2)"}
+    assert "S(2), B, B -> S(2), S(2)" not in attention_signatures(512)
