@@ -112,17 +112,18 @@ Tensor unit_last(const Tensor& t) {
 // A causal shard of query rows [o, o + L) of the sequence against all of its keys (context
 // parallelism: q split on the sequence, k and v gathered; the attribute offset is o, set by
 // attention_shard): its rows see the keys before o whole and the keys [o, o + L) as a causal
-// block, and none after. The kernel runs on each part and the parts merge by their log-sum-exps,
-// as ring attention merges its blocks; the backward runs on each part with the merged output and
-// log-sum-exp, which give each part's exact share. 0 outside such a shard.
+// block (as many of them as there are), and none after. The kernel runs on each part and the
+// parts merge by their log-sum-exps, as ring attention merges its blocks; the backward runs on
+// each part with the merged output and log-sum-exp, which give each part's exact share. 0
+// outside such a shard.
 int64_t causal_offset(const Attrs& attrs) {
   return attrs.get<bool>("causal") && attrs.has("offset") ? attrs.get<int64_t>("offset") : 0;
 }
 
-void check_offset(const char* op, int64_t offset, int64_t rows, int64_t keys) {
-  if (offset < 0 || offset + rows > keys)
-    fail(op, "query rows [", offset, ", ", offset + rows, ") of a causal shard past its ", keys,
-         " keys");
+// The keys a shard at offset o sees whole, and how many of its causal block exist.
+std::pair<int64_t, int64_t> shard_parts(int64_t o, int64_t rows, int64_t keys) {
+  const int64_t before = std::min(o, keys);
+  return {before, std::min(rows, keys - before)};
 }
 
 void attend(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
@@ -137,14 +138,14 @@ void compute_attention(const ComputeArgs& c) {
   const bool causal = c.attrs.get<bool>("causal");
   const int64_t o = causal_offset(c.attrs);
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
-  if (o == 0) return attend(q, k, v, scale, causal, c.out[0], c.out[1]);
-  const int64_t rows = q.shape()[2];
-  check_offset("flash_attention", o, rows, k.shape()[2]);
+  const auto [whole, block] = shard_parts(o, q.shape()[2], k.shape()[2]);
+  if (o == 0 || block == 0)  // no keys before, or every key before
+    return attend(q, k, v, scale, causal && o == 0, c.out[0], c.out[1]);
   const Tensor &out = c.out[0], &lse = c.out[1];
   const Tensor before = Tensor::empty(out.shape(), out.dtype(), out.device()),
                before_lse = Tensor::empty(lse.shape(), lse.dtype(), lse.device());
-  attend(q, narrow(k, 2, 0, o), narrow(v, 2, 0, o), scale, false, before, before_lse);
-  attend(q, narrow(k, 2, o, rows), narrow(v, 2, o, rows), scale, true, out, lse);
+  attend(q, narrow(k, 2, 0, whole), narrow(v, 2, 0, whole), scale, false, before, before_lse);
+  attend(q, narrow(k, 2, whole, block), narrow(v, 2, whole, block), scale, true, out, lse);
   const Tensor top = maximum(before_lse, lse);
   const Tensor w0 = exp(sub(before_lse, top)), w1 = exp(sub(lse, top)), total = add(w0, w1);
   const DType acc = lse.dtype();
@@ -167,17 +168,18 @@ void compute_attention_backward(const ComputeArgs& c) {
     attention_backward_kernel().get(dq.device().type)(g, q, keys, values, out, lse, scale, mask,
                                                       dq_part, dk_part, dv_part);
   };
-  if (o == 0) return backward(k, v, causal, dq, dk, dv);
-  const int64_t rows = q.shape()[2], keys = k.shape()[2];
-  check_offset("flash_attention_backward", o, rows, keys);
+  const int64_t keys = k.shape()[2];
+  const auto [whole, block] = shard_parts(o, q.shape()[2], keys);
+  if (o == 0 || block == 0) return backward(k, v, causal && o == 0, dq, dk, dv);
   const Tensor dq_before = Tensor::empty(dq.shape(), dq.dtype(), dq.device());
-  backward(narrow(k, 2, 0, o), narrow(v, 2, 0, o), false, dq_before, narrow(dk, 2, 0, o),
-           narrow(dv, 2, 0, o));
-  backward(narrow(k, 2, o, rows), narrow(v, 2, o, rows), true, dq, narrow(dk, 2, o, rows),
-           narrow(dv, 2, o, rows));
+  backward(narrow(k, 2, 0, whole), narrow(v, 2, 0, whole), false, dq_before,
+           narrow(dk, 2, 0, whole), narrow(dv, 2, 0, whole));
+  backward(narrow(k, 2, whole, block), narrow(v, 2, whole, block), true, dq,
+           narrow(dk, 2, whole, block), narrow(dv, 2, whole, block));
   copy_into(dq, add(dq, dq_before));
-  if (o + rows < keys)  // keys after the shard's rows: no query of it sees them
-    for (const Tensor* t : {&dk, &dv}) fill_into(narrow(*t, 2, o + rows, keys - o - rows), 0.0);
+  if (whole + block < keys)  // keys after the shard's rows: no query of it sees them
+    for (const Tensor* t : {&dk, &dv})
+      fill_into(narrow(*t, 2, whole + block, keys - whole - block), 0.0);
 }
 
 // The shard's query offset against its keys' (k is whole where q is split on the sequence).
