@@ -107,8 +107,9 @@ ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   s.device.flops_int = 624e12;        // INT8 dense tensor core
   s.device.mem_bandwidth = 2.039e12;  // HBM2e, 80 GB SXM
   s.device.mem_capacity = 80e9;
-  // The peaks are at the 1410 MHz boost clock; under a full load at its 400 W the SXM4 part is
-  // guaranteed its 1095 MHz base clock (TechPowerUp's GPU database).
+  // The peaks are at the 1410 MHz boost clock; its base clock, the least GPU Boost holds under a
+  // full load at its 400 W, is 1095 MHz (TechPowerUp's GPU database for the SXM4 40 GB part; the
+  // 80 GB part has the same GPU, its clocks taken as the same, not checked against a source).
   s.device.compute_efficiency = 1095.0 / 1410.0;
   // cuBLAS's large float16 GEMM kernels on sm80 compute 256 x 128 output tiles, loading K in
   // steps of 64 through 3 stages (their names say so: ampere_fp16_s16816gemm_fp16_256x128_ldg8_
@@ -140,7 +141,7 @@ ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
   s.device.mem_bandwidth = 3.35e12;  // HBM3, SXM5
   s.device.mem_capacity = 80e9;
   // The tensor peaks are at 1830 MHz; the SXM5 part's base clock is 1590 MHz (TechPowerUp's GPU
-  // database).
+  // database as we recall it, not checked against a source here).
   s.device.compute_efficiency = 1590.0 / 1830.0;
   // cuBLAS's large bf16 GEMM kernels on sm90 compute 128 x 256 tiles in K steps of 64
   // (sm90_xmma_gemm_bf16bf16_..._tilesize128x256x64_...); the same fill as the A100's assumed.
