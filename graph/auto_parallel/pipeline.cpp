@@ -106,7 +106,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
   std::vector<Task> tasks;
   for (size_t i = 0; i < steps.size(); ++i)
     for (double w : forward_weights) tasks.push_back({i, w});
-  const auto plan_step = [&](const Task& t, double within, bool activations,
+  const auto plan_step = [&](const Task& t, double within, double activations,
                              std::vector<Plan>* lighter = nullptr) {
     const StageStep& s = steps[t.step];
     return plan(*s.traced, cache, within, s.fixed, s.name_of, activations,
@@ -168,24 +168,23 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     // Layouts within the share counting the state alone, and counting one micro-batch's
     // activations too (plan_stages multiplies them by the micro-batches in flight). Both, even
     // for a stage that recomputes: layouts with fewer activations also keep smaller inputs (on
-    // the 310.1B row, leaving those out for steps planned to recompute cost 3%).
+    // the 310.1B row, leaving those out for steps planned to recompute cost 3%). And where the
+    // micro-batches in flight (1F1B's first stage holds min(S, m)) make the activations overrun
+    // the share, layouts counting them that many times, within the share and the state of the
+    // rows before and after the layers (Korthikanti et al.'s 1T with selective recomputation:
+    // its sequence-parallel layer norms).
     struct Within {
       double bytes;
-      bool activations;
+      double activations;
     };
     std::vector<Within> counted;
-    if (state > share) counted.push_back({share, false});
-    if (held > share) counted.push_back({share, true});
-    // The first stage holds min(S, m) micro-batches' activations under 1F1B: where those overrun
-    // the share, layouts whose one micro-batch's activations fit the share's rest divided among
-    // them (the 1T row of Korthikanti et al. with selective recomputation: its sequence-parallel
-    // layer norms).
-    // The plan's budget covers the step's rows before and after the layers too: their state.
+    if (state > share) counted.push_back({share, 0});
+    if (held > share) counted.push_back({share, 1});
     const double in_flight = std::min(stages, step.micro_batches);
     double all_state = 0;
     for (const LayerCost& r : p.rows) all_state += r.state_bytes;
-    if (in_flight > 1 && share > state && state + in_flight * (held - state) > share)
-      counted.push_back({all_state + (share - state) / in_flight, true});
+    if (in_flight > 1 && state + in_flight * (held - state) > share)
+      counted.push_back({share + all_state - state, in_flight});
     // Within the share, the plan least in time; where the share's knapsack was large, also
     // lighter plans found on the way: the share is a guess, and the memory they leave can keep
     // activations or fit fewer stages (on the 310.1B row a lighter plan's pipeline was 1.3x
@@ -202,7 +201,7 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     });
     for (size_t v = 0; v < counted.size(); ++v)
       for (Plan& variant : variants[v])
-        add(task.step, std::move(variant), counted[v].bytes, counted[v].activations);
+        add(task.step, std::move(variant), counted[v].bytes, counted[v].activations > 0);
     found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   }
   out.choice = plan_stages(costs_of(out.options, chunks), total_devices, budget, recompute);

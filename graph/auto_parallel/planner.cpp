@@ -108,7 +108,7 @@ std::vector<bool> fixed_derived(const Graph& g, const std::set<int>& fixed,
 }  // namespace
 
 GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budget,
-                           const std::set<int>& fixed, bool merge_repeats, bool activations,
+                           const std::set<int>& fixed, bool merge_repeats, double activations,
                            double update_weight, double forward_weight, bool fixed_in_place,
                            const std::function<std::string(int)>& name_of) {
   GraphProblem gp;
@@ -289,7 +289,7 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   const std::vector<int> owner = graph::memory_owner(g);
   std::vector<bool> saved(values.size(), false);
   for (const Node& n : nodes)
-    if (activations && n.backward)
+    if (activations > 0 && n.backward)
       for (int id : n.inputs)
         if (id >= 0) saved[size_t(owner[size_t(id)])] = true;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -300,13 +300,13 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
       const int v = n.outputs[j];
       if (owner[size_t(v)] != v || !saved[size_t(v)]) continue;
       if (grp < 0) {
-        gp.constant_memory += double(graph::bytes_per_rank(values[size_t(v)]));
+        gp.constant_memory += activations * double(graph::bytes_per_rank(values[size_t(v)]));
         continue;
       }
       Group& group = gp.problem.groups[size_t(grp)];
       if (group.memory.empty()) group.memory.assign(group.cost.size(), 0.0);
       for (size_t b = 0; b < group.memory.size(); ++b)
-        group.memory[b] += double(1 + gp.copies[size_t(grp)].size()) *
+        group.memory[b] += activations * double(1 + gp.copies[size_t(grp)].size()) *
                            bytes(values[size_t(v)], gp.sigs[size_t(grp)][b].out[j]);
     }
   }
@@ -485,7 +485,7 @@ double compiled_peak(const Graph& g, const Plan& p, PlanCache& cache) {
 }
 
 Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set<int>& fixed,
-          const std::function<std::string(int)>& name_of, bool activations,
+          const std::function<std::string(int)>& name_of, double activations,
           const PlanOptions& options, std::vector<Plan>* lighter) {
   const GraphProblem gp = build_problem(
       g, cache, memory_budget, fixed, options.merge_repeats || g.nodes().size() > kWholeGraphNodes,
@@ -498,7 +498,7 @@ Plan plan(const Graph& g, PlanCache& cache, double memory_budget, const std::set
     // The budget bounds the count (variables, gradients, saved activations), not the compiled
     // step's peak, which has transients on top (a gathered bucket, a reduction's buffer, ops'
     // outputs the backward does not read): predicted, for the user to compare.
-    if (activations && std::isfinite(memory_budget)) p.peak = compiled_peak(g, p, cache);
+    if (activations > 0 && std::isfinite(memory_budget)) p.peak = compiled_peak(g, p, cache);
     return p;
   };
   if (lighter)

@@ -53,8 +53,9 @@ struct GraphProblem {
 // to price, or a plan already applied to the module); the ops' signatures are always chosen.
 // With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
 // one layer's groups however deep the model, at the price of the copies' own best choices.
-// With `activations`, the forward outputs the backward reads count against the budget too, in
-// their ops' output layouts (all live when the forward ends). The step's once-a-step part (the
+// The forward outputs the backward reads count against the budget `activations` times, in their
+// ops' output layouts (all live when the forward ends): 0 not at all, 1 one micro-batch's, k the k
+// micro-batches a pipeline stage holds in flight. The step's once-a-step part (the
 // gradients' reductions and the optimizer's update, after the backward) counts `update_weight`
 // times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage). The
 // forward (its ops and the conversions they read through) counts `forward_weight` times: 2 when
@@ -65,7 +66,7 @@ struct GraphProblem {
 // signature reading a kept variable as stored raises, naming both (`name_of`, default "%<id>").
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
                            const std::set<int>& fixed = {}, bool merge_repeats = true,
-                           bool activations = true, double update_weight = 1.0,
+                           double activations = 1.0, double update_weight = 1.0,
                            double forward_weight = 1.0, bool fixed_in_place = false,
                            const std::function<std::string(int)>& name_of = nullptr);
 // Every variable's value id: to keep all their layouts.
@@ -92,7 +93,7 @@ struct PlanOptions {
 // `lighter`, if given, receives the plans of Solution::lighter (solve()).
 Plan plan(const graph::Graph& g, PlanCache& cache, double memory_budget,
           const std::set<int>& fixed = {}, const std::function<std::string(int)>& name_of = nullptr,
-          bool activations = true, const PlanOptions& options = {},
+          double activations = 1.0, const PlanOptions& options = {},
           std::vector<Plan>* lighter = nullptr);
 // The plan's predicted peak bytes per device once compiled (lower_layout): the most bytes the
 // step's values hold at once, and the variables.
