@@ -319,6 +319,32 @@ TEST(AutoParallelPlan, TheUpdateAfterTheBackwardWeighsUpdateWeightTimesAndStaysE
               auto_parallel::brute_force(quarter.problem).cost, 1e-12);
 }
 
+TEST(AutoParallelPlan, SavedActivationsCountAsManyTimesAsTheMicroBatchesInFlight) {
+  // A pipeline stage holds k micro-batches' activations: build_problem counts them k times (0:
+  // not at all), the variables once.
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanCache cache(ClusterSpec::default_for(4));
+  PlanGraph pg = mlp(line, 256, "S(0)");
+  pg.g.nodes()[2].backward = true;  // reads the forward's outputs
+  const auto with = [&](double activations) {
+    return auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, activations);
+  };
+  const auto none = with(0), one = with(1), three = with(3);
+  bool any = false;
+  for (size_t grp = 0; grp < one.problem.groups.size(); ++grp) {
+    const auto &m0 = none.problem.groups[grp].memory, &m1 = one.problem.groups[grp].memory,
+               &m3 = three.problem.groups[grp].memory;
+    for (size_t b = 0; b < m1.size(); ++b) {
+      const double base = m0.empty() ? 0 : m0[b];
+      EXPECT_NEAR(m3[b] - base, 3 * (m1[b] - base), 1e-6) << "group " << grp << " choice " << b;
+      any = any || m1[b] > base;
+    }
+  }
+  EXPECT_TRUE(any);  // some activation was counted
+  EXPECT_NEAR(three.constant_memory - none.constant_memory,
+              3 * (one.constant_memory - none.constant_memory), 1e-6);
+}
+
 TEST(AutoParallelPlan, TheForwardWeighsForwardWeightTimesWhereTheStageRecomputesIt) {
   // A stage that recomputes runs its forward twice a micro-batch: its plan weighs it so, and
   // leaves the backward and the update as they were.
