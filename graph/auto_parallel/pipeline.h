@@ -49,7 +49,8 @@ struct PipelineSearch {
 // `layers` repeated layers on `total_devices` devices. For each step, its fastest layouts (the
 // stage's update weighing 1/m: its micro-batches share it); then, in the order of the step each
 // alone predicts, where those layouts overrun the budget's share for the stage's layers, layouts
-// within that share, without and with one micro-batch's activations counted, skipped where even
+// within that share, without and with one micro-batch's activations counted (and, where the
+// micro-batches in flight make them overrun it, counted once for each), skipped where even
 // the fastest layouts predict no faster a step than the best pipeline found that fits (a step
 // that keeps its variables' layouts still chooses its activations': Megatron's sequence-parallel
 // layer norms where memory binds). plan_stages then weighs every option, under each
