@@ -107,3 +107,19 @@ def test_enable_auto_parallel_with_the_interleaved_schedule_trains_like_one_proc
     got, params = _run(tmp_path, "auto_interleaved", [*args, "--chunks", "2"], nproc=4)
     assert "interleaved in 2 chunks a device" in got["pipeline"], got["pipeline"]
     _check_like_one_process(got, params, want, want_params)
+
+
+def test_enable_auto_parallel_interleaves_layers_the_virtual_stages_do_not_divide(
+    tmp_path, one_process
+):
+    """5 blocks in 2 virtual stages a device (chunks=(2,)): the plan gives the virtual stages
+    unequal layer counts, and the graph trains like one process."""
+    model = ["--n-layer", "5"]
+    want, want_params = _single(one_process, model)
+    args = [*model, "--layout", "auto", "--pipeline", "--graph", "--memory-budget", "600000"]
+    got, params = _run(tmp_path, "auto_uneven", [*args, "--chunks", "2"], nproc=4)
+    assert "interleaved in 2 chunks a device" in got["pipeline"], got["pipeline"]
+    # A first row per virtual stage: 5 blocks in 2 or 4 of them, never evenly.
+    first = [int(r) for r in got["pipeline"].split("first layers: ")[1].split()]
+    assert len(first) in (2, 4), got["pipeline"]
+    _check_like_one_process(got, params, want, want_params)
