@@ -95,11 +95,27 @@ ClusterSpec ClusterSpec::cpu_loopback(int world) {
 // reaches it (bus bandwidth: about 230 of NVLink3's 300 GB/s, about 23 of an HDR NIC's 25; our
 // recollection of NVIDIA's nccl-tests figures, not checked against a source here); latencies are
 // typical NCCL small-message figures (a few us on NVLink, ~10 us across an InfiniBand hop).
-ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
+namespace {
+
+// A DGX-style cluster of GPUs over NCCL: a NIC a GPU across nodes, NCCL's tree where an all-reduce
+// is latency-bound, a kernel's launch for every op and NCCL's launch and channel setup for every
+// collective. The presets fill in the device and the links.
+ClusterSpec nccl_gpus(const char* name, int nodes, int gpus_per_node) {
   ClusterSpec s;
-  s.name = "a100_nvlink";
+  s.name = name;
   s.nodes = nodes;
   s.devices_per_node = gpus_per_node;
+  s.device.op_overhead = 4e-6;
+  s.collective_overhead = 10e-6;
+  s.nics_per_node = gpus_per_node;
+  s.tree_all_reduce = true;
+  return s;
+}
+
+}  // namespace
+
+ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
+  ClusterSpec s = nccl_gpus("a100_nvlink", nodes, gpus_per_node);
   // NVIDIA's A100 datasheet: 108 SMs x 2048 dense float16 FLOP a clock x 1.41 GHz = 312 TFLOP/s.
   s.device.flops_fp64 = 19.5e12;      // FP64 tensor core
   s.device.flops_fp32 = 19.5e12;      // non-tensor FP32 (TF32 tensor core: 156e12)
@@ -118,20 +134,13 @@ ClusterSpec ClusterSpec::a100_nvlink(int nodes, int gpus_per_node) {
   s.device.tile_m = 256;
   s.device.tile_n = 128;
   s.device.tile_k_fill = 2 * 64;
-  s.device.op_overhead = 4e-6;    // a kernel's launch
-  s.intra_node = {5e-6, 230e9};   // NVLink3: 600 GB/s bidirectional, 230 GB/s as NCCL's bus
-  s.inter_node = {10e-6, 23e9};   // HDR InfiniBand 200 Gb/s per GPU, 23 GB/s as NCCL's bus
-  s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
-  s.nics_per_node = gpus_per_node;
-  s.tree_all_reduce = true;
+  s.intra_node = {5e-6, 230e9};  // NVLink3: 600 GB/s bidirectional, 230 GB/s as NCCL's bus
+  s.inter_node = {10e-6, 23e9};  // HDR InfiniBand 200 Gb/s per GPU, 23 GB/s as NCCL's bus
   return s;
 }
 
 ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
-  ClusterSpec s;
-  s.name = "h100_ib";
-  s.nodes = nodes;
-  s.devices_per_node = gpus_per_node;
+  ClusterSpec s = nccl_gpus("h100_ib", nodes, gpus_per_node);
   // NVIDIA's H100 SXM5 figures: 132 SMs x 4096 dense float16 FLOP a clock x 1.83 GHz = 989
   // TFLOP/s.
   s.device.flops_fp64 = 67e12;       // FP64 tensor core
@@ -149,12 +158,8 @@ ClusterSpec ClusterSpec::h100_ib(int nodes, int gpus_per_node) {
   s.device.tile_m = 128;
   s.device.tile_n = 256;
   s.device.tile_k_fill = 2 * 64;
-  s.device.op_overhead = 4e-6;    // a kernel's launch
-  s.intra_node = {4e-6, 450e9};   // NVLink4: 900 GB/s bidirectional
-  s.inter_node = {8e-6, 50e9};    // NDR InfiniBand 400 Gb/s per GPU
-  s.collective_overhead = 10e-6;  // NCCL kernel launch + channel setup
-  s.nics_per_node = gpus_per_node;
-  s.tree_all_reduce = true;
+  s.intra_node = {4e-6, 450e9};  // NVLink4: 900 GB/s bidirectional
+  s.inter_node = {8e-6, 50e9};   // NDR InfiniBand 400 Gb/s per GPU
   return s;
 }
 
