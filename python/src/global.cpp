@@ -99,10 +99,12 @@ void bind_global(py::module_& m) {
                 });
           return out;
         });
-  // sbp None keeps x's layout (a traced x's as the graph compiles it).
+  // sbp None keeps x's layout (a traced x's as the graph compiles it). Inside build() a real
+  // tensor (a parameter, a captured constant) is converted in the graph too, not now.
   m.def("reshard", [](const Tensor& x, const Placement& placement, const std::optional<NdSbp>& sbp,
                       std::shared_ptr<comm::Communicator> world) {
-    if (x.is_traced()) return traced_reshard(x, placement, sbp.value_or(NdSbp()));
+    if (x.is_traced() || graph::Trace::current())
+      return traced_reshard(x, placement, sbp.value_or(NdSbp()));
     auto ctx = context(world);
     GlobalTensor g = as_global(x, "to_global");
     const NdSbp nd_sbp = sbp.value_or(g.nd_sbp);
@@ -129,7 +131,7 @@ void bind_global(py::module_& m) {
     return to_full(g, *ctx);
   });
   m.def("to_local", [](const Tensor& x) {
-    if (x.is_traced())
+    if (x.is_traced() || graph::Trace::current())
       fail("to_local",
            "a traced tensor has no shard yet (data is not available while tracing); "
            "return it from build() and call to_local() on the graph's output");
