@@ -241,7 +241,8 @@ void check_writable(const char* op, const Tensor& self) {
 }
 
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
-                              const Attrs& attrs, const std::vector<TensorMeta>& out) {
+                              const Attrs& attrs, const std::vector<TensorMeta>& out,
+                              const std::vector<StreamedBlocks>* streamed) {
   if (def.view) return def.view({inputs, out, attrs});  // meta storage views as well
   if (def.inplace && !inputs[0].device().is_meta()) {
     // An in-place op reads its other inputs while writing self: one that overlaps self's
@@ -253,7 +254,7 @@ std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& input
         safe[i] = contiguous_copy(safe[i]);
         copied = true;
       }
-    if (copied) return run_local(def, safe, attrs, out);
+    if (copied) return run_local(def, safe, attrs, out, streamed);
   }
   std::vector<Tensor> outs;
   outs.reserve(out.size());
@@ -261,7 +262,7 @@ std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& input
     outs.push_back(def.inplace && j == 0
                        ? inputs[0]
                        : Tensor::empty(out[j].shape, out[j].dtype, out[j].device));
-  if (outs.empty() || !outs[0].device().is_meta()) def.compute({inputs, outs, attrs});
+  if (outs.empty() || !outs[0].device().is_meta()) def.compute({inputs, outs, attrs, streamed});
   if (def.inplace) inputs[0].bump_version();
   return outs;
 }

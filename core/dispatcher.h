@@ -65,8 +65,9 @@ std::vector<TensorMeta> infer_metas(const OpDef& def, const std::vector<TensorMe
 void check_writable(const char* op, const Tensor& self);
 
 // Runs the op's compute on local tensors (no checks, no autograd): what the global executor
-// runs on each rank's shards.
+// runs on each rank's shards (with the peers of its streamed inputs, where they arrived split).
 std::vector<Tensor> run_local(const OpDef& def, const std::vector<Tensor>& inputs,
-                              const Attrs& attrs, const std::vector<TensorMeta>& out);
+                              const Attrs& attrs, const std::vector<TensorMeta>& out,
+                              const std::vector<StreamedBlocks>* streamed = nullptr);
 
 }  // namespace ofl::internal

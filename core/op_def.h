@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -19,6 +20,10 @@
 #include "core/tensor.h"
 
 namespace ofl::internal {
+
+namespace comm {
+class Communicator;
+}
 
 // --- typed attributes ---
 
@@ -81,12 +86,22 @@ struct InferArgs {
   const std::vector<TensorMeta>& in;
   const Attrs& attrs;
 };
+// An input a global op's compute takes block by block (OpDef::streamed) instead of whole: this
+// rank holds one block along the streamed dim, the group's members hold the others, in the
+// order of `starts` (where each member's block begins) and `lengths`.
+struct StreamedBlocks {
+  std::shared_ptr<comm::Communicator> group;  // null: the input arrived whole
+  std::vector<int64_t> starts, lengths;
+};
+
 // Reads the inputs (local tensors on the op's device) and writes the outputs the dispatcher
-// allocated from `infer`'s metas.
+// allocated from `infer`'s metas. `streamed` (one per input) is set only on the shards of a
+// global op whose streamed inputs arrived split.
 struct ComputeArgs {
   const std::vector<Tensor>& in;
   const std::vector<Tensor>& out;
   const Attrs& attrs;
+  const std::vector<StreamedBlocks>* streamed = nullptr;
 };
 // The inputs and outputs the op saved (undefined where it saves none), their metas, one gradient
 // per output (zeros where none flowed) and which inputs need one. Returns one per input.
@@ -149,6 +164,12 @@ struct OpDef {
   // table's first row, say), rewritten for one rank's shards. Null: the attributes hold for
   // shards as they are.
   std::function<Attrs(const Attrs&, const ShardArgs&)> shard_attrs;
+  // Inputs (bit i: input i) that a signature wants broadcast but the compute can take as blocks
+  // passed around their group (ring attention's keys and values): where such an input arrives
+  // split along `streamed_dim` on the mesh axes that want it broadcast, the executors skip its
+  // gather and pass its peers instead (ComputeArgs::streamed).
+  uint32_t streamed_inputs = 0;
+  int streamed_dim = 0;
   // The op's public signatures (core/op_schema.h), which Python binds as functions and Tensor
   // methods, and a one-line description for help(); ops without one are internal.
   std::vector<Api> api;

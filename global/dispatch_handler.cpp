@@ -32,7 +32,8 @@ class GlobalHandler : public KindHandler {
       std::vector<Shape> in_shapes;
       if (def.shard_attrs)
         for (const Tensor& t : in) in_shapes.push_back(meta_of(t).shape);
-      return run_shards(def, locals, attrs, metas, in_shapes, shard_offsets, shard_out_offsets);
+      return run_shards(def, locals, attrs, metas, in_shapes, shard_offsets, shard_out_offsets,
+                        shard_streamed());
     };
     ForcedCall* forced = forcing_ ? forced_call() : nullptr;
     return forced && !forced->seen ? run_global_forced(op, *forced) : run_global(op);
@@ -53,15 +54,17 @@ GlobalHandler& forcing_handler() {
 std::vector<Tensor> run_shards(const OpDef& def, const std::vector<Tensor>& locals,
                                const Attrs& attrs, const std::vector<TensorMeta>& out,
                                const std::vector<Shape>& in_shapes, const ShardOffsets& offset_of,
-                               const ShardOffsets& out_offset_of) {
-  if (!def.shard_attrs) return run_local(def, locals, attrs, out);
+                               const ShardOffsets& out_offset_of,
+                               const std::vector<StreamedBlocks>* streamed) {
+  if (!def.shard_attrs) return run_local(def, locals, attrs, out, streamed);
   std::vector<Shape> out_shapes;
   for (const TensorMeta& m : out) out_shapes.push_back(m.shape);
   std::vector<std::vector<int64_t>> offsets, out_offsets;
   for (size_t i = 0; i < locals.size(); ++i) offsets.push_back(offset_of(i));
   for (size_t j = 0; j < out.size(); ++j) out_offsets.push_back(out_offset_of(j));
   return run_local(def, locals,
-                   def.shard_attrs(attrs, {in_shapes, out_shapes, offsets, out_offsets}), out);
+                   def.shard_attrs(attrs, {in_shapes, out_shapes, offsets, out_offsets}), out,
+                   streamed);
 }
 
 namespace {

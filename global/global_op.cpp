@@ -15,6 +15,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "global/forced.h"
+#include "global/streamed.h"
 #include "ops/op_helpers.h"
 #include "sbp/global_info.h"
 #include "sbp/select.h"
@@ -59,6 +60,7 @@ struct ShardContext {
   std::vector<int64_t> coords;
   const std::vector<Shape>* out_shapes;  // logical
   std::vector<NdSbp> out_layouts;
+  const std::vector<StreamedBlocks>* streamed = nullptr;
 };
 thread_local const ShardContext* current_shards = nullptr;
 
@@ -124,6 +126,11 @@ std::vector<int64_t> shard_out_offsets(size_t output) {
             "shard_out_offsets outside a global op's local function");
   return local_starts((*current_shards->out_shapes)[output], current_shards->out_layouts[output],
                       current_shards->placement, current_shards->coords);
+}
+
+const std::vector<StreamedBlocks>* shard_streamed() {
+  OFL_CHECK(current_shards, "shard_streamed outside a global op's local function");
+  return current_shards->streamed;
 }
 
 bool any_global(std::initializer_list<Tensor> ts) {
@@ -258,8 +265,9 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     return result;
   }
 
-  // Reshard the inputs.
+  // Reshard the inputs, but for those the compute streams.
   std::vector<Tensor> locals(op.inputs.size());
+  std::vector<StreamedBlocks> streamed;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const Tensor& t = op.inputs[i];
     if (!t.defined()) continue;
@@ -268,13 +276,28 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
       continue;
     }
     GlobalTensor g = as_global(t, op_name(op));
-    locals[i] =
-        g.nd_sbp == sig.in[i] ? g.local : reshard(g, placement, sig.in[i], *ctx, &predicted).local;
+    if (g.nd_sbp == sig.in[i]) {
+      locals[i] = g.local;
+    } else if (auto axes = streamed_axes(*op.def, i, g.nd_sbp, sig.in[i]); !axes.empty()) {
+      streamed.resize(op.inputs.size());
+      if (!t.device().is_meta())  // (a meta shard computes nothing, on a simulated world too)
+        streamed[i] = streamed_blocks(g.shape, g.nd_sbp, axes, op.def->streamed_dim, placement,
+                                      *coords, *ctx);
+      locals[i] = g.local;
+    } else {
+      locals[i] = reshard(g, placement, sig.in[i], *ctx, &predicted).local;
+    }
   }
   std::vector<Shape> local_shapes;
   for (size_t j = 0; j < op.out_shapes.size(); ++j)
     local_shapes.push_back(local_shape(op.out_shapes[j], sig.out[j], placement, *coords));
-  const ShardContext shards{&op.inputs, sig.in, placement, *coords, &op.out_shapes, sig.out};
+  const ShardContext shards{&op.inputs,
+                            sig.in,
+                            placement,
+                            *coords,
+                            &op.out_shapes,
+                            sig.out,
+                            streamed.empty() ? nullptr : &streamed};
   std::vector<Tensor> outs;
   {
     ShardScope scope(&shards);

@@ -41,6 +41,9 @@ bool any_global(std::initializer_list<Tensor> ts);
 std::vector<int64_t> shard_offsets(size_t input);
 // The same for output `output`'s shard (a class-split gradient written at its own classes).
 std::vector<int64_t> shard_out_offsets(size_t output);
+// The peers of the inputs that arrived as blocks for the compute to stream (global/streamed.h),
+// one per input; null where none did.
+const std::vector<StreamedBlocks>* shard_streamed();
 // The logical shape: a global tensor's, else the tensor's own.
 const Shape& logical_shape(const Tensor& t);
 int64_t logical_dim(const Tensor& t);

@@ -15,6 +15,7 @@
 #include "core/random.h"
 #include "core/stream.h"
 #include "global/shards.h"
+#include "global/streamed.h"
 #include "sbp/global_info.h"
 
 namespace ofl::internal::graph {
@@ -291,10 +292,20 @@ class Run {
     OFL_CHECK(coords, "on_shards: rank ", rank(), " is outside ", p->str());
     std::vector<Tensor> locals;
     std::vector<Shape> in_shapes;
+    std::vector<StreamedBlocks> streamed;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Tensor& t = in_[i];
-      locals.push_back(t.defined() && t.is_global() ? as_global(t, "graph").local : t);
+      const bool global = t.defined() && t.is_global();
+      locals.push_back(global ? as_global(t, "graph").local : t);
       in_shapes.push_back(n.inputs[i] >= 0 ? g_.values()[n.inputs[i]].shape : Shape());
+      if (!global || t.impl()->global->nd_sbp == n.sig.in[i]) continue;
+      const GlobalInfo& gi = *t.impl()->global;
+      const auto axes = streamed_axes(*n.op, i, gi.nd_sbp, n.sig.in[i]);
+      OFL_CHECK(!axes.empty(), n.op->name, ": input ", i, " is ", gi.nd_sbp.str(), ", not ",
+                n.sig.in[i].str(), " as its signature wants");
+      streamed.resize(n.inputs.size());
+      streamed[i] =
+          streamed_blocks(gi.shape, gi.nd_sbp, axes, n.op->streamed_dim, *p, *coords, *ctx_);
     }
     std::vector<TensorMeta> metas;
     for (size_t j = 0; j < n.outputs.size(); ++j) {
@@ -311,8 +322,10 @@ class Run {
     auto out_offset_of = [&](size_t j) {
       return local_starts(g_.values()[n.outputs[j]].shape, n.sig.out[j], *p, *coords);
     };
-    std::vector<Tensor> outs =
-        run_shards(*n.op, locals, attrs, metas, in_shapes, offset_of, out_offset_of);
+    // A streaming compute talks to its peers itself: the collectives before it finish first.
+    if (!streamed.empty()) comm_.wait_all();
+    std::vector<Tensor> outs = run_shards(*n.op, locals, attrs, metas, in_shapes, offset_of,
+                                          out_offset_of, streamed.empty() ? nullptr : &streamed);
     for (size_t j = 0; j < outs.size(); ++j) {
       const Value& v = g_.values()[n.outputs[j]];
       outs[j] = n.op->inplace && j == 0

@@ -2,10 +2,13 @@
 // fused op it calls where a fused kernel serves the call (cuDNN's flash attention for 16-bit
 // floats on CUDA): softmax(scale q k^T, causal mask) v in one kernel that saves each row's
 // log-sum-exp for its fused backward instead of the probabilities.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <future>
 
 #include "core/autograd/grad_mode.h"
+#include "core/comm/work_queue.h"
 #include "core/dispatcher.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
@@ -109,22 +112,97 @@ Tensor unit_last(const Tensor& t) {
   return t.shape().back() > 1 && t.strides().back() != 1 ? contiguous_local(t) : t;
 }
 
-// A causal shard of query rows [o, o + L) of the sequence against all of its keys (context
-// parallelism: q split on the sequence, k and v gathered; the attribute offset is o, set by
-// attention_shard): its rows see the keys before o whole and the keys [o, o + L) as a causal
-// block (as many of them as there are), and none after. The kernel runs on each part and the
-// parts merge by their log-sum-exps, as ring attention merges its blocks; the backward runs on
-// each part with the merged output and log-sum-exp, which give each part's exact share. 0
-// outside such a shard.
-int64_t causal_offset(const Attrs& attrs) {
+// Which keys a shard's query rows see. Under context parallelism q is split on the sequence and
+// its rows begin at the attribute "offset" among the keys (attention_shard); the keys come whole
+// (gathered) or as blocks passed around the ranks holding them (ring attention:
+// ComputeArgs::streamed). A causal row sees the keys up to its own position: a block before the
+// rows whole, the block holding them as a causal part, none after. The kernel runs on each part
+// and the parts merge by their log-sum-exps (ring attention's running max and sum); the backward
+// runs on each part with the merged output and log-sum-exp, which give each part its exact share.
+int64_t query_offset(const Attrs& attrs) {
   return attrs.get<bool>("causal") && attrs.has("offset") ? attrs.get<int64_t>("offset") : 0;
 }
 
-// The keys a shard at offset o sees whole, and how many of its causal block exist.
-std::pair<int64_t, int64_t> shard_parts(int64_t o, int64_t rows, int64_t keys) {
-  const int64_t before = std::min(o, keys);
-  return {before, std::min(rows, keys - before)};
+// Rows [row0, rows) of the shard against keys [key0, key0 + keys) of a block.
+struct Part {
+  int64_t row0, key0, keys;
+  bool causal;
+};
+
+// The parts of a block of `len` keys beginning at `start` for `rows` query rows beginning at q0.
+std::vector<Part> parts_of(bool causal, int64_t q0, int64_t rows, int64_t start, int64_t len) {
+  if (!causal) return {{0, 0, len, false}};
+  const int64_t o = q0 - start;  // where the rows begin among the block's keys
+  const int64_t whole = std::clamp<int64_t>(o, 0, len), row0 = std::max<int64_t>(0, -o);
+  std::vector<Part> parts;
+  if (whole > 0) parts.push_back({0, 0, whole, false});
+  const int64_t n = std::min(rows - row0, len - whole);
+  if (n > 0) parts.push_back({row0, whole, n, true});
+  return parts;
 }
+
+// Whether one part, every row against every key given, is the whole call.
+bool one_part(const std::vector<Part>& parts, int64_t keys) {
+  return parts.size() == 1 && parts[0].row0 == 0 && parts[0].key0 == 0 && parts[0].keys == keys;
+}
+
+// The peers of input i where it streams (a block of the keys or values arrived), else null.
+const StreamedBlocks* streamed_input(const ComputeArgs& c, size_t i) {
+  return c.streamed && (*c.streamed)[i].group ? &(*c.streamed)[i] : nullptr;
+}
+
+Shape with_length(Shape s, int64_t length) {
+  s[2] = length;
+  return s;
+}
+
+// Calls fn(start, k, v) for each block of the keys and values: the ones given, or, where they
+// stream, every member's block in turn, passed around the ring (to the next member, from the
+// one before) while fn computes on the block at hand (on CPU; on a GPU after it).
+constexpr int kRingTag = 0x5249;
+void for_each_block(const StreamedBlocks* ring, const Tensor& k, const Tensor& v,
+                    const std::function<void(int64_t, const Tensor&, const Tensor&)>& fn) {
+  if (!ring) return fn(0, k, v);
+  const std::shared_ptr<comm::Communicator>& group = ring->group;
+  const int n = group->size(), me = group->rank(), next = (me + 1) % n, prev = (me + n - 1) % n;
+  Tensor kb = contiguous_local(k), vb = contiguous_local(v);
+  for (int step = 0; step < n; ++step) {
+    const int held = (me - step + n) % n;  // whose block this is
+    if (step + 1 == n) return fn(ring->starts[size_t(held)], kb, vb);
+    const int64_t len = ring->lengths[size_t((held + n - 1) % n)];
+    Tensor kn = Tensor::empty(with_length(kb.shape(), len), kb.dtype(), kb.device()),
+           vn = Tensor::empty(with_length(vb.shape(), len), vb.dtype(), vb.device());
+    auto pass = [group, kb, vb, kn, vn, next, prev]() mutable {
+      comm::send_recv(*group, kb, next, kn, prev, kRingTag);
+      comm::send_recv(*group, vb, next, vn, prev, kRingTag + 1);
+    };
+    if (kb.device().type == DeviceType::kCPU) {
+      std::shared_future<void> passed = comm::submit(group, pass);
+      fn(ring->starts[size_t(held)], kb, vb);
+      passed.get();
+    } else {
+      fn(ring->starts[size_t(held)], kb, vb);
+      pass();
+    }
+    kb = kn;
+    vb = vn;
+  }
+}
+
+// The running softmax-weighted sum `acc` over the key parts so far, with their log-sum-exp
+// `acc_lse`, takes in one more part's.
+void merge_part(const Tensor& acc, const Tensor& acc_lse, const Tensor& part,
+                const Tensor& part_lse) {
+  const Tensor top = maximum(acc_lse, part_lse);
+  const Tensor w0 = exp(sub(acc_lse, top)), w1 = exp(sub(part_lse, top)), total = add(w0, w1);
+  copy_into(acc, add(mul(acc, unsqueeze(div(w0, total), -1)),
+                     mul(to_dtype(part, acc.dtype()), unsqueeze(div(w1, total), -1))));
+  copy_into(acc_lse, add(top, log(total)));
+}
+
+// What a row's log-sum-exp starts at before any key: far below any real one, yet finite, so
+// that merging (exp of a difference) gives no NaN.
+constexpr double kNoKeyYet = -1e30;
 
 void attend(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
             const Tensor& out, const Tensor& lse) {
@@ -136,50 +214,69 @@ void compute_attention(const ComputeArgs& c) {
   require_output_shapes(op_def("flash_attention"), c);
   const double scale = c.attrs.get<double>("scale");
   const bool causal = c.attrs.get<bool>("causal");
-  const int64_t o = causal_offset(c.attrs);
-  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
-  const auto [whole, block] = shard_parts(o, q.shape()[2], k.shape()[2]);
-  if (o == 0 || block == 0)  // no keys before, or every key before
-    return attend(q, k, v, scale, causal && o == 0, c.out[0], c.out[1]);
-  const Tensor &out = c.out[0], &lse = c.out[1];
-  const Tensor before = Tensor::empty(out.shape(), out.dtype(), out.device()),
-               before_lse = Tensor::empty(lse.shape(), lse.dtype(), lse.device());
-  attend(q, narrow(k, 2, 0, whole), narrow(v, 2, 0, whole), scale, false, before, before_lse);
-  attend(q, narrow(k, 2, whole, block), narrow(v, 2, whole, block), scale, true, out, lse);
-  const Tensor top = maximum(before_lse, lse);
-  const Tensor w0 = exp(sub(before_lse, top)), w1 = exp(sub(lse, top)), total = add(w0, w1);
-  const DType acc = lse.dtype();
-  const Tensor merged = add(mul(to_dtype(before, acc), unsqueeze(div(w0, total), -1)),
-                            mul(to_dtype(out, acc), unsqueeze(div(w1, total), -1)));
-  copy_into(out, merged);
-  copy_into(lse, add(top, log(total)));
+  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2], &out = c.out[0], &lse = c.out[1];
+  const int64_t rows = q.shape()[2], q0 = query_offset(c.attrs);
+  const StreamedBlocks* ring = streamed_input(c, 1);
+  if (!ring) {
+    const std::vector<Part> parts = parts_of(causal, q0, rows, 0, k.shape()[2]);
+    if (one_part(parts, k.shape()[2])) return attend(q, k, v, scale, parts[0].causal, out, lse);
+  }
+  const Device dev = out.device();
+  const Tensor acc = zeros(out.shape(), lse.dtype(), dev),
+               acc_lse = full(lse.shape(), kNoKeyYet, lse.dtype(), dev);
+  for_each_block(ring, k, v, [&](int64_t start, const Tensor& kb, const Tensor& vb) {
+    for (const Part& p : parts_of(causal, q0, rows, start, kb.shape()[2])) {
+      const int64_t m = rows - p.row0;
+      const Tensor po = Tensor::empty(with_length(out.shape(), m), out.dtype(), dev),
+                   pl = Tensor::empty(with_length(lse.shape(), m), lse.dtype(), dev);
+      attend(narrow(q, 2, p.row0, m), narrow(kb, 2, p.key0, p.keys), narrow(vb, 2, p.key0, p.keys),
+             scale, p.causal, po, pl);
+      merge_part(narrow(acc, 2, p.row0, m), narrow(acc_lse, 2, p.row0, m), po, pl);
+    }
+  });
+  copy_into(out, acc);
+  copy_into(lse, acc_lse);
 }
 
 void compute_attention_backward(const ComputeArgs& c) {
   require_output_shapes(op_def("flash_attention_backward"), c);
   const double scale = c.attrs.get<double>("scale");
   const bool causal = c.attrs.get<bool>("causal");
-  const int64_t o = causal_offset(c.attrs);
-  const Tensor g = unit_last(c.in[0]), q = unit_last(c.in[1]), k = unit_last(c.in[2]),
-               v = unit_last(c.in[3]), out = unit_last(c.in[4]), lse = contiguous_local(c.in[5]);
-  const Tensor &dq = c.out[0], &dk = c.out[1], &dv = c.out[2];
-  const auto backward = [&](const Tensor& keys, const Tensor& values, bool mask,
-                            const Tensor& dq_part, const Tensor& dk_part, const Tensor& dv_part) {
-    attention_backward_kernel().get(dq.device().type)(g, q, keys, values, out, lse, scale, mask,
-                                                      dq_part, dk_part, dv_part);
+  const Tensor g = unit_last(c.in[0]), q = unit_last(c.in[1]), out = unit_last(c.in[4]),
+               lse = contiguous_local(c.in[5]);
+  const Tensor &k = c.in[2], &v = c.in[3], &dq = c.out[0], &dk = c.out[1], &dv = c.out[2];
+  const auto backward = [&](const Tensor& g, const Tensor& q, const Tensor& keys,
+                            const Tensor& values, const Tensor& out, const Tensor& lse, bool mask,
+                            const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+    attention_backward_kernel().get(dq.device().type)(g, q, unit_last(keys), unit_last(values), out,
+                                                      lse, scale, mask, dq, dk, dv);
   };
-  const int64_t keys = k.shape()[2];
-  const auto [whole, block] = shard_parts(o, q.shape()[2], keys);
-  if (o == 0 || block == 0) return backward(k, v, causal && o == 0, dq, dk, dv);
-  const Tensor dq_before = Tensor::empty(dq.shape(), dq.dtype(), dq.device());
-  backward(narrow(k, 2, 0, whole), narrow(v, 2, 0, whole), false, dq_before,
-           narrow(dk, 2, 0, whole), narrow(dv, 2, 0, whole));
-  backward(narrow(k, 2, whole, block), narrow(v, 2, whole, block), true, dq,
-           narrow(dk, 2, whole, block), narrow(dv, 2, whole, block));
-  copy_into(dq, add(dq, dq_before));
-  if (whole + block < keys)  // keys after the shard's rows: no query of it sees them
-    for (const Tensor* t : {&dk, &dv})
-      fill_into(narrow(*t, 2, whole + block, keys - whole - block), 0.0);
+  const int64_t rows = q.shape()[2], q0 = query_offset(c.attrs);
+  const StreamedBlocks* ring = streamed_input(c, 2);
+  if (!ring) {
+    const std::vector<Part> parts = parts_of(causal, q0, rows, 0, k.shape()[2]);
+    if (one_part(parts, k.shape()[2]))
+      return backward(g, q, k, v, out, lse, parts[0].causal, dq, dk, dv);
+  }
+  // dk and dv span every key (their signature's P(sum) or B); each part adds its share.
+  for (const Tensor* t : {&dq, &dk, &dv}) fill_into(*t, 0.0);
+  const Device dev = dq.device();
+  for_each_block(ring, k, v, [&](int64_t start, const Tensor& kb, const Tensor& vb) {
+    for (const Part& p : parts_of(causal, q0, rows, start, kb.shape()[2])) {
+      const int64_t m = rows - p.row0;
+      const auto rows_of = [&](const Tensor& t) { return narrow(t, 2, p.row0, m); };
+      const Tensor dq_p = Tensor::empty(with_length(dq.shape(), m), dq.dtype(), dev),
+                   dk_p = Tensor::empty(with_length(kb.shape(), p.keys), dk.dtype(), dev),
+                   dv_p = Tensor::empty(with_length(vb.shape(), p.keys), dv.dtype(), dev);
+      backward(rows_of(g), rows_of(q), narrow(kb, 2, p.key0, p.keys), narrow(vb, 2, p.key0, p.keys),
+               rows_of(out), contiguous_local(rows_of(lse)), p.causal, dq_p, dk_p, dv_p);
+      const Tensor dq_rows = rows_of(dq), dk_keys = narrow(dk, 2, start + p.key0, p.keys),
+                   dv_keys = narrow(dv, 2, start + p.key0, p.keys);
+      copy_into(dq_rows, add(dq_rows, dq_p));
+      copy_into(dk_keys, add(dk_keys, dk_p));
+      copy_into(dv_keys, add(dv_keys, dv_p));
+    }
+  });
 }
 
 // The shard's query offset against its keys' (k is whole where q is split on the sequence).
@@ -255,9 +352,10 @@ const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
 
 // flash_attention (q, k, v) -> (out, lse): batch or heads split everywhere, and query rows (q,
 // out, lse S(2), k and v B), causal mask included: context parallelism, each shard's rows against
-// the gathered keys at its offset (attention_shard). The planner weighs that against the heads
-// split (an all-to-all each way where the neighbours keep the sequence split, DeepSpeed-Ulysses)
-// and the batch split by what their conversions cost.
+// the keys at its offset (attention_shard). Keys and values that arrive split on the sequence are
+// streamed, not gathered (ring attention, OpDef::streamed_inputs). The planner weighs that
+// against the heads split (an all-to-all each way where the neighbours keep the sequence split,
+// DeepSpeed-Ulysses) and the batch split by what their conversions cost.
 Sigs attention_sbp(const SbpQuery& q) {
   const Sbp rows = Sbp::split(2);
   return {uniform(q, Sbp::split(0)), uniform(q, Sbp::split(1)), {{rows, kB, kB}, {rows, rows}}};
@@ -289,6 +387,8 @@ OFL_REGISTER_OPS({
      .saves = kSaveInputs | kSaveOutputs,
      .autocast = Autocast::kLowPrecision,
      .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 0); },
+     .streamed_inputs = 0b110,  // k and v: ring attention
+     .streamed_dim = 2,
      .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
               "is_causal=False) -> Tensor",
               call_front<flash_attention>(), kInternal}}},
@@ -300,7 +400,9 @@ OFL_REGISTER_OPS({
      .attrs = kAttentionAttrs,
      .infer = infer_attention_backward,
      .compute = compute_attention_backward,
-     .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 1); }},
+     .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 1); },
+     .streamed_inputs = 0b1100,
+     .streamed_dim = 2},
     {.name = "scaled_dot_product_attention",
      .num_inputs = 4,
      .cost = matmul_cost,

@@ -1,5 +1,7 @@
 #include "ops/op_helpers.h"
 
+#include <numeric>
+
 #include "core/dispatcher.h"
 #include "core/error.h"
 #include "core/primitives.h"
@@ -17,6 +19,11 @@ std::vector<TensorMeta> single_output(Shape shape, DType dtype, Device device) {
 void require_output_shapes(const OpDef& def, const ComputeArgs& c) {
   std::vector<TensorMeta> in;
   for (const Tensor& t : c.in) in.push_back(meta_of(t));
+  if (c.streamed)  // a streamed input is checked as the whole its blocks make
+    for (size_t i = 0; i < in.size() && i < c.streamed->size(); ++i)
+      if (const StreamedBlocks& s = (*c.streamed)[i]; s.group)
+        in[i].shape[size_t(def.streamed_dim)] =
+            std::accumulate(s.lengths.begin(), s.lengths.end(), int64_t{0});
   const std::vector<TensorMeta> want = def.infer({def.name.c_str(), in, c.attrs});
   for (size_t j = 0; j < want.size() && j < c.out.size(); ++j) {
     if (want[j].shape == c.out[j].shape()) continue;

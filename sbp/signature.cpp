@@ -56,4 +56,16 @@ std::vector<NdSbpSignature> combine_signatures(
   return out;
 }
 
+std::vector<int64_t> streamed_axes(const OpDef& def, size_t i, const NdSbp& from, const NdSbp& to) {
+  if (i >= 32 || !(def.streamed_inputs >> i & 1u) || from.size() != to.size()) return {};
+  std::vector<int64_t> axes;
+  for (size_t k = 0; k < to.size(); ++k) {
+    if (from[k] == to[k]) continue;
+    if (!(to[k].is_broadcast() && from[k].is_split() && from[k].axis() == def.streamed_dim))
+      return {};
+    axes.push_back(int64_t(k));
+  }
+  return axes;
+}
+
 }  // namespace ofl::internal

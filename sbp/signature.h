@@ -48,4 +48,9 @@ struct NdSbpSignature {
 std::vector<NdSbpSignature> combine_signatures(
     const std::vector<std::vector<SbpSignature>>& per_axis);
 
+// The mesh axes on which input `i` of `def` streams (OpDef::streamed_inputs) instead of being
+// converted from `from` to its signature's `to`: those where it is split along the streamed dim
+// and `to` is broadcast, provided it is laid out as `to` on every other axis. Empty otherwise.
+std::vector<int64_t> streamed_axes(const OpDef& def, size_t i, const NdSbp& from, const NdSbp& to);
+
 }  // namespace ofl::internal

@@ -119,6 +119,16 @@ void check_not_self(const char* op, const Communicator& c, int peer, const char*
     fail(op, "rank ", global_rank_of(c), " cannot ", verb, " itself on ", c.name());
 }
 
+void send_recv(Communicator& c, const Tensor& out, int dst, Tensor& in, int src, int tag) {
+  if (c.rank() % 2 == 0) {
+    c.send(out, dst, tag);
+    c.recv(in, src, tag);
+  } else {
+    c.recv(in, src, tag);
+    c.send(out, dst, tag);
+  }
+}
+
 namespace {
 
 // to's elements become from's in row-major order (both contiguous, one size), on any device.

@@ -102,4 +102,9 @@ void check_self_counts(const char* op, const Communicator& c,
 // A point-to-point peer is another rank (`verb`: "send to", "receive from").
 void check_not_self(const char* op, const Communicator& c, int peer, const char* verb);
 
+// Sends `out` to `dst` and receives `in` from `src` (ranks in c), under `tag`. Every member of a
+// ring may do so at once: even members send first and odd ones receive first, so no send waits
+// on a peer that is itself waiting to send.
+void send_recv(Communicator& c, const Tensor& out, int dst, Tensor& in, int src, int tag);
+
 }  // namespace ofl::internal::comm

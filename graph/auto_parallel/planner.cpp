@@ -1,6 +1,7 @@
 #include "graph/auto_parallel/planner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -187,17 +188,22 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   // Adds the cost of reading value v into `want` for each choice of group `to`, `weight` times:
   // an edge from v's group or, for a fixed layout, the reader's own cost.
   std::map<std::pair<int, int>, size_t> edge_of;
+  // `streamed` (for an input the reader's compute streams, OpDef::streamed_inputs): the compute
+  // seconds of choice b that its gather, made as the compute goes, hides.
   auto read = [&](int v, int to, const std::function<const NdSbp*(int choice)>& want,
-                  bool same_or_forbidden, bool gradient, double weight) {
-    const auto price = [&](const NdSbp& from, const NdSbp& w) {
+                  bool same_or_forbidden, bool gradient, double weight,
+                  const std::function<double(const NdSbp& from, int choice)>& streamed = nullptr) {
+    const auto price = [&](const NdSbp& from, const NdSbp& w, int b) {
       if (same_or_forbidden) return w == from ? 0.0 : kForbidden;
-      return weight * (gradient ? bucketed(v, from, w) : boxing(v, from, w));
+      if (gradient) return weight * bucketed(v, from, w);
+      const double hidden = streamed ? streamed(from, b) : 0.0;
+      return weight * std::max(0.0, boxing(v, from, w) - hidden);
     };
     Group& reader = gp.problem.groups[size_t(to)];
     const Origin& o = origin[size_t(v)];
     if (o.group < 0) {
       for (size_t b = 0; b < reader.cost.size(); ++b)
-        if (const NdSbp* w = want(int(b))) reader.cost[b] += price(o.fixed, *w);
+        if (const NdSbp* w = want(int(b))) reader.cost[b] += price(o.fixed, *w, int(b));
       return;
     }
     const size_t na = gp.problem.groups[size_t(o.group)].cost.size(), nb = reader.cost.size();
@@ -206,7 +212,8 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
     Edge& e = gp.problem.edges[it->second];
     for (size_t a = 0; a < na; ++a)
       for (size_t b = 0; b < nb; ++b)
-        if (const NdSbp* w = want(int(b))) e.cost[a * nb + b] += price(layout_of(v, int(a)), *w);
+        if (const NdSbp* w = want(int(b)))
+          e.cost[a * nb + b] += price(layout_of(v, int(a)), *w, int(b));
   };
 
   // Variables: a group each, but a copied layer's take their counterpart's (adding their memory).
@@ -391,8 +398,16 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
              " so (in_place=True reads kept parameters as stored; keep another layout, or plan "
              "without in_place)");
       const bool as_it_is = (n.op->inplace && k == 0) || kept_read;
+      // A streamed input's gather hides behind its share of one run's compute.
+      const auto streamed = [&](const NdSbp& from, int b) {
+        if (streamed_axes(*n.op, k, from, sigs[size_t(b)].in[k]).empty()) return 0.0;
+        const double one_run = gp.compute[size_t(grp)][size_t(b)] /
+                               (runs(i) * double(1 + gp.copies[size_t(grp)].size()));
+        return one_run / double(std::popcount(n.op->streamed_inputs));
+      };
       read(
-          id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id));
+          id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id),
+          n.op->streamed_inputs ? std::function<double(const NdSbp&, int)>(streamed) : nullptr);
     }
   }
   gp.problem.memory_budget -= gp.constant_memory;  // plan() checks that the kept ones fit

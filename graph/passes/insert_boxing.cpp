@@ -2,6 +2,7 @@
 // input laid out otherwise than its signature wants gets a boxing node into that layout (one per
 // value and layout, reused by later readers until
 // a write in place; a parameter's, once per phase); boxing nodes that convert nothing are dropped.
+// An input the op streams (OpDef::streamed_inputs) stays as it is: its compute gathers it.
 #include <map>
 #include <tuple>
 
@@ -37,7 +38,8 @@ Graph insert_boxing(const Graph& g) {
     if (n.kind == NodeKind::kOp && !n.sig.in.empty()) {
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const int id = n.inputs[i];
-        if (id < 0 || !out.values()[id].is_global() || out.values()[id].nd_sbp == n.sig.in[i])
+        if (id < 0 || !out.values()[id].is_global() || out.values()[id].nd_sbp == n.sig.in[i] ||
+            !streamed_axes(*n.op, i, out.values()[id].nd_sbp, n.sig.in[i]).empty())
           continue;
         const bool phase = param_memory[id] && n.backward;
         auto [it, fresh] = converted.try_emplace({id, n.sig.in[i].str(), phase}, -1);

@@ -149,6 +149,23 @@ TEST(Gloo, SendRecvPairsMessagesByPeerAndTag) {
   });
 }
 
+TEST(Gloo, SendRecvPassesEveryBlockAroundARingWithoutDeadlock) {
+  // Every member sends to the next and receives from the one before at once (ring attention's
+  // step); after n - 1 steps each has seen every block, on rings of odd and even size.
+  on_two_three_and_four_ranks([](Communicator& c) {
+    const int n = c.size();
+    Tensor held = make(DType::kFloat32, {double(c.rank()), double(c.rank())});
+    std::vector<double> seen{values(held)[0]};
+    for (int step = 1; step < n; ++step) {
+      Tensor next = Tensor::empty({2}, DType::kFloat32);
+      send_recv(c, held, (c.rank() + 1) % n, next, (c.rank() + n - 1) % n, 5);
+      held = next;
+      seen.push_back(values(held)[0]);
+    }
+    for (int step = 0; step < n; ++step) EXPECT_EQ(seen[size_t(step)], (c.rank() - step + n) % n);
+  });
+}
+
 TEST(Gloo, BarrierReturnsOnlyAfterEveryRankArrives) {
   using Clock = std::chrono::steady_clock;
   run_ranks(4, [&](int rank, Communicator& c) {

@@ -102,3 +102,33 @@ TEST(Select, AnInPlaceCallKeepsSelfsLayoutOrRaisesNamingTheOp) {
   EXPECT_NE(error_of([&] { candidate_signatures(reduce); }).find("[sum] no signature keeps"),
             std::string::npos);
 }
+
+TEST(Select, KeysAndValuesSplitOnTheSequenceStreamInsteadOfBeingGathered) {
+  // Attention with q, k and v split on the sequence: the query-row signature wants k and v
+  // whole, but the op streams them around the ring (flash_attention's streamed inputs): their
+  // gathers cost only what outlasts the compute, and no conversion is made.
+  Line line;
+  const Shape qkv{1, 16, 8192, 128}, lse{1, 16, 8192};
+  const std::vector<Shape> out{qkv, lse};
+  const SbpCall call = line.call("flash_attention", {qkv, qkv, qkv}, {"S(2)", "S(2)", "S(2)"}, out);
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_EQ(c.sig.str(), "S(2), B, B -> S(2), S(2)");
+  const double gathers =
+      2 * line.transition(qkv, DType::kFloat32, NdSbp::parse("S(2)"), NdSbp::parse("B")).seconds;
+  EXPECT_DOUBLE_EQ(c.boxing_seconds, std::max(0.0, gathers - c.compute_seconds));
+  EXPECT_GT(c.compute_seconds, 0);
+}
+
+TEST(Select, OnlyADeclaredInputSplitAlongItsStreamedDimStreams) {
+  const OpDef& attention = op_def("flash_attention");
+  const NdSbp b = NdSbp::parse("B"), seq = NdSbp::parse("S(2)"), heads = NdSbp::parse("S(1)");
+  EXPECT_EQ(streamed_axes(attention, 1, seq, b), (std::vector<int64_t>{0}));
+  EXPECT_TRUE(streamed_axes(attention, 0, seq, b).empty());  // q is not streamed
+  EXPECT_TRUE(streamed_axes(attention, 1, heads, b).empty());
+  EXPECT_TRUE(streamed_axes(op_def("matmul"), 1, seq, b).empty());
+  // On a 2-d mesh: the sequence axis streams where the other axis is already as wanted.
+  EXPECT_EQ(streamed_axes(attention, 2, NdSbp::parse("(S(0), S(2))"), NdSbp::parse("(S(0), B)")),
+            (std::vector<int64_t>{1}));
+  EXPECT_TRUE(
+      streamed_axes(attention, 2, NdSbp::parse("(B, S(2))"), NdSbp::parse("(S(0), B)")).empty());
+}

@@ -1,9 +1,13 @@
 """Context parallelism across real processes: attention with q, k and v split on the sequence
 (S(2) of (batch, heads, sequence, head dim)), causal and not, equals the single-process result,
-forward and gradients, eagerly and as an nn.Graph, and its output stays split on the sequence.
-The fused op (flash_attention) runs each shard's query rows against the gathered keys at the
-shard's offset; the written-out form (q k^T, causal mask, softmax, @ v) keeps the split through
-its ops. Prints one JSON line of problems."""
+forward and gradients, eagerly and as an nn.Graph, by each of its three paths:
+- ring: the fused op (flash_attention) takes k and v split as they are and passes their blocks
+  around the ranks (no gather); the written-out form (q k^T, causal mask, softmax, @ v) keeps
+  the split through its ops;
+- gathered: k and v broadcast, each shard's query rows against every key at its offset;
+- all-to-all (DeepSpeed-Ulysses): q, k and v to a heads split and the output back.
+Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries, 9
+keys: blocks of queries and keys that do not line up). Prints one JSON line of problems."""
 
 import numpy as np
 
@@ -12,42 +16,50 @@ import oneflowlike.distributed as dist
 import oneflowlike.nn.functional as F
 from _common import report
 
-SEQ = flow.sbp.split(2)
-B_, H, T, D = 2, 3, 13, 4  # 13 rows: uneven shards on 2 and 4 ranks
+SEQ, HEADS, B = flow.sbp.split(2), flow.sbp.split(1), flow.sbp.broadcast
+N, H, T, D = 2, 3, 13, 4
 SCALE = 0.5
 
 
-def arrays():
-    rng = np.random.default_rng(3)
-    q, k, v = (rng.standard_normal((B_, H, T, D)).astype(np.float32) for _ in range(3))
-    w = rng.standard_normal((B_, H, T, D)).astype(np.float32)  # the loss's weights
+def arrays(keys):
+    rng = np.random.default_rng(3 + keys)
+    q = rng.standard_normal((N, H, T, D)).astype(np.float32)
+    k, v = (rng.standard_normal((N, H, keys, D)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((N, H, T, D)).astype(np.float32)  # the loss's weights
     return q, k, v, w
 
 
 def split(a, place):
     """The whole array as a global tensor split on the sequence."""
-    return flow.tensor(a).to_global(place, flow.sbp.broadcast).to_global(sbp=SEQ)
+    return flow.tensor(a).to_global(place, B).to_global(sbp=SEQ)
 
 
-def attention(fused, q, k, v, causal):
-    if fused:
-        return flow._C.flash_attention(q, k, v, SCALE, causal)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
+def attention(path, fused, q, k, v, causal):
+    if path == "gathered":
+        k, v = k.to_global(sbp=B), v.to_global(sbp=B)
+    elif path == "all-to-all":
+        q, k, v = (t.to_global(sbp=HEADS) for t in (q, k, v))
+    out = (
+        flow._C.flash_attention(q, k, v, SCALE, causal)
+        if fused
+        else F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
+    )
+    return out.to_global(sbp=SEQ) if path == "all-to-all" else out
 
 
-def single_process(fused, causal):
-    q, k, v, w = (flow.tensor(a) for a in arrays())
+def single_process(fused, causal, keys):
+    q, k, v, w = (flow.tensor(a) for a in arrays(keys))
     for t in (q, k, v):
         t.requires_grad = True
-    out = attention(fused, q, k, v, causal)
+    out = attention("one process", fused, q, k, v, causal)
     (out * w).sum().backward()
     return out.numpy(), [t.grad.numpy() for t in (q, k, v)]
 
 
 class Params(flow.nn.Module):
-    def __init__(self, place):
+    def __init__(self, place, keys):
         super().__init__()
-        q, k, v, _ = arrays()
+        q, k, v, _ = arrays(keys)
         for name, a in zip("qkv", (q, k, v)):
             setattr(self, name, flow.nn.Parameter(split(a, place)))
 
@@ -55,16 +67,25 @@ class Params(flow.nn.Module):
 class Step(flow.nn.Graph):
     """One SGD step of lr 1 on q, k and v: each parameter moves by minus its gradient."""
 
-    def __init__(self, params, fused, causal, w):
+    def __init__(self, params, path, fused, causal, w):
         super().__init__()
-        self.params, self.fused, self.causal, self.w = params, fused, causal, w
+        self.params, self.path, self.fused, self.causal, self.w = params, path, fused, causal, w
         self.add_optimizer(flow.optim.SGD(params.parameters(), lr=1.0))
 
     def build(self):
         p = self.params
-        out = attention(self.fused, p.q, p.k, p.v, self.causal)
+        out = attention(self.path, self.fused, p.q, p.k, p.v, self.causal)
         (out * self.w).sum().backward()
         return out
+
+
+CASES = [  # (path, fused, keys)
+    ("ring", True, T),
+    ("ring", False, T),
+    ("ring", True, 9),
+    ("gathered", True, T),
+    ("all-to-all", True, T),
+]
 
 
 def main():
@@ -76,16 +97,22 @@ def main():
         if not np.allclose(got, want, atol=1e-5, rtol=1e-5):
             problems.append(f"{name}: off by {np.abs(np.asarray(got) - want).max():.3g}")
 
-    q_np, k_np, v_np, w_np = arrays()
-    w = split(w_np, place)
-    for fused in (True, False):
+    for path, fused, keys in CASES:
+        q_np, k_np, v_np, w_np = arrays(keys)
+        w = split(w_np, place)
         for causal in (False, True):
-            tag = f"{'fused' if fused else 'parts'} {'causal' if causal else 'full'}"
-            want_out, want_grads = single_process(fused, causal)
+            tag = f"{path} {'fused' if fused else 'parts'} {keys} keys"
+            tag += " causal" if causal else ""
+            want_out, want_grads = single_process(fused, causal, keys)
             qkv = [split(a, place) for a in (q_np, k_np, v_np)]
             for t in qkv:
                 t.requires_grad = True
-            out = attention(fused, *qkv, causal)
+            with flow.boxing.comm_log() as log:
+                out = attention(path, fused, *qkv, causal)
+            if path == "ring" and fused and any("all_gather" in line for line in log):
+                problems.append(f"eager {tag}: k and v were gathered: {log}")
+            if path == "all-to-all" and sum("all_to_all" in line for line in log) != 4:
+                problems.append(f"eager {tag}: not four all-to-alls: {log}")
             if out.sbp != (SEQ,):
                 problems.append(f"eager {tag}: the output is {out.sbp}, not split on the sequence")
             check(f"eager {tag} output", out.numpy(), want_out)
@@ -93,8 +120,8 @@ def main():
             for name, t, g in zip("qkv", qkv, want_grads):
                 check(f"eager {tag} d{name}", t.grad.numpy(), g)
 
-            params = Params(place)
-            graph_out = Step(params, fused, causal, w)()
+            params = Params(place, keys)
+            graph_out = Step(params, path, fused, causal, w)()
             check(f"graph {tag} output", graph_out.numpy(), want_out)
             for name, a, g in zip("qkv", (q_np, k_np, v_np), want_grads):
                 check(f"graph {tag} d{name}", a - getattr(params, name).numpy(), g)
