@@ -170,6 +170,9 @@ struct OpDef {
   // gather and pass its peers instead (ComputeArgs::streamed).
   uint32_t streamed_inputs = 0;
   int streamed_dim = 0;
+  // The share of its shapes' cost that a shard's compute does, where the shard's place decides
+  // it (causal attention: rows late in the sequence see more keys than early ones). Null: all.
+  std::function<double(const Attrs&, const ShardArgs&)> shard_work;
   // The op's public signatures (core/op_schema.h), which Python binds as functions and Tensor
   // methods, and a one-line description for help(); ops without one are internal.
   std::vector<Api> api;

@@ -345,6 +345,31 @@ OpCost attention_backward_cost(const std::vector<Shape>& in, const Shape& out, D
   return c;
 }
 
+// sum of clamp(j, 0, cap) over j in [lo, hi].
+double clamped_sum(int64_t lo, int64_t hi, int64_t cap) {
+  double total = 0;
+  const int64_t a = std::max<int64_t>(lo, 1), b = std::min(hi, cap);
+  if (a <= b) total += (double(a) + double(b)) * double(b - a + 1) / 2;
+  const int64_t c = std::max(lo, cap + 1);
+  if (c <= hi) total += double(cap) * double(hi - c + 1);
+  return total;
+}
+
+// The share of the (rows x keys) pairs a causal shard computes: row i, at offset o among its
+// keys, sees the first o + i + 1 of them (the kernels skip masked tiles). Rows late in the
+// sequence see more: the query-row split's last shard does the most.
+double attention_work(const Attrs& attrs, const ShardArgs& s, size_t q) {
+  if (!attrs.has("causal") || !attrs.get<bool>("causal") || s.local_out.empty() ||
+      s.in_shapes.size() < q + 2)
+    return 1;
+  const int64_t rows = s.local_out[0].size() == 4 ? s.local_out[0][2] : 0;
+  const int64_t keys = s.in_shapes[q + 1].size() == 4 ? s.in_shapes[q + 1][2] : 0;
+  if (rows <= 0 || keys <= 0) return 1;
+  const std::vector<int64_t>&qo = s.in_offsets[q], &ko = s.in_offsets[q + 1];
+  const int64_t o = qo.size() == 4 && ko.size() == 4 ? qo[2] - ko[2] : 0;
+  return clamped_sum(o + 1, o + rows, keys) / (double(rows) * double(keys));
+}
+
 // Beside these, a context-parallel shard's attributes carry "offset", where its query rows begin
 // among its keys: set per shard by attention_shard (a call's own attributes never hold it).
 const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
@@ -389,6 +414,7 @@ OFL_REGISTER_OPS({
      .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 0); },
      .streamed_inputs = 0b110,  // k and v: ring attention
      .streamed_dim = 2,
+     .shard_work = [](const Attrs& a, const ShardArgs& s) { return attention_work(a, s, 0); },
      .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
               "is_causal=False) -> Tensor",
               call_front<flash_attention>(), kInternal}}},
@@ -402,7 +428,8 @@ OFL_REGISTER_OPS({
      .compute = compute_attention_backward,
      .shard_attrs = [](const Attrs& a, const ShardArgs& s) { return attention_shard(a, s, 1); },
      .streamed_inputs = 0b1100,
-     .streamed_dim = 2},
+     .streamed_dim = 2,
+     .shard_work = [](const Attrs& a, const ShardArgs& s) { return attention_work(a, s, 1); }},
     {.name = "scaled_dot_product_attention",
      .num_inputs = 4,
      .cost = matmul_cost,

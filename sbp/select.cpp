@@ -62,25 +62,57 @@ NdSbp without_introduced(const NdSbp& sbp, const std::vector<bool>& replicated) 
   return NdSbp(std::move(axes));
 }
 
-// The op's cost on the shards of mesh coordinate (0, ..., 0) (balanced splits give lower indices
-// the larger pieces), with the signature's layouts passed through `layout`.
+// The op's cost on the shards at mesh coordinates `at`, with the signature's layouts passed
+// through `layout`.
 template <class Layout>
-OpCost origin_cost(const SbpCall& call, const NdSbpSignature& sig, Layout&& layout) {
+OpCost shard_cost(const SbpCall& call, const NdSbpSignature& sig, Layout&& layout,
+                  const std::vector<int64_t>& at) {
   const Placement& p = *call.placement;
-  const std::vector<int64_t> origin(p.mesh().size(), 0);
-  std::vector<Shape> in;
+  std::vector<Shape> in, logical;
+  std::vector<std::vector<int64_t>> offsets;
   in.reserve(call.in.size());
   for (size_t i = 0; i < call.in.size(); ++i) {
     const CallInput& x = call.in[i];
-    if (!x.shape)
+    logical.push_back(x.shape ? *x.shape : Shape());
+    if (!x.shape) {
       in.emplace_back();
-    else if (x.layout)
-      in.push_back(local_shape(*x.shape, layout(sig.in[i]), p, origin));
-    else
+      offsets.emplace_back();
+    } else if (x.layout) {
+      in.push_back(local_shape(*x.shape, layout(sig.in[i]), p, at));
+      offsets.push_back(local_starts(*x.shape, layout(sig.in[i]), p, at));
+    } else {
       in.push_back(*x.shape);
+      offsets.emplace_back(x.shape->size(), 0);
+    }
   }
-  const Shape out = local_shape((*call.out_shapes)[0], layout(sig.out[0]), p, origin);
-  return call.def->cost(in, out, call.out_dtype);
+  const Shape out = local_shape((*call.out_shapes)[0], layout(sig.out[0]), p, at);
+  OpCost c = call.def->cost(in, out, call.out_dtype);
+  if (call.def->shard_work) {
+    std::vector<Shape> outs;
+    std::vector<std::vector<int64_t>> out_offsets;
+    for (size_t j = 0; j < call.out_shapes->size(); ++j) {
+      outs.push_back(local_shape((*call.out_shapes)[j], layout(sig.out[j]), p, at));
+      out_offsets.push_back(local_starts((*call.out_shapes)[j], layout(sig.out[j]), p, at));
+    }
+    static const Attrs none;
+    c.flops *= call.def->shard_work(call.attrs ? *call.attrs : none,
+                                    {logical, outs, offsets, out_offsets});
+  }
+  return c;
+}
+
+// The op's cost on its largest shard: mesh coordinate (0, ..., 0), as balanced splits give lower
+// indices the larger pieces, or, for an op whose work grows along its tensors (shard_work:
+// causal attention), the last coordinate where that does more.
+template <class Layout>
+OpCost origin_cost(const SbpCall& call, const NdSbpSignature& sig, Layout&& layout) {
+  const Placement& p = *call.placement;
+  const OpCost first = shard_cost(call, sig, layout, std::vector<int64_t>(p.mesh().size(), 0));
+  if (!call.def->shard_work) return first;
+  std::vector<int64_t> last = p.mesh();
+  for (int64_t& d : last) --d;
+  const OpCost other = shard_cost(call, sig, layout, last);
+  return other.flops > first.flops ? other : first;
 }
 
 // The roofline time of the call's compute on the largest shard, and what the choice ranks by.

@@ -76,7 +76,17 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
       std::vector<Shape> in;
       for (int id : n.inputs) in.push_back(id < 0 ? Shape() : g.values()[size_t(id)].shape);
       const DType dtype = g.values()[size_t(n.outputs[0])].dtype;
-      const OpCost c = n.op->cost(in, g.values()[size_t(n.outputs[0])].shape, dtype);
+      OpCost c = n.op->cost(in, g.values()[size_t(n.outputs[0])].shape, dtype);
+      if (n.op->shard_work) {  // whole tensors: every offset 0
+        std::vector<Shape> out;
+        std::vector<std::vector<int64_t>> at, out_at;
+        for (const Shape& s : in) at.emplace_back(s.size(), 0);
+        for (int id : n.outputs) {
+          out.push_back(g.values()[size_t(id)].shape);
+          out_at.emplace_back(out.back().size(), 0);
+        }
+        c.flops *= n.op->shard_work(n.attrs, {in, out, at, out_at});
+      }
       compute(n, cluster.compute(c, dtype));
       continue;
     }

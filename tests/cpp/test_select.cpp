@@ -119,6 +119,27 @@ TEST(Select, KeysAndValuesSplitOnTheSequenceStreamInsteadOfBeingGathered) {
   EXPECT_GT(c.compute_seconds, 0);
 }
 
+TEST(Select, CausalAttentionIsPricedOnItsBusiestShard) {
+  // Causal rows late in the sequence see more keys: split on the query rows, the last of 8
+  // shards computes 15/16 of its rows x keys, where a heads split computes half on every rank.
+  // So the heads split (an all-to-all of q, k and v) wins, and without the mask the ring does.
+  Line line;
+  const Shape qkv{1, 16, 8192, 128}, lse{1, 16, 8192};
+  const std::vector<Shape> out{qkv, lse};
+  for (bool causal : {true, false}) {
+    SbpCall call = line.call("flash_attention", {qkv, qkv, qkv}, {"S(2)", "S(2)", "S(2)"}, out);
+    const Attrs attrs{{"scale", 0.1}, {"causal", causal}};
+    call.attrs = &attrs;
+    const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+    EXPECT_EQ(c.sig.str(), causal ? "S(1), S(1), S(1) -> S(1), S(1)" : "S(2), B, B -> S(2), S(2)");
+    const NdSbpSignature rows{{NdSbp::parse("S(2)"), NdSbp::parse("B"), NdSbp::parse("B")},
+                              {NdSbp::parse("S(2)"), NdSbp::parse("S(2)")}};
+    const double full = compute_seconds(call, rows, line.cache.cluster());
+    // Heads: 2 x 8192 x 8192 pairs, half seen; rows: 16 x 1024 x 8192, 15/16 seen.
+    if (causal) EXPECT_NEAR(c.compute_seconds / full, 8193.0 / 15361, 0.03);
+  }
+}
+
 TEST(Select, OnlyADeclaredInputSplitAlongItsStreamedDimStreams) {
   const OpDef& attention = op_def("flash_attention");
   const NdSbp b = NdSbp::parse("B"), seq = NdSbp::parse("S(2)"), heads = NdSbp::parse("S(1)");

@@ -419,15 +419,17 @@ def test_keep_parameters_lays_the_optimizer_states_out_zero_style_where_memory_b
 
 
 def test_a_long_sequence_of_one_batch_row_is_planned_context_parallel():
-    """One sequence of 8192 tokens on 8 GPUs (the batch cannot split): the planner lays attention
-    out by query rows, the keys and values gathered (flash_attention's S(2), B, B signature), and
-    at 512 tokens the gathers do not pay."""
+    """One causal sequence of 8192 tokens on 8 GPUs (the batch cannot split). With 2 heads the
+    planner lays attention out by query rows, the keys and values streamed around the ring
+    (flash_attention's S(2), B, B signature); with 8 heads it splits the heads, since a causal
+    split by rows leaves its last rank 15/16 of its keys to see where a heads split does half
+    everywhere; and at 512 tokens the ring does not pay."""
     place = flow.placement("cpu", ranks=list(range(8)))
     cluster = flow.boxing.ClusterSpec.a100_nvlink(1, 8)
 
-    def attention_signatures(seq):
+    def attention_signatures(seq, heads=2):
         with flow.device("meta"):
-            model = GPT(GPTConfig(256, seq, 2, 8, 256)).half()
+            model = GPT(GPTConfig(256, seq, 2, heads, 256)).half()
         model.to_global(place, B)
         opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
         x = flow.zeros(1, seq, dtype=flow.int64, device="meta", placement=place, sbp=S(1))
@@ -435,4 +437,5 @@ def test_a_long_sequence_of_one_batch_row_is_planned_context_parallel():
         return {sig for op, sig in plan.signatures if op == "flash_attention"}
 
     assert attention_signatures(8192) == {"S(2), B, B -> S(2), S(2)"}
+    assert attention_signatures(8192, heads=8) == {"S(1), S(1), S(1) -> S(1), S(1)"}
     assert "S(2), B, B -> S(2), S(2)" not in attention_signatures(512)
