@@ -131,6 +131,7 @@ struct Part {
 
 // The parts of a block of `len` keys beginning at `start` for `rows` query rows beginning at q0.
 std::vector<Part> parts_of(bool causal, int64_t q0, int64_t rows, int64_t start, int64_t len) {
+  if (rows == 0 || len == 0) return {};  // an empty shard or block (more ranks than keys)
   if (!causal) return {{0, 0, len, false}};
   const int64_t o = q0 - start;  // where the rows begin among the block's keys
   const int64_t whole = std::clamp<int64_t>(o, 0, len), row0 = std::max<int64_t>(0, -o);

@@ -68,36 +68,36 @@ template <class Layout>
 OpCost shard_cost(const SbpCall& call, const NdSbpSignature& sig, Layout&& layout,
                   const std::vector<int64_t>& at) {
   const Placement& p = *call.placement;
-  std::vector<Shape> in, logical;
-  std::vector<std::vector<int64_t>> offsets;
+  std::vector<Shape> in;
   in.reserve(call.in.size());
   for (size_t i = 0; i < call.in.size(); ++i) {
     const CallInput& x = call.in[i];
-    logical.push_back(x.shape ? *x.shape : Shape());
-    if (!x.shape) {
+    if (!x.shape)
       in.emplace_back();
-      offsets.emplace_back();
-    } else if (x.layout) {
+    else if (x.layout)
       in.push_back(local_shape(*x.shape, layout(sig.in[i]), p, at));
-      offsets.push_back(local_starts(*x.shape, layout(sig.in[i]), p, at));
-    } else {
+    else
       in.push_back(*x.shape);
-      offsets.emplace_back(x.shape->size(), 0);
-    }
   }
   const Shape out = local_shape((*call.out_shapes)[0], layout(sig.out[0]), p, at);
   OpCost c = call.def->cost(in, out, call.out_dtype);
-  if (call.def->shard_work) {
-    std::vector<Shape> outs;
-    std::vector<std::vector<int64_t>> out_offsets;
-    for (size_t j = 0; j < call.out_shapes->size(); ++j) {
-      outs.push_back(local_shape((*call.out_shapes)[j], layout(sig.out[j]), p, at));
-      out_offsets.push_back(local_starts((*call.out_shapes)[j], layout(sig.out[j]), p, at));
-    }
-    static const Attrs none;
-    c.flops *= call.def->shard_work(call.attrs ? *call.attrs : none,
-                                    {logical, outs, offsets, out_offsets});
+  if (!call.def->shard_work) return c;
+  std::vector<Shape> logical, outs;
+  std::vector<std::vector<int64_t>> offsets, out_offsets;
+  for (size_t i = 0; i < call.in.size(); ++i) {
+    const CallInput& x = call.in[i];
+    logical.push_back(x.shape ? *x.shape : Shape());
+    offsets.push_back(!x.shape   ? std::vector<int64_t>()
+                      : x.layout ? local_starts(*x.shape, layout(sig.in[i]), p, at)
+                                 : std::vector<int64_t>(x.shape->size(), 0));
   }
+  for (size_t j = 0; j < call.out_shapes->size(); ++j) {
+    outs.push_back(local_shape((*call.out_shapes)[j], layout(sig.out[j]), p, at));
+    out_offsets.push_back(local_starts((*call.out_shapes)[j], layout(sig.out[j]), p, at));
+  }
+  static const Attrs none;
+  c.flops *=
+      call.def->shard_work(call.attrs ? *call.attrs : none, {logical, outs, offsets, out_offsets});
   return c;
 }
 

@@ -6,8 +6,9 @@ forward and gradients, eagerly and as an nn.Graph, by each of its three paths:
   the split through its ops;
 - gathered: k and v broadcast, each shard's query rows against every key at its offset;
 - all-to-all (DeepSpeed-Ulysses): q, k and v to a heads split and the output back.
-Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries, 9
-keys: blocks of queries and keys that do not line up). Prints one JSON line of problems."""
+Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries and 9
+keys: blocks of queries and keys that do not line up; 3 keys: an empty block on 4 ranks). Prints one JSON line of problems.
+"""
 
 import numpy as np
 
@@ -83,6 +84,7 @@ CASES = [  # (path, fused, keys)
     ("ring", True, T),
     ("ring", False, T),
     ("ring", True, 9),
+    ("ring", True, 3),  # fewer keys than 4 ranks: an empty block
     ("gathered", True, T),
     ("all-to-all", True, T),
 ]
