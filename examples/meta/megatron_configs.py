@@ -37,7 +37,8 @@ micro-batches of the run's size per data-parallel rank, every layer recomputed
 virtual stages on Table 1's 76.1B to 529.6B rows (plan_pipeline(chunks=...)). The planner's
 plan (--planner): stages of the run's size, half and twice it, its micro-batch size, 1F1B or
 interleaved (2 virtual stages a device, or the run's count), recomputation and every layout
-inside a stage its choice. A stage is traced with two of the model's blocks (their costs are
+inside a stage its choice, with the run's layout weighed beside its own
+(plan_pipeline(given=True)). A stage is traced with two of the model's blocks (their costs are
 per block). Both within 80 GB per GPU. Attention is priced as its parts
 (flow.backends.cuda.sdp_kernel(enable_flash=False)): these runs computed it so, before fused
 attention kernels; --flash-attention prices it as one fused kernel.
@@ -133,9 +134,10 @@ ROWS = [
 def step_for(row, layout):
     """plan_pipeline's step_for: one stage's step with two blocks. The run's ("megatron"): the
     stage's ranks as a (d, t) mesh in Megatron's column/row-parallel layout. The planner's
-    ("free"): every parameter replicated, for the planner to lay out, on the same (d, t) mesh at
-    the run's stage size (so the run's layout is one point of the search) and on the stage's
-    (nodes, 8) mesh at other sizes."""
+    ("start"): the same (d, t) mesh at the run's stage size, starting from the run's layout
+    (plan_pipeline(given=True) weighs it beside its own plans, so the run's layout is one point
+    of the search), and every parameter replicated on the stage's (nodes, 8) mesh at other
+    sizes, for the planner to lay out."""
     t = row.t
 
     def make(placement, micro_batches):
@@ -150,7 +152,8 @@ def step_for(row, layout):
             if row.selective:  # the attention core written out, and only it recomputed
                 cfg.fused_attention, cfg.recompute_attention = False, True
             model = GPT(cfg).half()
-        if layout == "megatron" and t > 1:
+        run_layout = layout == "megatron" or (layout == "start" and len(ranks) == row.t * row.d)
+        if run_layout and t > 1:
             model.to_global(placement, lambda n, p: (B, megatron(n, p)))
         else:
             model.to_global(placement, tuple([B] * axes) if axes > 1 else B)
@@ -201,8 +204,8 @@ def price(row, planner=False):
     ]
     t0 = time.perf_counter()
     ours = flow.auto_parallel.plan_pipeline(
-        step_for(row, "free"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
-        stage_devices=sizes, micro_batches=(m,), chunks=sorted({1, 2, row.chunks}),
+        step_for(row, "start"), row.layers, row.gpus, cluster=cluster, memory_budget=80e9,
+        stage_devices=sizes, micro_batches=(m,), chunks=sorted({1, 2, row.chunks}), given=True,
     )  # fmt: skip
     return theirs, ours, time.perf_counter() - t0
 

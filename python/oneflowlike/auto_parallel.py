@@ -269,6 +269,13 @@ class _Traced:
         variables = _variables(graph)
         self.names = {i: name for i, (name, _) in variables.items()}
         self.kept = _kept(keep, variables)
+        self.all_kept = _kept(True, variables)
+        # Replicated everywhere as given: nothing the planner's own search lacks.
+        self.replicated = all(
+            all(sbp == flow.sbp.broadcast for sbp in t.sbp)
+            for _, t in variables.values()
+            if t.is_global
+        )
         self.placement = next(t.placement for t in inputs if t.is_global)
 
     def plan(self, cluster, budget, activations, update_weight, cache):
@@ -417,6 +424,7 @@ def plan_pipeline(
     recompute=None,
     chunks=(1,),
     in_place=False,
+    given=False,
 ):
     """Chooses the pipeline of a model of `layers` repeated layers on `devices` devices: the
     number of stages (each on devices / stages devices), which layers each runs, the micro-batch
@@ -445,6 +453,11 @@ def plan_pipeline(
     `chunks`: the virtual stages a device to weigh: 1 is 1F1B, more the interleaved schedule
     (Megatron-LM's: the repeated layers split evenly into stages x chunks virtual stages, device
     s running s, s + stages, ...; counts that do not divide the layers are skipped).
+
+    `given=True`: the layouts the step's model was given (its to_global), computed with as they
+    lie (plan()'s keep=True, in_place=True: every op must read them so), are an option beside
+    the planned ones at every stage size where they are not simply replicated, so the plan is
+    never predicted slower than a hand layout the model starts from.
 
     `save`: a folder to write what the search plans from (the traced steps, the cluster, the
     numbers; no tensor data), for the C++ API's ofl::plan_pipeline(dir) (oneflowlike/planning.h)
@@ -477,11 +490,17 @@ def plan_pipeline(
         for m in micro_batches
     ]
     steps = [(d, m, t.traced, t.kept, t.names, t.in_place) for d, m, t in traced]
+    owner = list(range(len(traced)))  # the traced entry each step is planned from
+    if given:
+        for i, (d, m, t) in enumerate(traced):
+            if not t.replicated:
+                steps.append((d, m, t.traced, t.all_kept, t.names, True))
+                owner.append(i)
     if save is not None:
         _C.save_pipeline_inputs(
             os.fspath(save), steps, layers, devices, budget, cluster, allowed, chunks
         )
     found = _C.search_pipeline(steps, layers, devices, budget, cache, allowed, chunks)
-    chosen = traced[found["step"]][2]
+    chosen = traced[owner[found["step"]]][2]
     intra = Plan(found["plan"], chosen.names, chosen.placement)
     return PipelinePlan(found, intra, layers, device_type)

@@ -14,7 +14,7 @@ import oneflowlike as flow
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "parallel"))
 from char_gpt.model import GPT, GPTConfig  # noqa: E402
-from gpt_layouts import TrainStep  # noqa: E402
+from gpt_layouts import TrainStep, megatron  # noqa: E402
 
 B, S = flow.sbp.broadcast, flow.sbp.split
 BATCH, LAYERS = 16, 8
@@ -151,3 +151,27 @@ def test_virtual_stages_need_not_divide_the_layers_but_each_needs_one():
         plan(float("inf"), [2], chunks=(5,))
     with pytest.raises(RuntimeError, match="chunks .* must be one or more counts of at least 1"):
         plan(None, [2], chunks=(0,))
+
+
+def hand_step_for(placement, micro_batches):
+    """step_for's step in Megatron-LM's tensor-parallel layout (over a 1-d stage's ranks)."""
+    graph, inputs = step_for(placement, micro_batches)
+    if len(placement.hierarchy) == 1:
+        graph.model.to_global(placement, lambda n, p: megatron(n, p))
+    return graph, inputs
+
+
+def test_the_layouts_given_are_an_option_so_the_plan_is_never_slower_than_them():
+    """given=True: the step's own layouts (a hand layout), computed with as they lie, are
+    weighed beside the planned ones: the plan is predicted no slower than either search alone,
+    and it weighed more options. Layouts given replicated add nothing the search lacks."""
+    cluster = flow.boxing.ClusterSpec.cpu_loopback(4)
+    kw = dict(cluster=cluster, micro_batches=(1, 4), stage_devices=[2, 4])
+    plan = flow.auto_parallel.plan_pipeline
+    free = plan(hand_step_for, LAYERS, 4, **kw)
+    kept = plan(hand_step_for, LAYERS, 4, keep=True, in_place=True, **kw)
+    both = plan(hand_step_for, LAYERS, 4, given=True, **kw)
+    assert both.seconds <= min(free.seconds, kept.seconds) * (1 + 1e-9)
+    assert len(both.options) > len(free.options)
+    replicated = plan(step_for, LAYERS, 4, given=True, **kw)
+    assert len(replicated.options) == len(plan(step_for, LAYERS, 4, **kw).options)
