@@ -181,4 +181,15 @@ std::vector<int> Reduction::expand(const std::vector<int>& rest_choice) const {
   return choice;
 }
 
+std::optional<std::vector<int>> Reduction::restrict(const std::vector<int>& choice) const {
+  std::vector<int> out;
+  for (int g : kept_) {
+    const std::vector<int>& kept = choices_[size_t(g)];
+    const auto it = std::find(kept.begin(), kept.end(), choice.at(size_t(g)));
+    if (it == kept.end()) return std::nullopt;
+    out.push_back(int(it - kept.begin()));
+  }
+  return out;
+}
+
 }  // namespace ofl::internal::auto_parallel

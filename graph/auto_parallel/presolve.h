@@ -6,6 +6,7 @@
 // and its reader), so what reaches the solver is the variables and the ops that meet three or
 // more groups.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "graph/auto_parallel/problem.h"
@@ -22,6 +23,9 @@ class Reduction {
   const std::vector<int>& rest_groups() const { return kept_; }
   // A plan of the original problem from a plan of rest(): the folded groups' best choices.
   std::vector<int> expand(const std::vector<int>& rest_choice) const;
+  // The plan of rest() that a plan of the original problem takes in rest()'s groups; empty where
+  // it takes a choice the reduction dropped.
+  std::optional<std::vector<int>> restrict(const std::vector<int>& choice) const;
 
  private:
   struct Fold {

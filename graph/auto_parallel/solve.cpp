@@ -535,6 +535,43 @@ IlpResult solve_by_pricing(const Problem& p, const IlpResult& free_plan, std::ve
   return out;
 }
 
+// solve_ilp's columns for `p`: one per group's choice and one per pair of an edge's classes.
+int columns_of(const Problem& p) {
+  size_t n = 0;
+  for (const Group& g : p.groups) n += g.cost.size();
+  for (const Edge& e : p.edges) {
+    const size_t a = p.groups[size_t(e.from)].cost.size(), b = p.groups[size_t(e.to)].cost.size();
+    n += classes(a, b, [&](size_t i, size_t j) { return e.cost[i * b + j]; }).first.size() *
+         classes(b, a, [&](size_t j, size_t i) { return e.cost[i * b + j]; }).first.size();
+  }
+  return int(n);
+}
+
+// The best plan of reduced.rest() regardless of memory. Under a budget, solved on `p` without it,
+// which reduces further (no group's memory keeps it from folding), and restricted to rest()'s
+// groups: on Korthikanti et al.'s 1T stages 1 s, where CBC took 8 to 20 s on the budgeted rest.
+std::optional<IlpResult> solve_free(const Problem& p, const Reduction& reduced) {
+  Problem unbounded = reduced.rest();
+  unbounded.memory_budget = INFINITY;
+  if (!std::isfinite(p.memory_budget)) return solve_ilp(unbounded);
+  Problem free = p;
+  free.memory_budget = INFINITY;
+  const Reduction further(free);
+  IlpResult r{{}, 0, columns_of(reduced.rest())};
+  double slack = 0;  // how far the free plan may lie above its bound
+  if (!further.rest().groups.empty()) {
+    std::optional<IlpResult> s = solve_ilp(further.rest());
+    if (!s) return std::nullopt;
+    slack = std::max(cost_of(further.rest(), s->choice) - s->bound, 0.0);
+    r.choice = std::move(s->choice);
+  }
+  std::optional<std::vector<int>> restricted = reduced.restrict(further.expand(r.choice));
+  if (!restricted) return solve_ilp(unbounded);  // a choice the budget's reduction dropped
+  r.choice = std::move(*restricted);
+  r.bound = cost_of(unbounded, r.choice) - slack;
+  return r;
+}
+
 }  // namespace
 
 Solution solve(const Problem& p) {
@@ -545,9 +582,7 @@ Solution solve(const Problem& p) {
   if (!reduced.rest().groups.empty()) {
     // The best plan regardless of memory is the answer if it fits; its linear relaxation is
     // mostly integral, so it is quick, where the budget's knapsack needs branching.
-    Problem unbounded = reduced.rest();
-    unbounded.memory_budget = INFINITY;
-    std::optional<IlpResult> r = solve_ilp(unbounded);
+    std::optional<IlpResult> r = solve_free(p, reduced);
     if (!r) no_plan_at_all();
     if (memory_of(reduced.rest(), r->choice) > reduced.rest().memory_budget) {
       const std::optional<std::vector<int>> start = fit_greedily(reduced.rest(), r->choice);

@@ -144,6 +144,17 @@ TEST(AutoParallelSolve, FoldingGroupsIntoTheirNeighboursKeepsThePlanExact) {
   EXPECT_EQ(reduced.rest_groups(), (std::vector<int>{0, 4}));
   ASSERT_EQ(reduced.rest().edges.size(), 1u);
   expect_exact(chain);
+  // A plan restricted to rest()'s groups (the variables 0 and 4) expands to as good a plan; a
+  // plan taking a choice the reduction dropped (variable 0's costlier copy of its choice 0) has
+  // no restriction.
+  const std::vector<int> best = brute_force(chain).choice;
+  const std::optional<std::vector<int>> kept = reduced.restrict(best);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_DOUBLE_EQ(cost_of(chain, reduced.expand(*kept)), cost_of(chain, best));
+  add_choice_like(chain, 0, 0, 1.0);
+  std::vector<int> dropped = best;
+  dropped[0] = int(chain.groups[0].cost.size()) - 1;
+  EXPECT_FALSE(Reduction(chain).restrict(dropped).has_value());
 }
 
 TEST(AutoParallelSolve, LargeBudgetedProblemsStopWithinHalfAPercentOfTheirProvenBound) {
