@@ -84,6 +84,39 @@ double best_seconds(const std::vector<StagePlan>& options, int total_devices, do
   }
 }
 
+// The budgets a step's layouts are planned within where its fastest layouts (priced as `rows`)
+// overrun the budget's share for the stage's layers. Counting the state alone, and counting one
+// micro-batch's activations too (plan_stages multiplies them by the micro-batches in flight).
+// Both, even for a stage that recomputes: layouts with fewer activations also keep smaller
+// inputs (on the 310.1B row, leaving those out for steps planned to recompute cost 3%). And
+// where the micro-batches in flight (1F1B's first stage holds min(S, m)) make the activations
+// overrun the share, layouts counting them that many times, within the share and the state of
+// the rows before and after the layers (Korthikanti et al.'s 1T with selective recomputation:
+// its sequence-parallel layer norms).
+struct Within {
+  double bytes;
+  double activations;
+};
+std::vector<Within> budgets_of(const StageStep& step, const std::vector<LayerCost>& rows,
+                               int layers, int total_devices, double budget) {
+  const int stages = total_devices / step.devices_per_stage;
+  const double traced = double(rows.size() - 2);
+  const double share = budget * traced / std::ceil(double(layers) / stages);
+  double state = 0, held = 0, all_state = 0;
+  for (size_t r = 1; r + 1 < rows.size(); ++r) {
+    state += rows[r].state_bytes;
+    held += rows[r].state_bytes + rows[r].activation_bytes;
+  }
+  for (const LayerCost& r : rows) all_state += r.state_bytes;
+  std::vector<Within> out;
+  if (state > share) out.push_back({share, 0});
+  if (held > share) out.push_back({share, 1});
+  const double in_flight = std::min(stages, step.micro_batches);
+  if (in_flight > 1 && state + in_flight * (held - state) > share)
+    out.push_back({share + all_state - state, in_flight});
+  return out;
+}
+
 }  // namespace
 
 PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, int total_devices,
@@ -148,60 +181,46 @@ PipelineSearch search_pipeline(const std::vector<StageStep>& steps, int layers, 
     pending.push_back({best_seconds({out.options.back()}, total_devices, kInf, recompute, chunks),
                        step.devices_per_stage, step.micro_batches, k, std::move(rows)});
   }
-  // Where those overrun the budget's share for the stage's layers, layouts within the share,
-  // without and with one micro-batch's activations counted (plan_stages multiplies them by the
-  // micro-batches in flight).
+  // Where those overrun the budget's share for the stage's layers, layouts within it (budgets_of).
   double found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   std::stable_sort(pending.begin(), pending.end());
-  for (const Pending& p : pending) {
-    const Task& task = tasks[p.task];
-    const StageStep& step = steps[task.step];
-    if (p.alone >= found) continue;
-    const int stages = total_devices / step.devices_per_stage;
-    const double traced = double(p.rows.size() - 2);
-    const double share = budget * traced / std::ceil(double(layers) / stages);
-    double state = 0, held = 0;
-    for (size_t r = 1; r + 1 < p.rows.size(); ++r) {
-      state += p.rows[r].state_bytes;
-      held += p.rows[r].state_bytes + p.rows[r].activation_bytes;
+  // In waves of as many entries as threads, each wave's plans on every core (an entry's own
+  // budgets are one to three plans, some of them long): the entries that may still beat the best
+  // pipeline found when the wave starts.
+  struct Job {
+    size_t task;
+    Within within;
+    std::vector<Plan> plans;
+  };
+  const size_t wave = size_t(std::max(1, get_num_threads()));
+  for (size_t next = 0; next < pending.size();) {
+    std::vector<Job> jobs;
+    for (size_t taken = 0; next < pending.size() && taken < wave; ++next) {
+      const Pending& p = pending[next];
+      if (p.alone >= found) continue;
+      ++taken;
+      for (const Within& w :
+           budgets_of(steps[tasks[p.task].step], p.rows, layers, total_devices, budget))
+        jobs.push_back({p.task, w, {}});
     }
-    // Layouts within the share counting the state alone, and counting one micro-batch's
-    // activations too (plan_stages multiplies them by the micro-batches in flight). Both, even
-    // for a stage that recomputes: layouts with fewer activations also keep smaller inputs (on
-    // the 310.1B row, leaving those out for steps planned to recompute cost 3%). And where the
-    // micro-batches in flight (1F1B's first stage holds min(S, m)) make the activations overrun
-    // the share, layouts counting them that many times, within the share and the state of the
-    // rows before and after the layers (Korthikanti et al.'s 1T with selective recomputation:
-    // its sequence-parallel layer norms).
-    struct Within {
-      double bytes;
-      double activations;
-    };
-    std::vector<Within> counted;
-    if (state > share) counted.push_back({share, 0});
-    if (held > share) counted.push_back({share, 1});
-    const double in_flight = std::min(stages, step.micro_batches);
-    double all_state = 0;
-    for (const LayerCost& r : p.rows) all_state += r.state_bytes;
-    if (in_flight > 1 && state + in_flight * (held - state) > share)
-      counted.push_back({share + all_state - state, in_flight});
     // Within the share, the plan least in time; where the share's knapsack was large, also
     // lighter plans found on the way: the share is a guess, and the memory they leave can keep
     // activations or fit fewer stages (on the 310.1B row a lighter plan's pipeline was 1.3x
     // faster than the share's fastest plan's).
-    std::vector<std::vector<Plan>> variants(counted.size());
-    each_in_parallel(counted.size(), [&](size_t v) {
+    each_in_parallel(jobs.size(), [&](size_t k) {
+      Job& job = jobs[k];
       try {
         std::vector<Plan> lighter;
-        variants[v].push_back(plan_step(task, counted[v].bytes, counted[v].activations, &lighter));
-        for (Plan& l : lighter) variants[v].push_back(std::move(l));
+        job.plans.push_back(
+            plan_step(tasks[job.task], job.within.bytes, job.within.activations, &lighter));
+        for (Plan& l : lighter) job.plans.push_back(std::move(l));
       } catch (const Error&) {
         // nothing fits the share: the other layouts stay the options
       }
     });
-    for (size_t v = 0; v < counted.size(); ++v)
-      for (Plan& variant : variants[v])
-        add(task.step, std::move(variant), counted[v].bytes, counted[v].activations > 0);
+    for (Job& job : jobs)
+      for (Plan& plan : job.plans)
+        add(tasks[job.task].step, std::move(plan), job.within.bytes, job.within.activations > 0);
     found = best_seconds(out.options, total_devices, budget, recompute, chunks);
   }
   out.choice = plan_stages(costs_of(out.options, chunks), total_devices, budget, recompute);
