@@ -11,6 +11,9 @@ local ranks (2 and 4 by default):
                rank does up to twice a heads split's work
   gathered     k and v all-gathered first (S(2) -> B), each rank's rows against every key
   all-to-all   q, k and v to a heads split and the output back (DeepSpeed-Ulysses)
+  balanced     (causal) the sequence in the load-balanced order for N ranks (F.load_balance:
+               each rank holds a chunk from either end), the op told so (balance=N): the
+               ring with every rank doing the same work
 
 and the same attention whole in one process. Each figure is the best of --rounds timed calls on
 rank 0; the job is repeated --repeats times, and the spread over repeats is printed. speedup =
@@ -32,7 +35,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_comm import run_job  # noqa: E402
 
-PATHS = ("as split", "gathered", "all-to-all")
+PATHS = ("as split", "gathered", "all-to-all", "balanced")
+
+
+def paths(world, causal):
+    if world == 1:
+        return ["one process"]
+    return [p for p in PATHS if causal or p != "balanced"]
+
+
 HEADS, D = 8, 64
 
 
@@ -41,6 +52,7 @@ def worker(args):
 
     import oneflowlike as flow
     import oneflowlike.distributed as dist
+    import oneflowlike.nn.functional as F
 
     world, rank = dist.get_world_size(), dist.get_rank()
     place = flow.placement("cpu", ranks=list(range(world)))
@@ -55,7 +67,8 @@ def worker(args):
                 k, v = k.to_global(sbp=B), v.to_global(sbp=B)
             elif path == "all-to-all":
                 q, k, v = (t.to_global(sbp=heads) for t in (q, k, v))
-            out = flow._C.flash_attention(q, k, v, D**-0.5, causal)
+            balance = world if path == "balanced" else 0
+            out = flow._C.flash_attention(q, k, v, D**-0.5, causal, balance=balance)
             if path == "all-to-all":
                 out = out.to_global(sbp=seq)
             out.sum().backward()
@@ -69,8 +82,9 @@ def worker(args):
                 times.append(time.perf_counter() - t0)
             return min(times)
 
-        for path in ["one process"] if world == 1 else PATHS:
-            qkv = [flow.tensor(a).to_global(place, B).to_global(sbp=seq) for a in arrays]
+        for path in paths(world, causal):
+            order = (lambda t: F.load_balance(t, world)) if path == "balanced" else (lambda t: t)
+            qkv = [order(flow.tensor(a)).to_global(place, B).to_global(sbp=seq) for a in arrays]
             for t in qkv:
                 t.requires_grad = True
             dist.barrier()
@@ -78,7 +92,7 @@ def worker(args):
             with flow.boxing.cost_log() as costs:
                 step(*qkv, path)
             chosen = next(c["signature"] for c in costs if c["op"] == "flash_attention")
-            ring = chosen.startswith("S(2), B, B") and path == "as split"
+            ring = chosen.startswith("S(2), B, B") and path in ("as split", "balanced")
             block = -(-T // world)
             rows_held = {"all-to-all": -(-HEADS // world) * T / HEADS}
             held = 2 * block if ring else rows_held.get(path, T)
@@ -124,7 +138,7 @@ def main():
         for causal in (False, True):
             one = statistics.median(times[(1, T, causal, "one process")])
             for n in [1, *ranks]:
-                for path in ["one process"] if n == 1 else PATHS:
+                for path in paths(n, causal):
                     s = times[(n, T, causal, path)]
                     med = statistics.median(s)
                     spread = f"{med * 1e3:8.1f} [{min(s) * 1e3:7.1f}, {max(s) * 1e3:7.1f}]"

@@ -123,28 +123,76 @@ int64_t query_offset(const Attrs& attrs) {
   return attrs.get<bool>("causal") && attrs.has("offset") ? attrs.get<int64_t>("offset") : 0;
 }
 
-// Rows [row0, rows) of the shard against keys [key0, key0 + keys) of a block.
+// How the stored sequence lies in positions: in order, or (balance n > 0) in the load-balanced
+// order of context parallelism over n ranks: 2n chunks of positions, stored as chunks 0, 2n - 1,
+// 1, 2n - 2, ..., so that split in n, rank r holds positions' chunks r and 2n - 1 - r and every
+// rank's causal rows see as many keys (the zigzag of Megatron-LM's context parallelism).
+struct Order {
+  int64_t balance = 0, length = 0;  // length: the whole sequence's
+};
+
+Order order_of(const Attrs& attrs, int64_t length) {
+  return {attrs.has("balance") ? attrs.get<int64_t>("balance") : 0, length};
+}
+
+// A run of stored indices that are consecutive positions too.
+struct Run {
+  int64_t stored, position, length;
+};
+
+// The runs of the stored indices [a, a + len).
+std::vector<Run> runs_of(const Order& o, int64_t a, int64_t len) {
+  if (o.balance <= 0) return {{a, a, len}};
+  const int64_t chunk = o.length / (2 * o.balance);
+  std::vector<Run> out;
+  for (int64_t i = a; i < a + len;) {
+    const int64_t j = i / chunk, end = std::min(a + len, (j + 1) * chunk);
+    const int64_t at = j % 2 == 0 ? j / 2 : 2 * o.balance - 1 - j / 2;
+    out.push_back({i, at * chunk + i - j * chunk, end - i});
+    i = end;
+  }
+  return out;
+}
+
+// Rows [row0, row0 + rows) of the shard against keys [key0, key0 + keys) of a block.
 struct Part {
-  int64_t row0, key0, keys;
+  int64_t row0, rows, key0, keys;
   bool causal;
 };
 
-// The parts of a block of `len` keys beginning at `start` for `rows` query rows beginning at q0.
-std::vector<Part> parts_of(bool causal, int64_t q0, int64_t rows, int64_t start, int64_t len) {
+// The parts of a block of `len` keys stored from `start` for `rows` query rows stored from q0.
+// Causal, each run of the rows against each run of the keys: keys before the rows whole, the
+// keys beside them as a causal part (row i of it sees its keys 0..i), none after.
+std::vector<Part> parts_of(bool causal, const Order& order, int64_t q0, int64_t rows, int64_t start,
+                           int64_t len) {
   if (rows == 0 || len == 0) return {};  // an empty shard or block (more ranks than keys)
-  if (!causal) return {{0, 0, len, false}};
-  const int64_t o = q0 - start;  // where the rows begin among the block's keys
-  const int64_t whole = std::clamp<int64_t>(o, 0, len), row0 = std::max<int64_t>(0, -o);
+  if (!causal) return {{0, rows, 0, len, false}};
   std::vector<Part> parts;
-  if (whole > 0) parts.push_back({0, 0, whole, false});
-  const int64_t n = std::min(rows - row0, len - whole);
-  if (n > 0) parts.push_back({row0, whole, n, true});
+  for (const Run& qr : runs_of(order, q0, rows))
+    for (const Run& kr : runs_of(order, start, len)) {
+      const int64_t o = qr.position - kr.position;  // where the rows begin among the run's keys
+      const int64_t whole = std::clamp<int64_t>(o, 0, kr.length), skip = std::max<int64_t>(0, -o);
+      const int64_t r0 = qr.stored - q0, k0 = kr.stored - start;
+      if (whole > 0) parts.push_back({r0, qr.length, k0, whole, false});
+      if (skip < qr.length && whole < kr.length)
+        parts.push_back({r0 + skip, qr.length - skip, k0 + whole,
+                         std::min(qr.length - skip, kr.length - whole), true});
+    }
   return parts;
 }
 
 // Whether one part, every row against every key given, is the whole call.
-bool one_part(const std::vector<Part>& parts, int64_t keys) {
-  return parts.size() == 1 && parts[0].row0 == 0 && parts[0].key0 == 0 && parts[0].keys == keys;
+bool one_part(const std::vector<Part>& parts, int64_t rows, int64_t keys) {
+  return parts.size() == 1 && parts[0].row0 == 0 && parts[0].rows == rows && parts[0].key0 == 0 &&
+         parts[0].keys == keys;
+}
+
+// The whole sequence's length: the keys given, or every ring member's block.
+int64_t keys_in_all(const StreamedBlocks* ring, const Tensor& k) {
+  if (!ring) return k.shape()[2];
+  int64_t n = 0;
+  for (int64_t len : ring->lengths) n += len;
+  return n;
 }
 
 // The peers of input i where it streams (a block of the keys or values arrived), else null.
@@ -218,16 +266,18 @@ void compute_attention(const ComputeArgs& c) {
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2], &out = c.out[0], &lse = c.out[1];
   const int64_t rows = q.shape()[2], q0 = query_offset(c.attrs);
   const StreamedBlocks* ring = streamed_input(c, 1);
+  const Order order = order_of(c.attrs, keys_in_all(ring, k));
   if (!ring) {
-    const std::vector<Part> parts = parts_of(causal, q0, rows, 0, k.shape()[2]);
-    if (one_part(parts, k.shape()[2])) return attend(q, k, v, scale, parts[0].causal, out, lse);
+    const std::vector<Part> parts = parts_of(causal, order, q0, rows, 0, k.shape()[2]);
+    if (one_part(parts, rows, k.shape()[2]))
+      return attend(q, k, v, scale, parts[0].causal, out, lse);
   }
   const Device dev = out.device();
   const Tensor acc = zeros(out.shape(), lse.dtype(), dev),
                acc_lse = full(lse.shape(), kNoKeyYet, lse.dtype(), dev);
   for_each_block(ring, k, v, [&](int64_t start, const Tensor& kb, const Tensor& vb) {
-    for (const Part& p : parts_of(causal, q0, rows, start, kb.shape()[2])) {
-      const int64_t m = rows - p.row0;
+    for (const Part& p : parts_of(causal, order, q0, rows, start, kb.shape()[2])) {
+      const int64_t m = p.rows;
       const Tensor po = Tensor::empty(with_length(out.shape(), m), out.dtype(), dev),
                    pl = Tensor::empty(with_length(lse.shape(), m), lse.dtype(), dev);
       attend(narrow(q, 2, p.row0, m), narrow(kb, 2, p.key0, p.keys), narrow(vb, 2, p.key0, p.keys),
@@ -254,17 +304,18 @@ void compute_attention_backward(const ComputeArgs& c) {
   };
   const int64_t rows = q.shape()[2], q0 = query_offset(c.attrs);
   const StreamedBlocks* ring = streamed_input(c, 2);
+  const Order order = order_of(c.attrs, keys_in_all(ring, k));
   if (!ring) {
-    const std::vector<Part> parts = parts_of(causal, q0, rows, 0, k.shape()[2]);
-    if (one_part(parts, k.shape()[2]))
+    const std::vector<Part> parts = parts_of(causal, order, q0, rows, 0, k.shape()[2]);
+    if (one_part(parts, rows, k.shape()[2]))
       return backward(g, q, k, v, out, lse, parts[0].causal, dq, dk, dv);
   }
   // dk and dv span every key (their signature's P(sum) or B); each part adds its share.
   for (const Tensor* t : {&dq, &dk, &dv}) fill_into(*t, 0.0);
   const Device dev = dq.device();
   for_each_block(ring, k, v, [&](int64_t start, const Tensor& kb, const Tensor& vb) {
-    for (const Part& p : parts_of(causal, q0, rows, start, kb.shape()[2])) {
-      const int64_t m = rows - p.row0;
+    for (const Part& p : parts_of(causal, order, q0, rows, start, kb.shape()[2])) {
+      const int64_t m = p.rows;
       const auto rows_of = [&](const Tensor& t) { return narrow(t, 2, p.row0, m); };
       const Tensor dq_p = Tensor::empty(with_length(dq.shape(), m), dq.dtype(), dev),
                    dk_p = Tensor::empty(with_length(kb.shape(), p.keys), dk.dtype(), dev),
@@ -304,7 +355,14 @@ std::vector<Tensor> attention_grad_in_ops(const BackwardArgs& b) {
 }
 
 std::vector<Tensor> attention_backward(const BackwardArgs& b) {
-  if (autograd::grad_enabled()) return attention_grad_in_ops(b);
+  if (autograd::grad_enabled()) {
+    if (b.attrs.get<int64_t>("balance") != 0)
+      fail("flash_attention",
+           "a double backward (create_graph) of the load-balanced order "
+           "(balance=",
+           b.attrs.get<int64_t>("balance"), ") is not implemented");
+    return attention_grad_in_ops(b);
+  }
   static const OpDef& def = op_def("flash_attention_backward");
   std::vector<Tensor> g = dispatch(
       def,
@@ -368,13 +426,16 @@ double attention_work(const Attrs& attrs, const ShardArgs& s, size_t q) {
   if (rows <= 0 || keys <= 0) return 1;
   const std::vector<int64_t>&qo = s.in_offsets[q], &ko = s.in_offsets[q + 1];
   const int64_t o = qo.size() == 4 && ko.size() == 4 ? qo[2] - ko[2] : 0;
-  return clamped_sum(o + 1, o + rows, keys) / (double(rows) * double(keys));
+  double pairs = 0;  // a row at position p sees keys 0..p
+  for (const Run& r : runs_of(order_of(attrs, keys), o, rows))
+    pairs += clamped_sum(r.position + 1, r.position + r.length, keys);
+  return pairs / (double(rows) * double(keys));
 }
 
 // Beside these, a context-parallel shard's attributes carry "offset", where its query rows begin
 // among its keys: set per shard by attention_shard (a call's own attributes never hold it).
-const std::vector<AttrDef> kAttentionAttrs{{"scale", AttrType::kFloat},
-                                           {"causal", AttrType::kBool}};
+const std::vector<AttrDef> kAttentionAttrs{
+    {"scale", AttrType::kFloat}, {"causal", AttrType::kBool}, {"balance", AttrType::kInt}};
 
 // flash_attention (q, k, v) -> (out, lse): batch or heads split everywhere, and query rows (q,
 // out, lse S(2), k and v B), causal mask included: context parallelism, each shard's rows against
@@ -417,7 +478,7 @@ OFL_REGISTER_OPS({
      .streamed_dim = 2,
      .shard_work = [](const Attrs& a, const ShardArgs& s) { return attention_work(a, s, 0); },
      .api = {{"flash_attention(Tensor query, Tensor key, Tensor value, float scale, bool "
-              "is_causal=False) -> Tensor",
+              "is_causal=False, int balance=0) -> Tensor",
               call_front<flash_attention>(), kInternal}}},
     {.name = "flash_attention_backward",
      .num_inputs = 6,
@@ -473,10 +534,16 @@ bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool mask
 
 }  // namespace
 
-Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                       bool causal) {
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                       int64_t balance) {
   static const OpDef& def = op_def("flash_attention");
-  return dispatch(def, {q, k, v}, {{"scale", scale}, {"causal", causal}})[0];
+  const Shape qs = meta_of(q).shape, ks = meta_of(k).shape;
+  if (balance != 0 && (balance < 0 || !causal || qs.size() != 4 || ks.size() != 4 ||
+                       qs[2] != ks[2] || qs[2] % (2 * balance) != 0))
+    fail("flash_attention", "balance=", balance, " (the load-balanced order for that many ranks) ",
+         "needs is_causal and q and k of one sequence length dividing into 2 x ", balance,
+         " chunks; got is_causal=", causal ? "True" : "False", ", q ", shape_str(qs), ", k ", shape_str(ks));
+  return dispatch(def, {q, k, v}, {{"scale", scale}, {"causal", causal}, {"balance", balance}})[0];
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -24,8 +24,11 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullpt
 // softmax(scale q k^T, with key j > query i masked when causal) v in one op for 4-d (batch,
 // heads, length, head dim) operands: the fused kernel scaled_dot_product_attention calls where
 // it serves the call (cuDNN's flash attention on CUDA; the CPU has one to compare with).
-Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                       bool causal);
+// balance n > 0 (causal): the sequence is stored in context parallelism's load-balanced order
+// for n ranks (2n chunks of positions, stored 0, 2n - 1, 1, 2n - 2, ...; F.load_balance puts a
+// sequence so), and the mask follows the positions.
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                       int64_t balance = 0);
 // Whether scaled_dot_product_attention may call flash_attention (flow.backends.cuda.
 // enable_flash_sdp; on by default, as in PyTorch).
 std::atomic<bool>& attention_allow_fused();

@@ -138,6 +138,16 @@ TEST(Select, CausalAttentionIsPricedOnItsBusiestShard) {
     // Heads: 2 x 8192 x 8192 pairs, half seen; rows: 16 x 1024 x 8192, 15/16 seen.
     if (causal) EXPECT_NEAR(c.compute_seconds / full, 8193.0 / 15361, 0.03);
   }
+  // In the load-balanced order for the 8 ranks (balance 8: each shard holds a chunk from each
+  // end of the sequence), every shard sees half its rows x keys: the ring, its exchanges hidden.
+  SbpCall call = line.call("flash_attention", {qkv, qkv, qkv}, {"S(2)", "S(2)", "S(2)"}, out);
+  const Attrs attrs{{"scale", 0.1}, {"causal", true}, {"balance", int64_t(8)}};
+  call.attrs = &attrs;
+  const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+  EXPECT_EQ(c.sig.str(), "S(2), B, B -> S(2), S(2)");
+  const Attrs unmasked{{"scale", 0.1}, {"causal", false}, {"balance", int64_t(0)}};
+  call.attrs = &unmasked;
+  EXPECT_NEAR(c.compute_seconds / compute_seconds(call, c.sig, line.cache.cluster()), 0.5, 0.01);
 }
 
 TEST(Select, OnlyADeclaredInputSplitAlongItsStreamedDimStreams) {

@@ -19,7 +19,7 @@ def _stats(*shape, seed):
 
 
 NORM = {"normalized_shape": [4]}
-ATTENTION = {"scale": 0.5, "causal": False}
+ATTENTION = {"scale": 0.5, "causal": False, "balance": 0}
 QKV = [_f(2, 3, 4, 4, seed=4), _f(2, 3, 5, 4, seed=5), _f(2, 3, 5, 3, seed=6)]
 
 

@@ -79,6 +79,43 @@ def test_flash_attention_checks_name_the_op_and_the_shapes():
         flow._C.flash_attention(q, q, q.double(), 1.0)
 
 
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_in_the_load_balanced_order_the_mask_follows_the_positions(ranks):
+    """balance=n: the sequence stored in context parallelism's load-balanced order for n ranks
+    (F.load_balance), the causal mask by position. Output and gradients equal the call in
+    order, put in that order."""
+    q, k, v = (tensor(a).requires_grad_() for a in _qkv(L=12, S=12, seed=2))
+    w = tensor(rng(3).randn(2, 3, 12, 8))
+    want = flow._C.flash_attention(q, k, v, 0.4, True)
+    (want * w).sum().backward()
+    stored = [F.load_balance(t.detach(), ranks).requires_grad_() for t in (q, k, v)]
+    got = flow._C.flash_attention(*stored, 0.4, True, balance=ranks)
+    (got * F.load_balance(w, ranks)).sum().backward()
+    assert_close(got, F.load_balance(want, ranks))
+    assert_close(F.load_balance(got, ranks, inverse=True), want)
+    for t, s in zip((q, k, v), stored):
+        assert_close(s.grad, F.load_balance(t.grad, ranks))
+    # A row sees the keys at or before its position, not its stored index: the order matters.
+    if ranks > 1:
+        assert not np.allclose(flow._C.flash_attention(*stored, 0.4, True).numpy(), got.numpy())
+
+
+def test_the_load_balanced_order_raises_naming_the_op_the_flag_and_the_shapes():
+    q = flow.ones(1, 2, 6, 8)
+    with pytest.raises(
+        RuntimeError, match=r"\[flash_attention\] balance=2 .*is_causal=True, q \(1, 2, 6, 8\)"
+    ):
+        flow._C.flash_attention(q, q, q, 1.0, True, balance=2)
+    with pytest.raises(RuntimeError, match=r"balance=3 .*is_causal=False"):
+        flow._C.flash_attention(q, q, q, 1.0, False, balance=3)
+    with pytest.raises(ValueError, match=r"\[load_balance\] a sequence of 6 .* 2 x 2 chunks"):
+        F.load_balance(q, 2)
+    q = flow.ones(1, 2, 4, 8, requires_grad=True)
+    out = flow._C.flash_attention(q, q, q, 1.0, True, balance=2)
+    with pytest.raises(RuntimeError, match=r"double backward .*balance=2"):
+        flow.autograd.grad(out.sum(), q, create_graph=True)
+
+
 def test_flash_attention_infers_metas_without_data():
     q = flow.empty(2, 12, 1024, 64, device="meta")
     kv = flow.empty(2, 12, 512, 64, device="meta")

@@ -7,7 +7,9 @@ forward and gradients, eagerly and as an nn.Graph, by each of its three paths:
 - gathered: k and v broadcast, each shard's query rows against every key at its offset;
 - all-to-all (DeepSpeed-Ulysses): q, k and v to a heads split and the output back.
 Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries and 9
-keys: blocks of queries and keys that do not line up; 3 keys: an empty block on 4 ranks). Prints one JSON line of problems.
+keys: blocks of queries and keys that do not line up; 3 keys: an empty block on 4 ranks). And the
+ring in the load-balanced order (causal, 16 rows in 2 x ranks chunks, F.load_balance): the
+result equals one process's in that order. Prints one JSON line of problems.
 """
 
 import numpy as np
@@ -22,12 +24,17 @@ N, H, T, D = 2, 3, 13, 4
 SCALE = 0.5
 
 
-def arrays(keys):
+def arrays(keys, rows=T):
     rng = np.random.default_rng(3 + keys)
-    q = rng.standard_normal((N, H, T, D)).astype(np.float32)
+    q = rng.standard_normal((N, H, rows, D)).astype(np.float32)
     k, v = (rng.standard_normal((N, H, keys, D)).astype(np.float32) for _ in range(2))
-    w = rng.standard_normal((N, H, T, D)).astype(np.float32)  # the loss's weights
+    w = rng.standard_normal((N, H, rows, D)).astype(np.float32)  # the loss's weights
     return q, k, v, w
+
+
+def balanced(a, ranks):
+    """The array's sequence in the load-balanced order for `ranks` ranks (F.load_balance's)."""
+    return F.load_balance(flow.tensor(a), ranks).numpy()
 
 
 def split(a, place):
@@ -35,7 +42,9 @@ def split(a, place):
     return flow.tensor(a).to_global(place, B).to_global(sbp=SEQ)
 
 
-def attention(path, fused, q, k, v, causal):
+def attention(path, fused, q, k, v, causal, balance=0):
+    if balance:
+        return flow._C.flash_attention(q, k, v, SCALE, causal, balance=balance)
     if path == "gathered":
         k, v = k.to_global(sbp=B), v.to_global(sbp=B)
     elif path == "all-to-all":
@@ -48,8 +57,9 @@ def attention(path, fused, q, k, v, causal):
     return out.to_global(sbp=SEQ) if path == "all-to-all" else out
 
 
-def single_process(fused, causal, keys):
-    q, k, v, w = (flow.tensor(a) for a in arrays(keys))
+def single_process(fused, causal, keys, rows=T):
+    """Output and gradients in one process, in order."""
+    q, k, v, w = (flow.tensor(a) for a in arrays(keys, rows))
     for t in (q, k, v):
         t.requires_grad = True
     out = attention("one process", fused, q, k, v, causal)
@@ -58,24 +68,24 @@ def single_process(fused, causal, keys):
 
 
 class Params(flow.nn.Module):
-    def __init__(self, place, keys):
+    def __init__(self, place, qkv):
         super().__init__()
-        q, k, v, _ = arrays(keys)
-        for name, a in zip("qkv", (q, k, v)):
+        for name, a in zip("qkv", qkv):
             setattr(self, name, flow.nn.Parameter(split(a, place)))
 
 
 class Step(flow.nn.Graph):
     """One SGD step of lr 1 on q, k and v: each parameter moves by minus its gradient."""
 
-    def __init__(self, params, path, fused, causal, w):
+    def __init__(self, params, path, fused, causal, w, balance):
         super().__init__()
         self.params, self.path, self.fused, self.causal, self.w = params, path, fused, causal, w
+        self.balance = balance
         self.add_optimizer(flow.optim.SGD(params.parameters(), lr=1.0))
 
     def build(self):
         p = self.params
-        out = attention(self.path, self.fused, p.q, p.k, p.v, self.causal)
+        out = attention(self.path, self.fused, p.q, p.k, p.v, self.causal, self.balance)
         (out * self.w).sum().backward()
         return out
 
@@ -87,6 +97,7 @@ CASES = [  # (path, fused, keys)
     ("ring", True, 3),  # fewer keys than 4 ranks: an empty block
     ("gathered", True, T),
     ("all-to-all", True, T),
+    ("balanced", True, 16),  # the ring in the load-balanced order: causal only
 ]
 
 
@@ -100,18 +111,23 @@ def main():
             problems.append(f"{name}: off by {np.abs(np.asarray(got) - want).max():.3g}")
 
     for path, fused, keys in CASES:
-        q_np, k_np, v_np, w_np = arrays(keys)
-        w = split(w_np, place)
-        for causal in (False, True):
+        balance = world if path == "balanced" else 0
+        rows = keys if balance else T
+        q_np, k_np, v_np, w_np = arrays(keys, rows)
+        order = (lambda a: balanced(a, world)) if balance else (lambda a: a)
+        w = split(order(w_np), place)
+        for causal in (True,) if balance else (False, True):
             tag = f"{path} {'fused' if fused else 'parts'} {keys} keys"
             tag += " causal" if causal else ""
-            want_out, want_grads = single_process(fused, causal, keys)
-            qkv = [split(a, place) for a in (q_np, k_np, v_np)]
+            want_out, want_grads = single_process(fused, causal, keys, rows)
+            want_out, want_grads = order(want_out), [order(g) for g in want_grads]
+            stored = [order(a) for a in (q_np, k_np, v_np)]
+            qkv = [split(a, place) for a in stored]
             for t in qkv:
                 t.requires_grad = True
             with flow.boxing.comm_log() as log:
-                out = attention(path, fused, *qkv, causal)
-            if path == "ring" and fused and any("all_" in line for line in log):
+                out = attention(path, fused, *qkv, causal, balance)
+            if path in ("ring", "balanced") and fused and any("all_" in line for line in log):
                 problems.append(f"eager {tag}: not the ring (k and v moved): {log}")
             if path == "all-to-all" and sum("all_to_all" in line for line in log) != 4:
                 problems.append(f"eager {tag}: not four all-to-alls: {log}")
@@ -122,10 +138,10 @@ def main():
             for name, t, g in zip("qkv", qkv, want_grads):
                 check(f"eager {tag} d{name}", t.grad.numpy(), g)
 
-            params = Params(place, keys)
-            graph_out = Step(params, path, fused, causal, w)()
+            params = Params(place, stored)
+            graph_out = Step(params, path, fused, causal, w, balance)()
             check(f"graph {tag} output", graph_out.numpy(), want_out)
-            for name, a, g in zip("qkv", (q_np, k_np, v_np), want_grads):
+            for name, a, g in zip("qkv", stored, want_grads):
                 check(f"graph {tag} d{name}", a - getattr(params, name).numpy(), g)
     report(rank=dist.get_rank(), problems=problems)
 

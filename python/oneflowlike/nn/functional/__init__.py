@@ -54,6 +54,30 @@ def scaled_dot_product_attention(
     )
 
 
+def load_balance(x, ranks, dim=2, inverse=False):
+    """x with its sequence (dimension `dim`) in context parallelism's load-balanced order for
+    `ranks` ranks, or (inverse=True) back in order: the sequence cut in 2 x ranks chunks, stored
+    as chunks 0, 2 ranks - 1, 1, 2 ranks - 2, ..., so that split on the sequence over `ranks`
+    ranks, rank r holds chunks r and 2 ranks - 1 - r and every rank's causal rows see as many
+    keys. `flow._C.flash_attention(q, k, v, scale, True, balance=ranks)` masks by position on
+    tensors in this order; positions (embeddings, rotary angles) are to be put in it too."""
+    n = x.shape[dim]
+    if ranks < 1 or n % (2 * ranks):
+        raise ValueError(
+            f"[load_balance] a sequence of {n} (dimension {dim} of {tuple(x.shape)}) does not cut "
+            f"into 2 x {ranks} chunks"
+        )
+    chunk = n // (2 * ranks)
+    chunks = [c for r in range(ranks) for c in (r, 2 * ranks - 1 - r)]
+    order = [c * chunk + i for c in chunks for i in range(chunk)]
+    if inverse:
+        order = sorted(range(n), key=order.__getitem__)
+    index = flow.tensor(order, dtype=flow.int64, device=x.device if not x.is_global else "cpu")
+    if x.is_global:
+        index = index.to_global(x.placement, [flow.sbp.broadcast] * len(x.sbp))
+    return flow.index_select(x, dim, index)
+
+
 # ---- normalisation -------------------------------------------------------------------------
 
 
