@@ -542,7 +542,8 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
                        qs[2] != ks[2] || qs[2] % (2 * balance) != 0))
     fail("flash_attention", "balance=", balance, " (the load-balanced order for that many ranks) ",
          "needs is_causal and q and k of one sequence length dividing into 2 x ", balance,
-         " chunks; got is_causal=", causal ? "True" : "False", ", q ", shape_str(qs), ", k ", shape_str(ks));
+         " chunks; got is_causal=", causal ? "True" : "False", ", q ", shape_str(qs), ", k ",
+         shape_str(ks));
   return dispatch(def, {q, k, v}, {{"scale", scale}, {"causal", causal}, {"balance", balance}})[0];
 }
 
