@@ -94,6 +94,26 @@ def test_in_one_process_ddp_is_the_module():
     assert ddp.require_backward_grad_sync
 
 
+def test_the_wrapped_models_attributes_read_through_ddp_as_in_oneflow():
+    """OneFlow's DistributedDataParallel returns the model itself, hooked, so its programs read
+    the model's attributes through it; ours is PyTorch's wrapper, forwarding what it lacks."""
+
+    class Net(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = flow.nn.Linear(3, 2)
+            self.lr = 0.1
+
+        def scale(self):
+            return 2 * self.lr
+
+    ddp = DDP(Net())
+    assert ddp.lr == 0.1 and ddp.scale() == 0.2 and ddp.fc is ddp.module.fc
+    assert ddp.broadcast_buffers is True  # the wrapper's own come first
+    with pytest.raises(AttributeError, match=r"'DistributedDataParallel' object \(nor the module "):
+        ddp.missing
+
+
 def test_ddp_refuses_what_it_cannot_wrap():
     with pytest.raises(TypeError, match=r"\[DistributedDataParallel\] wraps an nn.Module"):
         DDP(lambda x: x)

@@ -44,13 +44,22 @@ def test_state_dict_resumes_graph_training_exactly(tmp_path):
     first = Step(*setup())
     got = [first(x, y).item() for x, y in data[:3]]
     sd = first.state_dict()
-    assert {"model", "_optimizer0", "_lr_scheduler0"} == set(sd)
+    assert {"model", "_optimizer0", "_lr_scheduler0", "System-Train-TrainStep"} == set(sd)
+    # OneFlow's pipeline checkpoint tutorial reads the step count by this name.
+    step = sd["System-Train-TrainStep"]
+    assert step.dtype == flow.int64 and int(step) == 3
     flow.save(sd, tmp_path / "ckpt")
 
     resumed = Step(*setup(seed=7))  # other weights until loaded
     resumed.load_state_dict(flow.load(tmp_path / "ckpt"))
+    assert int(resumed.state_dict()["System-Train-TrainStep"]) == 3
     got += [resumed(x, y).item() for x, y in data[3:]]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert int(resumed.state_dict()["System-Train-TrainStep"]) == 6
+    # A state dict saved before the count existed still loads, strictly, from step 0.
+    older = Step(*setup())
+    older.load_state_dict({k: v for k, v in sd.items() if k != "System-Train-TrainStep"})
+    assert int(older.state_dict()["System-Train-TrainStep"]) == 0
 
 
 def test_load_state_dict_refuses_after_the_first_call_and_wrong_keys():

@@ -281,6 +281,30 @@ def test_broadcast_target_warns_like_torch():
     compare(F.mse_loss, torch.nn.functional.mse_loss, [G(X), G(Y[:, :1])])
 
 
+def test_class_targets_of_shape_n_by_1_are_read_as_oneflow_reads_them():
+    """OneFlow's tutorials pass class targets (N, 1) for logits (N, C); PyTorch's (N,). Both
+    mean the same classes, weighted or not, through the functions and the modules."""
+    logits = RNG.standard_normal((5, 4))
+    classes = np.array([0, 3, 1, 1, 2])
+    for weight in (None, flow.tensor([1.0, 2.0, 0.5, 1.5], dtype=flow.float64)):
+        for loss in (F.cross_entropy, nn.CrossEntropyLoss(weight=weight)):
+            x = flow.tensor(logits)
+            kwargs = {"weight": weight} if loss is F.cross_entropy else {}
+            want = loss(x, flow.tensor(classes), **kwargs)
+            got = loss(x, flow.tensor(classes.reshape(5, 1)), **kwargs)
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+        logp = F.log_softmax(flow.tensor(logits), 1)
+        np.testing.assert_allclose(
+            F.nll_loss(logp, flow.tensor(classes.reshape(5, 1)), weight=weight).numpy(),
+            F.nll_loss(logp, flow.tensor(classes), weight=weight).numpy(),
+        )
+    # Not a class target: (N, 2), and float (N, 1) with one class (probabilities), as before.
+    with pytest.raises(RuntimeError, match=r"target of shape \(5, 2\)"):
+        F.cross_entropy(flow.tensor(logits), flow.zeros(5, 2, dtype=flow.int64))
+    one = flow.tensor(RNG.standard_normal((5, 1)))
+    assert F.cross_entropy(one, flow.ones(5, 1, dtype=flow.float64)).item() == 0.0
+
+
 def test_errors_name_the_loss_and_shapes():
     a, b = flow.ones(3, 4, dtype=flow.float64), flow.ones(3, 5, dtype=flow.float64)
     with pytest.raises(RuntimeError, match=r"\[l1_loss\].*\(3, 4\).*\(3, 5\)"):

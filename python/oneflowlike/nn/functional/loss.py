@@ -484,6 +484,21 @@ def _check_class_target(name, input, target):
         raise TypeError(f"[{name}] class targets must be int64, got {target.dtype}")
 
 
+def _as_class_target(input, target):
+    """OneFlow's spelling: class targets of shape (N, 1) for an input (N, C), as its tutorials
+    give them, read as (N,). Other shapes are left for the checks to name."""
+    if (
+        input.ndim == 2
+        and target.ndim == 2
+        and target.shape[0] == input.shape[0]
+        and target.shape[1] == 1
+        and not target.is_floating_point()
+        and target.dtype != flow.bool
+    ):
+        return target.reshape(target.shape[0])
+    return target
+
+
 def _check_class_weight(name, weight, classes):
     if weight.ndim != 1 or weight.shape[0] != classes:
         raise RuntimeError(
@@ -511,6 +526,7 @@ def nll_loss(
     input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
 ):
     reduction = _reduction(reduction, size_average, reduce)
+    target = _as_class_target(input, target)
     if weight is None:
         return flow._C.nll_loss(input, target, ignore_index=ignore_index, reduction=reduction)
     _check_class_target("nll_loss", input, target)
@@ -529,8 +545,10 @@ def cross_entropy(
     reduction="mean",
     label_smoothing=0.0,
 ):
-    """Class-index targets (N, d...) or class probabilities of the input's shape; class dim 1."""
+    """Class-index targets (N, d...) or class probabilities of the input's shape; class dim 1.
+    For an input (N, C), class targets (N, 1) too (OneFlow's)."""
     reduction = _reduction(reduction, size_average, reduce)
+    target = _as_class_target(input, target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(
             f"[cross_entropy] label_smoothing must be in [0, 1], got {label_smoothing}"

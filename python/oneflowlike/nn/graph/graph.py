@@ -75,6 +75,10 @@ def _micro_batches(inputs, m, shards):
     return out
 
 
+# The state_dict key of a training graph's step count (OneFlow's name).
+TRAIN_STEP = "System-Train-TrainStep"
+
+
 class Graph:
     """Subclass, set modules as attributes in __init__, and define build(*inputs)."""
 
@@ -86,6 +90,7 @@ class Graph:
         self._plan = None  # flow.auto_parallel's, once planned
         self._timeline = None  # the last call's, with config.enable_timeline
         self._zero_layouts = {}  # config.enable_zero's: id(parameter) -> its sharded layout
+        self._train_step = 0  # the calls that stepped the optimizers (state_dict's TRAIN_STEP)
 
     def build(self, *args):
         raise NotImplementedError("[graph] subclasses of nn.Graph define build(*inputs)")
@@ -201,6 +206,8 @@ class Graph:
         for _, lr_sch in self._optimizers:
             if lr_sch is not None:
                 lr_sch.step()
+        if self._optimizers:
+            self._train_step += 1
         return outs[0] if single else tuple(outs)
 
     def _trace(self, args, finish="finish"):
@@ -596,12 +603,16 @@ class Graph:
     def state_dict(self):
         """The graph's whole state, as OneFlow's: each module's state dict under its attribute
         name, and each optimizer's (and its lr scheduler's) under "_optimizer<i>"
-        ("_lr_scheduler<i>"). flow.save writes it; load_state_dict resumes from it."""
+        ("_lr_scheduler<i>"); a training graph's steps so far under "System-Train-TrainStep" (an
+        int64 tensor, as OneFlow's pipeline checkpoints read it). flow.save writes it;
+        load_state_dict resumes from it."""
         out = {name: m.state_dict() for name, m in self._modules().items()}
         for i, (opt, sch) in enumerate(self._optimizers):
             out[f"_optimizer{i}"] = opt.state_dict()
             if sch is not None:
                 out[f"_lr_scheduler{i}"] = sch.state_dict()
+        if self._optimizers:
+            out[TRAIN_STEP] = flow.tensor(self._train_step, dtype=flow.int64)
         return out
 
     def load_state_dict(self, state_dict, strict=True):
@@ -614,7 +625,7 @@ class Graph:
                 "calling it (the compiled graph holds the states it was traced with)"
             )
         want = set(self.state_dict())
-        got = set(state_dict)
+        got = set(state_dict) | (want & {TRAIN_STEP})  # (saved before it was counted: 0)
         if strict and want != got:
             raise KeyError(
                 f"[graph] {type(self).__name__}.load_state_dict: missing {sorted(want - got)}, "
@@ -628,6 +639,8 @@ class Graph:
                 opt.load_state_dict(state_dict[f"_optimizer{i}"])
             if sch is not None and f"_lr_scheduler{i}" in state_dict:
                 sch.load_state_dict(state_dict[f"_lr_scheduler{i}"])
+        if TRAIN_STEP in state_dict:
+            self._train_step = int(state_dict[TRAIN_STEP])
 
     def save(self, path, dynamic_batch=None):
         """Writes the last-run compiled graph to the folder `path`: graph.json (the IR, nodes with

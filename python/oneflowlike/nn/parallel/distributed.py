@@ -115,6 +115,21 @@ class DistributedDataParallel(Module):
         for i, p in enumerate(self._params):
             self._hooks.append(p.register_post_accumulate_grad_hook(_Ready(me, i)))
 
+    def __getattr__(self, name):
+        """What the wrapper lacks, the wrapped module's: OneFlow's DistributedDataParallel hooks
+        the module and returns it, so its programs read the model's own attributes through it
+        (`ddp_model.lr`, `ddp_model.config`)."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            module = self.__dict__.get("_modules", {}).get("module")
+            if module is None or not hasattr(module, name):
+                raise AttributeError(
+                    f"'{type(self).__name__}' object (nor the module it wraps) has no attribute "
+                    f"'{name}'"
+                ) from None
+            return getattr(module, name)
+
     def _check_same_model(self):
         """Every rank wraps the same model: the count and sizes of its parameters agree (as
         PyTorch's DDP checks), else the broadcasts and buckets would not line up."""
