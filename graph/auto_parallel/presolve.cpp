@@ -67,12 +67,27 @@ Reduction::Reduction(const Problem& p) : groups_(p.groups.size()) {
     std::iota(choices_[g].begin(), choices_[g].end(), 0);
     if (budgeted && !foldable[g]) memory[g] = p.groups[g].memory;
     const std::vector<int> around(adjacent[g].begin(), adjacent[g].end());
+    // Each neighbour's matrix, looked up once: (its costs, its choices, whether g is the rows).
+    struct Side {
+      const std::vector<double>* m;
+      size_t n;
+      bool rows;
+    };
+    std::vector<Side> sides;
+    for (int h : around)
+      sides.push_back({&edges.at({std::min(int(g), h), std::max(int(g), h)}), size(h), int(g) < h});
+    const size_t ng = size(int(g));
     auto no_worse = [&](size_t a, size_t i) {
       if (cost[g][a] > cost[g][i]) return false;
       if (!memory[g].empty() && memory[g][a] > memory[g][i]) return false;
-      for (int h : around)
-        for (size_t j = 0; j < size(h); ++j)
-          if (pair_cost(int(g), h, a, j) > pair_cost(int(g), h, i, j)) return false;
+      for (const Side& h : sides) {
+        const std::vector<double>& m = *h.m;
+        for (size_t j = 0; j < h.n; ++j) {
+          const size_t at_a = h.rows ? a * h.n + j : j * ng + a;
+          const size_t at_i = h.rows ? i * h.n + j : j * ng + i;
+          if (m[at_a] > m[at_i]) return false;
+        }
+      }
       return true;
     };
     // Between equal choices the first stays.
@@ -124,13 +139,23 @@ Reduction::Reduction(const Problem& p) : groups_(p.groups.size()) {
     std::vector<double> folded(na * nb);
     f.nb = nb;
     f.best.resize(na * nb);
+    // g's costs against each choice of a and of b, (choice of g) x (choice of the neighbour).
+    const auto against = [&](int h) {
+      std::vector<double> out(size(g) * size(h), 0.0);
+      if (h >= 0)
+        for (size_t i = 0; i < size(g); ++i)
+          for (size_t j = 0; j < size(h); ++j) out[i * size(h) + j] = pair_cost(g, h, i, j);
+      return out;
+    };
+    const std::vector<double> with_a = f.a >= 0 ? against(f.a) : std::vector<double>();
+    const std::vector<double> with_b = f.b >= 0 ? against(f.b) : std::vector<double>();
     for (size_t j = 0; j < na; ++j)
       for (size_t l = 0; l < nb; ++l) {
         double best = INFINITY;
         for (size_t i = 0; i < size(g); ++i) {
           double c = cost[size_t(g)][i];
-          if (f.a >= 0) c += pair_cost(g, f.a, i, j);
-          if (f.b >= 0) c += pair_cost(g, f.b, i, l);
+          if (f.a >= 0) c += with_a[i * na + j];
+          if (f.b >= 0) c += with_b[i * nb + l];
           if (c < best) {
             best = c;
             f.best[j * nb + l] = int(i);
