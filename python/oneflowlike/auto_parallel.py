@@ -207,6 +207,23 @@ def _kept(keep, variables):
     return out
 
 
+# The conversions' prices by cluster (its JSON), kept across calls: a plan prices each layout
+# conversion of its step once, and calls on one cluster (budgets weighed in turn, the stage sizes
+# of plan_pipeline, a hand layout and a planned one) price the same ones again. The last few
+# clusters' are kept.
+_CACHES = {}
+_CACHES_KEPT = 4
+
+
+def _plan_cache(cluster):
+    key = cluster.to_json()
+    cache = _CACHES.pop(key, None) or _C.PlanCache(cluster)
+    _CACHES[key] = cache  # the most recent last
+    while len(_CACHES) > _CACHES_KEPT:
+        del _CACHES[next(iter(_CACHES))]
+    return cache
+
+
 def plan(
     graph,
     example_inputs,
@@ -251,7 +268,8 @@ def plan(
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     traced = _Traced(graph, inputs, keep, in_place)
-    return traced.plan(cluster, budget, activations, update_weight, _cache)
+    cache = _cache if _cache is not None else _plan_cache(cluster)
+    return traced.plan(cluster, budget, activations, update_weight, cache)
 
 
 class _Traced:
@@ -471,7 +489,7 @@ def plan_pipeline(
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     budget = float(budget) if budget else math.inf
-    cache = _C.PlanCache(cluster)  # conversions priced once for every plan
+    cache = _plan_cache(cluster)  # conversions priced once for every plan
     if stage_devices is None:
         stage_devices = [
             d
