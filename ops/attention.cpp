@@ -356,11 +356,10 @@ std::vector<Tensor> attention_grad_in_ops(const BackwardArgs& b) {
 
 std::vector<Tensor> attention_backward(const BackwardArgs& b) {
   if (autograd::grad_enabled()) {
-    if (b.attrs.get<int64_t>("balance") != 0)
+    if (const int64_t n = order_of(b.attrs, 0).balance)
       fail("flash_attention",
-           "a double backward (create_graph) of the load-balanced order "
-           "(balance=",
-           b.attrs.get<int64_t>("balance"), ") is not implemented");
+           "a double backward (create_graph) in the load-balanced order (balance=", n,
+           ") is not implemented");
     return attention_grad_in_ops(b);
   }
   static const OpDef& def = op_def("flash_attention_backward");
@@ -432,8 +431,9 @@ double attention_work(const Attrs& attrs, const ShardArgs& s, size_t q) {
   return pairs / (double(rows) * double(keys));
 }
 
-// Beside these, a context-parallel shard's attributes carry "offset", where its query rows begin
-// among its keys: set per shard by attention_shard (a call's own attributes never hold it).
+// "balance": the sequence's order (Order; 0 in order). Beside these, a context-parallel shard's
+// attributes carry "offset", where its query rows begin among its keys: set per shard by
+// attention_shard (a call's own attributes never hold it).
 const std::vector<AttrDef> kAttentionAttrs{
     {"scale", AttrType::kFloat}, {"causal", AttrType::kBool}, {"balance", AttrType::kInt}};
 
