@@ -14,9 +14,18 @@ WORKERS = Path(__file__).resolve().parent / "dist_workers"
 LAUNCH = [sys.executable, "-m", "oneflowlike.distributed.launch"]
 
 
+# A scheduler's variables, which a rank started without a launcher reads (distributed/_env.py).
+SCHEDULER_PREFIXES = ("SLURM_", "OMPI_COMM_WORLD_", "PMI_", "MPI_LOCAL")
+
+
 def clean_env(**extra):
-    # Without what a surrounding launcher (or the caller's shell) set: tests start clean.
-    env = {k: v for k, v in os.environ.items() if k not in JOB_ENV_VARS}
+    # Without what a surrounding launcher or scheduler (or the caller's shell) set: tests start
+    # clean.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in JOB_ENV_VARS and not k.startswith(SCHEDULER_PREFIXES)
+    }
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -31,9 +31,79 @@ def _int(environ, name, default):
         raise RuntimeError(f"[distributed] {name}={text!r} is not an integer") from None
 
 
+def first_host(nodelist):
+    """The first host of a Slurm node list: "node[07-09,12],gpu1" -> "node07"."""
+    head, bracket, rest = nodelist.partition("[")
+    if "," in head or not bracket:
+        return head.split(",", 1)[0].strip()
+    ranges, _, suffix = rest.partition("]")
+    return f"{head}{ranges.split(',')[0].split('-')[0]}{suffix.split(',')[0]}".strip()
+
+
+def _tasks_on_node(tasks_per_node, node):
+    """This node's task count from SLURM_TASKS_PER_NODE ("4(x2),3": 4, 4, 3)."""
+    counts = []
+    for item in tasks_per_node.split(","):
+        count, _, times = item.partition("(x")
+        counts += [int(count)] * (int(times.rstrip(")")) if times else 1)
+    return counts[node] if 0 <= node < len(counts) else None
+
+
+def scheduler_env(e):
+    """The launcher's variables (RANK, WORLD_SIZE, LOCAL_RANK, ...) from a scheduler's, where the
+    job was started without our launcher: Slurm's srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+    SLURM_NODEID; the master the first host of SLURM_JOB_NODELIST, its port 10000 + the job id's
+    last four digits, unless MASTER_ADDR and MASTER_PORT are set), Open MPI's mpirun
+    (OMPI_COMM_WORLD_*) and MPICH's or Intel MPI's (PMI_RANK, PMI_SIZE; MASTER_ADDR and
+    MASTER_PORT are needed there). {} where RANK or WORLD_SIZE is set already (our launcher,
+    torchrun, Kubernetes' PyTorchJob) or no scheduler is found."""
+    if "RANK" in e or "WORLD_SIZE" in e:
+        return {}
+    out = {}
+
+    def take(ours, theirs):  # checked here, so that an error names the scheduler's variable
+        if theirs in e:
+            out[ours] = str(_int(e, theirs, 0))
+
+    if "SLURM_PROCID" in e and "SLURM_NTASKS" in e:
+        if e.get("SLURM_JOB_NAME") in ("bash", "interactive"):
+            return {}  # an interactive allocation's shell: one process
+        take("RANK", "SLURM_PROCID")
+        take("WORLD_SIZE", "SLURM_NTASKS")
+        take("LOCAL_RANK", "SLURM_LOCALID")
+        node = _int(e, "SLURM_NODEID", 0)
+        out["NODE_RANK"] = str(node)
+        local = e.get("SLURM_NTASKS_PER_NODE") or (
+            _tasks_on_node(e["SLURM_TASKS_PER_NODE"], node) if "SLURM_TASKS_PER_NODE" in e else None
+        )
+        if local:
+            out["LOCAL_WORLD_SIZE"] = str(local)
+        if e.get("SLURM_NNODES") or e.get("SLURM_JOB_NUM_NODES"):
+            out["GROUP_WORLD_SIZE"] = e.get("SLURM_NNODES") or e["SLURM_JOB_NUM_NODES"]
+        if not e.get("MASTER_ADDR") and e.get("SLURM_JOB_NODELIST"):
+            out["MASTER_ADDR"] = first_host(e["SLURM_JOB_NODELIST"])
+        if not e.get("MASTER_PORT") and e.get("SLURM_JOB_ID", "").isdigit():
+            out["MASTER_PORT"] = str(10000 + int(e["SLURM_JOB_ID"][-4:]))
+    elif "OMPI_COMM_WORLD_RANK" in e and "OMPI_COMM_WORLD_SIZE" in e:
+        for ours, theirs in (("RANK", "OMPI_COMM_WORLD_RANK"),
+                             ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
+                             ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+                             ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+                             ("NODE_RANK", "OMPI_COMM_WORLD_NODE_RANK")):  # fmt: skip
+            take(ours, theirs)
+    elif "PMI_RANK" in e and "PMI_SIZE" in e:
+        take("RANK", "PMI_RANK")
+        take("WORLD_SIZE", "PMI_SIZE")
+        take("LOCAL_RANK", "MPI_LOCALRANKID")
+        take("LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS")
+    return out
+
+
 def read_env(environ=None):
-    """A JobEnv from RANK, WORLD_SIZE, LOCAL_RANK, ...; unset means a single process."""
+    """A JobEnv from RANK, WORLD_SIZE, LOCAL_RANK, ... (or a scheduler's own: scheduler_env);
+    unset means a single process."""
     e = os.environ if environ is None else environ
+    e = {**e, **scheduler_env(e)}
     rank, world = _int(e, "RANK", 0), _int(e, "WORLD_SIZE", 1)
     if world < 1 or not 0 <= rank < world:
         raise RuntimeError(f"[distributed] RANK={rank} is outside WORLD_SIZE={world}")
@@ -50,7 +120,7 @@ def read_env(environ=None):
         raise RuntimeError(
             f"[distributed] WORLD_SIZE={world} needs MASTER_ADDR and MASTER_PORT (got "
             f"{e.get('MASTER_ADDR')!r}, {e.get('MASTER_PORT')!r}); start the program with "
-            "python -m oneflowlike.distributed.launch"
+            "python -m oneflowlike.distributed.launch, or set them (under mpirun)"
         )
     return JobEnv(
         rank=rank,
