@@ -232,7 +232,6 @@ def plan(
     keep=None,
     activations=True,
     update_weight=1.0,
-    _cache=None,
     in_place=False,
 ):
     """Plans `graph`'s step for `example_inputs`: an nn.Graph (its optimizers' updates included),
@@ -268,8 +267,7 @@ def plan(
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     traced = _Traced(graph, inputs, keep, in_place)
-    cache = _cache if _cache is not None else _plan_cache(cluster)
-    return traced.plan(cluster, budget, activations, update_weight, cache)
+    return traced.plan(cluster, budget, activations, update_weight, _plan_cache(cluster))
 
 
 class _Traced:
