@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "core/comm/tcp_store_wire.h"
@@ -178,13 +179,30 @@ TcpStore::~TcpStore() {
 }
 
 void TcpStore::connect_and_hello(const std::string& token, Millis timeout) {
+  if (token.size() > (size_t{64} << 10)) fail("store", "the store token is over 64 KiB");
   std::lock_guard lock(mu_);
   auto deadline = Clock::now() + clamp_wait(timeout);
   std::string why;
   Millis backoff(10);
+  // Until the deadline, a store that is not up yet, or that closes the connection before the
+  // hello's answer (busy with a flood of connections), is tried again.
   for (;;) {
     fd_ = connect_once(host_, port_, deadline, why);
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      std::optional<Reply> r;
+      try {
+        r = call_locked("hello", FrameWriter(kHello).arg_int(kProtocolVersion).arg(token).take(),
+                        Millis(0));
+      } catch (const std::exception& e) {
+        if (fd_ >= 0) throw;  // not a lost connection
+        why = e.what();
+      }
+      if (r && r->status != kBusy) return accept_hello(*r, token);
+      if (r)
+        why = str_cat("the store was busy: ",
+                      r->args.size() == 1 ? to_string(r->args[0]) : std::string("no reason"));
+      if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+    }
     auto now = Clock::now();
     if (now >= deadline)
       fail("store", "could not reach the store at ", where_, " within ", seconds(timeout),
@@ -192,9 +210,9 @@ void TcpStore::connect_and_hello(const std::string& token, Millis timeout) {
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, Millis(250));
   }
-  if (token.size() > (size_t{64} << 10)) fail("store", "the store token is over 64 KiB");
-  Reply r = call_locked("hello", FrameWriter(kHello).arg_int(kProtocolVersion).arg(token).take(),
-                        Millis(0));
+}
+
+void TcpStore::accept_hello(const Reply& r, const std::string& token) {
   if (r.status == kRejected) {
     ::close(std::exchange(fd_, -1));
     fail("store", "the store at ", where_, " rejected this client's token",

@@ -82,6 +82,7 @@ class TcpStore : public Store {
     std::vector<Bytes> args;
   };
   void connect_and_hello(const std::string& token, Millis timeout);
+  void accept_hello(const Reply& r, const std::string& token);
   // Sends one request and reads its reply; `wait_ms` is how long the server may hold it.
   Reply call(const std::string& what, Bytes request, Millis wait_ms);
   Reply call_locked(const std::string& what, const Bytes& request, Millis wait_ms);

@@ -1,5 +1,7 @@
 // TcpStoreServer: one poll() loop on one thread. Requests are handled in arrival order per
 // client; a get/wait on absent keys parks the client until the keys appear or its deadline.
+// Under a flood of connections that never say hello, the oldest pending ones give way to new
+// ones, so a rank can still get in, and nothing the loop does waits on stderr.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -27,6 +30,11 @@ using Clock = std::chrono::steady_clock;
 using namespace wire;
 
 constexpr size_t kReadChunk = size_t{64} << 10;
+// Connections accepted per turn of the loop, so that a flood of them cannot starve the clients
+// already connected.
+constexpr int kAcceptsPerTurn = 64;
+// Lines about connections that have not said hello are summarised at most this often.
+constexpr auto kFloodLogEvery = std::chrono::seconds(5);
 // Longest wait a client may ask for (keeps deadline arithmetic far from overflow).
 constexpr int64_t kMaxWaitMs = int64_t{10} * 365 * 24 * 3600 * 1000;
 
@@ -131,6 +139,10 @@ struct TcpStoreServer::Impl {
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> watchers;
   uint64_t next_id = 1, next_seq = 1;
   Clock::time_point listen_paused_until{};
+  // Lines about unauthenticated connections held back since the last one printed.
+  size_t flood_lines_held = 0;
+  Clock::time_point flood_logged_at{};
+  size_t log_lines_lost = 0;  // lines dropped because stderr was full
 
   void listen_on(const std::string& h, int p);
   void loop();
@@ -147,11 +159,45 @@ struct TcpStoreServer::Impl {
   void reply(Client& c, FrameWriter&& frame);
   void flush(Client& c);
   void drop(Client& c, const std::string& why);
+  void send_frame_now(const Client& c, const Bytes& frame);
   void sweep();
-  void log(const std::string& line) const {
-    std::fprintf(stderr, "[store] %s: %s\n", where.c_str(), line.c_str());
-  }
+  void log(const std::string& line);
+  void log_about(const Client& c, const std::string& line);
 };
+
+// Never blocks: a job whose stderr is a pipe nobody drains must not stop the store. A line
+// that does not fit at once is counted and reported with the next that does.
+void TcpStoreServer::Impl::log(const std::string& line) {
+  pollfd p{STDERR_FILENO, POLLOUT, 0};
+  if (::poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT)) {
+    ++log_lines_lost;
+    return;
+  }
+  std::string text = str_cat("[store] ", where, ": ", line);
+  if (log_lines_lost)
+    text += str_cat(" (", std::exchange(log_lines_lost, 0),
+                    " earlier lines were lost: stderr was full)");
+  // One write of at most PIPE_BUF bytes is atomic and fits once poll says the pipe has room.
+  text.resize(std::min<size_t>(text.size(), PIPE_BUF - 1));
+  text += '\n';
+  (void)!::write(STDERR_FILENO, text.data(), text.size());
+}
+
+// Lines about ranks are all printed; those about connections before their hello (a flood, a
+// port scanner) at most once per kFloodLogEvery, with a count of the ones held back.
+void TcpStoreServer::Impl::log_about(const Client& c, const std::string& line) {
+  if (c.hello) return log(line);
+  Clock::time_point now = Clock::now();
+  if (now - flood_logged_at < kFloodLogEvery) {
+    ++flood_lines_held;
+    return;
+  }
+  flood_logged_at = now;
+  size_t held = std::exchange(flood_lines_held, 0);
+  log(held ? str_cat(line, " (and ", held, " lines like it about connections before their hello ",
+                     "since the last)")
+           : line);
+}
 
 void TcpStoreServer::Impl::listen_on(const std::string& h, int p) {
   if (p < 0 || p > 65535) fail("store", "port ", p, " is out of range");
@@ -240,7 +286,10 @@ void TcpStoreServer::Impl::loop() {
 }
 
 void TcpStoreServer::Impl::accept_all(Clock::time_point now) {
-  for (;;) {
+  size_t unauthenticated = 0;
+  for (const auto& [id, c] : clients) unauthenticated += !c.hello && !c.dead;
+  auto oldest_pending = clients.begin();
+  for (int turn = 0; turn < kAcceptsPerTurn; ++turn) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     int fd = ::accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&ss), &len,
@@ -253,23 +302,26 @@ void TcpStoreServer::Impl::accept_all(Clock::time_point now) {
       listen_paused_until = now + std::chrono::milliseconds(100);
       return;
     }
-    Fd accepted(fd);
-    const std::string peer = sockaddr_to_string(reinterpret_cast<sockaddr*>(&ss), len);
-    size_t unauthenticated = 0;
-    for (const auto& [id, other] : clients) unauthenticated += !other.hello && !other.dead;
+    // At the limit, the connection that has waited longest for its hello gives way: a flood
+    // then cannot keep a rank out, which says hello as soon as it connects.
     if (unauthenticated >= opt.max_unauthenticated) {
-      log(str_cat("refused ", peer, ": ", unauthenticated,
-                  " connections have not said hello yet (the limit)"));
-      continue;  // closed by accepted's destructor
+      while (oldest_pending->second.hello || oldest_pending->second.dead) ++oldest_pending;
+      Client& old = oldest_pending->second;
+      log_about(old, str_cat("closing the connection from ", old.peer, ": ", unauthenticated,
+                             " connections have not said hello yet (the limit)"));
+      send_frame_now(old, FrameWriter(kBusy).arg("too many connections before their hello").take());
+      old.dead = true;
+      --unauthenticated;
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     uint64_t id = next_id++;
     Client& c = clients[id];
     c.id = id;
-    c.fd = std::move(accepted);
-    c.peer = peer;
+    c.fd = Fd(fd);
+    c.peer = sockaddr_to_string(reinterpret_cast<sockaddr*>(&ss), len);
     c.hello_deadline = now + std::chrono::milliseconds(opt.hello_timeout_ms);
+    ++unauthenticated;
   }
 }
 
@@ -373,14 +425,15 @@ void TcpStoreServer::Impl::handle(Client& c, const Request& req) {
     if (req.op != kHello) return drop(c, str_cat("sent ", op_name(req.op), " before hello"));
     c.close_after_flush = true;  // unless accepted below
     if (integer(0) != kProtocolVersion) {
-      log(str_cat("rejected ", c.peer, ": protocol version ", integer(0), ", expected ",
-                  kProtocolVersion));
+      log_about(c, str_cat("rejected ", c.peer, ": protocol version ", integer(0), ", expected ",
+                           kProtocolVersion));
       return reply(c, std::move(FrameWriter(kError).arg(
                           str_cat("the store speaks protocol version ", kProtocolVersion,
                                   ", this client ", integer(0)))));
     }
     if (!opt.token.empty() && !same_token(opt.token, str(1))) {
-      log(str_cat("rejected ", c.peer, ": ", req.args[1].second ? "wrong token" : "no token"));
+      log_about(
+          c, str_cat("rejected ", c.peer, ": ", req.args[1].second ? "wrong token" : "no token"));
       return reply(c, std::move(FrameWriter(kRejected).arg("wrong or missing token")));
     }
     c.hello = true;
@@ -555,12 +608,16 @@ void TcpStoreServer::Impl::flush(Client& c) {
 }
 
 void TcpStoreServer::Impl::drop(Client& c, const std::string& why) {
-  log(str_cat("closing the connection from ", c.peer, ": ", why));
-  // Best effort: tell a well-meaning client why before closing.
-  Bytes b = FrameWriter(kError).arg(str_cat("the store closed this connection: ", why)).take();
-  if (c.out_pos == c.out.size())
-    (void)::send(c.fd.get(), b.data(), b.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  log_about(c, str_cat("closing the connection from ", c.peer, ": ", why));
+  send_frame_now(
+      c, FrameWriter(kError).arg(str_cat("the store closed this connection: ", why)).take());
   c.dead = true;
+}
+
+// Best effort, before closing: tells a well-meaning client why, if nothing else is queued.
+void TcpStoreServer::Impl::send_frame_now(const Client& c, const Bytes& frame) {
+  if (c.out_pos != c.out.size()) return;
+  (void)::send(c.fd.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void TcpStoreServer::Impl::sweep() {
@@ -582,6 +639,8 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port, TcpStoreServer
       s.opt.max_value_bytes > UINT32_MAX)
     fail("store", "max_key_bytes must be in [1, 4 GiB) and max_value_bytes below 4 GiB, got ",
          s.opt.max_key_bytes, " and ", s.opt.max_value_bytes);
+  if (s.opt.max_unauthenticated == 0)
+    fail("store", "max_unauthenticated must be at least 1: ranks connect before their hello");
   // The largest request: compare_set carries a key and two values; waits carry many keys.
   s.max_request = 2 * s.opt.max_value_bytes + s.opt.max_key_bytes + (size_t{64} << 10);
   s.listen_on(host, port);

@@ -5,6 +5,7 @@
 // Requests (code = Op):
 //   kHello       version, token                  -> kOk(max_key, max_value, max_request)
 //                                                   | kRejected(reason) | kError(reason)
+//                                                   | kBusy(reason): connect again later
 //   kSet         key, value                      -> kOk()
 //   kGet         key, timeout_ms                 -> kOk(value) | kTimeout(missing key)
 //   kAdd         key, delta                      -> kOk(new value) | kError(reason)
@@ -54,6 +55,9 @@ enum Status : uint8_t {
   kError = 1,
   kTimeout = 2,
   kRejected = 3,
+  // Sent to a connection closed before its hello because newer ones needed its place: the
+  // client connects again.
+  kBusy = 4,
 };
 
 inline const char* op_name(uint8_t op) {
