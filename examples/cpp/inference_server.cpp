@@ -3,9 +3,10 @@
 // the example GPT's (examples/cpp/save_gpt.py saves one).
 //
 //   inference_server GRAPH_DIR [--host 127.0.0.1] [--port 8000] [--threads 16] [--max-batch 1]
-//                    [--max-tokens 0] [--max-waiting 1024]
-//                    [--max-body-bytes 1048576] [--read-timeout-ms 5000]
-//                    [--write-timeout-ms 5000] [--keep-alive-timeout-ms 5000] [--backlog 1024]
+//                    [--max-tokens 0] [--max-waiting 1024] [--max-connections 512]
+//                    [--max-body-bytes 1048576] [--header-timeout-ms 2000]
+//                    [--read-timeout-ms 5000] [--write-timeout-ms 5000]
+//                    [--keep-alive-timeout-ms 5000] [--backlog 1024]
 //
 //   GET  /v1/health                                   {"block_size": T, "vocab_size": V}
 //   POST /v1/logits   {"tokens": [1, 2, 3]}           {"logits": [V floats]} (after the last)
@@ -19,7 +20,7 @@
 //        generation): decoded with a KV cache and batched continuously (ofl::Generator): up to
 //        --max-batch sequences at once, each admitted at the next step while its cache positions
 //        fit --max-tokens, and leaving when done; the others wait (503 over --max-waiting, or
-//        for one that could never fit). Each streamed request holds one of --threads meanwhile.
+//        for one that could never fit). Each streamed request holds a connection meanwhile.
 //
 // Sequences shorter than T are padded on the right and read at their last position (the model
 // is causal, so padding changes nothing before it); longer ones keep their last T tokens, as the
@@ -28,10 +29,15 @@
 // thread calls forward itself, concurrently. Port 0 picks a free port; the first line printed
 // is "listening on http://HOST:PORT". --help lists the flags; a bad one exits with status 2.
 //
-// Each of the --threads threads serves one connection at a time, so what a client may hold one
-// for is bounded: a whole request within --read-timeout-ms of its first byte (a byte a second
-// no longer holds a thread forever), its answer within --write-timeout-ms, an idle kept-alive
-// connection --keep-alive-timeout-ms. Every error is JSON {"error": reason}: 400 for a body that
+// Each connection has a thread of its own (--threads started at once, more as connections come,
+// up to --max-connections held; with --max-batch 1, still --threads forwards at once), so a slow
+// client holds only its own, and what it may hold it for is bounded: the request line and headers
+// within --header-timeout-ms of the first byte, the whole request within --read-timeout-ms, its
+// answer within --write-timeout-ms, an idle kept-alive connection --keep-alive-timeout-ms. At
+// --max-connections, a new connection takes the place of the one waiting longest for its request
+// to arrive whole, or is answered 503 at once when every one held is being answered (40 clients
+// sending heads slowly held 16 fixed threads, and normal requests queued behind them for seconds).
+// Every error is JSON {"error": reason}: 400 for a body that
 // is not the JSON wanted or nests deeper than 32, 413 for one over --max-body-bytes, 411 / 415
 // for a body without a Content-Length or with a coding, 408 / 431 for a late or oversized head.
 #include <httplib.h>
@@ -82,10 +88,42 @@ struct Unavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Lets at most n callers through at once; the others wait their turn.
+class Gate {
+ public:
+  explicit Gate(int n) : free_(n) {}
+  template <class F>
+  auto through(F&& f) {
+    {
+      std::unique_lock lock(mutex_);
+      open_.wait(lock, [this] { return free_ > 0; });
+      --free_;
+    }
+    struct Leave {
+      Gate& gate;
+      ~Leave() {
+        {
+          std::lock_guard lock(gate.mutex_);
+          ++gate.free_;
+        }
+        gate.open_.notify_one();
+      }
+    } leave{*this};
+    return f();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable open_;
+  int free_;
+};
+
 class Model {
  public:
-  Model(const std::string& dir, int max_batch)
-      : graph_(ofl::Graph::load(dir)), max_batch_(max_batch) {
+  // With max_batch 1, at most `forwards` requests' threads run forward at once (as many as the
+  // server had threads before connections had a thread each).
+  Model(const std::string& dir, int max_batch, int forwards)
+      : graph_(ofl::Graph::load(dir)), max_batch_(max_batch), forwards_(forwards) {
     const auto& in = graph_.input_infos();
     const auto& out = graph_.output_infos();
     if (in.size() != 1 || in[0].dtype != ofl::DType::kInt64 || in[0].shape.size() != 2 ||
@@ -125,7 +163,7 @@ class Model {
     row.ids.assign(tokens.end() - keep, tokens.end());
     row.last = int64_t(keep) - 1;
     row.ids.resize(size_t(block_), 0);
-    if (max_batch_ <= 1) return run({&row})[0];
+    if (max_batch_ <= 1) return forwards_.through([&] { return run({&row})[0]; });
     std::future<std::vector<float>> answer = row.answer.get_future();
     {
       std::lock_guard lock(mutex_);
@@ -183,6 +221,7 @@ class Model {
 
   ofl::Graph graph_;
   int max_batch_;
+  Gate forwards_;
   int64_t block_ = 0, vocab_ = 0, batch_ = 1;
   std::mutex mutex_;
   std::condition_variable ready_;
@@ -586,9 +625,11 @@ Json complete(Scheduler* scheduler, const Json& body, httplib::Response& res) {
 struct Options {
   std::string dir, host = "127.0.0.1";
   int port = 8000, threads = 16, max_batch = 1, backlog = 1024, max_waiting = 1024;
+  int max_connections = 512;
   int64_t max_tokens = 0;
   // httplib's 5 s for each recv() and send(), now for the whole request and the whole answer.
   int64_t read_timeout_ms = 5000, write_timeout_ms = 5000, keep_alive_timeout_ms = 5000;
+  int64_t header_timeout_ms = 2000;
   size_t max_body_bytes = 1 << 20;
 };
 
@@ -605,8 +646,14 @@ std::optional<int> parse_options(int argc, char** argv, Options& opt) {
   app.add_option("--port", opt.port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("--threads", opt.threads, "connections served at once")
+  app.add_option("--threads", opt.threads,
+                 "threads started at once; with --max-batch 1, forwards run at once")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-connections", opt.max_connections,
+                 "connections held at once, a thread each; past it, the one waiting longest for "
+                 "its request gives way, or 503 when all are being answered")
+      ->check(CLI::Range(1, 16384))
       ->capture_default_str();
   app.add_option("--max-batch", opt.max_batch,
                  "rows of one batched forward (1: no batching), and sequences generated at once")
@@ -622,6 +669,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& opt) {
       ->capture_default_str();
   app.add_option("--max-body-bytes", opt.max_body_bytes, "a larger request body is answered 413")
       ->check(CLI::Range(size_t(1), size_t(1) << 30))
+      ->capture_default_str();
+  app.add_option("--header-timeout-ms", opt.header_timeout_ms,
+                 "time to send the request line and headers from the request's first byte")
+      ->check(CLI::Range(int64_t(1), int64_t(3600000)))
       ->capture_default_str();
   app.add_option("--read-timeout-ms", opt.read_timeout_ms,
                  "time to send a whole request (line, headers, body) from its first byte")
@@ -653,6 +704,7 @@ int main(int argc, char** argv) {
   ConnectionLimits limits{std::chrono::milliseconds(opt.read_timeout_ms),
                           std::chrono::milliseconds(opt.write_timeout_ms),
                           std::chrono::milliseconds(opt.keep_alive_timeout_ms), opt.max_body_bytes};
+  limits.header_timeout = std::chrono::milliseconds(opt.header_timeout_ms);
   // SIGTERM and SIGINT stop the server: the handler (which may run on any thread, the
   // library's own included) only writes to a pipe; a thread reading it calls stop().
   static int stop_pipe[2];
@@ -662,7 +714,7 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &on_stop, nullptr);
   sigaction(SIGINT, &on_stop, nullptr);
   try {
-    Model model(opt.dir, opt.max_batch);
+    Model model(opt.dir, opt.max_batch, opt.threads);
     // Generation, when the model was saved for it (save_gpt.py --generation).
     std::unique_ptr<Scheduler> scheduler;
     const std::string generation = opt.dir + "/generation";
@@ -672,9 +724,7 @@ int main(int argc, char** argv) {
     else if (opt.max_tokens)
       throw std::runtime_error("--max-tokens: " + generation +
                                " holds no model saved for generation (save_gpt.py --generation)");
-    GuardedServer server(limits);
-    const int threads = opt.threads;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+    GuardedServer server(limits, size_t(opt.threads), size_t(opt.max_connections));
     server.set_tcp_nodelay(true);  // the headers and the body are two writes: no Nagle wait
     server.Get("/v1/health", [&](const httplib::Request&, httplib::Response& res) {
       Json health{{"status", "ok"},

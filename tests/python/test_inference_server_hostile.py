@@ -1,6 +1,7 @@
 """examples/cpp/inference_server under hostile clients and command lines: bodies nested to blow
 the stack, oversized or unbounded bodies, bad flags, clients that trickle a byte a second or sit
-idle, and the listen backlog. The server is built and the GPT saved as in test_cpp_api."""
+idle (beside normal clients, and at the connection limit), and the listen backlog. The server is
+built and the GPT saved as in test_cpp_api."""
 
 import json
 import shutil
@@ -192,9 +193,9 @@ def test_a_bad_command_line_exits_2_with_a_message(binary, gpt, flags, message):
 
 
 def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):
-    """20 clients (16 threads serve) send a request's head a byte a second, reconnecting when cut
-    off, and 4 more connect and say nothing: each is cut off after the 1 s read deadline or the
-    0.5 s keep-alive time, so a normal request is still answered within a few seconds."""
+    """20 clients send a request's head a byte a second, reconnecting when cut off, and 4 more
+    connect and say nothing: each is cut off after the 1 s read deadline or the 0.5 s keep-alive
+    time, so a normal request is still answered within a few seconds."""
     server = Server(binary, gpt[1], "--read-timeout-ms", "1000", "--keep-alive-timeout-ms", "500")
     stop = threading.Event()
     cut_after = []  # seconds from a trickling client's first byte to the server closing
@@ -240,6 +241,125 @@ def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):
     # From the first byte: time queued for a thread, then at most the 1 s deadline.
     assert cut_after and all(s < 4.0 for s, _ in cut_after), cut_after
     assert any(a.startswith(b"HTTP/1.1 408") for _, a in cut_after), cut_after
+
+
+def test_slow_and_silent_connections_do_not_starve_normal_clients(binary, gpt):
+    """40 connections that send a head a byte a second or say nothing, each reconnecting when
+    cut off, and 20 normal clients posting at once: every normal request is answered at once.
+    With 16 fixed threads the slow connections held them all and the normal requests queued
+    behind them for about 7 s (2 of 20 past their clients' timeouts in a report)."""
+    server = Server(binary, gpt[1])  # the defaults: 16 threads, 2 s for a head, 512 connections
+    stop = threading.Event()
+    cut_after = []  # seconds from a trickling client's first byte to the server's answer
+
+    def trickle():
+        request = b"POST /v1/logits HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        while not stop.is_set():
+            with socket.create_connection(address(server), timeout=1.0) as s:
+                t0 = time.monotonic()
+                for byte in request:
+                    if stop.is_set():
+                        return
+                    try:
+                        s.send(bytes([byte]))
+                        answer = s.recv(4096)
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        answer = b""
+                    cut_after.append((time.monotonic() - t0, answer))
+                    break
+
+    def idle():
+        while not stop.is_set():
+            with socket.create_connection(address(server), timeout=1.0) as s:
+                while not stop.is_set():
+                    try:
+                        if not s.recv(1):
+                            break  # closed by the server
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        break
+
+    slow = [threading.Thread(target=trickle) for _ in range(20)]
+    slow += [threading.Thread(target=idle) for _ in range(20)]
+    answers = [None] * 20
+
+    def normal(i):
+        t0 = time.monotonic()
+        try:
+            status, body = post(server, "/v1/logits", b'{"tokens": [1, 2, 3]}', timeout=10)
+            ok = status == 200 and len(body["logits"]) == 23
+        except OSError as e:  # a timeout or a reset
+            ok = repr(e)
+        answers[i] = (ok, time.monotonic() - t0)
+
+    try:
+        for c in slow:
+            c.start()
+        time.sleep(3.0)  # every slow connection is held, and the first ones cut and back
+        clients = [threading.Thread(target=normal, args=(i,)) for i in range(20)]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+    finally:
+        stop.set()
+        for c in slow:
+            c.join()
+        server.stop()
+    assert all(ok is True for ok, _ in answers), answers
+    assert max(t for _, t in answers) < 2.0, answers
+    # A head sent a byte a second is cut off by --header-timeout-ms (2 s), not --read-timeout-ms.
+    late = [(s, a) for s, a in cut_after if a.startswith(b"HTTP/1.1 408")]
+    assert late and all(1.5 < s < 3.5 for s, _ in late), cut_after
+    assert all(b"request line and headers did not arrive within 2000 ms" in a for _, a in late)
+
+
+def test_at_the_connection_limit_the_longest_waiting_gives_way_or_503(binary, gpt):
+    """--max-connections 8 held by silent connections: a new client takes the place of the one
+    that has waited longest, and is answered. Held by requests being answered (generations
+    through one forward at a time), a new client is answered 503 at once."""
+    server = Server(binary, gpt[1], "--max-connections", "8", "--threads", "1")
+    try:
+        silent = []
+        for _ in range(8):
+            silent.append(socket.create_connection(address(server), timeout=10))
+            time.sleep(0.05)  # an order of arrival
+        status, body = post(server, "/v1/logits", b'{"tokens": [1, 2, 3]}', timeout=10)
+        assert status == 200 and len(body["logits"]) == 23
+        assert silent[0].recv(1) == b""  # the first, cut off to make room
+        silent[1].settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            silent[1].recv(1)  # the others held still
+        for s in silent:
+            s.close()
+
+        done = []  # when each generation was answered
+
+        def generate():
+            post(server, "/v1/generate", b'{"tokens": [1], "max_new_tokens": 1024}', timeout=60)
+            done.append(time.monotonic())
+
+        busy = [threading.Thread(target=generate) for _ in range(8)]
+        for b in busy:
+            b.start()
+        time.sleep(0.1)  # all 8 read whole and generating
+        refused = []
+        while not done:
+            t0 = time.monotonic()
+            status, body = post(server, "/v1/logits", b'{"tokens": [1]}', timeout=10)
+            if status == 503:
+                refused.append((time.monotonic() - t0, body))
+            time.sleep(0.01)
+        for b in busy:
+            b.join()
+        assert refused, "no request came while all 8 connections were answering"
+        assert all(t < 0.5 and "--max-connections" in b["error"] for t, b in refused), refused
+        assert health(server) == 200
+    finally:
+        server.stop()
 
 
 @pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
