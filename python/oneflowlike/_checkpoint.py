@@ -159,11 +159,27 @@ def _ended(token):
     return _st._writer_gone(host, pid)
 
 
+def _writer_gone(name):
+    """Whether name is a shard's temporary (serialization.save's ".<shard>.<host>-<pid>-<random>
+    .tmp") whose writer is known to be dead: only that process could ever rename it, whether or
+    not the rank 0 that names its save still runs (a rank killed mid-write while rank 0 waits
+    at the barrier, or is itself still being stopped)."""
+    if name.startswith(f".{INDEX}.") or ".safetensors." not in name:
+        return False  # index.json's temporary is rank 0's own: _ended judges it
+    m = _st._TEMP.fullmatch(name.rsplit(".safetensors.", 1)[1])
+    return m is not None and _st._writer_gone(m[1], m[2])
+
+
 def _remove_ended_saves(path, keep, over=lambda token: False):
-    """Removes the files of the saves (by token) not in keep that are over or have ended."""
+    """Removes the files of the saves (by token) not in keep that are over or have ended, and
+    the temporaries of those saves whose own writer is gone."""
     for name in os.listdir(path):
         token = _token_of(name)
-        if token is not None and token not in keep and (over(token) or _ended(token)):
+        if (
+            token is not None
+            and token not in keep
+            and (over(token) or _ended(token) or _writer_gone(name))
+        ):
             try:
                 os.unlink(os.path.join(path, name))
             except FileNotFoundError:

@@ -387,3 +387,26 @@ def test_a_checkpoint_save_removes_what_killed_saves_left_and_keeps_live_ones(tm
     mine = {f for f in os.listdir(path) if f.startswith("shard-00000-of-00001.")}
     assert sorted(os.listdir(path)) == sorted(others + ["index.json", *mine]) and len(mine) == 1
     np.testing.assert_array_equal(flow.load(path)["w"].numpy(), np.full((64, 64), 9.0))
+
+
+@pytest.mark.multiprocess
+def test_a_checkpoint_save_removes_a_dead_ranks_temporary_while_its_rank_0_lives(
+    tmp_path, live_pid
+):
+    """Rank 1 of a save killed writing its shard while that save's rank 0 still runs (waiting at
+    the barrier, or still being stopped): its temporary was kept as long as rank 0 lived, and
+    nothing looked again after. Only its writer could ever put it in place."""
+    path = tmp_path / "ckpt"
+    place = flow.placement("cpu", ranks=[0])
+    flow.save({"w": flow.full((64, 64), 4.0).to_global(place, S(0))}, path)
+    token = f"{'3' * 16}-{_HOST}-{live_pid}"  # that save's rank 0 is live_pid
+    shard_1 = path / f"shard-00001-of-00002.{token}.safetensors"
+    save_in_a_process(shard_1, "file", "replace")  # rank 1, killed putting its shard in place
+    dead = [n for n in os.listdir(path) if n.endswith(".tmp")]
+    assert len(dead) == 1 and dead[0].startswith(f".{shard_1.name}.{_HOST}-"), dead
+    shard_0 = path / f"shard-00000-of-00002.{token}.safetensors"  # rank 0's, finished
+    shard_0.write_bytes(b"x")
+    flow.save({"w": flow.full((64, 64), 9.0).to_global(place, S(0))}, path)
+    left = os.listdir(path)
+    assert dead[0] not in left and shard_0.name in left, left
+    np.testing.assert_array_equal(flow.load(path)["w"].numpy(), np.full((64, 64), 9.0))
