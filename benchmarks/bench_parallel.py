@@ -1,5 +1,7 @@
 """One training step of the example char-GPT on N local CPU ranks under each parallel layout,
-against PyTorch DistributedDataParallel over Gloo (when PyTorch is installed), in one run.
+against PyTorch's own (when PyTorch is installed), in one run: DDP, DTensor tensor parallel,
+FSDP2, ZeroRedundancyOptimizer + DDP, and TP x DDP / TP x FSDP2 on a 2-D mesh, over Gloo.
+`peer/ours` compares each layout with its PyTorch peer (parallel_worker.TORCH_PEERS).
 
     python benchmarks/bench_parallel.py [--ranks 4] [--repeats 2] [--batch-size 16] ...
     python benchmarks/bench_parallel.py --layouts dp,zero,auto,auto@4   # auto within 4 MiB
@@ -27,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import fmt_time  # noqa: E402
 from bench_comm import run_job  # noqa: E402
+from parallel_worker import TORCH_PEERS  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "parallel_worker.py"
 MODEL_ARGS = ("batch_size", "block_size", "n_layer", "n_head", "n_embd", "steps", "rounds")
@@ -52,6 +55,8 @@ def run(lib, args):
     cmd = [sys.executable, "-m", "oneflowlike.distributed.launch"]
     cmd += ["--nproc_per_node", str(args.ranks), str(WORKER), "--lib", lib]
     cmd += ["--layouts", args.layouts]
+    if lib == "torch":
+        cmd += ["--torch-peers", "all"]
     for name in MODEL_ARGS:
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     best = {}
@@ -91,6 +96,8 @@ def prediction_errors(rows):
 
 
 def collectives(row):
+    if "collectives" not in row:
+        return ""
     return ", ".join(f"{n} {k}" if n is not None else k for k, n in row["collectives"].items())
 
 
@@ -99,13 +106,14 @@ def main():
     if "2d" in args.layouts.split(",") and args.ranks != 4:
         sys.exit("the 2d layout is a 2x2 mesh: run it with --ranks 4, or leave it out of --layouts")
     ours = run("oneflowlike", args)
-    ddp = run("torch", args)[("ddp", "eager")] if importlib.util.find_spec("torch") else None
+    torch_rows = run("torch", args) if importlib.util.find_spec("torch") else {}
+    ddp = torch_rows.get(("ddp", "eager"))
     print(
         f"train step, {args.ranks} CPU ranks: B={args.batch_size} T={args.block_size} "
         f"C={args.n_embd} L={args.n_layer} heads={args.n_head}, AdamW"
     )
     header = (
-        f"{'layout':23s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'eager/graph':>12s} "
+        f"{'layout':23s} {'mode':6s} {'step':>10s} {'predicted':>10s} {'(compute + comm)':>22s} {'ddp/ours':>9s} {'peer/ours':>21s} {'eager/graph':>12s} "
         f"{'peak':>9s} {'state':>9s} {'buffer':>9s} {'wire':>9s}  collectives"
     )
     print(header)
@@ -117,15 +125,21 @@ def main():
         for k in ((case, "eager"), (case, "graph"))
         if k in ours
     ]
-    for row in rows + ([ddp] if ddp else []):
-        name = row["case"] if row["lib"] == "oneflowlike" else "torch DDP"
+    for row in rows + [torch_rows[k] for k in sorted(torch_rows)]:
+        name = row["case"] if row["lib"] == "oneflowlike" else f"torch {row['case']}"
         mode = row.get("mode", "eager")
         ratio = f"{ddp['step_s'] / row['step_s']:8.2f}x" if ddp else "-"
+        peer = torch_rows.get((TORCH_PEERS.get(row["case"].split("@")[0], ""), "eager"))
+        vs_peer = (
+            f"{peer['case']} {peer['step_s'] / row['step_s']:.2f}x"
+            if peer and row["lib"] == "oneflowlike"
+            else ""
+        )
         eager = ours.get((row["case"], "eager"))
         speedup = f"{eager['step_s'] / row['step_s']:11.2f}x" if mode == "graph" and eager else ""
         print(
-            f"{name:23s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {speedup:>12s} "
-            f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['state_bytes']) if 'state_bytes' in row else '-':>9s} {mb(row['buffer_bytes']):>9s} {mb(row['wire_bytes']):>9s}  {collectives(row)}"
+            f"{name:23s} {mode:6s} {fmt_time(row['step_s']):>10s} {predicted(row):>10s} {predicted_split(row):>22s} {ratio:>9s} {vs_peer:>21s} {speedup:>12s} "
+            f"{mb(row['peak_bytes']) if 'peak_bytes' in row else '-':>9s} {mb(row['state_bytes']) if 'state_bytes' in row else '-':>9s} {mb(row['buffer_bytes']) if 'buffer_bytes' in row else '-':>9s} {mb(row['wire_bytes']) if 'wire_bytes' in row else '-':>9s}  {collectives(row)}"
         )
 
     for row in rows:

@@ -7,8 +7,10 @@ step (forward, backward, AdamW) of the example char-GPT on a fixed global batch.
                         flow.boxing.comm_log()
                         ("ddp": flow.nn.parallel.DistributedDataParallel on local tensors, each
                         rank on its S(0) rows of the batch, as PyTorch's)
-    --lib torch         PyTorch DistributedDataParallel over Gloo, each rank on its S(0) rows
-                        of the same batch; the model is the same file loaded with `oneflowlike`
+    --lib torch         PyTorch's own layouts over Gloo on the same batch (TORCH_LAYOUTS: DDP,
+                        DTensor tensor parallel, FSDP2, ZeroRedundancyOptimizer + DDP, TP x DDP
+                        and TP x FSDP2 on a 2-D mesh), each the peer of one of ours
+                        (TORCH_PEERS); the model is the same file loaded with `oneflowlike`
                         replaced by `torch` (model_loader.load_model_module)
 
 Each case warms up, then runs --rounds rounds of --steps steps behind a barrier; rank 0 prints
@@ -41,6 +43,7 @@ def parse_args():
     ap.add_argument("--vocab-size", type=int, default=96)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--torch-peers", default="matching", choices=["matching", "all"])
     return ap.parse_args()
 
 
@@ -235,6 +238,92 @@ def measure(flow, step, dist, args):
     }
 
 
+# PyTorch's own layout for each of ours: the peer a layout is compared with.
+TORCH_PEERS = {
+    "dp": "ddp",
+    "ddp": "ddp",
+    "tp": "dtensor_tp",
+    "zero": "fsdp2",
+    "2d": "tp_x_fsdp2",
+}
+TORCH_LAYOUTS = ("ddp", "dtensor_tp", "fsdp2", "zero_redundancy", "tp_x_ddp", "tp_x_fsdp2")
+
+
+def torch_tensor_parallel(torch, model, mesh):
+    """Megatron's split with DTensor: query, key, value and fc by columns, the projections by
+    rows, the heads split with them (the model views (B, T, C) as heads of DTensors). DTensor
+    has no rule for CPU flash attention, so attention runs on each rank's heads, as local_map
+    would."""
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    plan = {}
+    for i in range(len(model.blocks)):
+        for name in ("attn.query", "attn.key", "attn.value", "mlp.fc"):
+            plan[f"blocks.{i}.{name}"] = ColwiseParallel(use_local_output=False)
+        for name in ("attn.proj", "mlp.proj"):
+            plan[f"blocks.{i}.{name}"] = RowwiseParallel()
+    F = torch.nn.functional
+    sdpa = getattr(
+        F.scaled_dot_product_attention, "local_attention", F.scaled_dot_product_attention
+    )
+
+    def attention(q, k, v, **kwargs):
+        if not isinstance(q, DTensor):
+            return sdpa(q, k, v, **kwargs)
+        y = sdpa(q.to_local(), k.to_local(), v.to_local(), **kwargs)
+        return DTensor.from_local(y, q.device_mesh, q.placements, run_check=False)
+
+    attention.local_attention = sdpa
+    F.scaled_dot_product_attention = attention
+    return parallelize_module(model, mesh, plan)
+
+
+def torch_layout(torch, m, layout, args, rank, world_size):
+    """(the model to call, its optimizer, this rank's rows of the batch) under PyTorch's own
+    parallel APIs: DDP, DTensor tensor parallel, FSDP2 (fully_shard), ZeroRedundancyOptimizer
+    with DDP, and tensor parallel on a 2-D mesh with DDP or FSDP2 across it."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    cfg = m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    model = m.GPT(cfg)
+    dp_rank, dp_size = rank, world_size
+    if layout in ("ddp", "zero_redundancy"):
+        model = DDP(model)
+    elif layout == "fsdp2":
+        mesh = init_device_mesh("cpu", (world_size,))
+        for block in model.blocks:
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    elif layout == "dtensor_tp":
+        dp_rank, dp_size = 0, 1  # every rank runs the whole batch
+        torch_tensor_parallel(torch, model, init_device_mesh("cpu", (world_size,)))
+    elif layout in ("tp_x_ddp", "tp_x_fsdp2"):
+        mesh = init_device_mesh("cpu", (2, world_size // 2), mesh_dim_names=("dp", "tp"))
+        dp_rank, dp_size = mesh["dp"].get_local_rank(), mesh["dp"].size()
+        torch_tensor_parallel(torch, model, mesh["tp"])
+        if layout == "tp_x_ddp":
+            model = DDP(model, device_mesh=mesh["dp"])
+        else:
+            for block in model.blocks:
+                fully_shard(block, mesh=mesh["dp"])
+            fully_shard(model, mesh=mesh["dp"])
+    if layout == "zero_redundancy":
+        opt = ZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, lr=1e-3)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    rows = np.array_split(np.arange(args.batch_size), dp_size)[dp_rank]
+    return model, opt, rows
+
+
 def run_torch(args):
     import torch
     import torch.distributed as dist
@@ -243,20 +332,18 @@ def run_torch(args):
     dist.init_process_group("gloo")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     m = load_model_module("torch")
-    rows = np.array_split(np.arange(args.batch_size), world_size)[rank]
-    x, y = (torch.from_numpy(a[rows]) for a in batch(args))
-    torch.manual_seed(0)
-    model = m.GPT(
-        m.GPTConfig(args.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
-    )
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
-
-    seconds = best_step_seconds(train_step(ddp, opt, x, y), dist.barrier, args)
-    if rank == 0:
-        row = ddp_row(seconds, model, world_size)
-        row["lib"] = "torch"
-        print(json.dumps(row), flush=True)
+    x_np, y_np = batch(args)
+    wanted = [TORCH_PEERS.get(c, c) for c in args.layouts.split(",")]
+    for layout in [c for c in TORCH_LAYOUTS if c in wanted or args.torch_peers == "all"]:
+        if layout.startswith("tp_x") and world_size % 2:
+            continue
+        model, opt, rows = torch_layout(torch, m, layout, args, rank, world_size)
+        x, y = (torch.from_numpy(a[rows]) for a in (x_np, y_np))
+        seconds = best_step_seconds(train_step(model, opt, x, y), dist.barrier, args)
+        if rank == 0:
+            row = ddp_row(seconds, model, world_size) if layout == "ddp" else {"step_s": seconds}
+            row.update(lib="torch", case=layout, mode="eager")
+            print(json.dumps(row), flush=True)
     dist.destroy_process_group()
 
 
