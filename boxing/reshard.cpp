@@ -393,6 +393,7 @@ Tensor outside_shard(const Shape& shape, DType dtype, Device device) {
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
                      BoxingContext& ctx, PredictedCost* into) {
   autograd::NoGradGuard no_grad;
+  comm::PlannedCollectives planned;  // derived from metadata every rank agrees on
   const bool meta = x.local.device().is_meta();
   if (!meta && !(placement == x.placement))
     check_placement_in_world(placement, *ctx.world, "to_global");
@@ -453,6 +454,7 @@ std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
                                  const std::vector<int64_t>& axes, BoxingContext& ctx,
                                  int64_t bucket_bytes) {
   autograd::NoGradGuard no_grad;
+  comm::PlannedCollectives planned;
   std::vector<Tensor> out(xs.size());
   if (xs.empty()) return out;
   if (xs[0].local.device().is_meta())
@@ -528,6 +530,7 @@ std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
                                  const std::vector<NdSbp>& targets,
                                  const std::vector<int64_t>& axes, BoxingContext& ctx) {
   autograd::NoGradGuard no_grad;
+  comm::PlannedCollectives planned;
   std::vector<Tensor> out(xs.size());
   if (xs.empty()) return out;
   const Placement& p = xs[0].placement;

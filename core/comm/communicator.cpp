@@ -1,13 +1,34 @@
 #include "core/comm/communicator.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "core/error.h"
 #include "core/primitives.h"
 
 namespace ofl::internal::comm {
+
+namespace {
+thread_local bool planned_collectives = false;
+}  // namespace
+
+PlannedCollectives::PlannedCollectives() : outer_(std::exchange(planned_collectives, true)) {}
+PlannedCollectives::~PlannedCollectives() {
+  planned_collectives = outer_;
+}
+bool PlannedCollectives::active() {
+  return planned_collectives;
+}
+
+CallCheck call_check_from_env() {
+  const char* v = std::getenv("OFL_COMM_CHECK");
+  if (v && std::string(v) == "0") return CallCheck::kNone;
+  if (v && std::string(v) == "all") return CallCheck::kAll;
+  return CallCheck::kUnplanned;
+}
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {

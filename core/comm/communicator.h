@@ -21,6 +21,27 @@ namespace ofl::internal::comm {
 enum class ReduceOp { kSum, kProduct, kMax, kMin, kAvg };
 const char* reduce_op_name(ReduceOp op);
 
+// While one is alive on a thread, that thread's collectives are planned ones: boxing's, which
+// follow from global metadata every rank agrees on (checked when the global tensor is made).
+// They skip the call check (Gloo: one more allgather per collective, a round trip that cost
+// 5 ms on 4 ranks sharing 2 cores) unless OFL_COMM_CHECK=all.
+class PlannedCollectives {
+ public:
+  PlannedCollectives();
+  ~PlannedCollectives();
+  PlannedCollectives(const PlannedCollectives&) = delete;
+  PlannedCollectives& operator=(const PlannedCollectives&) = delete;
+  static bool active();
+
+ private:
+  bool outer_;
+};
+
+// What OFL_COMM_CHECK asks for: 0 no call check, all every collective's, otherwise (the
+// default) the collectives that are not planned.
+enum class CallCheck { kNone, kUnplanned, kAll };
+CallCheck call_check_from_env();
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -314,6 +314,31 @@ TEST(Gloo, MismatchedCollectivesRaiseOnEveryRankByDefaultInsteadOfHanging) {
   });
 }
 
+// Boxing's collectives (PlannedCollectives) follow from metadata every rank agrees on: they skip
+// the call check, a round trip per collective, unless OFL_COMM_CHECK=all asks for it. Two calls
+// the check tells apart (float32 and int32 of one size) show which ran it.
+TEST(Gloo, PlannedCollectivesSkipTheCallCheckUnlessAllAreChecked) {
+  auto call = [](int rank, Communicator& c) {
+    PlannedCollectives planned;
+    Tensor t = filled(rank == 0 ? DType::kFloat32 : DType::kInt32, 4, 0);
+    try {
+      c.all_reduce(t, ReduceOp::kSum);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  run_ranks(2, [&](int rank, Communicator& c) {
+    EXPECT_EQ(call(rank, c), "");
+    EXPECT_FALSE(PlannedCollectives::active());  // the scope has ended
+  });
+  ::setenv("OFL_COMM_CHECK", "all", 1);
+  run_ranks(2, [&](int rank, Communicator& c) {
+    EXPECT_TRUE(contains(call(rank, c), "ranks disagree on the call (rank 0: all_reduce float32"));
+  });
+  ::unsetenv("OFL_COMM_CHECK");
+}
+
 TEST(Gloo, RanksMeetThroughTheTcpStoreAndNameMissingRanksThroughIt) {
   // One TcpStore client per rank, as in separate processes; rank 0's owns the server.
   auto server_client = make_tcp_store("127.0.0.1", 0, true, "", Millis(10000));

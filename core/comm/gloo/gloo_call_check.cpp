@@ -1,7 +1,8 @@
-// By default (OFL_COMM_CHECK=0 turns it off) before each collective the ranks exchange what they
-// are about to call, so a mismatch (another collective, dtype, size, root or counts) raises on
-// every rank with each rank's call, instead of a hang, garbage or an abort inside Gloo. Costs one
-// allgather of seven integers (all_to_all_v: a second one of its counts).
+// By default before each collective that is not planned (PlannedCollectives: boxing's), the
+// ranks exchange what they are about to call (OFL_COMM_CHECK=0: never, =all: before every one), so
+// a mismatch (another collective, dtype, size, root or counts) raises on every rank with each
+// rank's call, instead of a hang, garbage or an abort inside Gloo. Costs one allgather of seven
+// integers (all_to_all_v: a second one of its counts).
 #include <cstdint>  // first: Gloo's types.h uses uint8_t without including it
 
 #include <gloo/allgather.h>

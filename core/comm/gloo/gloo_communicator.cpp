@@ -89,8 +89,7 @@ GlooCommunicator::GlooCommunicator(const char* op, std::shared_ptr<GlooWorld> wo
     : Communicator(my_index, std::move(ranks), std::move(name)), world_(std::move(world)) {
   set_timeout(timeout);
   ignore_sigpipe_by_default();
-  const char* check = std::getenv("OFL_COMM_CHECK");
-  check_calls_ = !(check && std::string(check) == "0");  // on unless turned off
+  check_calls_ = call_check_from_env();
   // Each rank numbers its own communicators of one name; SPMD ranks create them in the same
   // order, so equal numbers meet and a re-created group never reads a stale address.
   const int64_t instance =
@@ -165,7 +164,9 @@ void GlooCommunicator::collective(const CallSignature& call, const std::function
   const uint64_t seq = ++seq_;
   ctx_->setTimeout(timeout());
   try {
-    if (check_calls_) check_same_call(call);
+    if (check_calls_ == CallCheck::kAll ||
+        (check_calls_ == CallCheck::kUnplanned && !PlannedCollectives::active()))
+      check_same_call(call);
     body();
   } catch (const gloo::Exception& e) {  // IoException included: timeouts and lost peers
     collective_failed(op, seq, e.what());

@@ -32,7 +32,7 @@ struct GlooWorld {
 
 using Clock = std::chrono::steady_clock;
 
-// How one rank calls a collective. Unless OFL_COMM_CHECK=0, every collective first compares these
+// How one rank calls a collective. Unless OFL_COMM_CHECK=0, collectives first compare these
 // across ranks, so mismatched calls raise on every rank instead of hanging or aborting in Gloo.
 struct CallSignature {
   const char* op = "";
@@ -80,7 +80,7 @@ class GlooCommunicator final : public Communicator {
   // Runs the communication of one collective. Collectives are numbered alike on every rank; on
   // a Gloo failure the ranks compare numbers through the store to name who did not arrive.
   void collective(const CallSignature& call, const std::function<void()>& body);
-  // Raises on every rank when the ranks' signatures differ (unless OFL_COMM_CHECK=0).
+  // Raises on every rank when the ranks' signatures differ (see CallCheck).
   void check_same_call(const CallSignature& call);
   // Runs one send or recv with `peer`; failures name the peer and the tag.
   void point_to_point(const char* op, int peer, int tag, const std::function<void()>& body);
@@ -107,8 +107,8 @@ class GlooCommunicator final : public Communicator {
   // A fresh Gloo tag per collective (the same on every rank, which run them in the same order),
   // so one call's messages never wait behind the previous call's on the same slot.
   uint32_t op_tag() const { return static_cast<uint32_t>(seq_ & 0x3fffffff); }
-  bool check_calls_;    // OFL_COMM_CHECK != 0
-  std::string broken_;  // why the Gloo context is unusable, after a failure
+  CallCheck check_calls_;  // from OFL_COMM_CHECK
+  std::string broken_;     // why the Gloo context is unusable, after a failure
 };
 
 }  // namespace ofl::internal::comm::gloo_detail
