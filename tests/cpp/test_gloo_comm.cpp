@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "collective_checks.h"
+#include "core/primitives.h"
 #include "gloo_test_util.h"
 
 using namespace ofl::internal;
@@ -73,6 +74,34 @@ TEST(Gloo, ReduceScatterGivesEachRankTheReductionOfItsBlock) {
 
 TEST(Gloo, ReduceScatterVReducesUnevenAndEmptyBlocks) {
   on_two_three_and_four_ranks([](Communicator& c) { check_reduce_scatter_v(kCpu, c); });
+}
+
+// Groups up to OFL_COMM_DIRECT_RANKS (8) send each peer its part at once; larger ones go along
+// the ring, which OFL_COMM_DIRECT_RANKS=1 gives these small groups.
+TEST(Gloo, ReduceScatterAndAllGatherAlongTheRingAsDirectly) {
+  ::setenv("OFL_COMM_DIRECT_RANKS", "1", 1);
+  on_two_three_and_four_ranks([](Communicator& c) {
+    check_reduce_scatter_v(kCpu, c);
+    check_all_gather_v(kCpu, c, {DType::kInt8, DType::kFloat64});
+  });
+  ::unsetenv("OFL_COMM_DIRECT_RANKS");
+}
+
+// The all-gather's input may be the rank's own block of its output (boxing's P -> B).
+TEST(Gloo, AllGatherVInPlaceFromTheRanksOwnBlock) {
+  for (const char* direct : {"8", "1"}) {
+    ::setenv("OFL_COMM_DIRECT_RANKS", direct, 1);
+    run_ranks(3, [&](int rank, Communicator& c) {
+      const std::vector<int64_t> counts = {2, 0, 3};
+      Tensor out = filled(DType::kFloat32, 5, -1);
+      const int64_t start = rank == 0 ? 0 : 2;
+      for (int64_t i = 0; i < counts[rank]; ++i)
+        out.data<float>()[start + i] = float(10 * rank + i);
+      c.all_gather_v(narrow_view(out, 0, start, counts[rank]), out, counts);
+      EXPECT_EQ(values(out), (std::vector<double>{0, 1, 20, 21, 22})) << "direct up to " << direct;
+    });
+  }
+  ::unsetenv("OFL_COMM_DIRECT_RANKS");
 }
 
 TEST(Gloo, AllToAllSendsBlockJToRankJ) {

@@ -15,6 +15,7 @@
 
 #include <cstring>
 #include <memory>
+#include <numeric>
 
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/error.h"
@@ -105,12 +106,16 @@ void GlooCommunicator::all_gather_v(const Tensor& in, Tensor& out,
   check_counts(name, *this, counts, out.numel(), out);
   check_own_count(name, *this, counts, "input", in);
   if (out.numel() == 0) return;
+  if (size() <= direct_ranks_) return direct_all_gather_v(name, in, out, counts);
   collective({.op = name, .dtype = code(in), .numel = out.numel(), .counts = counts}, [&] {
     with_element_type(in.dtype(), [&](auto e) {
       using T = decltype(e);
       gloo::AllgathervOptions o(ctx_);
       o.setTag(op_tag());
-      o.setInput<T>(static_cast<T*>(in.raw_data()), in.numel());
+      // Without an input Gloo gathers in place from the rank's own block of the output.
+      const int64_t before = std::accumulate(counts.begin(), counts.begin() + rank_, int64_t{0});
+      const char* own = static_cast<const char*>(out.raw_data()) + before * itemsize(in.dtype());
+      if (in.raw_data() != own) o.setInput<T>(static_cast<T*>(in.raw_data()), in.numel());
       o.setOutput<T>(static_cast<T*>(out.raw_data()), to_sizes(counts));
       o.setTimeout(timeout());
       gloo::allgatherv(o);

@@ -90,6 +90,8 @@ GlooCommunicator::GlooCommunicator(const char* op, std::shared_ptr<GlooWorld> wo
   set_timeout(timeout);
   ignore_sigpipe_by_default();
   check_calls_ = call_check_from_env();
+  const char* direct = std::getenv("OFL_COMM_DIRECT_RANKS");
+  direct_ranks_ = direct ? std::atoi(direct) : 8;
   // Each rank numbers its own communicators of one name; SPMD ranks create them in the same
   // order, so equal numbers meet and a re-created group never reads a stale address.
   const int64_t instance =

@@ -93,9 +93,17 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer(const void* p, size_t nbytes);
   void wait_recv(gloo::transport::UnboundBuffer& b, Clock::time_point deadline);
   void wait_send(gloo::transport::UnboundBuffer& b, Clock::time_point deadline);
-  // Reduce-scatter of `counts`-sized blocks along the ring (send/recv of unbound buffers).
+  // Reduce-scatter of `counts`-sized blocks: direct in groups of at most kDirectRanks, else
+  // along the ring (send/recv of unbound buffers).
+  void reduce_scatter_blocks(const char* name, const Tensor& in, Tensor& out,
+                             const std::vector<int64_t>& counts, ReduceOp op);
+  void direct_reduce_scatter(const char* name, const Tensor& in, Tensor& out,
+                             const std::vector<int64_t>& counts, ReduceOp op);
   void ring_reduce_scatter(const char* op_name, const Tensor& in, Tensor& out,
                            const std::vector<int64_t>& counts, ReduceOp op);
+  // Every rank's block sent straight to every other rank, all at once.
+  void direct_all_gather_v(const char* name, const Tensor& in, Tensor& out,
+                           const std::vector<int64_t>& counts);
   // Gather / scatter of uneven blocks as direct sends to / from root.
   void gather_blocks(const Tensor& in, Tensor& out, int root, const std::vector<int64_t>& counts);
   void scatter_blocks(const Tensor& in, Tensor& out, int root, const std::vector<int64_t>& counts);
@@ -108,7 +116,13 @@ class GlooCommunicator final : public Communicator {
   // so one call's messages never wait behind the previous call's on the same slot.
   uint32_t op_tag() const { return static_cast<uint32_t>(seq_ & 0x3fffffff); }
   CallCheck check_calls_;  // from OFL_COMM_CHECK
-  std::string broken_;     // why the Gloo context is unusable, after a failure
+  // Groups of at most this many ranks reduce-scatter and all-gather directly (every rank sends
+  // each peer its part at once: one round, n - 1 messages in flight) rather than along a ring
+  // (n - 1 rounds of one message). On one host the rounds are what costs; the ring's bounded
+  // fan-in is for larger groups over a network. All-gathers of 16-64 MB on 4 local ranks took
+  // about 15% less time. OFL_COMM_DIRECT_RANKS sets it (default 8; 1: always the ring).
+  int direct_ranks_;
+  std::string broken_;  // why the Gloo context is unusable, after a failure
 };
 
 }  // namespace ofl::internal::comm::gloo_detail

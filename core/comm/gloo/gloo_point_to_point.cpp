@@ -17,6 +17,7 @@ namespace {
 constexpr uint64_t kRingSlot = uint64_t{0x40} << 56;
 constexpr uint64_t kGatherSlot = uint64_t{0x41} << 56;
 constexpr uint64_t kScatterSlot = uint64_t{0x42} << 56;
+constexpr uint64_t kDirectSlot = uint64_t{0x43} << 56;
 
 size_t nbytes(const Tensor& t) {
   return static_cast<size_t>(t.numel()) * itemsize(t.dtype());
@@ -103,7 +104,7 @@ void GlooCommunicator::reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op
   check_cpu(name, in);
   check_cpu(name, out);
   check_blocks(name, *this, "input", in, "output", out);
-  ring_reduce_scatter(name, in, out, std::vector<int64_t>(size(), out.numel()), op);
+  reduce_scatter_blocks(name, in, out, std::vector<int64_t>(size(), out.numel()), op);
 }
 
 void GlooCommunicator::reduce_scatter_v(const Tensor& in, Tensor& out,
@@ -113,23 +114,73 @@ void GlooCommunicator::reduce_scatter_v(const Tensor& in, Tensor& out,
   check_cpu(name, out);
   check_counts(name, *this, counts, in.numel(), in);
   check_own_count(name, *this, counts, "output", out);
-  ring_reduce_scatter(name, in, out, counts, op);
+  reduce_scatter_blocks(name, in, out, counts, op);
+}
+
+void GlooCommunicator::reduce_scatter_blocks(const char* name, const Tensor& in, Tensor& out,
+                                             const std::vector<int64_t>& counts, ReduceOp op) {
+  check_same_dtype(name, in, out);
+  check_reduce_op(name, in.dtype(), op);
+  if (in.numel() == 0) return;
+  if (size() == 1) {
+    if (out.raw_data() != in.raw_data()) std::memcpy(out.raw_data(), in.raw_data(), nbytes(in));
+    return;
+  }
+  if (size() <= direct_ranks_)
+    direct_reduce_scatter(name, in, out, counts, op);
+  else
+    ring_reduce_scatter(name, in, out, counts, op);
+  if (op == ReduceOp::kAvg) divide_in_place(out.raw_data(), out.numel(), out.dtype(), size());
+}
+
+// Each rank sends block k of its input straight to rank k, all at once, and reduces its own
+// block's n - 1 parts as they arrive: one round instead of the ring's n - 1.
+void GlooCommunicator::direct_reduce_scatter(const char* name, const Tensor& in, Tensor& out,
+                                             const std::vector<int64_t>& counts, ReduceOp op) {
+  const size_t item = itemsize(in.dtype());
+  const auto off = offsets_of(counts);
+  const char* src = static_cast<const char*>(in.raw_data());
+  const size_t mine = counts[rank_] * item;
+  Tensor scratch_t = Tensor::empty({static_cast<int64_t>((size() - 1) * mine)}, DType::kUInt8);
+  char* scratch = static_cast<char*>(scratch_t.raw_data());
+  const ReduceFn fn = reduce_fn(in.dtype(), op);
+  collective({.op = name,
+              .dtype = static_cast<int64_t>(in.dtype()),
+              .numel = in.numel(),
+              .reduce = static_cast<int64_t>(op),
+              .counts = counts},
+             [&] {
+               const auto deadline = Clock::now() + timeout();
+               auto input = buffer(src, nbytes(in));
+               std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> parts;
+               for (int k = 1; k < size() && mine; ++k) {
+                 parts.push_back(buffer(scratch + (k - 1) * mine, mine));
+                 parts.back()->recv((rank_ + size() - k) % size(), kDirectSlot, 0, mine);
+               }
+               int sends = 0;
+               for (int k = 1; k < size(); ++k) {
+                 const int r = (rank_ + k) % size();
+                 if (counts[r] == 0) continue;
+                 input->send(r, kDirectSlot, off[r] * item, counts[r] * item);
+                 ++sends;
+               }
+               const void* own = src + off[rank_] * item;
+               for (auto& part : parts) {
+                 wait_recv(*part, deadline);
+                 fn(out.raw_data(), own, part->ptr, counts[rank_]);
+                 own = out.raw_data();
+               }
+               while (sends--) wait_send(*input, deadline);
+             });
 }
 
 // Each rank sends (size - 1) / size of the data once, in blocks of counts[b] elements; the
 // reduction of block b happens along the ring ending at rank b (see ring_plan.h).
 void GlooCommunicator::ring_reduce_scatter(const char* name, const Tensor& in, Tensor& out,
                                            const std::vector<int64_t>& counts, ReduceOp op) {
-  check_same_dtype(name, in, out);
-  check_reduce_op(name, in.dtype(), op);
-  if (in.numel() == 0) return;
   const size_t item = itemsize(in.dtype());
   const auto off = offsets_of(counts);
   const char* src = static_cast<const char*>(in.raw_data());
-  if (size() == 1) {
-    if (out.raw_data() != in.raw_data()) std::memcpy(out.raw_data(), src, nbytes(in));
-    return;
-  }
   const size_t max_bytes = *std::max_element(counts.begin(), counts.end()) * item;
   // From the caching allocator: a fresh 2 x 32 MB block per call costs ~16k page faults.
   Tensor scratch_t = Tensor::empty({static_cast<int64_t>(2 * max_bytes)}, DType::kUInt8);
@@ -165,7 +216,37 @@ void GlooCommunicator::ring_reduce_scatter(const char* name, const Tensor& in, T
                     counts[plan[s].recv_block]);
                }
              });
-  if (op == ReduceOp::kAvg) divide_in_place(out.raw_data(), out.numel(), out.dtype(), size());
+}
+
+void GlooCommunicator::direct_all_gather_v(const char* name, const Tensor& in, Tensor& out,
+                                           const std::vector<int64_t>& counts) {
+  const size_t item = itemsize(in.dtype());
+  const auto off = offsets_of(counts);
+  collective({.op = name,
+              .dtype = static_cast<int64_t>(in.dtype()),
+              .numel = out.numel(),
+              .counts = counts},
+             [&] {
+               const auto deadline = Clock::now() + timeout();
+               auto into = buffer(out.raw_data(), nbytes(out));
+               auto from = buffer(in.raw_data(), nbytes(in));
+               int recvs = 0, sends = 0;
+               for (int k = 1; k < size(); ++k) {
+                 const int r = (rank_ + size() - k) % size();
+                 if (counts[r] == 0) continue;
+                 into->recv(r, kDirectSlot, off[r] * item, counts[r] * item);
+                 ++recvs;
+               }
+               for (int k = 1; k < size() && counts[rank_]; ++k) {
+                 from->send((rank_ + k) % size(), kDirectSlot, 0, nbytes(in));
+                 ++sends;
+               }
+               char* own = static_cast<char*>(out.raw_data()) + off[rank_] * item;
+               if (counts[rank_] && own != in.raw_data())
+                 std::memcpy(own, in.raw_data(), nbytes(in));
+               while (recvs--) wait_recv(*into, deadline);
+               while (sends--) wait_send(*from, deadline);
+             });
 }
 
 void GlooCommunicator::gather_blocks(const Tensor& in, Tensor& out, int root,
