@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <type_traits>
 
 #include "boxing/layout.h"
@@ -257,10 +258,24 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
           send_boxes.push_back(intersect(before, to_boxes[k]));
           recv_boxes.push_back(intersect(from_boxes[k], after));
         }
-        Tensor send = pack(src, before, send_boxes);
         Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
-        log_step(ctx, step, comm->name(), send.numel() * item);
-        comm->all_to_all_v(send, counts_of(send_boxes), recv, counts_of(recv_boxes));
+        const auto send_counts = counts_of(send_boxes);
+        log_step(ctx, step, comm->name(),
+                 std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0}) * item);
+        // Each box packed as it is sent (the backend sends one while packing the next), or
+        // sent from the shard itself where the boxes lie in it back to back.
+        const bool in_place = src.is_contiguous() && packs_in_place(before, send_boxes);
+        const Tensor flat = reshape_view(src, {src.numel()});
+        std::vector<int64_t> starts(send_counts.size(), 0);
+        for (size_t k = 1; k < starts.size(); ++k) starts[k] = starts[k - 1] + send_counts[k - 1];
+        comm->all_to_all_v_packed(
+            [&](int k, const Tensor& into) {
+              if (in_place) return narrow_view(flat, 0, starts[k], send_counts[k]);
+              copy_into(reshape_view(into, shape_of(send_boxes[k])),
+                        sub_box(src, before, send_boxes[k]));
+              return into;
+            },
+            send_counts, recv, counts_of(recv_boxes));
         return unpacked(recv, recv_boxes);
       }
     }

@@ -23,6 +23,20 @@ bool PlannedCollectives::active() {
   return planned_collectives;
 }
 
+void Communicator::all_to_all_v_packed(const PackFn& pack, const std::vector<int64_t>& send_counts,
+                                       Tensor& out, const std::vector<int64_t>& recv_counts) {
+  const int64_t total = std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0});
+  Tensor buf = Tensor::empty({std::max<int64_t>(total, 0)}, out.dtype(), out.device());
+  int64_t at = 0;
+  for (size_t k = 0; k < send_counts.size() && send_counts[k] >= 0 && at < total; ++k) {
+    if (send_counts[k] == 0) continue;
+    Tensor into = narrow_view(buf, 0, at, std::min(send_counts[k], total - at));
+    copy_into(into, pack(int(k), into));  // nothing to move when it packed into `into`
+    at += send_counts[k];
+  }
+  all_to_all_v(buf, send_counts, out, recv_counts);
+}
+
 CallCheck call_check_from_env() {
   const char* v = std::getenv("OFL_COMM_CHECK");
   if (v && std::string(v) == "0") return CallCheck::kNone;

@@ -7,6 +7,7 @@
 // the timeout or raises ofl::internal::Error naming the group, the collective and the ranks that
 // did not arrive.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,13 @@ class Communicator {
   virtual void all_to_all(const Tensor& in, Tensor& out) = 0;
   virtual void all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_counts, Tensor& out,
                             const std::vector<int64_t>& recv_counts) = 0;
+  // all_to_all_v whose send blocks are made on demand: pack(k, into) returns member k's block
+  // (send_counts[k] elements of out's dtype, 1-d and contiguous): `into`, filled, or a view of
+  // its own. This rank's own block is packed straight into out. A backend may pack one block
+  // while the ones before are on their way; by default all are packed, then all_to_all_v runs.
+  using PackFn = std::function<Tensor(int member, const Tensor& into)>;
+  virtual void all_to_all_v_packed(const PackFn& pack, const std::vector<int64_t>& send_counts,
+                                   Tensor& out, const std::vector<int64_t>& recv_counts);
   virtual void broadcast(Tensor& t, int root) = 0;
   // The reduction lands in t on root; other ranks' t is left as it was.
   virtual void reduce(Tensor& t, int root, ReduceOp op) = 0;

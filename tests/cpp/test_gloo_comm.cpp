@@ -104,6 +104,38 @@ TEST(Gloo, AllGatherVInPlaceFromTheRanksOwnBlock) {
   ::unsetenv("OFL_COMM_DIRECT_RANKS");
 }
 
+// Blocks packed on demand (boxing's S(i) -> S(j)) land as all_to_all_v's, sent as each is packed
+// (direct) or packed first (the default, beyond OFL_COMM_DIRECT_RANKS).
+TEST(Gloo, AllToAllVPackedRoutesTheBlocksItPacks) {
+  for (const char* direct : {"8", "1"}) {
+    ::setenv("OFL_COMM_DIRECT_RANKS", direct, 1);
+    run_ranks(3, [&](int rank, Communicator& c) {
+      // Rank r sends rank k (r + k) % 3 elements, each 100 r + 10 k + i.
+      std::vector<int64_t> send, recv;
+      for (int k = 0; k < 3; ++k) {
+        send.push_back((rank + k) % 3);
+        recv.push_back((k + rank) % 3);
+      }
+      std::vector<int> packed;
+      Tensor out = filled(DType::kFloat64, 3, -1);
+      c.all_to_all_v_packed(
+          [&](int k, const Tensor& into) {
+            packed.push_back(k);
+            for (int64_t i = 0; i < into.numel(); ++i)
+              into.data<double>()[i] = 100 * rank + 10 * k + double(i);
+            return into;
+          },
+          send, out, recv);
+      std::vector<double> want;
+      for (int k = 0; k < 3; ++k)
+        for (int64_t i = 0; i < recv[k]; ++i) want.push_back(100 * k + 10 * rank + double(i));
+      EXPECT_EQ(values(out), want) << "rank " << rank << ", direct up to " << direct;
+      EXPECT_EQ(packed.size(), size_t(2)) << "an empty block is not packed";
+    });
+  }
+  ::unsetenv("OFL_COMM_DIRECT_RANKS");
+}
+
 TEST(Gloo, AllToAllSendsBlockJToRankJ) {
   on_two_three_and_four_ranks([](Communicator& c) {
     check_all_to_all(kCpu, c,

@@ -62,6 +62,10 @@ class GlooCommunicator final : public Communicator {
   void all_to_all(const Tensor& in, Tensor& out) override;
   void all_to_all_v(const Tensor& in, const std::vector<int64_t>& send_counts, Tensor& out,
                     const std::vector<int64_t>& recv_counts) override;
+  // In groups of at most direct_ranks_, each block is sent as soon as it is packed, while the
+  // next is packed.
+  void all_to_all_v_packed(const PackFn& pack, const std::vector<int64_t>& send_counts, Tensor& out,
+                           const std::vector<int64_t>& recv_counts) override;
   void broadcast(Tensor& t, int root) override;
   void reduce(Tensor& t, int root, ReduceOp op) override;
   void gather(const Tensor& in, Tensor& out, int root,

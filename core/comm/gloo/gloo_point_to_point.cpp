@@ -9,6 +9,7 @@
 #include "core/comm/gloo/gloo_impl.h"
 #include "core/comm/gloo/ring_plan.h"
 #include "core/error.h"
+#include "core/primitives.h"
 
 namespace ofl::internal::comm::gloo_detail {
 namespace {
@@ -246,6 +247,56 @@ void GlooCommunicator::direct_all_gather_v(const char* name, const Tensor& in, T
                  std::memcpy(own, in.raw_data(), nbytes(in));
                while (recvs--) wait_recv(*into, deadline);
                while (sends--) wait_send(*from, deadline);
+             });
+}
+
+void GlooCommunicator::all_to_all_v_packed(const PackFn& pack,
+                                           const std::vector<int64_t>& send_counts, Tensor& out,
+                                           const std::vector<int64_t>& recv_counts) {
+  const char* name = "all_to_all_v";
+  if (size() > direct_ranks_)
+    return Communicator::all_to_all_v_packed(pack, send_counts, out, recv_counts);
+  check_cpu(name, out);
+  const int64_t total = std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0});
+  check_counts(name, *this, send_counts, total, out);
+  check_counts(name, *this, recv_counts, out.numel(), out);
+  check_self_counts(name, *this, send_counts, recv_counts);
+  const size_t item = itemsize(out.dtype());
+  const auto recv_at = offsets_of(recv_counts);
+  Tensor flat = reshape_view(out, {out.numel()});
+  Tensor scratch = Tensor::empty({total - send_counts[rank_]}, out.dtype());
+  collective({.op = name,
+              .dtype = static_cast<int64_t>(out.dtype()),
+              .send_counts = send_counts,
+              .recv_counts = recv_counts},
+             [&] {
+               const auto deadline = Clock::now() + timeout();
+               std::unique_ptr<gloo::transport::UnboundBuffer> into;
+               if (out.numel()) into = buffer(out.raw_data(), nbytes(out));
+               int recvs = 0;
+               for (int k = 1; k < size(); ++k) {
+                 const int r = (rank_ + size() - k) % size();
+                 if (recv_counts[r] == 0) continue;
+                 into->recv(r, kDirectSlot, recv_at[r] * item, recv_counts[r] * item);
+                 ++recvs;
+               }
+               if (send_counts[rank_]) {
+                 Tensor own = narrow_view(flat, 0, recv_at[rank_], recv_counts[rank_]);
+                 copy_into(own, pack(rank_, own));
+               }
+               std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> sent;
+               int64_t at = 0;
+               for (int k = 1; k < size(); ++k) {
+                 const int r = (rank_ + k) % size();
+                 if (send_counts[r] == 0) continue;
+                 Tensor block = pack(r, narrow_view(scratch, 0, at, send_counts[r]));
+                 OFL_CHECK(block.is_contiguous() && block.numel() == send_counts[r]);
+                 sent.push_back(buffer(block.raw_data(), nbytes(block)));
+                 sent.back()->send(r, kDirectSlot);
+                 at += send_counts[r];
+               }
+               while (recvs--) wait_recv(*into, deadline);
+               for (auto& b : sent) wait_send(*b, deadline);
              });
 }
 
