@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "boxing/layout.h"
@@ -258,8 +259,8 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
           send_boxes.push_back(intersect(before, to_boxes[k]));
           recv_boxes.push_back(intersect(from_boxes[k], after));
         }
-        Tensor recv = Tensor::empty({numel_of_ranges(after)}, in.dtype(), in.device());
-        const auto send_counts = counts_of(send_boxes);
+        auto send_counts = counts_of(send_boxes);
+        auto recv_counts = counts_of(recv_boxes);
         log_step(ctx, step, comm->name(),
                  std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0}) * item);
         // Each box packed as it is sent (the backend sends one while packing the next), or
@@ -268,6 +269,19 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
         const Tensor flat = reshape_view(src, {src.numel()});
         std::vector<int64_t> starts(send_counts.size(), 0);
         for (size_t k = 1; k < starts.size(); ++k) starts[k] = starts[k - 1] + send_counts[k - 1];
+        // Where the received boxes do not lie back to back in the output, they are copied into
+        // it: this rank's own box then goes there straight from the shard, not through the
+        // buffer (one copy instead of two).
+        std::optional<Tensor> out;
+        if (!packs_in_place(after, recv_boxes)) {
+          out = Tensor::empty(shape_of(after), in.dtype(), in.device());
+          put(*out, after, sub_box(src, before, send_boxes[g.index]), recv_boxes[g.index]);
+          send_counts[g.index] = recv_counts[g.index] = 0;
+          recv_boxes[g.index] = Ranges(after.size(), {0, 0});
+        }
+        Tensor recv =
+            Tensor::empty({std::accumulate(recv_counts.begin(), recv_counts.end(), int64_t{0})},
+                          in.dtype(), in.device());
         comm->all_to_all_v_packed(
             [&](int k, const Tensor& into) {
               if (in_place) return narrow_view(flat, 0, starts[k], send_counts[k]);
@@ -275,7 +289,11 @@ Tensor run_step(const BoxingStep& step, const Tensor& in, const Shape& shape, co
                         sub_box(src, before, send_boxes[k]));
               return into;
             },
-            send_counts, recv, counts_of(recv_boxes));
+            send_counts, recv, recv_counts);
+        if (out) {
+          unpack(*out, after, recv, recv_boxes);
+          return *out;
+        }
         return unpacked(recv, recv_boxes);
       }
     }
