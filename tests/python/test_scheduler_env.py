@@ -10,10 +10,11 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from oneflowlike.distributed._env import first_host, read_env, scheduler_env
-from _launch import clean_env, json_lines, worker
+from _launch import clean_env, json_lines, launch, worker
 
 SLURM = {
     "SLURM_PROCID": "5",
@@ -107,7 +108,10 @@ def test_ranks_started_as_srun_starts_them_join_without_the_launcher():
          "SLURM_JOB_ID": job}  # fmt: skip
         for r in range(2)
     )
-    assert got == [{"rank": r, "world": 2, "local_rank": r, "sum": 3.0} for r in range(2)]
+    assert [{k: g[k] for k in ("rank", "world", "local_rank", "sum")} for g in got] == [
+        {"rank": r, "world": 2, "local_rank": r, "sum": 3.0} for r in range(2)
+    ]
+    _trains_as_the_launcher_does(got)
 
 
 @pytest.mark.multiprocess
@@ -118,4 +122,36 @@ def test_ranks_started_as_mpirun_starts_them_join_without_the_launcher():
          "OMPI_COMM_WORLD_LOCAL_SIZE": 3, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
         for r in range(3)
     )  # fmt: skip
-    assert got == [{"rank": r, "world": 3, "local_rank": r, "sum": 6.0} for r in range(3)]
+    assert [{k: g[k] for k in ("rank", "world", "local_rank", "sum")} for g in got] == [
+        {"rank": r, "world": 3, "local_rank": r, "sum": 6.0} for r in range(3)
+    ]
+    _trains_as_the_launcher_does(got)
+
+
+@pytest.mark.multiprocess
+def test_pods_of_a_pytorchjob_join_with_torchruns_variables_and_train_as_the_launcher():
+    """Kubeflow's PyTorchJob starts one pod a rank with torchrun's variables (no token, no
+    launcher): four processes train as four of our launcher's ranks do."""
+    port = _free_port_in(20000, 60000)
+    got = _run_ranks(
+        {"RANK": r, "WORLD_SIZE": 4, "LOCAL_RANK": 0, "LOCAL_WORLD_SIZE": 1, "GROUP_RANK": r,
+         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        for r in range(4)
+    )  # fmt: skip
+    assert [(g["rank"], g["world"], g["sum"]) for g in got] == [(r, 4, 10.0) for r in range(4)]
+    _trains_as_the_launcher_does(got)
+
+
+_LAUNCHED = {}
+
+
+def _trains_as_the_launcher_does(got):
+    """Every rank ends with the same weights, equal to those 4 ranks of our launcher reach."""
+    if not _LAUNCHED:
+        r = launch(["--nproc_per_node", "4"], [worker("scheduler_worker.py")], timeout=120)
+        assert r.returncode == 0, r
+        _LAUNCHED.update(next(g for g in json_lines(r.stdout) if g["rank"] == 0))
+    for g in got:
+        np.testing.assert_allclose(g["losses"], _LAUNCHED["losses"], rtol=1e-5)
+        for mine, theirs in zip(g["weights"], _LAUNCHED["weights"]):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
