@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -441,6 +442,12 @@ TEST(TcpStore, RanksGetInDuringAndAfterAFloodOfAThousandConnections) {
   options.max_unauthenticated = 64;
   TcpStoreServer server("127.0.0.1", 0, options);
   auto rank = client(server, "", 5000ms);
+  rlimit files{};  // a thousand descriptors here and the server's, under a 1024 soft limit
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 4096 && files.rlim_max >= 4096) {
+    files.rlim_cur = 4096;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   StderrIntoAFullPipe stalled_log;
   // A thousand connections that never say hello, held open.
   std::vector<wire::Fd> flood;
