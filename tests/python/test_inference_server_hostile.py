@@ -139,7 +139,8 @@ def test_a_path_of_invalid_utf8_gets_404_and_the_server_lives_on(binary, gpt):
     its invalid UTF-8 as JSON threw in a worker thread, which ended the server."""
     server = Server(binary, gpt[1])
     try:
-        raw = b"POST /v1/gener\x9f\x88e HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        raw = b"POST /v1/gener\x9f\x88e HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        raw += b"Content-Length: 2\r\n\r\n{}"  # closed after the answer: no keep-alive wait
         status, body = split_answer(exchange(server, raw))
         assert status == 404 and "no route" in body["error"]
         assert health(server) == 200
