@@ -24,13 +24,15 @@ def load_model_module(framework):
 
 
 def train_step(model, opt, x, y):
-    """One step (forward, backward, optimizer) on the batch (x, y), as a function to time."""
+    """One step (forward, backward, optimizer) on the batch (x, y), as a function to time; it
+    returns the loss."""
 
     def step():
         _, loss = model(x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+        return loss
 
     return step
 

@@ -85,7 +85,7 @@ class _TrainStep:
 
 
 def run_gpt(flow, side, args):
-    from model_loader import load_model_module
+    from model_loader import load_model_module, train_step
 
     m = load_model_module(side)
     # OneFlow 0.9 has no scaled_dot_product_attention: both sides write attention out.
@@ -101,14 +101,7 @@ def run_gpt(flow, side, args):
         model = m.GPT(cfg)
         opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
         if mode == "eager":
-
-            def step():
-                _, loss = model(x, y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                return loss
-
+            step = train_step(model, opt, x, y)
         else:
             graph = type("TrainStep", (_TrainStep, flow.nn.Graph), {})(model, opt)
 

@@ -193,6 +193,41 @@ def test_a_bad_command_line_exits_2_with_a_message(binary, gpt, flags, message):
     assert done.stdout == ""
 
 
+def trickle(server, request, stop, cut_after):
+    """Sends `request` a byte a second, reconnecting when cut off, until `stop`; appends (seconds
+    from the first byte, what the server sent) for each connection the server answered or
+    closed."""
+    while not stop.is_set():
+        with socket.create_connection(address(server), timeout=1.0) as s:
+            t0 = time.monotonic()
+            for byte in request:
+                if stop.is_set():
+                    return
+                try:
+                    s.send(bytes([byte]))
+                    answer = s.recv(4096)  # within a second: an answer, or b"" at close
+                except socket.timeout:
+                    continue
+                except OSError:  # reset
+                    answer = b""
+                cut_after.append((time.monotonic() - t0, answer))
+                break
+
+
+def idle(server, stop):
+    """Connects and says nothing, again each time the server closes it, until `stop`."""
+    while not stop.is_set():
+        with socket.create_connection(address(server), timeout=1.0) as s:
+            while not stop.is_set():
+                try:
+                    if not s.recv(1):
+                        break  # closed by the server
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+
+
 def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):
     """20 clients send a request's head a byte a second, reconnecting when cut off, and 4 more
     connect and say nothing: each is cut off after the 1 s read deadline or the 0.5 s keep-alive
@@ -201,31 +236,11 @@ def test_clients_trickling_a_byte_a_second_do_not_stop_service(binary, gpt):
     stop = threading.Event()
     cut_after = []  # seconds from a trickling client's first byte to the server closing
 
-    def trickle():
-        request = b"POST /v1/logits HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
-        while not stop.is_set():
-            with socket.create_connection(address(server), timeout=1.0) as s:
-                t0 = time.monotonic()
-                for byte in request:
-                    if stop.is_set():
-                        return
-                    try:
-                        s.send(bytes([byte]))
-                        answer = s.recv(4096)  # within a second: an answer, or b"" at close
-                    except socket.timeout:
-                        continue
-                    except OSError:  # reset
-                        answer = b""
-                    cut_after.append((time.monotonic() - t0, answer))
-                    break
-
-    def idle():
-        while not stop.is_set():
-            with socket.create_connection(address(server), timeout=30) as s:
-                s.recv(1)  # until the server closes it
-
-    clients = [threading.Thread(target=trickle) for _ in range(20)]
-    clients += [threading.Thread(target=idle) for _ in range(4)]
+    request = b"POST /v1/logits HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+    clients = [
+        threading.Thread(target=trickle, args=(server, request, stop, cut_after)) for _ in range(20)
+    ]
+    clients += [threading.Thread(target=idle, args=(server, stop)) for _ in range(4)]
     try:
         for c in clients:
             c.start()
@@ -253,38 +268,11 @@ def test_slow_and_silent_connections_do_not_starve_normal_clients(binary, gpt):
     stop = threading.Event()
     cut_after = []  # seconds from a trickling client's first byte to the server's answer
 
-    def trickle():
-        request = b"POST /v1/logits HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-        while not stop.is_set():
-            with socket.create_connection(address(server), timeout=1.0) as s:
-                t0 = time.monotonic()
-                for byte in request:
-                    if stop.is_set():
-                        return
-                    try:
-                        s.send(bytes([byte]))
-                        answer = s.recv(4096)
-                    except socket.timeout:
-                        continue
-                    except OSError:
-                        answer = b""
-                    cut_after.append((time.monotonic() - t0, answer))
-                    break
-
-    def idle():
-        while not stop.is_set():
-            with socket.create_connection(address(server), timeout=1.0) as s:
-                while not stop.is_set():
-                    try:
-                        if not s.recv(1):
-                            break  # closed by the server
-                    except socket.timeout:
-                        continue
-                    except OSError:
-                        break
-
-    slow = [threading.Thread(target=trickle) for _ in range(20)]
-    slow += [threading.Thread(target=idle) for _ in range(20)]
+    request = b"POST /v1/logits HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    slow = [
+        threading.Thread(target=trickle, args=(server, request, stop, cut_after)) for _ in range(20)
+    ]
+    slow += [threading.Thread(target=idle, args=(server, stop)) for _ in range(20)]
     answers = [None] * 20
 
     def normal(i):
