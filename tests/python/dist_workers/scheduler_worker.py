@@ -1,9 +1,10 @@
 """A rank started by a scheduler (srun, mpirun, a PyTorchJob pod) or by our launcher: it joins
 from the environment alone, all-reduces its rank + 1, trains a small model for 3 steps on a
 global batch split over the ranks (data parallel), and prints one JSON line with the losses and
-the final weights."""
+each parameter's sum and sum of squares at the end."""
 
 import json
+import sys
 
 import numpy as np
 
@@ -30,7 +31,13 @@ for _ in range(3):
     loss.backward()
     opt.step()
     losses.append(loss.to_global(sbp=flow.sbp.broadcast).to_local().item())
-weights = [p.to_local().numpy().ravel().tolist() for p in model.parameters()]
-print(json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(),
-                  "local_rank": dist.get_local_rank(), "sum": t.item(),
-                  "losses": losses, "weights": weights}), flush=True)  # fmt: skip
+# Each parameter's sum and sum of squares: a short line.
+weights = [
+    [float(w.sum()), float((w * w).sum())]
+    for w in (p.to_local().numpy().astype(np.float64) for p in model.parameters())
+]
+report = {"rank": dist.get_rank(), "world": dist.get_world_size(),
+          "local_rank": dist.get_local_rank(), "sum": t.item(),
+          "losses": losses, "weights": weights}  # fmt: skip
+sys.stdout.write(json.dumps(report) + "\n")  # one write: ranks sharing a pipe do not interleave
+sys.stdout.flush()
