@@ -336,7 +336,7 @@ std::vector<Tensor> dispatch(const OpDef& def, const std::vector<Tensor>& given,
   {
     // Handlers run ops of their own; this call records once. (Without inputs that require
     // grad, nothing they compute from them could record.)
-    autograd::NoGradGuard no_grad;
+    autograd::RecordedCallGuard no_grad;
     if (def.inplace && def.backward && (def.saves & kSaveInputs))
       self_before = call_op("clone", {inputs[0]});
     outs = handler(kind_of(inputs)).run(def, inputs, attrs, out_meta);

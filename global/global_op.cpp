@@ -15,6 +15,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "global/forced.h"
+#include "global/gather_ahead.h"
 #include "global/streamed.h"
 #include "ops/op_helpers.h"
 #include "sbp/global_info.h"
@@ -284,6 +285,8 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
         streamed[i] = streamed_blocks(g.shape, g.nd_sbp, axes, op.def->streamed_dim, placement,
                                       *coords, *ctx);
       locals[i] = g.local;
+    } else if (auto ahead = gathered_ahead(t, g, sig.in[i], *ctx)) {
+      locals[i] = std::move(*ahead);
     } else {
       locals[i] = reshard(g, placement, sig.in[i], *ctx, &predicted).local;
     }
@@ -390,6 +393,7 @@ Tensor take_leaf_grad(const Tensor& var, const Tensor& grad) {
 // Fuses the deferred reductions per (context, placement, axes, dtype, scatter), in the order the
 // gradients arrived, which is the same on every rank.
 void flush_leaf_grads(bool ok) {
+  drop_gathered_ahead();  // a backward ends the pass that gathered them
   std::vector<PendingGrad> todo = std::move(pending_grads);
   pending_grads.clear();
   if (!ok) return;

@@ -21,4 +21,17 @@ struct NoGradGuard : GradModeGuard {
   NoGradGuard() : GradModeGuard(false) {}
 };
 
+// Whether the kind handler running now computes a call whose outputs record history: grad mode
+// is off inside it (the ops it runs do not record again), this says the call itself does.
+bool recording_call();
+// Grad mode off for a recorded call's compute, recording_call() true (the dispatcher's).
+class RecordedCallGuard : NoGradGuard {
+ public:
+  RecordedCallGuard();
+  ~RecordedCallGuard();
+
+ private:
+  bool prev_;
+};
+
 }  // namespace ofl::internal::autograd

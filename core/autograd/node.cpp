@@ -21,6 +21,20 @@ void set_grad_enabled(bool enabled) {
 }
 
 namespace {
+thread_local bool tls_recording_call = false;
+}  // namespace
+
+bool recording_call() {
+  return tls_recording_call;
+}
+RecordedCallGuard::RecordedCallGuard() : prev_(tls_recording_call) {
+  tls_recording_call = true;
+}
+RecordedCallGuard::~RecordedCallGuard() {
+  tls_recording_call = prev_;
+}
+
+namespace {
 thread_local Place place_now;
 }  // namespace
 
