@@ -174,11 +174,18 @@ void bind_distributed(py::module_& parent) {
           py::arg("tensor"), py::arg("op") = "sum")
       .def(
           "all_reduce_async",
-          [](const std::shared_ptr<Communicator>& c, const Tensor& t, const std::string& op) {
+          [](const std::shared_ptr<Communicator>& c, const Tensor& t, const std::string& op,
+             bool planned) {
             ReduceOp r = parse_op(op);
-            return submit_in_place(c, t, [c, r](Tensor& d) { c->all_reduce(d, r); });
+            return submit_in_place(c, t, [c, r, planned](Tensor& d) {
+              // planned: a call every rank makes alike by construction (DDP's buckets), which
+              // skips the call check as boxing's collectives do.
+              std::optional<comm::PlannedCollectives> scope;
+              if (planned) scope.emplace();
+              c->all_reduce(d, r);
+            });
           },
-          py::arg("tensor"), py::arg("op") = "sum")
+          py::arg("tensor"), py::arg("op") = "sum", py::arg("planned") = false)
       .def(
           "broadcast_async",
           [](const std::shared_ptr<Communicator>& c, const Tensor& t, int root) {

@@ -69,7 +69,8 @@ def test_ranks_wrapping_different_models_are_refused_naming_what_each_has(tmp_pa
     assert r.returncode == 1, r
     (rep,) = json_lines(logs_by_rank(tmp_path)[0])
     assert rep["error"].startswith("ValueError: [DistributedDataParallel] the ranks wrap"), rep
-    assert "rank 0: 2 parameters of 10 elements, rank 1: 2 parameters of 15" in rep["error"], rep
+    want = "rank 0: 2 parameters of 10 elements in 1 bucket, rank 1: 2 parameters of 15"
+    assert want in rep["error"], rep
 
 
 def test_init_process_group_refuses_what_it_cannot_do():

@@ -38,6 +38,8 @@ class Adam(Optimizer):
     parameter and float32 moments; the update runs on the copy, and the parameter is its
     rounding."""
 
+    _elementwise_update = True  # (Optimizer._on_shards)
+
     def __init__(
         self,
         params,

@@ -325,8 +325,34 @@ class Optimizer:
         for group in self.param_groups:
             for param, grad in self._group_grads(group, clip):
                 state = self._state_of(group, param)
-                self._update(group, param, grad, state, self._host(group, param, state))
+                scalars = self._host(group, param, state)
+                shards = self._on_shards(param, grad, state)
+                if shards is not None:
+                    self._update(group, *shards, scalars)
+                else:
+                    self._update(group, param, grad, state, scalars)
         return loss
+
+    # An update that is elementwise and writes its state in place (Adam, AdamW, SGD) runs on a
+    # global parameter's shards, where its gradient and states share its layout: the same
+    # numbers, without a global op per term.
+    _elementwise_update = False
+
+    def _on_shards(self, param, grad, state):
+        """(param, grad, state) as this rank's shards, or None where the update must run on the
+        global tensors (not elementwise, local, traced, mixed or partial layouts)."""
+        if not (self._elementwise_update and param.is_global and grad.is_global):
+            return None
+        if param.is_traced or grad.is_traced:
+            return None
+        layout = (param.placement, param.sbp)
+        if any(s.kind == "partial" for s in param.sbp):
+            return None
+        tensors = [grad, *(v for v in state.values() if isinstance(v, flow.Tensor))]
+        if any(not t.is_global or (t.placement, t.sbp) != layout for t in tensors):
+            return None
+        local = {k: v.to_local() if isinstance(v, flow.Tensor) else v for k, v in state.items()}
+        return param.to_local(), grad.to_local(), local
 
     def _closure_loss(self, closure):
         if closure is None:

@@ -8,6 +8,8 @@ from .optimizer import Optimizer, _no_differentiable, _weight_decay, required
 class SGD(Optimizer):
     """As torch.optim.SGD: buf = m * buf + (1 - dampening) * g; p -= lr * (g + m * buf or buf)."""
 
+    _elementwise_update = True  # (Optimizer._on_shards)
+
     def __init__(
         self,
         params,

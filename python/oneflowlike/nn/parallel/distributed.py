@@ -134,12 +134,18 @@ class DistributedDataParallel(Module):
         """Every rank wraps the same model: the count and sizes of its parameters agree (as
         PyTorch's DDP checks), else the broadcasts and buckets would not line up."""
         shapes = [tuple(p.shape) for p in self._params]
-        mine = flow.tensor([len(shapes), sum(p.numel() for p in self._params)], dtype=flow.int64)
-        every = dist.all_gather(mine, group=self._group).numpy().reshape(-1, 2)
+        # The buckets too: their reductions skip the per-call check, so they must line up.
+        buckets = [sum(self._params[i].numel() for i in b.params) for b in self._buckets]
+        fingerprint = sum((k + 1) * n for k, n in enumerate(buckets)) % (1 << 61)
+        mine = flow.tensor(
+            [len(shapes), sum(p.numel() for p in self._params), len(buckets), fingerprint],
+            dtype=flow.int64,
+        )
+        every = dist.all_gather(mine, group=self._group).numpy().reshape(-1, 4)
         if (every != every[0]).any():
             seen = ", ".join(
-                f"rank {r}: {n} parameters of {total} elements"
-                for r, (n, total) in enumerate(every)
+                f"rank {r}: {n} parameters of {total} elements in {nb} bucket{'' if nb == 1 else 's'}"
+                for r, (n, total, nb, _) in enumerate(every)
             )
             raise ValueError(
                 f"[DistributedDataParallel] the ranks wrap different models ({seen}); this rank's "
@@ -231,7 +237,9 @@ class DistributedDataParallel(Module):
                 g = p.grad if p.grad is not None else flow.zeros_like(p)
                 grads.append(g.reshape(-1))
             bucket.flat = flow.cat(grads).mul_(1.0 / self._world_size)
-        bucket.work = dist.all_reduce(bucket.flat, "sum", group=self._group, async_op=True)
+        # Planned: every rank launches the same buckets in the same order (_check_same_model), so
+        # the reduction skips the per-call check that the ranks agree.
+        bucket.work = self._group.all_reduce_async(bucket.flat, op="sum", planned=True)
 
     def _clear(self):
         for b in self._buckets:
