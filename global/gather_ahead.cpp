@@ -189,7 +189,7 @@ std::optional<Tensor> gathered_ahead(const Tensor& input, const GlobalTensor& g,
   const std::vector<int64_t> axes = gathered_axes(seen->param.impl()->global->nd_sbp, want);
   // A call that records history gathers; the others (its backward) take what it gathered.
   std::optional<Tensor> full = gather(seen->param, want, axes, ctx, autograd::recording_call());
-  if (!full || input.is_leaf()) return full;
+  if (!full || seen->param.same(input)) return full;
   autograd::NoGradGuard no_grad;
   return permute(*full, seen->perm);
 }

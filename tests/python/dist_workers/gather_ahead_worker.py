@@ -16,10 +16,26 @@ from _common import report
 S, B = flow.sbp.split, flow.sbp.broadcast
 
 
+class Mix(nn.Module):
+    """x @ W with a square W: its backward takes W.t(), a view made without history."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(flow.randn(n, n) / n)
+
+    def forward(self, x):
+        return x @ self.weight
+
+
 def model():
     flow.manual_seed(3)
     return nn.Sequential(
-        nn.Linear(8, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 8, bias=False), nn.Tanh()
+        nn.Linear(8, 32),
+        nn.GELU(),
+        nn.LayerNorm(32),
+        nn.Linear(32, 8, bias=False),
+        nn.Tanh(),
+        Mix(8),
     )
 
 
