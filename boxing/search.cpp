@@ -257,6 +257,25 @@ std::shared_ptr<const BoxingPlan> PlanCache::get(const Shape& shape, DType dtype
   return plans_.try_emplace(std::move(key), std::move(plan)).first->second;
 }
 
+size_t PlanCache::CodeHash::operator()(const std::vector<int64_t>& code) const {
+  size_t h = code.size();
+  for (int64_t v : code) h ^= size_t(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+std::shared_ptr<const SignatureChoice> PlanCache::signature(
+    const std::vector<int64_t>& key, const std::function<SignatureChoice()>& choose) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = signatures_.find(key); it != signatures_.end()) return it->second;
+  }
+  auto made = std::make_shared<const SignatureChoice>(choose());  // (choose takes plans: unlocked)
+  std::lock_guard<std::mutex> lock(mu_);
+  if (signatures_.size() >= kMaxSignatures) signatures_.clear();
+  signatures_.emplace(key, made);
+  return made;
+}
+
 size_t PlanCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return plans_.size();
@@ -265,6 +284,7 @@ size_t PlanCache::size() const {
 void PlanCache::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   plans_.clear();
+  signatures_.clear();
   hits_ = misses_ = 0;
 }
 

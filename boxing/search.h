@@ -10,6 +10,7 @@
 // one send_recv of the intersecting slices, then a target-side reshard (to add partials).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "core/dtype.h"
 #include "sbp/cluster_spec.h"
 #include "sbp/placement.h"
+#include "sbp/select.h"
 
 namespace ofl::internal {
 
@@ -64,6 +66,12 @@ class PlanCache {
   size_t size() const;
   void clear();
   const ClusterSpec& cluster() const { return cluster_; }
+  // The signature eager calls with this metadata choose under this cluster (global/: the
+  // call's op, shapes, dtypes, layouts, placement and attributes encoded as integers), made by
+  // `choose` on a miss. Kept up to kMaxSignatures, then started afresh.
+  std::shared_ptr<const SignatureChoice> signature(const std::vector<int64_t>& key,
+                                                   const std::function<SignatureChoice()>& choose);
+  static constexpr size_t kMaxSignatures = 1 << 16;
 
  private:
   struct Key {
@@ -81,6 +89,11 @@ class PlanCache {
   ClusterSpec cluster_;
   mutable std::mutex mu_;
   std::unordered_map<Key, std::shared_ptr<const BoxingPlan>, KeyHash> plans_;
+  struct CodeHash {
+    size_t operator()(const std::vector<int64_t>& code) const;
+  };
+  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const SignatureChoice>, CodeHash>
+      signatures_;
   int64_t hits_ = 0, misses_ = 0;
 };
 

@@ -7,8 +7,12 @@
 // ctx->costs set, every call logs what the cost model predicts for it (PredictedCost).
 #include "global/global_op.h"
 
+#include <bit>
 #include <cmath>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "boxing/reshard.h"
 #include "core/autograd/engine.h"
@@ -217,6 +221,67 @@ void prepare(const GlobalOp& op, Prepared& p) {
   p.call.placement = &*p.placement;
 }
 
+void encode(std::vector<int64_t>& code, const Shape& shape) {
+  code.push_back(int64_t(shape.size()));
+  code.insert(code.end(), shape.begin(), shape.end());
+}
+
+void encode(std::vector<int64_t>& code, const NdSbp& sbp) {
+  code.push_back(int64_t(sbp.size()));
+  for (size_t k = 0; k < sbp.size(); ++k)
+    code.push_back(sbp[k].is_split()     ? 1000 + sbp[k].axis()
+                   : sbp[k].is_partial() ? 100 + int64_t(sbp[k].op())
+                                         : 1);
+}
+
+void encode(std::vector<int64_t>& code, const AttrValue& v) {
+  code.push_back(int64_t(v.index()));
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, double>) {
+          code.push_back(std::bit_cast<int64_t>(x));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          code.push_back(int64_t(x.size()));
+          code.push_back(int64_t(std::hash<std::string>()(x)));
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          code.push_back(int64_t(x.size()));
+          code.insert(code.end(), x.begin(), x.end());
+        } else {
+          code.push_back(int64_t(x));
+        }
+      },
+      v);
+}
+
+// Everything select_signature reads of an eager call, as integers: the memo's key.
+std::vector<int64_t> signature_key(const SbpCall& call) {
+  std::vector<int64_t> code;
+  code.reserve(64);
+  code.push_back(int64_t(reinterpret_cast<intptr_t>(call.def)));
+  code.push_back(int64_t(call.out_dtype));
+  code.push_back(call.inplace);
+  const Placement& p = *call.placement;
+  code.push_back(int64_t(p.device_type()));
+  encode(code, p.mesh());
+  code.insert(code.end(), p.ranks().begin(), p.ranks().end());
+  for (const CallInput& in : call.in) {
+    code.push_back(in.shape != nullptr);
+    if (!in.shape) continue;
+    encode(code, *in.shape);
+    code.push_back(int64_t(in.dtype));
+    code.push_back(in.layout != nullptr);
+    if (in.layout) encode(code, *in.layout);
+  }
+  for (const Shape& s : *call.out_shapes) encode(code, s);
+  if (call.attrs)
+    for (const auto& [name, value] : call.attrs->items()) {
+      code.push_back(int64_t(std::hash<std::string_view>()(name)));
+      encode(code, value);
+    }
+  return code;
+}
+
 }  // namespace
 
 std::vector<Tensor> run_global_forced(const GlobalOp& op, ForcedCall& forced) {
@@ -237,16 +302,24 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (!ctx->cache)
     ctx->cache = std::make_shared<PlanCache>(ClusterSpec::default_for(ctx->world->size()));
   PlanCache& cache = *ctx->cache;
-  const SignatureChoice choice =
-      select_signature(call, cache.cluster(),
-                       [&](const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to) {
-                         auto plan = cache.get(shape, dtype, placement, from, placement, to);
-                         return Transition{plan->seconds, plan->num_communication_steps()};
-                       });
+  // The same call metadata chooses the same signature: chosen once per cache (the cluster).
+  const std::shared_ptr<const SignatureChoice> chosen = cache.signature(signature_key(call), [&] {
+    return select_signature(
+        call, cache.cluster(),
+        [&](const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to) {
+          auto plan = cache.get(shape, dtype, placement, from, placement, to);
+          return Transition{plan->seconds, plan->num_communication_steps()};
+        });
+  });
+  const SignatureChoice& choice = *chosen;
   const NdSbpSignature& sig = choice.sig;
-  PredictedCost predicted{.op = op_name(op), .signature = sig.str()};
-  predicted.flops = choice.flops;
-  predicted.compute_seconds = choice.compute_seconds;
+  // What the call is predicted to cost, kept only where costs are recorded.
+  PredictedCost predicted;
+  if (ctx->costs) {
+    predicted = {.op = op_name(op), .signature = sig.str()};
+    predicted.flops = choice.flops;
+    predicted.compute_seconds = choice.compute_seconds;
+  }
 
   if (!coords) {
     std::vector<Tensor> result;
@@ -288,7 +361,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     } else if (auto ahead = gathered_ahead(t, g, sig.in[i], *ctx)) {
       locals[i] = std::move(*ahead);
     } else {
-      locals[i] = reshard(g, placement, sig.in[i], *ctx, &predicted).local;
+      locals[i] = reshard(g, placement, sig.in[i], *ctx, ctx->costs ? &predicted : nullptr).local;
     }
   }
   std::vector<Shape> local_shapes;

@@ -108,6 +108,22 @@ TEST(GlobalOps, SumOverASplitAxisIsPartialSum) {
   });
 }
 
+// Eager calls remember their signature by everything the choice reads (PlanCache::signature):
+// calls that differ only in an attribute or an input's layout still choose their own.
+TEST(GlobalOps, RememberedSignaturesFollowAttributesAndLayouts) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 5);
+    Tensor split_rows = r.global(x, line(2), "S(0)");
+    for (int round = 0; round < 2; ++round) {  // the second round's calls are remembered
+      EXPECT_EQ(sbp_of(sum(split_rows, {0})), "P(sum)");
+      EXPECT_EQ(sbp_of(sum(split_rows, {1})), "S(0)");
+      EXPECT_EQ(sbp_of(sum(r.global(x, line(2), "S(1)"), {1})), "P(sum)");
+      expect_close(r.full(sum(split_rows, {1})), sum(x, {1}), "sum over dim 1");
+    }
+  });
+}
+
 TEST(GlobalOps, ViewsMapSplitsThroughReshapeAndTranspose) {
   run_ranks(2, [](int, Communicator& c) {
     Rank r(c);
