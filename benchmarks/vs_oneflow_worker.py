@@ -3,8 +3,10 @@ venv) or under us (--side oneflowlike), printing one JSON line per case with sec
 
     --case ops      eager ops, one process, and dispatch (a 1-element add)
     --case gpt      the example char-GPT's training step (AdamW), eager and as an nn.Graph
-    --case boxing   x.to_global(sbp=...) for each pair, started by the side's own launcher:
-                    python -m oneflow.distributed.launch / oneflowlike.distributed.launch
+    --case parallel the GPT's step on every rank, data and tensor parallel, eager and as a graph
+    --case boxing   x.to_global(sbp=...) for each pair
+    (parallel and boxing are started by the side's own launcher: python -m
+    oneflow.distributed.launch / oneflowlike.distributed.launch)
 
 OneFlow's eager ops run asynchronously (its virtual machine): every timed loop ends by reading a
 result back (.numpy()), on both sides, so a time is the work done, not the work queued.
@@ -111,6 +113,64 @@ def run_gpt(flow, side, args):
         emit(f"GPT step ({mode})", best_of(step, lambda out: out.numpy(), args.steps, rounds=3))
 
 
+def tensor_parallel(flow, name):
+    """gpt_layouts.megatron's rule in the side's own SBPs (gpt_layouts imports oneflowlike): q/k/v
+    and the MLP's fc split by output features, the projections' weights by input features, the
+    embedding and LM head by vocabulary, the rest replicated."""
+    column = any(f".{m}." in f".{name}" for m in ("query", "key", "value", "mlp.fc"))
+    if column or name in ("tok_emb.weight", "head.weight"):
+        return flow.sbp.split(0)
+    if name.endswith(("attn.proj.weight", "mlp.proj.weight")):
+        return flow.sbp.split(1)
+    return flow.sbp.broadcast
+
+
+def run_parallel(flow, side, args):
+    """The GPT's training step on every rank, data parallel (B parameters, an S(0) batch) and
+    tensor parallel (Megatron's SBPs, a B batch), eager and as an nn.Graph."""
+    from model_loader import load_model_module, train_step
+
+    m = load_model_module(side)
+    cfg = m.GPTConfig(96, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    cfg.fused_attention = False
+    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    place = flow.placement("cpu", ranks=list(range(world)))
+    B, S = flow.sbp.broadcast, flow.sbp.split
+    rng = np.random.default_rng(0)
+    data = [rng.integers(0, 96, (args.batch_size, args.block_size)) for _ in range(2)]
+    for layout in ("dp", "tp"):
+        x, y = (
+            flow.tensor(a.astype(np.int64))
+            .to_global(placement=place, sbp=B)
+            .to_global(sbp=S(0) if layout == "dp" else B)
+            for a in data
+        )
+        for mode in ("eager", "graph"):
+            flow.manual_seed(0)
+            model = m.GPT(cfg)
+            model.to_global(placement=place, sbp=B)
+            if layout == "tp":
+                for name, param in list(model.named_parameters()):
+                    *path, attr = name.split(".")
+                    module = model
+                    for part in path:
+                        module = getattr(module, part)
+                    laid = param.to_global(sbp=tensor_parallel(flow, name))
+                    setattr(module, attr, flow.nn.Parameter(laid))
+            opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
+            if mode == "eager":
+                step = train_step(model, opt, x, y)
+            else:
+                graph = type("TrainStep", (_TrainStep, flow.nn.Graph), {})(model, opt)
+
+                def step():
+                    return graph(x, y)
+
+            seconds = best_of(step, lambda out: out.to_local().numpy(), args.steps, rounds=3)
+            if rank == 0:
+                emit(f"GPT {layout} step x{world} ({mode})", seconds)
+
+
 PAIRS = ("S(0)->B", "P->B", "P->S(0)", "S(0)->S(1)", "B->S(0)", "S(1)->S(0)")
 
 
@@ -145,7 +205,7 @@ def run_boxing(flow, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--side", required=True, choices=["oneflow", "oneflowlike"])
-    ap.add_argument("--case", required=True, choices=["ops", "gpt", "boxing"])
+    ap.add_argument("--case", required=True, choices=["ops", "gpt", "parallel", "boxing"])
     ap.add_argument("--sizes", default=f"{1 << 20},{16 << 20},{64 << 20}")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=64)
@@ -159,6 +219,8 @@ def main():
         run_ops(flow)
     elif args.case == "gpt":
         run_gpt(flow, args.side, args)
+    elif args.case == "parallel":
+        run_parallel(flow, args.side, args)
     else:
         run_boxing(flow, args)
 
