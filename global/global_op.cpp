@@ -274,6 +274,9 @@ std::vector<int64_t> signature_key(const SbpCall& call) {
     if (in.layout) encode(code, *in.layout);
   }
   for (const Shape& s : *call.out_shapes) encode(code, s);
+  code.push_back(call.owes_nothing != nullptr);
+  if (call.owes_nothing)
+    for (bool b : *call.owes_nothing) code.push_back(b);
   if (call.attrs)
     for (const auto& [name, value] : call.attrs->items()) {
       code.push_back(int64_t(std::hash<std::string_view>()(name)));
@@ -302,6 +305,15 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   if (!ctx->cache)
     ctx->cache = std::make_shared<PlanCache>(ClusterSpec::default_for(ctx->world->size()));
   PlanCache& cache = *ctx->cache;
+  // Where a backward node makes only leaves' gradients, a partial output owes no reduction of
+  // its own: the leaves' partial gradients are summed in the fused reductions at the end of
+  // backward (take_leaf_grad below).
+  std::vector<bool> owes_nothing;
+  SbpCall& priced = p.call;
+  if (autograd::making_leaf_gradients()) {
+    owes_nothing.assign(op.out_shapes.size(), true);
+    priced.owes_nothing = &owes_nothing;
+  }
   // The same call metadata chooses the same signature: chosen once per cache (the cluster).
   const std::shared_ptr<const SignatureChoice> chosen = cache.signature(signature_key(call), [&] {
     return select_signature(

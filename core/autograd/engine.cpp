@@ -25,6 +25,12 @@ void queue_callback(std::function<void()> fn) {
   queued_callbacks->push_back(std::move(fn));
 }
 
+thread_local bool making_leaf_grads = false;
+
+bool making_leaf_gradients() {
+  return making_leaf_grads;
+}
+
 bool executing_backward() {
   return backward_depth > 0;
 }
@@ -149,7 +155,22 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
         t.set_grad(t.grad().defined() ? add_grads(t.grad(), in[i]) : owned_copy(in[i]));
       }
     in.resize(std::max<size_t>(in.size(), node->outputs().size()));
-    Grads out = node->apply(std::move(in));
+    Grads out;
+    {
+      bool to_leaves = false;  // every gradient the node makes goes into a leaf's .grad
+      for (const Edge& e : node->next_edges()) {
+        if (!e.valid()) continue;
+        to_leaves = dynamic_cast<AccumulateGrad*>(e.fn.get()) != nullptr;
+        if (!to_leaves) break;
+      }
+      const bool outer = making_leaf_grads;
+      making_leaf_grads = to_leaves && !captures;
+      struct Restore {
+        bool was;
+        ~Restore() { making_leaf_grads = was; }
+      } restore{outer};
+      out = node->apply(std::move(in));
+    }
     if (!retain_graph) node->release();
     auto& edges = node->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {

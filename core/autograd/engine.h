@@ -20,6 +20,11 @@ void queue_callback(std::function<void()> fn);
 // Whether this thread is running a backward pass (graph mode marks the nodes it traces there).
 bool executing_backward();
 
+// Whether the backward node running on this thread makes only leaves' gradients (each of its
+// edges leads to an AccumulateGrad), in backward() (not autograd.grad): global ops there may
+// leave a gradient partial, as the leaves' reductions are fused at the end.
+bool making_leaf_gradients();
+
 // Returns d(outputs)/d(inputs) without touching .grad.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
                          const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& inputs,

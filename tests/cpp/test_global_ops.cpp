@@ -168,6 +168,27 @@ TEST(GlobalOps, DataParallelGradientsAreOneFusedAllReduce) {
   });
 }
 
+// A position table's first rows added to a batch split S(0) (the GPT's pos_emb.weight[:T]): the
+// slice's backward, which makes only the table's gradient, leaves it partial for the fused
+// reduction instead of reduce-scattering it and gathering it back.
+TEST(GlobalOps, ASlicedParametersGradientJoinsTheFusedReduction) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 5, 4}, 1), table = logical({8, 4}, 2);
+    Tensor gt = r.global(table, line(2), "B");
+    gt.set_requires_grad(true);
+    Tensor loss = sum(add(r.global(x, line(2), "S(0)"), slice(gt, 0, 0, 5, 1)));
+    r.log.clear();
+    autograd::backward({loss}, {Tensor()}, false, false);
+    ASSERT_EQ(r.log.size(), 1u);
+    EXPECT_EQ(r.log[0], "all_reduce(sum) group[0,1] 128 B");  // the (8, 4) table's gradient
+    Tensor lt = table.alias();
+    lt.set_requires_grad(true);
+    autograd::backward({sum(add(x, slice(lt, 0, 0, 5, 1)))}, {Tensor()}, false, false);
+    expect_close(gt.grad(), lt.grad(), "grad table");
+  });
+}
+
 TEST(GlobalOps, ZeroGradientsAreOneFusedReduceScatter) {
   run_ranks(2, [](int, Communicator& c) {
     Rank r(c);
