@@ -7,6 +7,7 @@
 // ctx->costs set, every call logs what the cost model predicts for it (PredictedCost).
 #include "global/global_op.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <sstream>
@@ -254,6 +255,28 @@ void encode(std::vector<int64_t>& code, const AttrValue& v) {
       v);
 }
 
+// A small reshard (latency-bound: a loss's target count, a norm) is kept on its source tensor and
+// reused while the shard is unchanged, so a backward that takes the same saved input in the same
+// layout (div's divisor) runs no collective again. Every rank keeps the same ones: the same
+// tensors, boxed in the same order.
+inline constexpr int64_t kRememberedBoxBytes = 64 << 10;
+Tensor remembered_reshard(const Tensor& t, const GlobalTensor& g, const NdSbp& to,
+                          BoxingContext& ctx, PredictedCost* into) {
+  const GlobalInfo& gi = info(t);
+  auto kept = std::find_if(gi.boxed.begin(), gi.boxed.end(),
+                           [&](const GlobalInfo::Boxed& b) { return b.to == to; });
+  if (kept != gi.boxed.end() && kept->version == t.version()) return kept->local;
+  Tensor local = reshard(g, g.placement, to, ctx, into).local;
+  if (local.device().is_meta() ||
+      local.numel() * int64_t(itemsize(local.dtype())) > kRememberedBoxBytes)
+    return local;
+  if (kept != gi.boxed.end())
+    *kept = {to, t.version(), local};  // (written in place since: the old one is stale)
+  else
+    gi.boxed.push_back({to, t.version(), local});
+  return local;
+}
+
 // Everything select_signature reads of an eager call, as integers: the memo's key.
 std::vector<int64_t> signature_key(const SbpCall& call) {
   std::vector<int64_t> code;
@@ -373,7 +396,7 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
     } else if (auto ahead = gathered_ahead(t, g, sig.in[i], *ctx)) {
       locals[i] = std::move(*ahead);
     } else {
-      locals[i] = reshard(g, placement, sig.in[i], *ctx, ctx->costs ? &predicted : nullptr).local;
+      locals[i] = remembered_reshard(t, g, sig.in[i], *ctx, ctx->costs ? &predicted : nullptr);
     }
   }
   std::vector<Shape> local_shapes;

@@ -189,6 +189,37 @@ TEST(GlobalOps, ASlicedParametersGradientJoinsTheFusedReduction) {
   });
 }
 
+// A mean over a split batch divides a partial sum by a count made broadcast: the count's
+// all-reduce runs once, in the forward, and the backward (the divisor again) reuses it.
+TEST(GlobalOps, ASmallReshardIsKeptForTheBackward) {
+  run_ranks(2, [](int, Communicator& c) {
+    Rank r(c);
+    Tensor x = logical({6, 4}, 1), w = logical({4}, 2);
+    Tensor gw = r.global(w, line(2), "B");
+    gw.set_requires_grad(true);
+    Tensor gx = r.global(x, line(2), "S(0)");
+    Tensor count = sum(ones_like(sum(gx, {1})));  // P(sum): each rank its rows
+    r.log.clear();
+    Tensor loss = div(sum(mul(gx, gw)), count);
+    ASSERT_EQ(r.log.size(), 1u);
+    EXPECT_EQ(r.log[0], "all_reduce(sum) group[0,1] 4 B");  // the count
+    autograd::backward({loss}, {Tensor()}, false, false);
+    ASSERT_EQ(r.log.size(), 2u);
+    EXPECT_EQ(r.log[1], "all_reduce(sum) group[0,1] 16 B");  // w's gradient only
+    Tensor lw = w.alias();
+    lw.set_requires_grad(true);
+    autograd::backward({div(sum(mul(x, lw)), wrap_scalar(6.0, DType::kFloat32))}, {Tensor()}, false,
+                       false);
+    expect_close(gw.grad(), lw.grad(), "grad w");
+    // Written in place since, the count is reduced again.
+    mul_(count, wrap_scalar(2.0, DType::kFloat32));
+    r.log.clear();
+    Tensor halved = div(sum(mul(gx, gw)), count);
+    ASSERT_EQ(r.log.size(), 1u);
+    expect_close(r.full(halved), div(sum(mul(x, w)), wrap_scalar(12.0, DType::kFloat32)), "after");
+  });
+}
+
 TEST(GlobalOps, ZeroGradientsAreOneFusedReduceScatter) {
   run_ranks(2, [](int, Communicator& c) {
     Rank r(c);
