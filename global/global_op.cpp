@@ -332,10 +332,9 @@ std::vector<Tensor> run_global(const GlobalOp& op) {
   // its own: the leaves' partial gradients are summed in the fused reductions at the end of
   // backward (take_leaf_grad below).
   std::vector<bool> owes_nothing;
-  SbpCall& priced = p.call;
   if (autograd::making_leaf_gradients()) {
     owes_nothing.assign(op.out_shapes.size(), true);
-    priced.owes_nothing = &owes_nothing;
+    p.call.owes_nothing = &owes_nothing;  // (`call` is p.call)
   }
   // The same call metadata chooses the same signature: chosen once per cache (the cluster).
   const std::shared_ptr<const SignatureChoice> chosen = cache.signature(signature_key(call), [&] {
