@@ -426,3 +426,41 @@ def test_master_weights_train_the_same_in_a_graph_as_eagerly():
         step(x)
     for a, b in zip(eager.parameters(), traced.parameters()):
         np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: optim.AdamW(ps, lr=0.1),
+        lambda ps: optim.Adam(ps, lr=0.1, amsgrad=True),
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    ],
+)
+def test_elementwise_optimizers_update_a_global_parameters_shard_as_the_local_one(make):
+    """Adam, AdamW and SGD step a global parameter on its shard where its gradient and states
+    share its layout (Optimizer._on_shards): the same numbers as the local parameter, and the
+    states stay global in the parameter's layout."""
+    place = flow.placement("cpu", ranks=[0])
+    local = nn.Parameter(flow.tensor(P0))
+    glob = nn.Parameter(flow.tensor(P0).to_global(place, flow.sbp.broadcast))
+    opts = [make([local]), make([glob])]
+    assert opts[1]._on_shards(glob, glob, {}) is not None
+    for g in GRADS:
+        local.grad = flow.tensor(g)
+        glob.grad = flow.tensor(g).to_global(place, flow.sbp.broadcast)
+        for opt in opts:
+            opt.step()
+    np.testing.assert_allclose(glob.numpy(), local.numpy(), rtol=1e-6, atol=1e-6)
+    for value in opts[1].state[glob].values():
+        if isinstance(value, flow.Tensor) and value.dim() > 0:
+            assert value.is_global and value.sbp == glob.sbp
+
+
+def test_an_update_runs_on_global_tensors_where_the_layouts_differ():
+    """A gradient in another layout than its parameter's (or an optimizer that is not
+    elementwise) keeps the update on the global tensors."""
+    place = flow.placement("cpu", ranks=[0])
+    w = nn.Parameter(flow.tensor(P0).to_global(place, flow.sbp.broadcast))
+    split = flow.tensor(GRADS[0]).to_global(place, flow.sbp.split(0))
+    assert optim.AdamW([w])._on_shards(w, split, {}) is None
+    assert optim.Adagrad([w])._on_shards(w, w, {}) is None
