@@ -86,8 +86,19 @@ class _TrainStep:
         return loss
 
 
+def training_step(flow, model, x, y, mode):
+    """The model's AdamW step on (x, y) as a function to time: eager, or as an nn.Graph."""
+    from model_loader import train_step
+
+    opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
+    if mode == "eager":
+        return train_step(model, opt, x, y)
+    graph = type("TrainStep", (_TrainStep, flow.nn.Graph), {})(model, opt)
+    return lambda: graph(x, y)
+
+
 def run_gpt(flow, side, args):
-    from model_loader import load_model_module, train_step
+    from model_loader import load_model_module
 
     m = load_model_module(side)
     # OneFlow 0.9 has no scaled_dot_product_attention: both sides write attention out.
@@ -101,15 +112,7 @@ def run_gpt(flow, side, args):
     for mode in ("eager", "graph"):
         flow.manual_seed(0)
         model = m.GPT(cfg)
-        opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
-        if mode == "eager":
-            step = train_step(model, opt, x, y)
-        else:
-            graph = type("TrainStep", (_TrainStep, flow.nn.Graph), {})(model, opt)
-
-            def step():
-                return graph(x, y)
-
+        step = training_step(flow, model, x, y, mode)
         emit(f"GPT step ({mode})", best_of(step, lambda out: out.numpy(), args.steps, rounds=3))
 
 
@@ -128,7 +131,7 @@ def tensor_parallel(flow, name):
 def run_parallel(flow, side, args):
     """The GPT's training step on every rank, data parallel (B parameters, an S(0) batch) and
     tensor parallel (Megatron's SBPs, a B batch), eager and as an nn.Graph."""
-    from model_loader import load_model_module, train_step
+    from model_loader import load_model_module
 
     m = load_model_module(side)
     cfg = m.GPTConfig(96, args.block_size, args.n_layer, args.n_head, args.n_embd)
@@ -157,15 +160,7 @@ def run_parallel(flow, side, args):
                         module = getattr(module, part)
                     laid = param.to_global(sbp=tensor_parallel(flow, name))
                     setattr(module, attr, flow.nn.Parameter(laid))
-            opt = flow.optim.AdamW(model.parameters(), lr=1e-3)
-            if mode == "eager":
-                step = train_step(model, opt, x, y)
-            else:
-                graph = type("TrainStep", (_TrainStep, flow.nn.Graph), {})(model, opt)
-
-                def step():
-                    return graph(x, y)
-
+            step = training_step(flow, model, x, y, mode)
             seconds = best_of(step, lambda out: out.to_local().numpy(), args.steps, rounds=3)
             if rank == 0:
                 emit(f"GPT {layout} step x{world} ({mode})", seconds)
