@@ -507,16 +507,18 @@ OFL_REGISTER_OPS({
 });
 
 // Whether flash_attention serves this call: no mask tensor or dropout, 4-d operands of one
-// 16-bit float dtype (as given, or as autocast makes them) on CUDA, and a head dim cuDNN's
-// fused kernels take (a multiple of 8 up to 128, the same for v). On the meta device too: a
-// 16-bit step traced there is planned for GPUs, where cuDNN serves it, and is priced so
-// (flow.backends.cuda.enable_flash_sdp(False) prices the attention as its parts).
+// floating dtype (as given, or as autocast makes them) whose batch and heads agree, and a kernel
+// for it: on the CPU float32 and float64 (the blocked kernel on the BLAS), on CUDA 16-bit floats
+// with a head dim cuDNN's fused kernels take (a multiple of 8 up to 128, the same for v). On the
+// meta device as on CUDA: a 16-bit step traced there is planned for GPUs, where cuDNN serves it,
+// and is priced so (flow.backends.cuda.enable_flash_sdp(False) prices the attention as its parts
+// and runs them, on either device).
 bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool masked,
                   double dropout_p) {
   if (!attention_allow_fused() || masked || dropout_p > 0) return false;
   if (q.dim() != 4 || key.dim() != 4 || v.dim() != 4) return false;
   const DeviceType on = q.device().type;
-  if (on != DeviceType::kCUDA && on != DeviceType::kMeta) return false;
+  if (on != DeviceType::kCPU && on != DeviceType::kCUDA && on != DeviceType::kMeta) return false;
   const AutocastState& cast = autocast_state();
   DType dt = q.dtype();
   if (cast.enabled && (cast.device == on || on == DeviceType::kMeta) && is_floating(dt))
@@ -527,6 +529,7 @@ bool fused_serves(const Tensor& q, const Tensor& key, const Tensor& v, bool mask
   const Shape qs = meta_of(q).shape, ks = meta_of(key).shape, vs = meta_of(v).shape;
   for (int d = 0; d < 2; ++d)
     if (ks[d] != qs[d] || vs[d] != qs[d]) return false;
+  if (on == DeviceType::kCPU) return dt == DType::kFloat32 || dt == DType::kFloat64;
   const int64_t d = qs[3];
   return (dt == DType::kFloat16 || dt == DType::kBFloat16) && d > 0 && d % 8 == 0 && d <= 128 &&
          vs[3] == d;

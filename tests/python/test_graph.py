@@ -349,7 +349,7 @@ def test_save_writes_the_ir_the_weights_and_a_manifest(tmp_path):
     assert manifest["inputs"] == "(2, 8) int64 cpu" and manifest["training"] is False
     ir = json.loads((tmp_path / "g" / "graph.json").read_text())
     assert len(ir["nodes"]) == graph._last.num_nodes and len(ir["inputs"]) == 1
-    assert {"type": "int", "value": -1} in [n["attrs"].get("axis") for n in ir["nodes"]]
+    assert {"type": "bool", "value": True} in [n["attrs"].get("causal") for n in ir["nodes"]]
     weights = flow.load(str(tmp_path / "g" / "weights.safetensors"))
     by_value = {v["value"]: v["name"] for v in ir["variables"]}
     assert len(weights) == len(by_value)

@@ -37,7 +37,8 @@ def test_flash_attention_in_float32_with_strided_heads_matches_the_composite():
     x = [tensor(r.randn(2, 7, 3, 8), dtype=flow.float32).transpose(1, 2) for _ in range(3)]
     for causal in (False, True):
         got = flow._C.flash_attention(*x, 0.35, causal)
-        want = F.scaled_dot_product_attention(*x, is_causal=causal, scale=0.35)
+        with flow.backends.cuda.sdp_kernel(enable_flash=False):
+            want = F.scaled_dot_product_attention(*x, is_causal=causal, scale=0.35)
         assert got.dtype == flow.float32
         assert_close(got, want, rtol=1e-5, atol=1e-6)
 
@@ -123,18 +124,40 @@ def test_flash_attention_infers_metas_without_data():
     assert out.device == flow.device("meta") and tuple(out.shape) == (2, 12, 1024, 64)
 
 
-def test_the_composite_runs_as_its_parts_where_no_fused_kernel_serves():
-    # On the CPU (and with the switch off anywhere) scaled_dot_product_attention is its parts:
-    # the same values as before the fused op existed.
-    q, k, v = (tensor(a) for a in _qkv())
-    assert flow.backends.cuda.flash_sdp_enabled()
-    flow.backends.cuda.enable_flash_sdp(False)
-    try:
-        off = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    finally:
-        flow.backends.cuda.enable_flash_sdp(True)
-    on = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    np.testing.assert_array_equal(on.numpy(), off.numpy())
+def _sdpa_and_grads(arrays, dtype, causal, fused):
+    # q as a projection's heads (transposed, row stride 3 x 16), k one row expanded (row stride
+    # 0), v contiguous: the kernel reads the first two in place or densified.
+    leaves = [tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
+    q, k, v = leaves[0].transpose(1, 2), leaves[1].expand(-1, -1, arrays[2].shape[2], -1), leaves[2]
+    with flow.backends.cuda.sdp_kernel(enable_flash=fused):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    kind = repr(out.grad_fn)
+    (out * out).sum().backward()
+    return kind, [out.numpy()] + [t.grad.numpy() for t in leaves]
+
+
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64], ids=str)
+@pytest.mark.parametrize(
+    "L,S,causal", [(130, 130, True), (70, 150, True), (150, 70, True), (130, 90, False)], ids=str
+)
+def test_on_the_cpu_attention_is_the_fused_op_with_its_parts_values(dtype, L, S, causal):
+    # The blocked CPU kernel: query rows in blocks of 64 (more than one here, a causal block
+    # reading only the keys its last row sees). Outputs and gradients equal the parts'.
+    r = rng(5)
+    arrays = [r.randn(2, L, 3, 16), r.randn(2, 3, 1, 16), r.randn(2, 3, S, 8)]
+    fused, got = _sdpa_and_grads(arrays, dtype, causal, True)
+    parts, want = _sdpa_and_grads(arrays, dtype, causal, False)
+    assert (fused, parts) == ("<flash_attentionBackward>", "<matmulBackward>")
+    tol = {"rtol": 2e-4, "atol": 2e-5} if dtype == flow.float32 else {"rtol": 1e-10, "atol": 1e-12}
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, **tol)
+
+
+def test_on_the_cpu_16_bit_attention_runs_as_its_parts():
+    q = flow.randn(1, 2, 8, 16, dtype=flow.bfloat16).requires_grad_()
+    assert repr(F.scaled_dot_product_attention(q, q, q, is_causal=True).grad_fn) == (
+        "<matmulBackward>"
+    )
 
 
 def test_on_meta_16_bit_attention_is_the_fused_op_unless_switched_off_for_a_block():
