@@ -14,12 +14,13 @@ def _same_dtype(*tensors):
 
 
 def _fused(group, param):
-    """fused=True: Adam's update as three fused ops (not with amsgrad); None, the default: so on
-    CUDA, where each unfused op is a kernel launch over the whole tensor."""
+    """fused=True: Adam's update as three fused ops (not with amsgrad), each one pass over the
+    tensors where the unfused ones take a dozen; None, the default: so on the CPU and CUDA,
+    whose kernels round as the unfused ops do."""
     if group["amsgrad"]:
         return False
     fused = group.get("fused")
-    return param.device.type == "cuda" if fused is None else fused
+    return param.device.type in ("cpu", "cuda") if fused is None else fused
 
 
 def _master(group, param):
@@ -31,8 +32,8 @@ def _master(group, param):
 
 class Adam(Optimizer):
     """As torch.optim.Adam; weight_decay adds an L2 term to the gradient (decoupled_weight_decay
-    =True: AdamW's decay of the parameter instead). fused=True (the
-    default on CUDA) updates each parameter with three fused ops instead of a dozen.
+    =True: AdamW's decay of the parameter instead). fused=True (the default on the CPU and
+    CUDA) updates each parameter with three fused ops instead of a dozen.
     do_bias_correction=False (OneFlow's) leaves the moments without Adam's bias correction.
     master_weights=True (apex's FusedAdam) keeps a float32 master copy of each float16 / bfloat16
     parameter and float32 moments; the update runs on the copy, and the parameter is its
