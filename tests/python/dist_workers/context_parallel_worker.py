@@ -9,7 +9,9 @@ forward and gradients, eagerly and as an nn.Graph, by each of its three paths:
 Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries and 9
 keys: blocks of queries and keys that do not line up; 3 keys: an empty block on 4 ranks). And the
 ring in the load-balanced order (causal, 16 rows in 2 x ranks chunks, F.load_balance): the
-result equals one process's in that order. Prints one JSON line of problems.
+result equals one process's in that order. The written-out form runs with the fused op
+switched off (scaled_dot_product_attention takes the fused op on the CPU too). Prints one JSON
+line of problems.
 """
 
 import numpy as np
@@ -49,11 +51,11 @@ def attention(path, fused, q, k, v, causal, balance=0):
         k, v = k.to_global(sbp=B), v.to_global(sbp=B)
     elif path == "all-to-all":
         q, k, v = (t.to_global(sbp=HEADS) for t in (q, k, v))
-    out = (
-        flow._C.flash_attention(q, k, v, SCALE, causal)
-        if fused
-        else F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
-    )
+    if fused:
+        out = flow._C.flash_attention(q, k, v, SCALE, causal)
+    else:
+        with flow.backends.cuda.sdp_kernel(enable_flash=False):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
     return out.to_global(sbp=SEQ) if path == "all-to-all" else out
 
 
