@@ -142,6 +142,17 @@ void price_compute(const SbpCall& call, const NdSbpSignature& sig, const Cluster
   c.ranked_compute_seconds = cluster.compute(whole, call.out_dtype);
 }
 
+// The latency of streaming input x to layout `to`: a gather of it as small as its layout allows
+// (one element across the other dims). A ring passes its blocks in as many exchanges as the
+// gather's hops, each waiting on its peer, and runs the op once a block: a gather of the whole
+// input is dearer only where its bytes, not its latency, dominate.
+double stream_latency(const OpDef& def, const CallInput& x, const NdSbp& to,
+                      const TransitionCost& transition) {
+  Shape tiny(x.shape->size(), 1);
+  tiny[size_t(def.streamed_dim)] = (*x.shape)[size_t(def.streamed_dim)];
+  return transition(tiny, x.dtype, *x.layout, to).seconds;
+}
+
 }  // namespace
 
 SbpQuery sbp_query(const SbpCall& call) {
@@ -206,12 +217,14 @@ SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster
   for (NdSbpSignature& sig : candidate_signatures(call)) {
     Ranked r;
     double streamed = 0;  // the gathers a streaming compute makes as it goes
+    double hops = 0;      // their exchanges' latency, which no compute hides
     for (size_t i = 0; i < call.in.size(); ++i) {
       const CallInput& x = call.in[i];
       if (!x.layout || *x.layout == sig.in[i]) continue;
       const Transition t = transition(*x.shape, x.dtype, *x.layout, sig.in[i]);
       if (!streamed_axes(*call.def, i, *x.layout, sig.in[i]).empty()) {
         streamed += t.seconds;
+        hops = std::max(hops, stream_latency(*call.def, x, sig.in[i], transition));
         continue;
       }
       r.choice.boxing_seconds += t.seconds;
@@ -225,8 +238,9 @@ SignatureChoice select_signature(const SbpCall& call, const ClusterSpec& cluster
     }
     r.choice.sig = std::move(sig);
     price_compute(call, r.choice.sig, cluster, r.choice);
-    // Its blocks pass while it computes on those it has (ring attention): what outlasts compute.
-    r.choice.boxing_seconds += std::max(0.0, streamed - r.choice.compute_seconds);
+    // Its blocks pass while it computes on those it has (ring attention): what outlasts compute,
+    // and the exchanges' latency.
+    r.choice.boxing_seconds += std::max(0.0, streamed - r.choice.compute_seconds) + hops;
     if (!found || better(r, best)) best = std::move(r);
     found = true;
   }

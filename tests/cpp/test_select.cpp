@@ -11,10 +11,14 @@ using ofl::internal::testing::error_of;
 
 namespace {
 
-// A line of 8 ranks on one H100 node, priced by the boxing planner itself.
+// A line of 8 ranks on one H100 node (or the ranks and spec given), priced by the boxing planner
+// itself.
 struct Line {
-  Placement placement{DeviceType::kCPU, {0, 1, 2, 3, 4, 5, 6, 7}, {8}};
-  PlanCache cache{ClusterSpec::h100_ib(1, 8)};
+  Placement placement;
+  PlanCache cache;
+  explicit Line(Placement p = {DeviceType::kCPU, {0, 1, 2, 3, 4, 5, 6, 7}, {8}},
+                ClusterSpec spec = ClusterSpec::h100_ib(1, 8))
+      : placement(std::move(p)), cache(std::move(spec)) {}
   TransitionCost transition = [this](const Shape& s, DType t, const NdSbp& from, const NdSbp& to) {
     auto plan = cache.get(s, t, placement, from, placement, to);
     return Transition{plan->seconds, plan->num_communication_steps()};
@@ -106,17 +110,36 @@ TEST(Select, AnInPlaceCallKeepsSelfsLayoutOrRaisesNamingTheOp) {
 TEST(Select, KeysAndValuesSplitOnTheSequenceStreamInsteadOfBeingGathered) {
   // Attention with q, k and v split on the sequence: the query-row signature wants k and v
   // whole, but the op streams them around the ring (flash_attention's streamed inputs): their
-  // gathers cost only what outlasts the compute, and no conversion is made.
+  // gathers cost what outlasts the compute, plus the exchanges' latency (a gather of one
+  // element a position), and no conversion is made.
   Line line;
   const Shape qkv{1, 16, 8192, 128}, lse{1, 16, 8192};
   const std::vector<Shape> out{qkv, lse};
   const SbpCall call = line.call("flash_attention", {qkv, qkv, qkv}, {"S(2)", "S(2)", "S(2)"}, out);
   const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
   EXPECT_EQ(c.sig.str(), "S(2), B, B -> S(2), S(2)");
-  const double gathers =
-      2 * line.transition(qkv, DType::kFloat32, NdSbp::parse("S(2)"), NdSbp::parse("B")).seconds;
-  EXPECT_DOUBLE_EQ(c.boxing_seconds, std::max(0.0, gathers - c.compute_seconds));
+  const NdSbp seq = NdSbp::parse("S(2)"), b = NdSbp::parse("B");
+  const double gathers = 2 * line.transition(qkv, DType::kFloat32, seq, b).seconds;
+  const double hops = line.transition({1, 1, 8192, 1}, DType::kFloat32, seq, b).seconds;
+  EXPECT_GT(hops, 0);
+  EXPECT_DOUBLE_EQ(c.boxing_seconds, std::max(0.0, gathers - c.compute_seconds) + hops);
   EXPECT_GT(c.compute_seconds, 0);
+}
+
+TEST(Select, AShortSequenceIsNotStreamedWhereTheRingsLatencyOutweighsItsBytes) {
+  // 64 positions of 4 heads on 4 CPU ranks over loopback: the ring's exchanges cost more than
+  // moving so few bytes at once, so another signature wins (measured there, the ring took 32 ms
+  // a forward and backward where gathering k and v took 19).
+  Line line({DeviceType::kCPU, {0, 1, 2, 3}, {4}}, ClusterSpec::cpu_loopback(4));
+  const Shape qkv{4, 4, 64, 32}, lse{4, 4, 64};
+  const std::vector<Shape> out{qkv, lse};
+  for (bool causal : {true, false}) {
+    SbpCall call = line.call("flash_attention", {qkv, qkv, qkv}, {"S(2)", "S(2)", "S(2)"}, out);
+    const Attrs attrs{{"scale", 0.1}, {"causal", causal}};
+    call.attrs = &attrs;
+    const SignatureChoice c = select_signature(call, line.cache.cluster(), line.transition);
+    EXPECT_NE(c.sig.str(), "S(2), B, B -> S(2), S(2)") << (causal ? "causal" : "full");
+  }
 }
 
 TEST(Select, CausalAttentionIsPricedOnItsBusiestShard) {

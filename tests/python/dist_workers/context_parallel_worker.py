@@ -9,9 +9,11 @@ forward and gradients, eagerly and as an nn.Graph, by each of its three paths:
 Self-attention (13 rows: uneven shards on 2 and 4 ranks) and cross-attention (13 queries and 9
 keys: blocks of queries and keys that do not line up; 3 keys: an empty block on 4 ranks). And the
 ring in the load-balanced order (causal, 16 rows in 2 x ranks chunks, F.load_balance): the
-result equals one process's in that order. The written-out form runs with the fused op
-switched off (scaled_dot_product_attention takes the fused op on the CPU too). Prints one JSON
-line of problems.
+result equals one process's in that order. The ring's cases attend one sequence of one head:
+at so few keys a split of the batch or the heads would cost less than the ring's exchanges, and
+the op would take it. The written-out form runs with the fused op switched off
+(scaled_dot_product_attention takes the fused op on the CPU too). Prints one JSON line of
+problems.
 """
 
 import numpy as np
@@ -26,11 +28,11 @@ N, H, T, D = 2, 3, 13, 4
 SCALE = 0.5
 
 
-def arrays(keys, rows=T):
+def arrays(keys, rows=T, batch=N, heads=H):
     rng = np.random.default_rng(3 + keys)
-    q = rng.standard_normal((N, H, rows, D)).astype(np.float32)
-    k, v = (rng.standard_normal((N, H, keys, D)).astype(np.float32) for _ in range(2))
-    w = rng.standard_normal((N, H, rows, D)).astype(np.float32)  # the loss's weights
+    q = rng.standard_normal((batch, heads, rows, D)).astype(np.float32)
+    k, v = (rng.standard_normal((batch, heads, keys, D)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((batch, heads, rows, D)).astype(np.float32)  # the loss's weights
     return q, k, v, w
 
 
@@ -59,9 +61,9 @@ def attention(path, fused, q, k, v, causal, balance=0):
     return out.to_global(sbp=SEQ) if path == "all-to-all" else out
 
 
-def single_process(fused, causal, keys, rows=T):
+def single_process(fused, causal, case):
     """Output and gradients in one process, in order."""
-    q, k, v, w = (flow.tensor(a) for a in arrays(keys, rows))
+    q, k, v, w = (flow.tensor(a) for a in case)
     for t in (q, k, v):
         t.requires_grad = True
     out = attention("one process", fused, q, k, v, causal)
@@ -115,13 +117,15 @@ def main():
     for path, fused, keys in CASES:
         balance = world if path == "balanced" else 0
         rows = keys if balance else T
-        q_np, k_np, v_np, w_np = arrays(keys, rows)
+        one = (1, 1) if path in ("ring", "balanced") else (N, H)  # (batch, heads)
+        case = arrays(keys, rows, *one)
+        q_np, k_np, v_np, w_np = case
         order = (lambda a: balanced(a, world)) if balance else (lambda a: a)
         w = split(order(w_np), place)
         for causal in (True,) if balance else (False, True):
             tag = f"{path} {'fused' if fused else 'parts'} {keys} keys"
             tag += " causal" if causal else ""
-            want_out, want_grads = single_process(fused, causal, keys, rows)
+            want_out, want_grads = single_process(fused, causal, case)
             want_out, want_grads = order(want_out), [order(g) for g in want_grads]
             stored = [order(a) for a in (q_np, k_np, v_np)]
             qkv = [split(a, place) for a in stored]
