@@ -153,8 +153,11 @@ void probabilities(T* s, int64_t r, int64_t n, int64_t i0, int64_t keys, bool ca
   for (int64_t ii = 0; ii < r; ++ii) {
     T* row = s + ii * n;
     const int64_t vis = visible(i0 + ii, keys, causal);
-    T top = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < vis; ++j) top = std::max(top, row[j] *= scale);
+    T top = -std::numeric_limits<T>::infinity();  // (the forward's: its rows' maxima)
+#pragma omp simd
+    for (int64_t j = 0; j < vis; ++j) row[j] *= scale;
+    if (!lse_in)
+      for (int64_t j = 0; j < vis; ++j) top = std::max(top, row[j]);
     // The loops run over whole vectors (up to 16 lanes past the visible keys, within the
     // row), hidden keys masked by a select: exp of a plain 0 for them, as libmvec takes its
     // slow path on -inf.
