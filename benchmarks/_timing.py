@@ -3,6 +3,7 @@ each library's measurements in its own child process (so no library's idle worke
 compete with another's for the cores)."""
 
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -27,6 +28,30 @@ def bench(fn, min_time=0.2, repeats=5):
             fn()
         best = min(best, (time.perf_counter() - t0) / n)
     return best
+
+
+def between_ops(graphs, call):
+    """The share of a graph call's time its executor spends between nodes (outside every node's
+    dispatch and kernel): `call()` once with each of `graphs` timing its nodes
+    (config.enable_timeline), then for each graph that ran, 1 - (time inside its compute
+    thread's nodes) / (its first node's start to its last node's end); the median over them.
+    The timeline's own clock reads count as between: an upper bound."""
+    for g in graphs:
+        g.config.enable_timeline(True)
+    try:
+        call()
+    finally:
+        for g in graphs:
+            g.config.enable_timeline(False)
+    shares = []
+    for g in graphs:
+        spans = [s for s in (g.timeline or []) if s["thread"] == "compute"]
+        if len(spans) < 2:
+            continue
+        inside = sum(s["end"] - s["start"] for s in spans)
+        whole = max(s["end"] for s in spans) - min(s["start"] for s in spans)
+        shares.append(1 - inside / whole)
+    return statistics.median(shares) if shares else None
 
 
 def fmt_time(s):

@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from _timing import run_child  # noqa: E402
+from _timing import between_ops, run_child  # noqa: E402
 
 VOCAB, LAYERS, HEADS, WIDTH = 65, 4, 4, 256
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +108,8 @@ def ours(args, block):
                 total, tokens = timed(lambda: decoder.generate(p, args.new), args.repeats)
                 row[name] = [ttft, b * args.new / total]
                 row[name + " tokens"] = tokens[0]
+            steps = [g for (_, prefill), g in decoder.steps.items() if not prefill]
+            row["between"] = between_ops(steps, lambda: decoder.generate(p, args.new))
             idx = flow.tensor(p)
             n = args.window_tokens
             window, _ = timed(lambda: generate(model, idx, n, top_k=1), 1)
@@ -318,6 +320,12 @@ def main():
             f"{m['cached'][1]:15.1f} {m['graph'][1]:8.1f} {m['window'][1]:8.1f} {torch_rate:8.1f} "
             f"{m['graph'][1] / torch_rate:10.2f}x {m['graph'][1] / m['window'][1]:11.2f}x | {same}"
         )
+    between = ", ".join(
+        f"batch {case.split()[0]} prompt {case.split()[1]}: {m['between']:.1%}"
+        for case, m in mine.items()
+        if m.get("between") is not None
+    )
+    print(f"the executor between ops in a one-token graph step (median over its spans): {between}")
     if args.no_server:
         return
     if not os.path.exists(args.server):

@@ -18,12 +18,13 @@ import contextlib
 import importlib.util
 import json
 import os
+import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import bench, fmt_time, report, run_child  # noqa: E402
+from _timing import bench, between_ops, fmt_time, report, run_child  # noqa: E402
 from model_loader import graph_train_step, load_model_module  # noqa: E402
 
 VOCAB = 96
@@ -76,6 +77,7 @@ def make_step(framework, args, x_np, y_np, mode="eager"):
         run()
         sync()
 
+    step.graph = getattr(run, "graph", None)
     return step
 
 
@@ -121,6 +123,8 @@ def main():
         if args.lib == "oneflowlike":
             step = make_step(args.lib, args, x_np, y_np, mode="graph")
             times[name + " graph"] = bench(step, min_time, repeats=3)
+            between = [between_ops([step.graph], step) for _ in range(5)]
+            times["between"] = statistics.median(s for s in between if s is not None)
         if args.lib == "torch" and args.compile:
             step = make_step(args.lib, args, x_np, y_np, mode="compile")
             times[name + " compile"] = bench(step, min_time, repeats=3)
@@ -133,6 +137,9 @@ def main():
     others = {p: torch_times[name] for p in peers}
     # PyTorch's column is its eager step on both rows.
     report([(name, ours[name], others), (name + " graph", ours[name + " graph"], others)], peers)
+    print(
+        f"graph step: the executor between its ops {ours['between']:.1%} of the step (median of 5)"
+    )
     if args.compile and peers:
         compiled = torch_times[name + " compile"]
         print(
