@@ -442,6 +442,43 @@ def test_activation_checkpointing_replays_dropout_in_a_graph():
     assert repr(graph).count("= dropout(") == 2  # the forward's and its replay
 
 
+def test_save_removes_the_folders_killed_saves_left_and_puts_an_earlier_save_back(tmp_path):
+    import json
+    import os
+
+    from oneflowlike import serialization
+    from oneflowlike.nn.graph import _save
+
+    graph = Forward(gpt().eval())
+    graph(flow.randint(0, 17, (2, 8)))
+    # No process of this pid runs here: the writer of the folders a killed save would leave.
+    top = int(Path("/proc/sys/kernel/pid_max").read_text())
+    dead = next(p for p in range(top - 1, 1, -1) if not serialization._pid_alive(p))
+    host = serialization._HOST
+
+    def leftover(base, kind, pid, fill="0"):
+        folder = tmp_path / f".{base}.{kind}-{fill * 16}-{host}-{pid}"
+        folder.mkdir()
+        (folder / "weights.safetensors").write_bytes(b"\0" * 4096)
+        return folder
+
+    killed = leftover("g", "graph", dead)
+    running = leftover("g", "graph", os.getpid())  # a save in progress here: kept
+    another = leftover("h", "graph", dead)  # another path's: left to its own saves
+    graph.save(tmp_path / "g")
+    assert not killed.exists() and running.exists() and another.exists()
+    assert (tmp_path / "g" / "manifest.json").exists()
+
+    # Killed between moving the earlier save aside and putting its own in place: the earlier
+    # save is back at its path before anything else happens to it.
+    os.rename(tmp_path / "g", leftover("g", "graph-old", dead, "1") / "previous")
+    assert not (tmp_path / "g").exists()
+    _save._remove_stale_temps(str(tmp_path / "g"))
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert manifest["format"] == "oneflowlike-graph"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".g.")) == [running.name]
+
+
 def test_a_saved_graph_loads_in_cpp_and_runs_alike(tmp_path):
     """graph/serialize.h's loader (the C++ API's): graph.json and weights.safetensors give back a
     graph that runs like the one saved, with no Python module; a damaged folder raises naming

@@ -7,11 +7,13 @@ the C++ loader rebuilds the graph for any batch from those marks (graph/serializ
 import inspect
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
 
 import oneflowlike as flow
 from oneflowlike import _C, _checkpoint
+from oneflowlike import serialization as _st
 
 
 def save(graph, path, dynamic_batch=None):
@@ -154,18 +156,19 @@ def _write(graph, last, doc, path):
     variables = _named_stably(graph, dict(last.variables), doc)
     together = any(v.is_global for v in variables.values())
     rank = flow.distributed.get_rank() if together else 0
+    if rank == 0:
+        _remove_stale_temps(path)
+    token = _checkpoint._save_token() if together else _local_token()
+    tmp = _temp_path(path, "graph", token)
+    if rank == 0:
+        os.makedirs(tmp)
     if together:
-        tmp = os.path.join(parent, f".graph-{_checkpoint._save_token()}")
-        if rank == 0:
-            os.makedirs(tmp)
         _checkpoint._barrier()
-    else:
-        tmp = tempfile.mkdtemp(prefix=".graph-", dir=parent)
     weights = "weights" if together else "weights.safetensors"
     try:
         flow.save(variables, os.path.join(tmp, weights))
         if rank == 0:
-            _finish(graph, last, doc, weights, tmp, path)
+            _finish(graph, last, doc, weights, tmp, path, token)
     except BaseException:
         if rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -174,7 +177,45 @@ def _write(graph, last, doc, path):
         _checkpoint._barrier()
 
 
-def _finish(graph, last, doc, weights, tmp, path):
+# A save's folders beside `path` (named .<path's name>.graph-<token> while written, and
+# .<name>.graph-old-<token> holding the earlier save while the new one takes its place), the
+# token naming the writing process's host and pid as _checkpoint._save_token does.
+_TEMP = re.compile(r"\.(.+)\.(graph|graph-old)-[0-9a-f]{16}-([0-9a-f]{8})-([0-9]+)")
+
+
+def _local_token():
+    return f"{secrets.randbits(64):016x}-{_st._HOST}-{os.getpid()}"
+
+
+def _temp_path(path, kind, token):
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.{kind}-{token}")
+
+
+def _remove_stale_temps(path):
+    """Removes the folders that saves of `path` killed on this host left; where one was killed
+    between moving the earlier save aside and putting its own in place, the earlier save goes
+    back to `path` first."""
+    directory, base = os.path.split(path)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP.fullmatch(name)
+        if not m or m[1] != base or not _st._writer_gone(m[3], m[4]):
+            continue
+        stale = os.path.join(directory, name)
+        previous = os.path.join(stale, "previous")
+        try:
+            if m[2] == "graph-old" and os.path.isdir(previous) and not os.path.exists(path):
+                os.rename(previous, path)
+        except OSError:  # another process put a save there meanwhile: it stands
+            pass
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _finish(graph, last, doc, weights, tmp, path, token):
     with open(os.path.join(tmp, "graph.json"), "w") as f:
         json.dump(doc, f, indent=1)
     manifest = {
@@ -188,10 +229,10 @@ def _finish(graph, last, doc, weights, tmp, path):
     }
     with open(os.path.join(tmp, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
-    parent = os.path.dirname(path)
     old = None
     if os.path.exists(path):
-        old = tempfile.mkdtemp(prefix=".graph-old-", dir=parent)
+        old = _temp_path(path, "graph-old", token)
+        os.makedirs(old)
         os.rename(path, os.path.join(old, "previous"))
     os.rename(tmp, path)
     if old:
