@@ -123,8 +123,13 @@ void backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v
 }
 
 // Query rows per block: the block's scores (rows x keys) stay in cache for the keys of a
-// training sequence.
+// training sequence; fewer for very many keys, so that a block's scores (and the backward's two
+// buffers of them) stay within kScoreElems a thread.
 constexpr int64_t kRowBlock = 64;
+constexpr int64_t kScoreElems = int64_t{1} << 20;
+int64_t row_block(int64_t keys) {
+  return std::clamp<int64_t>(kScoreElems / std::max<int64_t>(keys, 1), 1, kRowBlock);
+}
 
 // Matrix (b, h) of a 4-d tensor with unit stride on its last axis, as the BLAS takes it: in
 // place where its row stride is a valid leading dimension, else copied densely into buf.
@@ -195,13 +200,14 @@ void forward_blocked(const Tensor& q, const Tensor& k, const Tensor& v, double s
   S* stats = lse.data<S>();
   const int64_t work = std::max<int64_t>(1, L * keys * (D + Dv));
   parallel_for(B * H, std::max<int64_t>(1, kGrainSize / work), [&](int64_t lo, int64_t hi) {
-    std::vector<T> s, o, stat(kRowBlock), qb, kb, vb;
+    const int64_t rb = row_block(keys);
+    std::vector<T> s, o, stat(static_cast<size_t>(rb)), qb, kb, vb;
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       const Matrix<T> qm = matrix_of(Q, b, h, L, D, qb), km = matrix_of(K, b, h, keys, D, kb),
                       vm = matrix_of(V, b, h, keys, Dv, vb);
-      for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
-        const int64_t r = std::min(kRowBlock, L - i0);
+      for (int64_t i0 = 0; i0 < L; i0 += rb) {
+        const int64_t r = std::min(rb, L - i0);
         const int64_t n = causal ? std::min(i0 + r, keys) : keys;
         s.resize(static_cast<size_t>(r * std::max<int64_t>(n, 1)));
         gemm<T>(false, true, r, n, D, qm.p + i0 * qm.ld, qm.ld, km.p, km.ld, T(0), s.data(), n);
@@ -233,16 +239,17 @@ void backward_blocked(const Tensor& g, const Tensor& q, const Tensor& k, const T
   const S* stats = lse.data<S>();
   const int64_t work = std::max<int64_t>(1, L * keys * (D + Dv));
   parallel_for(B * H, std::max<int64_t>(1, kGrainSize / work), [&](int64_t lo, int64_t hi) {
-    std::vector<T> p, ds, gk, gv, gq, stat(kRowBlock), gb, qb, kb, vb;
+    const int64_t rb = row_block(keys);
+    std::vector<T> p, ds, gk, gv, gq, stat(static_cast<size_t>(rb)), gb, qb, kb, vb;
     for (int64_t bh = lo; bh < hi; ++bh) {
       const int64_t b = bh / H, h = bh % H;
       const Matrix<T> gm = matrix_of(G, b, h, L, Dv, gb), qm = matrix_of(Q, b, h, L, D, qb),
                       km = matrix_of(K, b, h, keys, D, kb), vm = matrix_of(V, b, h, keys, Dv, vb);
       gk.assign(static_cast<size_t>(keys * D), T(0));
       gv.assign(static_cast<size_t>(keys * Dv), T(0));
-      gq.resize(static_cast<size_t>(std::min(kRowBlock, L) * D));
-      for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
-        const int64_t r = std::min(kRowBlock, L - i0);
+      gq.resize(static_cast<size_t>(std::min(rb, L) * D));
+      for (int64_t i0 = 0; i0 < L; i0 += rb) {
+        const int64_t r = std::min(rb, L - i0);
         const int64_t n = causal ? std::min(i0 + r, keys) : keys;
         if (n == 0) {
           std::fill(gq.begin(), gq.end(), T(0));

@@ -124,11 +124,13 @@ def test_flash_attention_infers_metas_without_data():
     assert out.device == flow.device("meta") and tuple(out.shape) == (2, 12, 1024, 64)
 
 
-def _sdpa_and_grads(arrays, dtype, causal, fused):
+def _sdpa_and_grads(arrays, dtype, causal, fused, expand_k=True):
     # q as a projection's heads (transposed, row stride 3 x 16), k one row expanded (row stride
     # 0), v contiguous: the kernel reads the first two in place or densified.
     leaves = [tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
-    q, k, v = leaves[0].transpose(1, 2), leaves[1].expand(-1, -1, arrays[2].shape[2], -1), leaves[2]
+    q, k, v = leaves[0].transpose(1, 2), leaves[1], leaves[2]
+    if expand_k:
+        k = k.expand(-1, -1, arrays[2].shape[2], -1)
     with flow.backends.cuda.sdp_kernel(enable_flash=fused):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     kind = repr(out.grad_fn)
@@ -151,6 +153,17 @@ def test_on_the_cpu_attention_is_the_fused_op_with_its_parts_values(dtype, L, S,
     tol = {"rtol": 2e-4, "atol": 2e-5} if dtype == flow.float32 else {"rtol": 1e-10, "atol": 1e-12}
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, **tol)
+
+
+def test_on_the_cpu_very_many_keys_take_smaller_blocks_of_rows():
+    # 300,000 keys: a block of rows holds at most 2^20 scores, so the 7 rows go 3 at a time.
+    r = rng(6)
+    arrays = [r.randn(1, 7, 1, 2), r.randn(1, 1, 300_000, 2), r.randn(1, 1, 300_000, 3)]
+    fused, got = _sdpa_and_grads(arrays, flow.float64, False, True, expand_k=False)
+    parts, want = _sdpa_and_grads(arrays, flow.float64, False, False, expand_k=False)
+    assert (fused, parts) == ("<flash_attentionBackward>", "<matmulBackward>")
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
 
 
 def test_on_the_cpu_16_bit_attention_runs_as_its_parts():
