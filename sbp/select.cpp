@@ -142,18 +142,19 @@ void price_compute(const SbpCall& call, const NdSbpSignature& sig, const Cluster
   c.ranked_compute_seconds = cluster.compute(whole, call.out_dtype);
 }
 
-// The latency of streaming input x to layout `to`: a gather of it as small as its layout allows
-// (one element across the other dims). A ring passes its blocks in as many exchanges as the
-// gather's hops, each waiting on its peer, and runs the op once a block: a gather of the whole
-// input is dearer only where its bytes, not its latency, dominate.
+// The latency of streaming input x to layout `to` (stream_probe's gather).
 double stream_latency(const OpDef& def, const CallInput& x, const NdSbp& to,
                       const TransitionCost& transition) {
-  Shape tiny(x.shape->size(), 1);
-  tiny[size_t(def.streamed_dim)] = (*x.shape)[size_t(def.streamed_dim)];
-  return transition(tiny, x.dtype, *x.layout, to).seconds;
+  return transition(stream_probe(def, *x.shape), x.dtype, *x.layout, to).seconds;
 }
 
 }  // namespace
+
+Shape stream_probe(const OpDef& def, const Shape& shape) {
+  Shape probe(shape.size(), 1);
+  probe[size_t(def.streamed_dim)] = shape[size_t(def.streamed_dim)];
+  return probe;
+}
 
 SbpQuery sbp_query(const SbpCall& call) {
   SbpQuery q;

@@ -47,6 +47,12 @@ struct Transition {
 using TransitionCost =
     std::function<Transition(const Shape& shape, DType dtype, const NdSbp& from, const NdSbp& to)>;
 
+// The shape whose conversion prices a streamed input's exchanges' latency (OpDef::
+// streamed_inputs: ring attention's keys and values): one element across every dimension but the
+// op's streamed one. A ring passes its blocks in as many exchanges as that gather's hops, each
+// waiting on its peer, whatever the compute hides of their bytes.
+Shape stream_probe(const OpDef& def, const Shape& shape);
+
 struct SignatureChoice {
   NdSbpSignature sig;
   double boxing_seconds = 0;   // the inputs' boxing

@@ -189,15 +189,20 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
   // an edge from v's group or, for a fixed layout, the reader's own cost.
   std::map<std::pair<int, int>, size_t> edge_of;
   // `streamed` (for an input the reader's compute streams, OpDef::streamed_inputs): the compute
-  // seconds of choice b that its gather, made as the compute goes, hides.
+  // seconds of choice b that its gather, made as the compute goes, hides, and its share of the
+  // exchanges' latency, which nothing hides (as select_signature prices it).
+  struct Streamed {
+    double hidden = 0, latency = 0;
+  };
   auto read = [&](int v, int to, const std::function<const NdSbp*(int choice)>& want,
                   bool same_or_forbidden, bool gradient, double weight,
-                  const std::function<double(const NdSbp& from, int choice)>& streamed = nullptr) {
+                  const std::function<Streamed(const NdSbp& from, int choice)>& streamed =
+                      nullptr) {
     const auto price = [&](const NdSbp& from, const NdSbp& w, int b) {
       if (same_or_forbidden) return w == from ? 0.0 : kForbidden;
       if (gradient) return weight * bucketed(v, from, w);
-      const double hidden = streamed ? streamed(from, b) : 0.0;
-      return weight * std::max(0.0, boxing(v, from, w) - hidden);
+      const Streamed s = streamed ? streamed(from, b) : Streamed{};
+      return weight * (std::max(0.0, boxing(v, from, w) - s.hidden) + s.latency);
     };
     Group& reader = gp.problem.groups[size_t(to)];
     const Origin& o = origin[size_t(v)];
@@ -398,16 +403,20 @@ GraphProblem build_problem(const Graph& g, PlanCache& cache, double memory_budge
              " so (in_place=True reads kept parameters as stored; keep another layout, or plan "
              "without in_place)");
       const bool as_it_is = (n.op->inplace && k == 0) || kept_read;
-      // A streamed input's gather hides behind its share of one run's compute.
+      // A streamed input's gather hides behind its share of one run's compute; the exchanges'
+      // latency is shared among the streamed inputs.
       const auto streamed = [&](const NdSbp& from, int b) {
-        if (streamed_axes(*n.op, k, from, sigs[size_t(b)].in[k]).empty()) return 0.0;
+        const NdSbp& w = sigs[size_t(b)].in[k];
+        if (streamed_axes(*n.op, k, from, w).empty()) return Streamed{};
         const double one_run = gp.compute[size_t(grp)][size_t(b)] /
                                (runs(i) * double(1 + gp.copies[size_t(grp)].size()));
-        return one_run / double(std::popcount(n.op->streamed_inputs));
+        const double share = 1.0 / double(std::popcount(n.op->streamed_inputs));
+        const Shape probe = stream_probe(*n.op, values[size_t(id)].shape);
+        return Streamed{one_run * share, convert(id, probe, from, w) * share};
       };
       read(
           id, grp, [&](int b) { return &sigs[size_t(b)].in[k]; }, as_it_is, false, weight(id),
-          n.op->streamed_inputs ? std::function<double(const NdSbp&, int)>(streamed) : nullptr);
+          n.op->streamed_inputs ? std::function<Streamed(const NdSbp&, int)>(streamed) : nullptr);
     }
   }
   gp.problem.memory_budget -= gp.constant_memory;  // plan() checks that the kept ones fit

@@ -93,17 +93,23 @@ Prediction predict(const graph::Graph& g, PlanCache& cache) {
     const Placement placement = *placement_of(g, n);  // (an optional by value)
     NodeCall call(g, n, placement, [&](size_t i) { return &n.sig.in[i]; });
     const double seconds = compute_seconds(call.call(), n.sig, cluster);
-    // Inputs it streams (no boxing node): their gathers, as far as they outlast its compute.
-    double streamed = 0;
+    // Inputs it streams (no boxing node): their gathers, as far as they outlast its compute,
+    // and their exchanges' latency (sbp/select.h, stream_probe).
+    double streamed = 0, hops = 0;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] < 0) continue;
       const Value& v = g.values()[size_t(n.inputs[i])];
       if (v.is_global() && !(v.nd_sbp == n.sig.in[i]) &&
-          !streamed_axes(*n.op, i, v.nd_sbp, n.sig.in[i]).empty())
+          !streamed_axes(*n.op, i, v.nd_sbp, n.sig.in[i]).empty()) {
         streamed +=
             cache.get(v.shape, v.dtype, placement, v.nd_sbp, placement, n.sig.in[i])->seconds;
+        hops = std::max(hops, cache
+                                  .get(stream_probe(*n.op, v.shape), v.dtype, placement, v.nd_sbp,
+                                       placement, n.sig.in[i])
+                                  ->seconds);
+      }
     }
-    compute(n, std::max(seconds, streamed));
+    compute(n, std::max(seconds, streamed) + hops);
   }
   // The step ends when both threads are done (its outputs are read after the last collective).
   p.step_seconds = std::max(compute_clock, comm_clock);

@@ -18,6 +18,7 @@
 #include "graph/auto_parallel/presolve.h"
 #include "graph/auto_parallel/problem.h"
 #include "graph/executor.h"
+#include "graph/node_call.h"
 #include "graph/passes/passes.h"
 #include "ops/ops.h"
 #include "sbp/global_info.h"
@@ -545,6 +546,35 @@ TEST(AutoParallelPredict, AddsTheOpsRooflinesAndTheConversionsPlans) {
   // The threads overlap: the step is at least each thread's busy time, at most their sum.
   EXPECT_GE(q.step_seconds, std::max(q.compute_seconds, q.comm_seconds));
   EXPECT_LE(q.step_seconds, q.compute_seconds + q.comm_seconds + 1e-12);
+}
+
+TEST(AutoParallelPredict, AStreamedInputPaysItsExchangesLatencyBeyondWhatTheComputeHides) {
+  // Attention with q, k and v split on the sequence: k and v go around the ring (no boxing
+  // node), priced as select_signature prices them: the longer of the kernel and the gathers,
+  // plus the latency of a gather of one element a position.
+  auto shared = std::make_shared<PlanCache>(ClusterSpec::default_for(4));
+  PlanCache& cache = *shared;
+  const Placement line(DeviceType::kCPU, {0, 1, 2, 3}, {4});
+  PlanGraph pg{line, {}};
+  const Shape qkv{1, 16, 8192, 128};
+  const int q = pg.input(qkv, "S(2)"), k = pg.input(qkv, "S(2)"), v = pg.input(qkv, "S(2)");
+  const int out = pg.value(qkv), lse = pg.value({1, 16, 8192});
+  pg.g.add_node(graph::op_node(op_def("flash_attention"), {q, k, v}, {out, lse},
+                               {{"scale", 0.1}, {"causal", false}, {"balance", int64_t(0)}}));
+  pg.g.set_outputs({out});
+  const graph::Graph g = graph::compile(pg.g, shared);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const graph::Node& attention = g.nodes()[0];
+  EXPECT_EQ(attention.sig.str(), "S(2), B, B -> S(2), S(2)");
+  const NdSbp seq = NdSbp::parse("S(2)"), b = NdSbp::parse("B");
+  const double gathers = 2 * cache.get(qkv, DType::kFloat32, line, seq, line, b)->seconds;
+  const double hops = cache.get({1, 1, 8192, 1}, DType::kFloat32, line, seq, line, b)->seconds;
+  graph::NodeCall call(g, attention, line, [&](size_t i) { return &attention.sig.in[i]; });
+  const double kernel = compute_seconds(call.call(), attention.sig, cache.cluster());
+  EXPECT_GT(hops, 0);
+  const auto p = auto_parallel::predict(g, cache);
+  EXPECT_DOUBLE_EQ(p.compute_seconds, std::max(kernel, gathers) + hops);
+  EXPECT_DOUBLE_EQ(p.comm_seconds, 0);
 }
 
 // --- plan_pipeline's search (auto_parallel/pipeline.h) on hand-built stage steps ---
