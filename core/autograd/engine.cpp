@@ -1,5 +1,6 @@
 #include "core/autograd/engine.h"
 
+#include <algorithm>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -82,8 +83,10 @@ Tensor root_grad(const Tensor& root, const Tensor& g, const char* op) {
            shape_str(root.shape()));
     if (g.device() != root.device())  // else the backward would mix devices (PyTorch raises too)
       fail(op, "gradient is on ", g.device().str(), " but the output is on ", root.device().str());
-    // Copied: it may reach a leaf's .grad unchanged, which must not alias the caller's tensor.
-    return owned_copy(g);
+    // Not copied (as PyTorch does not): where it could end up aliased, in a leaf's .grad (which
+    // steals only a gradient nothing else holds), a retained .grad or autograd.grad's result,
+    // those copy it.
+    return g;
   }
   if (root.numel() != 1)
     fail(op, "grad can be implicitly created only for scalar outputs, but the output has shape ",
@@ -142,7 +145,12 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
     if (auto it = capture_at.find(node); it != capture_at.end()) {
       for (size_t ci : it->second) {
         uint32_t slot = (*captures)[ci].input_nr;
-        if (slot < in.size()) (*captured)[ci] = in[slot];
+        if (slot >= in.size()) continue;
+        // A gradient the caller passed, come through unchanged: theirs, so a copy.
+        const bool given = std::any_of(grads.begin(), grads.end(), [&](const Tensor& g) {
+          return g.defined() && in[slot].defined() && g.impl() == in[slot].impl();
+        });
+        (*captured)[ci] = given ? owned_copy(in[slot]) : in[slot];
       }
     }
     bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(node) != nullptr;

@@ -63,6 +63,24 @@ def test_grad_does_not_alias_the_gradient_argument():
     assert_close(g, np.full(3, 6.0))
 
 
+def test_the_gradient_argument_flows_uncopied_and_what_keeps_it_owns_a_copy():
+    # As PyTorch: backward(g) starts from g itself (a hook on the root sees its memory); a
+    # leaf's .grad, a retained .grad and autograd.grad's result, where g reaches them unchanged,
+    # are copies the caller's later writes to g do not touch.
+    x = _leaf(np.zeros(3))
+    y = x.clone()
+    y.retain_grad()
+    g = tensor(np.ones(3))
+    seen = []
+    y.register_hook(lambda grad: seen.append(grad.data_ptr()))
+    y.backward(g)
+    assert seen == [g.data_ptr()]
+    (z,) = flow.autograd.grad(x, [x], g)
+    g.add_(5.0)
+    for kept in (x.grad, y.grad, z):
+        assert_close(kept, np.ones(3))
+
+
 def test_leaves_given_one_gradient_own_separate_buffers():
     # add's backward hands one tensor to both inputs: each leaf's .grad must own its memory.
     a, b = _leaf(np.ones(3)), _leaf(np.ones(3))
