@@ -132,6 +132,16 @@ struct ShardArgs {
   const std::vector<std::vector<int64_t>>& out_offsets;
 };
 
+// An elementwise op as one step of a fused program (graph/passes/fuse_elementwise.cpp, run by
+// ops/fused.h's `_fused_elementwise`): its family and its code in that family (opaque here: the
+// ops' enums), with the scalar parameters its attributes give.
+struct ElementwiseStep {
+  enum Family : uint8_t { kUnary, kBinary, kWhere };
+  Family family = kUnary;
+  int32_t code = 0;
+  double a = 0, b = 0;
+};
+
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };
 
 // What an op does under autocast (flow.autocast), as PyTorch's op lists: its floating inputs on
@@ -173,6 +183,9 @@ struct OpDef {
   // The share of its shapes' cost that a shard's compute does, where the shard's place decides
   // it (causal attention: rows late in the sequence see more keys than early ones). Null: all.
   std::function<double(const Attrs&, const ShardArgs&)> shard_work;
+  // For an elementwise op whose output computes in its inputs' floating dtype: the step it is in a
+  // fused program, for these attributes (false where it cannot be one). Null: never fused.
+  std::function<bool(const Attrs&, ElementwiseStep&)> elementwise;
   // The op's public signatures (core/op_schema.h), which Python binds as functions and Tensor
   // methods, and a one-line description for help(); ops without one are internal.
   std::vector<Api> api;

@@ -98,8 +98,14 @@ std::string Graph::str() const {
     if (n.backward != backward) os << (n.backward ? "# backward\n" : "# after backward\n");
     backward = n.backward;
     os << ids(n.outputs) << " = " << n.name() << "(" << ids(n.inputs);
-    if (!n.attrs.items().empty()) os << "; " << n.attrs.str();
-    os << ") :";
+    // A fused node (passes/fuse_elementwise) prints the ops it runs instead of its program.
+    if (const AttrValue* parts = n.attrs.find("parts"))
+      os << ") [" << std::get<std::string>(*parts) << "]";
+    else if (!n.attrs.items().empty())
+      os << "; " << n.attrs.str() << ")";
+    else
+      os << ")";
+    os << " :";
     for (size_t j = 0; j < n.outputs.size(); ++j)
       os << (j ? ", " : " ") << value_str(values_[n.outputs[j]]);
     os << "\n";

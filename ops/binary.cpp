@@ -157,6 +157,11 @@ OpDef binary_def(BinaryOp op, uint8_t saves, BinaryGrad grad) {
   if (op == BinaryOp::kMul || op == BinaryOp::kDiv)
     def.api[0].call = [op](const CallArgs& a) { return binary_op(op, a.tensor(0), a.tensor(1)); };
   // max(input, other) and min(input, other): the overloads of max(input, dim) taking a tensor.
+  if (!is_comparison(op) && !integers_only(op))
+    def.elementwise = [op](const Attrs&, ElementwiseStep& step) {
+      step = {ElementwiseStep::kBinary, static_cast<int32_t>(op)};
+      return true;
+    };
   if (op == BinaryOp::kMaximum) def.api.push_back({"max(Tensor input, Tensor other) -> Tensor"});
   if (op == BinaryOp::kMinimum) def.api.push_back({"min(Tensor input, Tensor other) -> Tensor"});
   return def;
@@ -327,6 +332,11 @@ OFL_REGISTER_OPS({
                b.needs[2] ? grad_for(where(c, z, g), b.in_meta[2]) : Tensor()};
      },
      .saves = kSaveInputs,
+     .elementwise =
+         [](const Attrs&, ElementwiseStep& step) {
+           step = {ElementwiseStep::kWhere};
+           return true;
+         },
      .api = {{"where(Tensor condition, Tensor|Number input, Tensor|Number other) -> Tensor",
               nullptr, kFunction},
              {"where(Tensor input, Tensor condition, Tensor|Number other) -> Tensor",

@@ -72,6 +72,7 @@ OpDef inplace_variant(const char* name, const OpDef& base) {
   def.name = name;
   def.api.clear();  // the in-place form's signature is its own
   def.inplace = true;
+  def.elementwise = nullptr;  // a fused program writes fresh outputs only
   def.infer = [infer = base.infer](const InferArgs& a) {
     std::vector<TensorMeta> out = infer(a);
     const TensorMeta& self = a.in[0];

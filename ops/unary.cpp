@@ -103,6 +103,15 @@ OpDef unary_def(const char* name, UnaryOp op, const SbpRule& sbp, uint8_t saves,
   }
   def.differentiable = grad && grad != zero_grad;
   def.api = {unary_api(name)};
+  if (op != UnaryOp::kLogicalNot && op != UnaryOp::kBitwiseNot)
+    def.elementwise = [op](const Attrs& attrs, ElementwiseStep& step) {
+      UnaryOp o = op;
+      if (o == UnaryOp::kGelu && attrs.get<std::string>("approximate") == "tanh")
+        o = UnaryOp::kGeluTanh;
+      const auto [p, q] = scalar_params(o, attrs);
+      step = {ElementwiseStep::kUnary, static_cast<int32_t>(o), p, q};
+      return true;
+    };
   return def;
 }
 

@@ -47,6 +47,14 @@ Graph gather_params(const Graph& g, int64_t bucket_bytes = kGatherBucketBytes);
 // thread.
 Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nodes = 16);
 
+// Fuses chains of elementwise ops (those whose OpDef::elementwise makes them a step) into one
+// `_fused_elementwise` node each (ops/fused.h), at the place of the chain's first node: one pass
+// over memory, one node for the executor. Values only the chain reads are never stored. A fused
+// node keeps its parts' layouts (global graphs: it runs on the shards as they did).
+Graph fuse_elementwise(const Graph& g);
+// Whether compile() fuses: unless OFL_GRAPH_FUSION=0 (for bisecting a wrong result).
+bool fusion_enabled();
+
 // The passes after every global op has its signature (assign_sbp's or the planner's): boxing
 // made explicit, conversions shared, a pipeline's nodes ordered by its schedule
 // (pipeline/order.h; when `pipeline` has stages), gradients bucketed, split parameters
@@ -63,6 +71,7 @@ struct CompileOptions {
   bool auto_parallel = false;
   double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
   pipeline::PipelineOptions pipeline;                              // no stages: no pipeline
+  bool fuse_elementwise = true;                                    // and fusion_enabled()
 };
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr,
               const CompileOptions& options = {});

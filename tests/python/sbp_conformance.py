@@ -183,6 +183,21 @@ CASES.update(
             lambda q, k, v: flow._C.flash_attention(q, k, v, 0.5, True),
             [_f(2, 3, 7, 4), _f(2, 3, 5, 4, seed=1), _f(2, 3, 5, 3, seed=2)],
         ),
+        # What graph mode's fusion makes of gelu(x + row) * x: registers 0 and 1 the inputs,
+        # then add (binary 0), gelu (unary 11), mul (binary 2); the sum and the product out.
+        "_fused_elementwise": (
+            _dispatch(
+                "_fused_elementwise",
+                inputs=2,
+                program=[1, 0, 0, 1, 0, 0, 11, 2, 0, 0, 1, 2, 3, 0, 0],
+                scalars=[0] * 6,
+                outputs=[4, 2],
+                shape=[5, 4],
+                dtype=flow.float32,
+                parts="gelu(x + row) * x",
+            ),
+            [X, ROW],
+        ),
         "softmax_backward": (_dispatch("softmax_backward", axis=1), [Y, X]),
         "log_softmax_backward": (_dispatch("log_softmax_backward", axis=-1), [Y, X]),
         # Reseeded on every call: the shards must draw the logical tensor's mask.

@@ -17,9 +17,13 @@ _CALLED_BY_COMPOSITES = {"flash_attention", "adam_moment_", "adam_step_", "_fft_
     "linalg_eig", "linalg_lu_factor_ex", "lu_permutation",
     "linalg_cholesky_ex", "linalg_qr", "linalg_eigh", "linalg_ldl_factor_ex", "linalg_ldl_solve",
 }  # fmt: skip
+# Ops that graph mode's passes make of others (nn.Graph runs them).
+_MADE_BY_GRAPH_PASSES = {"_fused_elementwise"}
 
 
 def _reachable(name):
+    if name in _MADE_BY_GRAPH_PASSES:
+        return hasattr(flow.nn, "Graph")
     if name.endswith(("_backward", "_grad")) or name in _CALLED_BY_BACKWARD:  # (_C.dispatch)
         return flow._C.dispatch is not None
     if name in _CALLED_BY_COMPOSITES:

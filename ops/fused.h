@@ -1,0 +1,49 @@
+// A fused elementwise program: the op `_fused_elementwise` that the fusion pass
+// (graph/passes/fuse_elementwise.cpp) makes of a chain of elementwise ops, its program as data
+// and its kernel table. Registers 0 to inputs - 1 hold the inputs, converted to the program's
+// dtype as each part's kernel converts them; step i writes register inputs + i from earlier
+// registers, computing as its op does (ops/elementwise_math.h) and rounding to the dtype as that
+// op's output was rounded; the outputs are registers. Every register has the program's shape
+// (inputs broadcast to it).
+#pragma once
+#include <vector>
+
+#include "core/kernel_table.h"
+#include "core/op_def.h"
+#include "core/tensor.h"
+
+namespace ofl::internal {
+
+struct FusedStep {
+  ElementwiseStep op;
+  int32_t a = 0, b = 0, c = 0;  // registers: unary a; binary a, b; where c ? a : b
+};
+
+struct FusedProgram {
+  int32_t inputs = 0;
+  std::vector<FusedStep> steps;
+  std::vector<int32_t> outputs;  // registers
+  Shape shape;
+  DType dtype = DType::kFloat32;
+
+  int32_t registers() const { return inputs + int32_t(steps.size()); }
+  // The op's attributes, and back (checked: registers in range, each read after it is written).
+  Attrs attrs() const;
+  static FusedProgram from(const Attrs& attrs, const char* op);
+};
+
+// Limits that keep a kernel's operands and registers on its stack: the CPU walks every operand in
+// one loop (core/loop.h), a CUDA thread holds every register. Inputs of one element (the
+// constants of scalings and clamps) are read once, outside the walk.
+inline constexpr int kMaxFusedOperands = 12;  // outputs and inputs of more than one element
+inline constexpr int kMaxFusedRegisters = 32;
+inline bool walked(const Shape& input) {
+  return numel_of(input) != 1;
+}
+
+// Runs `program` over inputs broadcast to its shape into contiguous outputs of its dtype.
+using FusedElementwiseKernel = void(const FusedProgram& program, const std::vector<Tensor>& in,
+                                    const std::vector<Tensor>& out);
+OFL_DECLARE_KERNEL(fused_elementwise_kernel, FusedElementwiseKernel)
+
+}  // namespace ofl::internal
