@@ -62,40 +62,60 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
   const S* mean = mean_t.defined() ? mean_t.data<S>() : nullptr;
   const S* rstd = rstd_t.data<S>();
   T* gxp = gx.data<T>();
-  // Weight/bias gradients: fixed row chunks with private sums, added in order (deterministic).
+  // Weight/bias gradients: fixed row chunks with private sums (in M, as PyTorch's), added in
+  // order in double (deterministic).
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, rows * cols / kGrainSize));
   const int64_t per = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
-  std::vector<std::vector<double>> pw(chunks, std::vector<double>(gw.defined() ? cols : 0));
-  std::vector<std::vector<double>> pb(chunks, std::vector<double>(gb.defined() ? cols : 0));
+  std::vector<std::vector<M>> pw(chunks, std::vector<M>(gw.defined() ? cols : 0));
+  std::vector<std::vector<M>> pb(chunks, std::vector<M>(gb.defined() ? cols : 0));
+  // Two branch-free vectorised loops a row: its sums with its weight and bias gradient terms,
+  // then the input gradient, x-hat and g * w recomputed from the row in cache.
+  constexpr int kL = 64 / sizeof(M);
+  std::vector<M> wm(cols, M(1));  // the weight (ones without one: g * 1 is g exactly)
+  if (wp)
+    for (int64_t c = 0; c < cols; ++c) wm[c] = M(wp[c]);
   parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
-    std::vector<M> xhat(cols), gy(cols);
+    std::vector<M> sink(pw[0].empty() || pb[0].empty() ? cols : 0);
     for (int64_t ch = c0; ch < c1; ++ch) {
+      M* pwc = pw[ch].empty() ? sink.data() : pw[ch].data();
+      M* pbc = pb[ch].empty() ? sink.data() : pb[ch].data();
       for (int64_t r = ch * per; r < std::min(rows, (ch + 1) * per); ++r) {
         const T* xr = xp + r * cols;
         const T* gr = gp + r * cols;
         const M mu = mean ? M(mean[r]) : M(0), inv = M(rstd[r]);
+        // Sums in kLanes partial sums (a vector's lanes, in registers), added at the end.
+        alignas(64) M lane_gy[kL] = {}, lane_gyx[kL] = {};
+        auto step = [&](int64_t c, int k) {
+          const M g = M(gr[c]), xhat = (M(xr[c]) - mu) * inv, gy = g * wm[c];
+          lane_gy[k] += gy;
+          lane_gyx[k] += gy * xhat;
+          pwc[c] += g * xhat;
+          pbc[c] += g;
+        };
+        int64_t c = 0;
+        for (; c + kL <= cols; c += kL)
+          for (int k = 0; k < kL; ++k) step(c + k, k);
+        for (int k = 0; c < cols; ++c, ++k) step(c, k);
         M sum_gy = 0, sum_gy_xhat = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-          xhat[c] = (M(xr[c]) - mu) * inv;
-          gy[c] = wp ? M(gr[c]) * M(wp[c]) : M(gr[c]);
-          sum_gy += gy[c];
-          sum_gy_xhat += gy[c] * xhat[c];
-          if (!pw[ch].empty()) pw[ch][c] += static_cast<double>(M(gr[c]) * xhat[c]);
-          if (!pb[ch].empty()) pb[ch][c] += static_cast<double>(M(gr[c]));
+        for (int k = 0; k < kL; ++k) {
+          sum_gy += lane_gy[k];
+          sum_gy_xhat += lane_gyx[k];
         }
         const M mean_gy = rms ? M(0) : sum_gy / cols, mean_gyx = sum_gy_xhat / cols;
         T* out = gxp + r * cols;
+#pragma omp simd
         for (int64_t c = 0; c < cols; ++c)
-          out[c] = static_cast<T>(inv * (gy[c] - mean_gy - xhat[c] * mean_gyx));
+          out[c] =
+              static_cast<T>(inv * (M(gr[c]) * wm[c] - mean_gy - (M(xr[c]) - mu) * inv * mean_gyx));
       }
     }
   });
-  auto finish = [&](const Tensor& t, const std::vector<std::vector<double>>& parts) {
+  auto finish = [&](const Tensor& t, const std::vector<std::vector<M>>& parts) {
     if (!t.defined()) return;
     T* p = t.data<T>();
     for (int64_t c = 0; c < cols; ++c) {
       double acc = 0;
-      for (const auto& part : parts) acc += part[c];
+      for (const auto& part : parts) acc += static_cast<double>(part[c]);
       p[c] = static_cast<T>(static_cast<M>(acc));
     }
   };
