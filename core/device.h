@@ -53,6 +53,19 @@ class DeviceRuntime {
   virtual void* comm_stream(int index) = 0;
   // Makes stream `waiter` wait, on the device, for the work queued on stream `on` so far.
   virtual void stream_wait(int index, void* waiter, void* on) = 0;
+
+  // Device graphs (nn.Graph's config.enable_cudagraph; graph/capture.h). A stream of its own for
+  // one captured graph: the allocator hands the blocks freed on it only to work on it again, so
+  // the memory a capture used stays its own (and empty_cache keeps it) until release_stream.
+  virtual void* capture_stream(int index);
+  // The work launched on `stream` between begin and end is recorded, not run; end returns it as
+  // an executable graph (raising, with the runtime's reason, where something in it could not be
+  // captured).
+  virtual void begin_capture(int index, void* stream);
+  virtual void* end_capture(int index, void* stream);
+  virtual void replay(int index, void* graph, void* stream);
+  // Frees the graph and returns the stream's blocks to the driver.
+  virtual void release_capture(int index, void* graph, void* stream);
 };
 void register_runtime(DeviceType t, DeviceRuntime* r);
 // The backend's runtime; null when this build has none for `t`.

@@ -162,6 +162,21 @@ DeviceRuntime*& runtime_slot(DeviceType t) {
 }
 }  // namespace
 
+// A runtime without device graphs says so on each of their calls.
+void* DeviceRuntime::capture_stream(int) {
+  fail("cudagraph", "this device's runtime does not capture graphs");
+}
+void DeviceRuntime::begin_capture(int, void*) {
+  capture_stream(0);
+}
+void* DeviceRuntime::end_capture(int, void*) {
+  return capture_stream(0);
+}
+void DeviceRuntime::replay(int, void*, void*) {
+  capture_stream(0);
+}
+void DeviceRuntime::release_capture(int, void*, void*) {}
+
 void register_runtime(DeviceType t, DeviceRuntime* r) {
   runtime_slot(t) = r;
 }

@@ -5,6 +5,7 @@
 // this folder); a CPU-only build has no kCUDA slots, so CUDA use fails with a clear error.
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -151,6 +152,56 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
     return s;
   }
 
+  void* capture_stream(int index) override {
+    check(cudaSetDevice(index), "cudagraph");
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudagraph");
+    std::lock_guard lock(mu_);
+    per_device(index).captures.insert(s);
+    return s;
+  }
+
+  void begin_capture(int index, void* stream) override {
+    check(cudaSetDevice(index), "cudagraph");
+    // Relaxed: the allocator may still call cudaMalloc while a step is captured.
+    check(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed),
+          "cudagraph");
+  }
+
+  void* end_capture(int index, void* stream) override {
+    check(cudaSetDevice(index), "cudagraph");
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+    if (ended != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      check(ended, "cudagraph: capturing the step");
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(made, "cudagraph: instantiating the captured step");
+    return exec;
+  }
+
+  void replay(int index, void* graph, void* stream) override {
+    check(cudaSetDevice(index), "cudagraph");
+    check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)),
+          "cudagraph: replaying the step");
+  }
+
+  void release_capture(int index, void* graph, void* stream) override {
+    cudaSetDevice(index);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    cudaStreamSynchronize(s);
+    if (graph) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+    std::lock_guard lock(mu_);
+    PerDevice& d = per_device(index);
+    d.captures.erase(s);
+    release(index, d, s);  // the blocks only this stream could reuse
+    cudaStreamDestroy(s);
+    (void)cudaGetLastError();  // (while the process exits, the driver may be gone)
+  }
+
   void stream_wait(int index, void* waiter, void* on) override {
     check(cudaSetDevice(index), "cuda stream wait");
     cudaEvent_t done;
@@ -172,6 +223,7 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
   };
   struct PerDevice {
     std::map<std::pair<cudaStream_t, size_t>, std::vector<void*>> free;
+    std::set<cudaStream_t> captures;  // streams of live captured graphs: their blocks are kept
     std::vector<Pending> pending;
     size_t allocated = 0, peak = 0, reserved = 0, cached = 0;
   };
@@ -195,17 +247,26 @@ class CachingAllocator : public Allocator, public DeviceRuntime {
       return true;
     });
   }
-  // Frees device's cached blocks once the work queued on it is done.
-  void release(int device, PerDevice& d) {
+  // Frees device's cached blocks once the work queued on it is done: those of stream `only`, or
+  // (when null) all but those a captured graph still runs on.
+  void release(int device, PerDevice& d, cudaStream_t only = nullptr) {
     if (d.cached == 0) return;
     cudaSetDevice(device);
     cudaDeviceSynchronize();
     collect_pending(d, true);
-    for (auto& [key, blocks] : d.free)
-      for (void* p : blocks) cudaFree(p);
-    d.free.clear();
-    d.reserved -= d.cached;
-    d.cached = 0;
+    for (auto it = d.free.begin(); it != d.free.end();) {
+      const cudaStream_t stream = it->first.first;
+      if (only ? stream != only : d.captures.count(stream) > 0) {
+        ++it;
+        continue;
+      }
+      for (void* p : it->second) {
+        cudaFree(p);
+        d.reserved -= it->first.second;
+        d.cached -= it->first.second;
+      }
+      it = d.free.erase(it);
+    }
   }
 
   std::mutex mu_;

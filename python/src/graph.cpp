@@ -14,6 +14,7 @@
 #include "graph/auto_parallel/planner.h"
 #include "graph/auto_parallel/predict.h"
 #include "graph/auto_parallel/stages.h"
+#include "graph/capture.h"
 #include "graph/executor.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -172,6 +173,12 @@ void bind_graph(py::module_& m) {
           },
           "Runs the graph and says when each node with work on this rank ran.")
       .def("__str__", &Graph::str)
+      .def(
+          "why_not_captured",
+          [](const Graph& g, const std::vector<Tensor>& in) {
+            return graph::why_not_captured(g, in);
+          },
+          "Why config.enable_cudagraph cannot capture this graph on these inputs ('' if it can)")
       .def_property_readonly("signature", &graph::signature_str)
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.nodes().size(); })
       .def_property_readonly("num_variables", [](const Graph& g) { return g.variables().size(); })
@@ -194,6 +201,17 @@ void bind_graph(py::module_& m) {
                              })
       .def_property_readonly_static("format_version",
                                     [](py::object) { return graph::kGraphFormatVersion; });
+  py::class_<graph::CapturedStep>(m, "CapturedStep",
+                                  "A compiled step captured as a CUDA graph and replayed")
+      .def(py::init([](std::shared_ptr<Graph> g, const std::vector<Tensor>& in) {
+             py::gil_scoped_release release;
+             return std::make_unique<graph::CapturedStep>(std::move(g), in);
+           }),
+           py::arg("graph"), py::arg("inputs"))
+      .def("__call__", [](graph::CapturedStep& step, const std::vector<Tensor>& in) {
+        py::gil_scoped_release release;
+        return step(in);
+      });
   py::class_<Trace>(m, "Trace")
       .def(py::init<>())
       .def("input", &Trace::input)

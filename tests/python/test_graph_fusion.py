@@ -91,6 +91,23 @@ def test_a_fused_chain_gives_what_eager_gives_bit_for_bit(dtype):
         np.testing.assert_array_equal(g.float().numpy(), e.float().numpy())
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [flow.float32, flow.bfloat16])
+def test_a_fused_chain_on_cuda_gives_what_eager_gives_bit_for_bit(dtype):
+    def chain(x, b):
+        h = F.gelu(x + b) * 0.5
+        return flow.where(h > 0, h, flow.tanh(h)), h
+
+    rng = np.random.default_rng(0)
+    x = flow.tensor(rng.standard_normal((64, 67)), dtype=dtype, device="cuda")
+    b = flow.tensor(rng.standard_normal((67,)), dtype=dtype, device="cuda")
+    graph = Call(chain)
+    got = graph(x, b)
+    assert fused_parts(graph)
+    for g, e in zip(got, chain(x, b)):
+        np.testing.assert_array_equal(g.float().numpy(), e.float().numpy())
+
+
 def test_the_environment_switch_turns_fusion_off(monkeypatch):
     x = flow.randn(4, 8)
     graph = Call(lambda x: flow.exp(x) * 2 + 1)

@@ -17,18 +17,22 @@ def active(scaler):
     return scaler if scaler is not None and scaler._enabled else None
 
 
-def inputs(scaler):
-    """This call's scale and inverse scale, as the graph's inputs after the build's."""
+def inputs(scaler, device=None):
+    """This call's scale and inverse scale, as the graph's inputs after the build's (on `device`
+    for a captured step, on the host otherwise)."""
     scale = scaler.get_scale()
-    return [flow.tensor(scale, dtype=flow.float32), flow.tensor(1.0 / scale, dtype=flow.float32)]
+    return [
+        flow.tensor(scale, dtype=flow.float32, device=device),
+        flow.tensor(1.0 / scale, dtype=flow.float32, device=device),
+    ]
 
 
 class Traced:
     """One trace's loss scaling (its scale inputs, its overflow flag)."""
 
-    def __init__(self, scaler, trace):
+    def __init__(self, scaler, trace, device=None):
         self.dynamic = scaler._dynamic
-        self.scale, self.inv = [trace.input(t) for t in inputs(scaler)]
+        self.scale, self.inv = [trace.input(t) for t in inputs(scaler, device)]
         self.found = None  # whether any gradient overflowed (dynamic scalers)
 
     @contextlib.contextmanager

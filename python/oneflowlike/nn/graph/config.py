@@ -23,6 +23,7 @@ class GraphConfig:
         self.auto_parallel_chunks = (1, 2)
         self.pipeline_schedule = "1f1b"
         self.timeline = False
+        self.cudagraph = False
         self.amp = False
         self.amp_dtype = None  # autocast's default for the device (cuda: float16, cpu: bfloat16)
         self.zero_stage = 0  # enable_zero's stage; 0: off
@@ -49,6 +50,15 @@ class GraphConfig:
     def enable_timeline(self, on=True):
         """Record when each node runs on this rank at every call (graph.timeline)."""
         self.timeline = bool(on)
+
+    def enable_cudagraph(self, mode=True):
+        """Capture the compiled step as a CUDA graph at its second call and replay it at every
+        call after (OneFlow's name; torch.cuda.graphs): one launch for the whole step. The
+        inputs are copied into the capture's own buffers; the optimizer's scalars go to the
+        device. A step that cannot be captured (inputs off one CUDA device, random draws,
+        collectives, host compute) runs uncaptured, with one warning saying why; on the CPU the
+        setting does nothing."""
+        self.cudagraph = bool(mode)
 
     def enable_auto_parallel(self, on=True, memory_budget=None, pipeline=False, chunks=(1, 2)):
         """Let the planner choose every layout (flow.auto_parallel): on the first call, the

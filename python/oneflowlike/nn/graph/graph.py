@@ -85,6 +85,8 @@ class Graph:
     def __init__(self):
         self.config = GraphConfig()
         self._compiled = {}  # input signature -> (compiled graph, single output, optimizer steps)
+        self._captured = {}  # input signature -> its CapturedStep (enable_cudagraph)
+        self._scalar_device = None
         self._last = None
         self._optimizers = []  # (optimizer, lr scheduler or None)
         self._plan = None  # flow.auto_parallel's, once planned
@@ -175,6 +177,9 @@ class Graph:
         scaling = None if scaler is None else scaler._dynamic
         key = (micro, self.config.pipeline_schedule, modes, amp, self.config.zero_stage, scaling)
         key += tuple(_signature(a) for a in args)
+        # config.enable_cudagraph on a CUDA step: its scalars live there, traced and fed.
+        cuda = [a.device for a in args if a.device.type == "cuda"]
+        self._scalar_device = cuda[0] if self.config.cudagraph and cuda else None
         if key not in self._compiled:
             if planning and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)
@@ -186,13 +191,15 @@ class Graph:
         self._last_single = single
         self._last_inputs = [(tuple(a.shape), a.dtype, a.is_global) for a in args]
         counters = _loss_scale.host_counters(steps) if scaling else []
-        scalars = [] if scaler is None else _loss_scale.inputs(scaler)
+        scalars = [] if scaler is None else _loss_scale.inputs(scaler, self._scalar_device)
         scalars += [
-            flow.tensor(v, dtype=flow.float32)
+            flow.tensor(v, dtype=flow.float32, device=self._scalar_device)
             for opt, group, param in steps
             for v in opt._host(group, param, opt.state[param])
         ]
-        if self.config.timeline:
+        if self._scalar_device is not None and not self.config.timeline:
+            outs = self._replay(key, compiled, list(args) + scalars)
+        elif self.config.timeline:
             outs, spans = compiled.run_timed(list(args) + scalars)
             self._timeline = [
                 dict(zip(("node", "thread", "start", "end", "stage", "micro", "backward"), s))
@@ -248,7 +255,9 @@ class Graph:
         trace = _C.Trace()
         try:
             inputs = [trace.input(a) for a in args]
-            scaling = None if scaler is None else _loss_scale.Traced(scaler, trace)
+            scaling = (
+                None if scaler is None else _loss_scale.Traced(scaler, trace, self._scalar_device)
+            )
             scaled = scaling.scaled_backward() if scaling else contextlib.nullcontext()
             with flow.set_grad_enabled(bool(self._optimizers)), self._autocast(args), scaled:
                 if micro == 1 and not stages:
@@ -561,13 +570,34 @@ class Graph:
                     example = opt._host(group, param, state)
                     state.clear()
                     state.update(saved)
-                    scalars = [trace.input(flow.tensor(v, dtype=flow.float32)) for v in example]
+                    scalars = [
+                        trace.input(flow.tensor(v, dtype=flow.float32, device=self._scalar_device))
+                        for v in example
+                    ]
                     written = [param] + [v for v in state.values() if isinstance(v, flow.Tensor)]
                     with scaling.guarded(written) if scaling else contextlib.nullcontext():
                         opt._update(group, param, grad, state, scalars)
                     _C._set_layer(outer)
                     steps.append((opt, group, param))
         return steps
+
+    def _replay(self, key, compiled, inputs):
+        """config.enable_cudagraph: the first call runs as usual (cuBLAS and the allocator warm
+        up), the second captures the step, every call replays it."""
+        captured = self._captured.get(key)
+        if captured is None:
+            reason = compiled.why_not_captured(inputs)
+            if reason:
+                _warn_once(f"enable_cudagraph: this step runs uncaptured: {reason}")
+                captured = self._captured[key] = False
+            else:
+                self._captured[key] = "warm"
+                return compiled.run(inputs)
+        if captured is False:
+            return compiled.run(inputs)
+        if captured == "warm":
+            captured = self._captured[key] = _C.CapturedStep(compiled, inputs)
+        return captured(inputs)
 
     def _autocast(self, args):
         """config.enable_amp: the build traced under autocast on its inputs' device type."""
