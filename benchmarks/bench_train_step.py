@@ -50,9 +50,9 @@ def make_step(framework, args, x_np, y_np, mode="eager"):
     def autocast():
         return lib.autocast(args.device, dtype=low) if low else contextlib.nullcontext()
 
-    if mode == "graph":
+    if mode in ("graph", "cudagraph"):
         with autocast():  # the trace records the casts
-            run = graph_train_step(model, opt, x, y)
+            run = graph_train_step(model, opt, x, y, cudagraph=mode == "cudagraph")
             run()
     else:
         forward = torch_compile(model) if mode == "compile" else model
@@ -79,6 +79,16 @@ def make_step(framework, args, x_np, y_np, mode="eager"):
 
     step.graph = getattr(run, "graph", None)
     return step
+
+
+def step_peak(lib, step, device):
+    """The most bytes a step held above what it started with (after a warm-up step)."""
+    step()
+    mem = lib.cuda if device == "cuda" else lib
+    start = mem.memory_allocated()
+    mem.reset_peak_memory_stats()
+    step()
+    return mem.max_memory_allocated() - start
 
 
 def torch_compile(model):
@@ -121,10 +131,22 @@ def main():
         y_np = rng.integers(0, VOCAB, shape, dtype=np.int64)
         times = {name: bench(make_step(args.lib, args, x_np, y_np), min_time, repeats=3)}
         if args.lib == "oneflowlike":
+            lib = __import__(args.lib)
+            eager = make_step(args.lib, args, x_np, y_np)
+            times["eager peak"] = step_peak(lib, eager, args.device)
+            os.environ["OFL_GRAPH_FUSION"] = "0"  # read as a graph compiles
+            unfused = make_step(args.lib, args, x_np, y_np, mode="graph")
+            del os.environ["OFL_GRAPH_FUSION"]
+            times[name + " graph unfused"] = bench(unfused, min_time, repeats=3)
             step = make_step(args.lib, args, x_np, y_np, mode="graph")
             times[name + " graph"] = bench(step, min_time, repeats=3)
+            times["graph peak"] = step_peak(lib, step, args.device)
+            times["graph planned peak"] = step.graph.peak_bytes
             between = [between_ops([step.graph], step) for _ in range(5)]
             times["between"] = statistics.median(s for s in between if s is not None)
+            if args.device == "cuda":
+                step = make_step(args.lib, args, x_np, y_np, mode="cudagraph")
+                times[name + " cudagraph"] = bench(step, min_time, repeats=3)
         if args.lib == "torch" and args.compile:
             step = make_step(args.lib, args, x_np, y_np, mode="compile")
             times[name + " compile"] = bench(step, min_time, repeats=3)
@@ -135,10 +157,17 @@ def main():
     ours = run_child(__file__, "oneflowlike", extra)
     torch_times = run_child(__file__, "torch", extra) if peers else {}
     others = {p: torch_times[name] for p in peers}
-    # PyTorch's column is its eager step on both rows.
-    report([(name, ours[name], others), (name + " graph", ours[name + " graph"], others)], peers)
+    # PyTorch's column is its eager step on every row.
+    rows = [name, name + " graph unfused", name + " graph", name + " cudagraph"]
+    report([(r, ours[r], others) for r in rows if r in ours], peers)
     print(
         f"graph step: the executor between its ops {ours['between']:.1%} of the step (median of 5)"
+    )
+    mb = 1 << 20
+    print(
+        f"peak memory of a step above what it starts with: eager {ours['eager peak'] / mb:.1f} MB,"
+        f" graph {ours['graph peak'] / mb:.1f} MB (its plan: {ours['graph planned peak'] / mb:.1f}"
+        " MB of computed values)"
     )
     if args.compile and peers:
         compiled = torch_times[name + " compile"]

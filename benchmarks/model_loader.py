@@ -47,11 +47,13 @@ def graph_train_step(
     micro_batches=1,
     schedule="1f1b",
     pipeline=False,
+    cudagraph=False,
 ):
     """The same step as an nn.Graph (examples/parallel/gpt_layouts.py's TrainStep), traced on
     its first call (with auto_parallel, planned then, within memory_budget bytes per device:
     flow.auto_parallel; with `pipeline`, stages and micro-batches too), the batch in
-    `micro_batches` (through the pipeline stages, if any, by `schedule`). The graph keeps its gradients inside the step: the eager .grad are dropped.
+    `micro_batches` (through the pipeline stages, if any, by `schedule`); with `cudagraph`, captured
+    and replayed as a CUDA graph. The graph keeps its gradients inside the step: the eager .grad are dropped.
     """
     sys.path.insert(0, str(MODEL.parents[1] / "parallel"))
     from gpt_layouts import TrainStep
@@ -60,6 +62,7 @@ def graph_train_step(
     graph.config.enable_auto_parallel(auto_parallel, memory_budget=memory_budget, pipeline=pipeline)
     graph.config.set_gradient_accumulation_steps(micro_batches)
     graph.config.set_pipeline_schedule(schedule)
+    graph.config.enable_cudagraph(cudagraph)
     opt.zero_grad()
 
     def step():
