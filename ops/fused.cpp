@@ -65,7 +65,10 @@ FusedProgram FusedProgram::from(const Attrs& attrs, const char* op) {
                        int32_t(f[3]),
                        int32_t(f[4])});
   }
-  for (int64_t r : attrs.get<std::vector<int64_t>>("outputs")) {
+  const auto& outputs = attrs.get<std::vector<int64_t>>("outputs");
+  if (outputs.size() > size_t(kMaxFusedOperands))
+    fail(op, "the program has ", outputs.size(), " outputs, at most ", kMaxFusedOperands);
+  for (int64_t r : outputs) {
     if (r < 0 || r >= p.registers())
       fail(op, "output register ", r, " is not one of the program's ", p.registers());
     p.outputs.push_back(int32_t(r));

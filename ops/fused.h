@@ -6,6 +6,8 @@
 // op's output was rounded; the outputs are registers. Every register has the program's shape
 // (inputs broadcast to it).
 #pragma once
+#include <array>
+#include <initializer_list>
 #include <vector>
 
 #include "core/kernel_table.h"
@@ -13,24 +15,6 @@
 #include "core/tensor.h"
 
 namespace ofl::internal {
-
-struct FusedStep {
-  ElementwiseStep op;
-  int32_t a = 0, b = 0, c = 0;  // registers: unary a; binary a, b; where c ? a : b
-};
-
-struct FusedProgram {
-  int32_t inputs = 0;
-  std::vector<FusedStep> steps;
-  std::vector<int32_t> outputs;  // registers
-  Shape shape;
-  DType dtype = DType::kFloat32;
-
-  int32_t registers() const { return inputs + int32_t(steps.size()); }
-  // The op's attributes, and back (checked: registers in range, each read after it is written).
-  Attrs attrs() const;
-  static FusedProgram from(const Attrs& attrs, const char* op);
-};
 
 // Limits that keep a kernel's operands and registers on its stack: the CPU walks every operand in
 // one loop (core/loop.h), a CUDA thread holds every register. Inputs of one element (the
@@ -40,6 +24,48 @@ inline constexpr int kMaxFusedRegisters = 32;
 inline bool walked(const Shape& input) {
   return numel_of(input) != 1;
 }
+
+// Up to N elements held inline: a program parses at every call without touching the heap.
+template <class T, size_t N>
+class InlineVector {
+ public:
+  InlineVector() = default;
+  InlineVector(std::initializer_list<T> items) {
+    for (const T& x : items) push_back(x);
+  }
+  void push_back(const T& x) {
+    OFL_CHECK(n_ < N, "InlineVector: more than ", N, " elements");
+    items_[n_++] = x;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  T& operator[](size_t i) { return items_[i]; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + n_; }
+
+ private:
+  std::array<T, N> items_{};
+  size_t n_ = 0;
+};
+
+struct FusedStep {
+  ElementwiseStep op;
+  int32_t a = 0, b = 0, c = 0;  // registers: unary a; binary a, b; where c ? a : b
+};
+
+struct FusedProgram {
+  int32_t inputs = 0;
+  InlineVector<FusedStep, kMaxFusedRegisters> steps;
+  InlineVector<int32_t, kMaxFusedOperands> outputs;  // registers
+  Shape shape;
+  DType dtype = DType::kFloat32;
+
+  int32_t registers() const { return inputs + int32_t(steps.size()); }
+  // The op's attributes, and back (checked: registers in range, each read after it is written).
+  Attrs attrs() const;
+  static FusedProgram from(const Attrs& attrs, const char* op);
+};
 
 // Runs `program` over inputs broadcast to its shape into contiguous outputs of its dtype.
 using FusedElementwiseKernel = void(const FusedProgram& program, const std::vector<Tensor>& in,

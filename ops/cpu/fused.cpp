@@ -14,7 +14,6 @@ namespace ofl::internal::cpu {
 namespace {
 
 constexpr int64_t kChunk = kStage;
-constexpr int kOperands = kMaxFusedOperands;
 
 // m elements at byte stride `stride` from p, of dtype `from`, into buf as M after rounding to T
 // (the conversion the part's kernel made), zeros after them up to whole vectors (as the unary and
@@ -67,7 +66,9 @@ void run_step(const FusedStep& s, const M* const* reg, M* d, int64_t m) {
     for (int64_t i = 0; i < m; ++i) d[i] = M(T(d[i]));
 }
 
-template <class T>
+// kOperands: the loop's operands, the fewest of 4, 8 and 12 that hold them (its plan costs as
+// many).
+template <class T, int kOperands>
 void run_typed(const FusedProgram& p, const std::vector<Tensor>& in,
                const std::vector<Tensor>& out) {
   using M = opmath_t<T>;
@@ -135,8 +136,15 @@ void run_typed(const FusedProgram& p, const std::vector<Tensor>& in,
 
 void fused_elementwise(const FusedProgram& p, const std::vector<Tensor>& in,
                        const std::vector<Tensor>& out) {
-  dispatch_floating(p.dtype, "_fused_elementwise",
-                    [&](auto tag) { run_typed<typename decltype(tag)::type>(p, in, out); });
+  size_t operands = out.size();
+  for (const Tensor& t : in) operands += walked(t.shape());
+  dispatch_floating(p.dtype, "_fused_elementwise", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (operands <= 4) return run_typed<T, 4>(p, in, out);
+    if (operands <= 8) return run_typed<T, 8>(p, in, out);
+    static_assert(kMaxFusedOperands == 12);
+    run_typed<T, 12>(p, in, out);
+  });
 }
 
 }  // namespace
