@@ -69,7 +69,8 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
   };
   for (Pass& pass : lowering(cache.get(), &options.pipeline)) passes.push_back(std::move(pass));
   if (options.fuse_elementwise && fusion_enabled())
-    passes.push_back({"fuse_elementwise", fuse_elementwise});
+    passes.push_back(
+        {"fuse_elementwise", [&](const Graph& x) { return fuse_elementwise(x, options.fusion); }});
   for (const Pass& pass : passes) {
     g = pass.run(g);
     if (print) std::cerr << "[graph] after " << pass.name << ":\n" << g.str() << "\n";

@@ -34,8 +34,9 @@ bool same_place(const Node& a, const Node& b) {
 
 class Fuser {
  public:
-  explicit Fuser(const Graph& g)
+  Fuser(const Graph& g, const FusionOptions& options)
       : g_(g),
+        options_(options),
         owner_(memory_owner(g)),
         producer_(g.values().size(), -1),
         group_of_(g.values().size(), -1),
@@ -125,11 +126,18 @@ class Fuser {
     return false;
   }
 
+  // An add or subtraction, which config.allow_fuse_add_to_output(False) keeps from joining.
+  bool adds(size_t i) const {
+    const Node& n = g_.nodes()[i];
+    return n.op->name == "add" || n.op->name == "sub";
+  }
+
   void place(size_t i) {
     const Node& n = g_.nodes()[i];
     int k = -1;
+    const bool may_join = options_.add_to_output || !adds(i);
     for (int id : n.inputs)
-      if (group_of_[id] >= 0 && joins(i, group_of_[id])) {
+      if (may_join && group_of_[id] >= 0 && joins(i, group_of_[id])) {
         k = group_of_[id];
         break;
       }
@@ -240,6 +248,7 @@ class Fuser {
   }
 
   const Graph& g_;
+  const FusionOptions& options_;
   std::vector<int> owner_;
   std::vector<int64_t> producer_;  // node computing each value, -1 for inputs and variables
   std::vector<int> group_of_;      // group computing each value, -1 for none
@@ -255,8 +264,8 @@ bool fusion_enabled() {
   return !env || std::string(env) != "0";
 }
 
-Graph fuse_elementwise(const Graph& g) {
-  return Fuser(g).run();
+Graph fuse_elementwise(const Graph& g, const FusionOptions& options) {
+  return Fuser(g, options).run();
 }
 
 }  // namespace ofl::internal::graph

@@ -51,7 +51,12 @@ Graph hoist_collectives(const Graph& g, int64_t max_bytes = 4096, size_t max_nod
 // `_fused_elementwise` node each (ops/fused.h), at the place of the chain's first node: one pass
 // over memory, one node for the executor. Values only the chain reads are never stored. A fused
 // node keeps its parts' layouts (global graphs: it runs on the shards as they did).
-Graph fuse_elementwise(const Graph& g);
+// Without add_to_output (config.allow_fuse_add_to_output(False)), adds and subtractions start
+// chains but join none: a residual stays apart from the chain computing the branch it adds.
+struct FusionOptions {
+  bool add_to_output = true;
+};
+Graph fuse_elementwise(const Graph& g, const FusionOptions& options = {});
 // Whether compile() fuses: unless OFL_GRAPH_FUSION=0 (for bisecting a wrong result).
 bool fusion_enabled();
 
@@ -72,6 +77,7 @@ struct CompileOptions {
   double memory_budget = std::numeric_limits<double>::infinity();  // bytes per device
   pipeline::PipelineOptions pipeline;                              // no stages: no pipeline
   bool fuse_elementwise = true;                                    // and fusion_enabled()
+  FusionOptions fusion;
 };
 Graph compile(Graph g, std::shared_ptr<PlanCache> cache = nullptr,
               const CompileOptions& options = {});

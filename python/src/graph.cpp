@@ -223,9 +223,11 @@ void bind_graph(py::module_& m) {
       .def(
           "finish",
           [](Trace& t, const std::vector<Tensor>& outputs, bool auto_parallel, double budget,
-             const std::vector<Placement>& stages, const std::string& schedule, int micro_batches) {
+             const std::vector<Placement>& stages, const std::string& schedule, int micro_batches,
+             bool fuse_add_to_output) {
             std::shared_ptr<BoxingContext> ctx = t.context();
             graph::CompileOptions options{auto_parallel, budget};
+            options.fusion.add_to_output = fuse_add_to_output;
             if (!stages.empty())
               options.pipeline = {graph::pipeline::parse_schedule(schedule), micro_batches, stages};
             return std::make_shared<Graph>(
@@ -234,7 +236,7 @@ void bind_graph(py::module_& m) {
           py::arg("outputs"), py::arg("auto_parallel") = false,
           py::arg("memory_budget") = std::numeric_limits<double>::infinity(),
           py::arg("stages") = std::vector<Placement>{}, py::arg("schedule") = "1f1b",
-          py::arg("micro_batches") = 1)
+          py::arg("micro_batches") = 1, py::arg("fuse_add_to_output") = true)
       .def("finish_traced",
            [](Trace& t, const std::vector<Tensor>& outputs) {
              return std::make_shared<Graph>(graph::dead_code(t.finish(outputs)));

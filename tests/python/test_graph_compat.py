@@ -124,11 +124,11 @@ def test_auto_parallel_on_one_device_runs_as_is_and_hints_warn_once():
         assert np.isfinite(g(x, y).item())
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        g.config.allow_fuse_add_to_output(True)
-        g.config.allow_fuse_add_to_output(True)
+        g.config.allow_fuse_cast_scale(True)
+        g.config.allow_fuse_cast_scale(True)
         g.config.enable_straighten_algorithm("MemoryFirst")
     hints = [str(w.message) for w in seen]
-    assert sum("allow_fuse_add_to_output" in h for h in hints) <= 1
+    assert sum("allow_fuse_cast_scale" in h for h in hints) <= 1
     assert any("enable_straighten_algorithm is a performance hint" in h for h in hints) or not hints
 
 

@@ -119,6 +119,20 @@ def test_the_environment_switch_turns_fusion_off(monkeypatch):
     assert fused_parts(off) == []
 
 
+def test_allow_fuse_add_to_output_false_keeps_residual_adds_apart():
+    def block(x, b, r):
+        return r + F.gelu(x + b)
+
+    x, b, r = flow.randn(4, 8), flow.randn(8), flow.randn(4, 8)
+    on = Call(block)
+    want = on(x, b, r)
+    assert fused_parts(on) == [["add", "gelu", "add"]]
+    off = Call(block)
+    off.config.allow_fuse_add_to_output(False)
+    np.testing.assert_array_equal(off(x, b, r).numpy(), want.numpy())
+    assert fused_parts(off) == [["add", "gelu"]]  # the bias add starts the chain; r + joins none
+
+
 def test_in_place_writes_and_mixed_shapes_are_not_fused_through():
     def fn(x, v):
         a = x * 2

@@ -24,6 +24,7 @@ class GraphConfig:
         self.pipeline_schedule = "1f1b"
         self.timeline = False
         self.cudagraph = False
+        self.fuse_add_to_output = True
         self.amp = False
         self.amp_dtype = None  # autocast's default for the device (cuda: float16, cpu: bfloat16)
         self.zero_stage = 0  # enable_zero's stage; 0: off
@@ -50,6 +51,13 @@ class GraphConfig:
     def enable_timeline(self, on=True):
         """Record when each node runs on this rank at every call (graph.timeline)."""
         self.timeline = bool(on)
+
+    def allow_fuse_add_to_output(self, mode=True):
+        """Whether an add joins the fused chain computing one of its operands (a residual added to
+        a branch's bias and activation: one pass). On by default here, where a graph fuses its
+        elementwise chains (OFL_GRAPH_FUSION=0 turns that off); False keeps adds and
+        subtractions as the starts of chains only."""
+        self.fuse_add_to_output = bool(mode)
 
     def enable_cudagraph(self, mode=True):
         """Capture the compiled step as a CUDA graph at its second call and replay it at every
@@ -124,14 +132,21 @@ class GraphConfig:
         self.zero_shard_restore_level = shard_restore_level
 
 
+# What the hints below would turn on, where it is not a thing here.
+_NOT_HERE = {
+    "allow_fuse_model_update_ops": "the optimizers' updates are fused per parameter already "
+    "(one adam_step_ a parameter); across parameters they are not",
+    "allow_fuse_cast_scale": "graphs fuse elementwise chains of one computing dtype; casts are "
+    "not fused into them yet",
+}
+
+
 def _performance_hint(name):
     def hint(self, *args, **kwargs):
         from .graph import _warn_once
 
-        _warn_once(
-            f"config.{name} is a performance hint of OneFlow's compiler that means nothing here: "
-            "ignored"
-        )
+        why = _NOT_HERE.get(name, "it means nothing here")
+        _warn_once(f"config.{name} is a performance hint of OneFlow's compiler: ignored ({why})")
 
     hint.__name__ = name
     hint.__doc__ = "OneFlow's performance hint: accepted and ignored (one warning)."
@@ -140,7 +155,6 @@ def _performance_hint(name):
 
 for _name in (
     "allow_fuse_model_update_ops",
-    "allow_fuse_add_to_output",
     "allow_fuse_cast_scale",
     "enable_cudnn_conv_heuristic_search_algo",
     "enable_straighten_algorithm",

@@ -314,6 +314,7 @@ class Graph:
                 stages=stages,
                 schedule=self.config.pipeline_schedule,
                 micro_batches=micro,
+                fuse_add_to_output=self.config.fuse_add_to_output,
             )
             return compiled, single, steps
         finally:
