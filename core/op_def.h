@@ -163,6 +163,9 @@ struct OpDef {
   std::function<std::vector<TensorMeta>(const InferArgs&)> infer;
   std::function<void(const ComputeArgs&)> compute;
   std::function<std::vector<Tensor>(const ViewArgs&)> view;  // instead of compute
+  // A view op: whether a call with these attributes from shape `in` to shape `out` gives its
+  // input as it is (a slice of everything, a reshape to its own shape), which graph mode drops.
+  std::function<bool(const Attrs&, const Shape& in, const Shape& out)> identity;
   std::function<std::vector<Tensor>(const BackwardArgs&)> backward;
   uint8_t saves = kSaveNone;  // an in-place op's saved input 0 is its value before the call
   bool inplace = false;       // output 0 is input 0, written in place

@@ -267,6 +267,11 @@ void compute_clone(const ComputeArgs& c) {
   copy_kernel().get(c.out[0].device().type)(c.in[0], c.out[0]);
 }
 
+// A view that is its input where the shape stays.
+bool same_shape(const Attrs&, const Shape& in, const Shape& out) {
+  return in == out;
+}
+
 OpDef regroup_def(const char* name, std::vector<AttrDef> attrs,
                   std::vector<TensorMeta> (*infer)(const InferArgs&)) {
   return {.name = name,
@@ -275,6 +280,7 @@ OpDef regroup_def(const char* name, std::vector<AttrDef> attrs,
           .attrs = std::move(attrs),
           .infer = infer,
           .view = regroup,
+          .identity = same_shape,
           .backward = regroup_grad,
           .complex = true};
 }
@@ -602,6 +608,7 @@ OFL_REGISTER_OPS({
      .attrs = {kShapeAttr},
      .infer = infer_reshape,
      .view = regroup_without_copy,
+     .identity = same_shape,
      .backward = regroup_grad,
      .complex = true,
      .api = {{"view(Tensor input, int[] shape) -> Tensor", call_front<view>(), kMethod},
@@ -632,6 +639,14 @@ OFL_REGISTER_OPS({
      .attrs = {{"dims", AttrType::kInts}},
      .infer = infer_permute,
      .view = permute_view,
+     .identity =
+         [](const Attrs& attrs, const Shape&, const Shape&) {
+           const auto& dims = attrs.get<std::vector<int64_t>>("dims");
+           for (size_t d = 0; d < dims.size(); ++d)
+             if (dims[d] != int64_t(d) && dims[d] != int64_t(d) - int64_t(dims.size()))
+               return false;
+           return true;
+         },
      .backward = permute_grad,
      .complex = true,
      .api = {{"permute(Tensor input, int[] dims) -> Tensor", call_front<permute>()}}},
@@ -645,6 +660,7 @@ OFL_REGISTER_OPS({
      .attrs = {kShapeAttr},
      .infer = infer_expand,
      .view = expand_view,
+     .identity = same_shape,
      .backward =
          [](const BackwardArgs& b) {
            return std::vector<Tensor>{sum_to(b.grads[0], b.in_meta[0].shape)};

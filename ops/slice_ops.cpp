@@ -176,6 +176,8 @@ OFL_REGISTER_OPS({
      .attrs = kSliceAttrs,
      .infer = infer_slice,
      .view = slice_view,
+     .identity = [](const Attrs& attrs, const Shape& in,
+                    const Shape& out) { return in == out && attrs.get<int64_t>("step") == 1; },
      .backward = slice_grad,
      .complex = true},
     {.name = "slice_backward",

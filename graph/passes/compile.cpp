@@ -59,6 +59,7 @@ Graph compile(Graph g, std::shared_ptr<PlanCache> cache, const CompileOptions& o
     cache = std::make_shared<PlanCache>(ClusterSpec::default_for(int(ranks)));
   std::vector<Pass> passes = {
       {"dead_code", dead_code},
+      {"drop_identity_views", drop_identity_views},
       {options.auto_parallel ? "auto_parallel" : "assign_sbp",
        [&](const Graph& x) {
          if (!cache) return x;

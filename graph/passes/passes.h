@@ -16,6 +16,10 @@ namespace ofl::internal::graph {
 // whose draws advance the generator as the eager calls would.
 Graph dead_code(const Graph& g);
 
+// Drops the views that give their input as it is (OpDef::identity: a slice of everything, a
+// reshape to its own shape, an identity permutation): their readers read the input.
+Graph drop_identity_views(const Graph& g);
+
 // Gives every global value a layout: inputs, variables and boxing targets keep theirs; every
 // other op on global values takes the eager rule's signature (sbp/select.h) given its inputs'
 // layouts, boxing priced by `cache`'s plans. Sets each such node's `sig`.

@@ -495,3 +495,24 @@ TEST(GraphPasses, GatherParamsFusesParameterGathersAndIssuesEachBucketAhead) {
   EXPECT_EQ(out.nodes()[2].inputs, (std::vector<int>{w[1]}));
   EXPECT_EQ(out.nodes()[5].inputs, (std::vector<int>{w[2]}));
 }
+
+TEST(GraphPasses, DropIdentityViewsLeavesOnlyViewsThatChangeSomething) {
+  // A slice of everything, a reshape to its own shape and an identity permutation go; the
+  // transpose of a square matrix (same shape, other strides) and a real slice stay.
+  Tensor x = randn({4, 4});
+  graph::Trace trace;
+  Tensor t = trace.input(x);
+  Tensor a = slice(t, 0, 0, std::nullopt, 1);
+  Tensor b = reshape(a, {4, 4});
+  Tensor c = permute(b, {0, 1});
+  Tensor d = permute(c, {1, 0});
+  Tensor e = slice(d, 1, 1, std::nullopt, 1);
+  Tensor y = mul(e, full({}, 2.0));
+  const graph::Graph g = graph::drop_identity_views(trace.finish({y, c}));
+  EXPECT_EQ(names(g), (std::vector<std::string>{"permute", "slice", "full", "mul"})) << g.str();
+  EXPECT_EQ(g.outputs()[1], g.inputs()[0]);  // c is the input itself
+  const std::vector<Tensor> got = graph::run(g, {x});
+  const Tensor want = mul(slice(permute(x, {1, 0}), 1, 1, std::nullopt, 1), full({}, 2.0));
+  const Tensor gc = contiguous(got[0]), wc = contiguous(want);
+  for (int64_t i = 0; i < wc.numel(); ++i) EXPECT_EQ(gc.data<float>()[i], wc.data<float>()[i]);
+}
