@@ -61,6 +61,11 @@ def make_cases(quick, device="cpu"):
         cases.append((f"gelu(tanh) {n}", (a,), "gelu"))
     cases.append(("softmax 4096x1024 (last dim)", (arr(4096, 1024),), "softmax"))
     cases.append(("layer_norm 4096x1024", (arr(4096, 1024), arr(1024), arr(1024)), "layer_norm"))
+    for rows, cols in [(4096, 1024), (4096, 128)]:
+        x = arr(rows, cols)
+        cases.append((f"softmax {rows}x{cols}, fwd+bwd", (x,), "softmax_backward"))
+        ln = (x, arr(cols), arr(cols))
+        cases.append((f"layer_norm {rows}x{cols}, fwd+bwd", ln, "layer_norm_backward"))
     cases.append(("sum 4096x1024 (all)", (arr(4096, 1024),), "sum"))
     cases.append(("sum 8192x768 over rows (a bias gradient)", (arr(8192, 768),), "sum_rows"))
     cases.append(("fft.fft 64x4096 (last dim)", (arr(64, 4096),), "fft"))
@@ -139,6 +144,10 @@ def ops_for(lib, device="cpu"):
         "gelu": lambda x: F.gelu(x, approximate="tanh"),
         "softmax": lambda x: mod.softmax(x, -1),
         "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
+        "softmax_backward": lambda x: mod.softmax(x, -1).sum().backward(),
+        "layer_norm_backward": lambda x, w, b: (
+            F.layer_norm(x, (x.shape[-1],), w, b).sum().backward()
+        ),
         "sum": lambda x: x.sum(),
         "sum_rows": lambda x: x.sum(0),
         "fft": lambda x: mod.fft.fft(x),
