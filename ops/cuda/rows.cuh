@@ -1,5 +1,5 @@
 // Device helpers for kernels that reduce a row in a block (softmax, the norms): block-wide sums
-// and maxima through a shared-memory tree, the statistics' type, the grid of row blocks.
+// and maxima by warp shuffles, the statistics' type, the grid of row blocks.
 #pragma once
 #include <algorithm>
 
@@ -8,32 +8,37 @@
 namespace ofl::internal::cuda {
 namespace {
 
-// The sum of every thread's `v` in the block, on every thread (kThreads threads).
-template <class A>
-__device__ A block_sum(A v, A* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-    __syncthreads();
-  }
-  const A total = shared[0];
-  __syncthreads();
-  return total;
+// Block-wide reductions: each warp's lanes combine by shuffles, then every warp combines the warps'
+// results from shared memory, so every thread of the block gets the total (blockDim.x a multiple
+// of 32, at most 32 warps; `shared` holds a value a warp). Two barriers a reduction, where a
+// shared-memory tree over kThreads took log2(kThreads).
+template <class A, class Op>
+__device__ A warp_reduce(A v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
 }
 
+template <class A, class Op>
+__device__ A block_reduce(A v, A* shared, A identity, Op op) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_reduce(v, op);
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = warp_reduce(lane < warps ? shared[lane] : identity, op);
+  __syncthreads();  // the next reduction writes shared again
+  return v;
+}
+
+// The sum of every thread's `v` in the block, on every thread.
+template <class A>
+__device__ A block_sum(A v, A* shared) {
+  return block_reduce(v, shared, A(0), [](A a, A b) { return a + b; });
+}
+
+// The largest `v` in the block, on every thread (a NaN met first stays, as the CPU's max).
 template <class A>
 __device__ A block_max(A v, A* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half && shared[threadIdx.x + half] > shared[threadIdx.x])
-      shared[threadIdx.x] = shared[threadIdx.x + half];
-    __syncthreads();
-  }
-  const A total = shared[0];
-  __syncthreads();
-  return total;
+  return block_reduce(v, shared, A(-INFINITY), [](A a, A b) { return b > a ? b : a; });
 }
 
 template <class T>

@@ -1,5 +1,6 @@
 // CUDA kernels of softmax and log-softmax over the last axis and their backward: a block per row
-// (rows.cuh), statistics in float (double for float64), as ops/cpu/softmax.cpp.
+// (rows.cuh), statistics in float (double for float64), as ops/cpu/softmax.cpp; the forward reads
+// a row twice (its maximum and sum in one online pass, then the output).
 #include "ops/cuda/rows.cuh"
 #include "ops/kernels.h"
 
@@ -13,14 +14,23 @@ __global__ void softmax_rows(const T* x, T* y, int64_t rows, int64_t cols, bool 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    M mx = -INFINITY;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) mx = dm::fmax(mx, convert<M>(xr[c]));
-    mx = block_max(mx, shared);
+    // One pass for the maximum and the sum (online softmax): a thread's running sum is of
+    // exp(x - its running maximum), rescaled when the maximum grows; then each thread's sum is
+    // brought to the row's maximum. The row is read twice, not three times.
+    M mine = -INFINITY, sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const M v = convert<M>(xr[c]);
+      if (v > mine) {
+        sum = (dm::isinf(mine) ? M(0) : sum * M(dm::exp(mine - v))) + M(1);
+        mine = v;
+      } else if (!(dm::isinf(mine) && mine < 0)) {  // (below an all -inf start: nothing)
+        sum += dm::exp(v - mine);
+      }
+    }
+    M mx = block_max(mine, shared);
     if (dm::isinf(mx) && mx < 0) mx = 0;  // an all -inf row
-    M total = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      total += dm::exp(convert<M>(xr[c]) - mx);
-    total = block_sum(total, shared);
+    const M total =
+        block_sum(dm::isinf(mine) && mine < 0 ? M(0) : sum * M(dm::exp(mine - mx)), shared);
     const M lse = M(dm::log(total)) + mx, inv = M(1) / total;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const M v = convert<M>(xr[c]);
