@@ -66,6 +66,10 @@ def make_cases(quick, device="cpu"):
         cases.append((f"softmax {rows}x{cols}, fwd+bwd", (x,), "softmax_backward"))
         ln = (x, arr(cols), arr(cols))
         cases.append((f"layer_norm {rows}x{cols}, fwd+bwd", ln, "layer_norm_backward"))
+    # An MLP's bias, GELU and residual chain: one fused node in our graph, three ops eagerly.
+    chain = (arr(64, 64, 512), arr(512), arr(64, 64, 512))
+    cases.append(("gelu(x + b) + r 64x64x512, eager", chain, "chain"))
+    cases.append(("gelu(x + b) + r 64x64x512, nn.Graph (fused)", chain, "chain_graph"))
     cases.append(("sum 4096x1024 (all)", (arr(4096, 1024),), "sum"))
     cases.append(("sum 8192x768 over rows (a bias gradient)", (arr(8192, 768),), "sum_rows"))
     cases.append(("fft.fft 64x4096 (last dim)", (arr(64, 4096),), "fft"))
@@ -137,7 +141,24 @@ def ops_for(lib, device="cpu"):
 
     nn = mod.nn
 
-    return convert, {
+    def chain(x, b, r):
+        return F.gelu(x + b) + r
+
+    graphs = {}  # the chain's graph, compiled at its first call
+
+    def chain_graph(x, b, r):
+        if "chain" not in graphs:
+
+            class Chain(nn.Graph):
+                def build(self, x, b, r):
+                    return chain(x, b, r)
+
+            graphs["chain"] = Chain()
+        return graphs["chain"](x, b, r)
+
+    extra = {"chain_graph": chain_graph} if hasattr(nn, "Graph") else {}
+    return convert, extra | {
+        "chain": chain,
         "matmul": lambda x, y: x @ y,
         "add": lambda x, y: x + y,
         "mul": lambda x, y: x * y,

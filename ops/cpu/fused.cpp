@@ -1,8 +1,8 @@
 // CPU kernel of `_fused_elementwise` (ops/fused.h): the program runs over runs of the operands'
 // innermost dimension in chunks of kChunk elements, one step at a time over a whole chunk, so
 // that each step is a vectorised loop (the same function objects as the unary and binary
-// kernels, over whole vectors as theirs: equal results) and every intermediate stays in the
-// first-level cache.
+// kernels, over whole vectors as theirs: equal results) whose dispatch is paid once a chunk, and
+// the intermediates stay in the second-level cache at most (a few registers of 4 KiB).
 #include <algorithm>
 
 #include "ops/cpu/loops.h"
@@ -13,7 +13,7 @@
 namespace ofl::internal::cpu {
 namespace {
 
-constexpr int64_t kChunk = kStage;
+constexpr int64_t kChunk = 4 * kStage;
 
 // m elements at byte stride `stride` from p, of dtype `from`, into buf as M after rounding to T
 // (the conversion the part's kernel made), zeros after them up to whole vectors (as the unary and
