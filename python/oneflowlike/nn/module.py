@@ -10,6 +10,54 @@ from ._state_dict import StateDictMixin
 from .parameter import Buffer, Parameter
 from .utils import zero_grads
 
+# Bumped whenever any module's children change or a module's `training` is set: nn.Graph's call
+# keeps what it walked of its modules and their modes while it stays the same.
+_tree_version = [0]
+
+
+def tree_version():
+    return _tree_version[0]
+
+
+def _changed():
+    _tree_version[0] += 1
+
+
+class _Children(OrderedDict):
+    """A module's `_modules`: an OrderedDict whose every change bumps the tree's version."""
+
+    def __setitem__(self, key, value):
+        _changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        _changed()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _changed()
+        return super().pop(*args)
+
+    def popitem(self, last=True):
+        _changed()
+        return super().popitem(last)
+
+    def clear(self):
+        _changed()
+        super().clear()
+
+    def update(self, *args, **kwargs):
+        _changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _changed()
+        return super().setdefault(key, default)
+
+    def move_to_end(self, key, last=True):
+        _changed()
+        super().move_to_end(key, last)
+
 
 class RemovableHandle:
     """Returned by register_*_hook; ``remove()`` unregisters the hook."""
@@ -80,7 +128,7 @@ class Module(StateDictMixin):
             ("_parameters", OrderedDict()),
             ("_buffers", OrderedDict()),
             ("_non_persistent_buffers_set", set()),
-            ("_modules", OrderedDict()),
+            ("_modules", _Children()),
             ("_forward_pre_hooks", OrderedDict()),
             ("_forward_hooks", OrderedDict()),
         ):
@@ -207,6 +255,8 @@ class Module(StateDictMixin):
                 )
             buffers[name] = value
         else:
+            if name == "training":
+                _changed()
             object.__setattr__(self, name, value)
 
     def __delattr__(self, name):

@@ -242,7 +242,9 @@ def _conv_transpose(
 ):
     _check_conv(fn, input, weight, bias, groups, nd, transposed=True)
     if isinstance(padding, str):
-        raise ValueError(f"[{fn}] padding must be ints for transposed convolutions, got {padding!r}")
+        raise ValueError(
+            f"[{fn}] padding must be ints for transposed convolutions, got {padding!r}"
+        )
     stride = _ntuple(stride, nd, "stride", fn)
     padding = _ntuple(padding, nd, "padding", fn)
     output_padding = _ntuple(output_padding, nd, "output_padding", fn)

@@ -14,6 +14,7 @@ import warnings
 
 import oneflowlike as flow
 from oneflowlike import _C
+from oneflowlike.nn import module as _module
 
 from . import _loss_scale, _zero
 from .config import GraphConfig
@@ -111,19 +112,35 @@ class Graph:
         self.config.set_grad_scaler(grad_scaler)
 
     def _graph_modules(self):
-        """Every module the graph holds, at any depth: walked again only when a module in the
-        tree has other children than at the last walk."""
-        tops = [v for v in self.__dict__.values() if isinstance(v, flow.nn.Module)]
+        """Every module the graph holds, at any depth, and their modes (training, pipeline stage):
+        walked again only when the graph holds other modules, or any module's children or
+        `training` changed since (nn.module.tree_version); a walk that finds other modules than
+        the last one bumps `_structure`, which the compiled graphs are keyed on."""
+        tops = [id(v) for v in self.__dict__.values() if isinstance(v, flow.nn.Module)]
+        version = _module.tree_version()
         cached = self.__dict__.get("_modules_walked")
-        if cached is not None:
-            walked, children = cached
-            now = [id(c) for m in walked for c in m._modules.values()]
-            if [id(m) for m in tops] == children[0] and now == children[1]:
-                return walked
-        walked = [m for v in tops for m in v.modules()]
-        children = ([id(m) for m in tops], [id(c) for m in walked for c in m._modules.values()])
-        self._modules_walked = (walked, children)
-        return walked
+        if cached is not None and cached[0] == version and cached[1] == tops:
+            return cached[2], cached[3]
+        walked = [
+            m for v in self.__dict__.values() if isinstance(v, flow.nn.Module) for m in v.modules()
+        ]
+        # Other modules than the last walk's (a child replaced): a new trace, bound to them.
+        ids = [id(m) for m in walked]
+        if ids != self.__dict__.get("_walked_ids", ids):
+            self._structure = self.__dict__.get("_structure", 0) + 1
+        self._walked_ids = ids
+        # A module switched between train() and eval() (dropout on or off) traces again. So do a
+        # module moved to another pipeline stage and another schedule.
+        modes = tuple(
+            (
+                (m.training, *[str(x) for x in m.__dict__["_pipeline_stage"][:2]])
+                if "_pipeline_stage" in m.__dict__
+                else m.training
+            )
+            for m in walked
+        )
+        self._modules_walked = (version, tops, walked, modes)
+        return walked, modes
 
     def __call__(self, *args):
         if not hasattr(self, "_compiled"):
@@ -162,24 +179,17 @@ class Graph:
                         f"[graph] input {i} of shape {tuple(a.shape)} does not split into "
                         f"{micro} micro-batches along dimension 0"
                     )
-        # A module switched between train() and eval() (dropout on or off) traces again.
-        # So do a module moved to another pipeline stage and another schedule.
-        modes = tuple(
-            (
-                (m.training, *[str(x) for x in m.__dict__["_pipeline_stage"][:2]])
-                if "_pipeline_stage" in m.__dict__
-                else m.training
-            )
-            for m in self._graph_modules()
-        )
+        modes = (self._graph_modules()[1], self.__dict__.get("_structure", 0))
         amp = (self.config.amp, repr(self.config.amp_dtype))
         scaler = _loss_scale.active(self.config.grad_scaler) if self._optimizers else None
         scaling = None if scaler is None else scaler._dynamic
         key = (micro, self.config.pipeline_schedule, modes, amp, self.config.zero_stage, scaling)
         key += tuple(_signature(a) for a in args)
         # config.enable_cudagraph on a CUDA step: its scalars live there, traced and fed.
-        cuda = [a.device for a in args if a.device.type == "cuda"]
-        self._scalar_device = cuda[0] if self.config.cudagraph and cuda else None
+        self._scalar_device = None
+        if self.config.cudagraph:
+            cuda = [a.device for a in args if a.device.type == "cuda"]
+            self._scalar_device = cuda[0] if cuda else None
         if key not in self._compiled:
             if planning and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)

@@ -3,6 +3,7 @@ reached as ``module.to(flow.nn.graph.GraphModule)``."""
 
 import oneflowlike as flow
 from oneflowlike import _C
+from oneflowlike.nn import module as _module
 
 
 class GraphModule:
@@ -57,6 +58,7 @@ class GraphModule:
 
         hooks = [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
         object.__setattr__(module, "_pipeline_stage", (stage_id, placement, hooks))
+        _module._changed()  # the graph's call keys on the stages
         return self
 
 
