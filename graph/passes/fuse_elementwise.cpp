@@ -88,10 +88,12 @@ class Fuser {
     const size_t first = group.members[0];
     size_t fresh = 0, walked_fresh = 0;
     for (int id : n.inputs) {
+      // a value written in place since the chain began (an input, or a member's output) is read
+      // as written here, but the fused node would read it before
+      if (written_between(id, first, i)) return false;
       if (group_of_[id] == k) continue;
       // computed after the group starts: only a constant can move before it
       if (producer_[id] >= int64_t(first) && !constant(size_t(producer_[id]))) return false;
-      if (written_between(id, first, i)) return false;
       if (std::find(group.inputs.begin(), group.inputs.end(), id) != group.inputs.end()) continue;
       ++fresh;
       walked_fresh += walked(value(id).shape);

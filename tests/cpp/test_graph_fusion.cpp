@@ -117,6 +117,21 @@ TEST(FuseElementwise, AnInPlaceWriteBetweenKeepsItsReaderOutOfTheChain) {
   EXPECT_EQ(graph::run(out, {in})[0].data<float>()[0], -4.0f);
 }
 
+TEST(FuseElementwise, AMembersOutputWrittenInPlaceIsReadAsWritten) {
+  // %2 = neg(x); %3 = add_(%2, x) writes it; %4 = mul(%2, x) reads the written memory: a fused
+  // neg and mul would read neg's value as it was.
+  graph::Graph g;
+  const int x = g.add_input(local({3}));
+  const int n = g.add_value(local({3})), u = g.add_value(local({3})), p = g.add_value(local({3}));
+  g.add_node(graph::op_node(op_def("neg"), {x}, {n}));
+  g.add_node(graph::op_node(op_def("add_"), {n, x}, {u}));
+  g.add_node(graph::op_node(op_def("mul"), {n, x}, {p}));
+  g.set_outputs({p});
+  const graph::Graph out = graph::fuse_elementwise(g);
+  EXPECT_EQ(node_names(out), node_names(g));
+  EXPECT_EQ(graph::run(out, {full({3}, 2.0)})[0].data<float>()[0], 0.0f);  // (-2 + 2) * 2
+}
+
 TEST(FuseElementwise, ALongChainSplitsWithinTheRegisterLimitAndStaysExact) {
   // 50 alternating ops on one value: more steps than a program holds registers.
   Tensor x = randn({3, 70});
