@@ -183,13 +183,14 @@ class Graph:
         amp = (self.config.amp, repr(self.config.amp_dtype))
         scaler = _loss_scale.active(self.config.grad_scaler) if self._optimizers else None
         scaling = None if scaler is None else scaler._dynamic
-        key = (micro, self.config.pipeline_schedule, modes, amp, self.config.zero_stage, scaling)
-        key += tuple(_signature(a) for a in args)
         # config.enable_cudagraph on a CUDA step: its scalars live there, traced and fed.
         self._scalar_device = None
         if self.config.cudagraph:
             cuda = [a.device for a in args if a.device.type == "cuda"]
             self._scalar_device = cuda[0] if cuda else None
+        key = (micro, self.config.pipeline_schedule, modes, amp, self.config.zero_stage, scaling)
+        key += (self.config.fuse_add_to_output, str(self._scalar_device))
+        key += tuple(_signature(a) for a in args)
         if key not in self._compiled:
             if planning and self._plan is None:  # (a pipeline's is planned)
                 self._plan = self._plan_layouts(args)
