@@ -63,14 +63,17 @@ CapturedStep::CapturedStep(std::shared_ptr<const Graph> g, const std::vector<Ten
     runtime_->begin_capture(index, stream_);
     try {
       static_out_ = run(*g_, static_in_);
+      exec_ = runtime_->end_capture(index, stream_);
     } catch (...) {
       try {
-        runtime_->end_capture(index, stream_);
+        if (!exec_) runtime_->end_capture(index, stream_);
       } catch (...) {  // the op's error is the one to report
       }
+      static_in_.clear();  // (the destructor does not run: give the stream back here)
+      static_out_.clear();
+      runtime_->release_capture(index, nullptr, stream_);
       throw;
     }
-    exec_ = runtime_->end_capture(index, stream_);
   }
   runtime_->stream_wait(index, compute.handle, stream_);
 }

@@ -608,7 +608,12 @@ class Graph:
         if captured is False:
             return compiled.run(inputs)
         if captured == "warm":
-            captured = self._captured[key] = _C.CapturedStep(compiled, inputs)
+            try:
+                captured = self._captured[key] = _C.CapturedStep(compiled, inputs)
+            except RuntimeError as e:  # an op the capture cannot hold (a wait on the host)
+                _warn_once(f"enable_cudagraph: this step runs uncaptured: {e}")
+                self._captured[key] = False
+                return compiled.run(inputs)
         return captured(inputs)
 
     def _autocast(self, args):
