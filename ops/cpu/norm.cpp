@@ -62,9 +62,10 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
   const S* mean = mean_t.defined() ? mean_t.data<S>() : nullptr;
   const S* rstd = rstd_t.data<S>();
   T* gxp = gx.data<T>();
-  // Weight/bias gradients: fixed row chunks with private sums (in M, as PyTorch's), added in
-  // order in double (deterministic).
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, rows * cols / kGrainSize));
+  // Weight/bias gradients: at most 16 fixed row chunks with private sums (in M, as PyTorch's),
+  // added in order in double (deterministic, whatever the threads; 64 chunks cost two threads
+  // a fifth of the backward in allocating and adding them).
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(16, rows * cols / kGrainSize));
   const int64_t per = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
   std::vector<std::vector<M>> pw(chunks, std::vector<M>(gw.defined() ? cols : 0));
   std::vector<std::vector<M>> pb(chunks, std::vector<M>(gb.defined() ? cols : 0));
