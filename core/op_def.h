@@ -135,11 +135,11 @@ struct ShardArgs {
 // An elementwise op as one step of a fused program (graph/passes/fuse_elementwise.cpp, run by
 // ops/fused.h's `_fused_elementwise`): its family and its code in that family (opaque here: the
 // ops' enums), with the scalar parameters its attributes give.
-struct ElementwiseStep {
+struct ElementwiseStep {  // trivial: a fused program holds 32 of them inline, uninitialised
   enum Family : uint8_t { kUnary, kBinary, kWhere };
-  Family family = kUnary;
-  int32_t code = 0;
-  double a = 0, b = 0;
+  Family family;
+  int32_t code;
+  double a, b;
 };
 
 enum SaveFlags : uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2 };

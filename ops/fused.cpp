@@ -73,8 +73,6 @@ FusedProgram FusedProgram::from(const Attrs& attrs, const char* op) {
       fail(op, "output register ", r, " is not one of the program's ", p.registers());
     p.outputs.push_back(int32_t(r));
   }
-  const auto& shape = attrs.get<std::vector<int64_t>>("shape");
-  p.shape.assign(shape.begin(), shape.end());
   p.dtype = attrs.get<DType>("dtype");
   if (!is_floating(p.dtype))
     fail<TypeError>(op, "computes in floating dtypes, got ", dtype_name(p.dtype));
@@ -84,27 +82,38 @@ FusedProgram FusedProgram::from(const Attrs& attrs, const char* op) {
 
 namespace {
 
+// Whether `in` broadcasts to exactly `shape` (numpy's rule, aligned on the right).
+bool broadcasts_to(const Shape& in, const std::vector<int64_t>& shape) {
+  if (in.size() > shape.size()) return false;
+  const size_t lead = shape.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1 && in[d] != shape[lead + d]) return false;
+  return true;
+}
+
 std::vector<TensorMeta> infer_fused(const InferArgs& a) {
   const FusedProgram p = FusedProgram::from(a.attrs, a.op);
   if (int64_t(a.in.size()) != p.inputs)
     fail(a.op, "the program reads ", p.inputs, " inputs, got ", a.in.size());
   const Device device = common_device(a);
+  const auto& shape = a.attrs.get<std::vector<int64_t>>("shape");
   size_t operands = p.outputs.size();
   for (const TensorMeta& m : a.in) {
-    if (broadcast_shapes(m.shape, p.shape, a.op) != p.shape)
+    if (!broadcasts_to(m.shape, shape)) {
+      broadcast_shapes(m.shape, shape, a.op);  // raises where the two do not broadcast
       fail(a.op, "input ", m.str(), " does not broadcast to the program's shape ",
-           shape_str(p.shape));
+           shape_str(shape));
+    }
     operands += walked(m.shape);
   }
   if (operands > size_t(kMaxFusedOperands))
     fail(a.op, "takes at most ", kMaxFusedOperands,
          " outputs and inputs of more than one element, got ", operands);
-  return std::vector<TensorMeta>(p.outputs.size(), TensorMeta{p.shape, p.dtype, device});
+  return std::vector<TensorMeta>(p.outputs.size(), TensorMeta{shape, p.dtype, device});
 }
 
 void compute_fused(const ComputeArgs& c) {
-  FusedProgram p = FusedProgram::from(c.attrs, kOp);
-  p.shape = c.out[0].shape();  // a shard's, on a global op's shards
+  const FusedProgram p = FusedProgram::from(c.attrs, kOp);
   fused_elementwise_kernel().get(c.out[0].device().type)(p, c.in, c.out);
 }
 

@@ -45,20 +45,21 @@ class InlineVector {
   const T* end() const { return items_.data() + n_; }
 
  private:
-  std::array<T, N> items_{};
+  std::array<T, N> items_;  // (uninitialised past n_: T is trivial)
   size_t n_ = 0;
 };
 
 struct FusedStep {
   ElementwiseStep op;
-  int32_t a = 0, b = 0, c = 0;  // registers: unary a; binary a, b; where c ? a : b
+  int32_t a, b, c;  // registers: unary a; binary a, b; where c ? a : b (unused ones 0)
 };
 
 struct FusedProgram {
   int32_t inputs = 0;
   InlineVector<FusedStep, kMaxFusedRegisters> steps;
   InlineVector<int32_t, kMaxFusedOperands> outputs;  // registers
-  Shape shape;
+  Shape shape;  // the logical shape: written to the attributes, not read back (a kernel takes
+                // its outputs', a shard's on global tensors)
   DType dtype = DType::kFloat32;
 
   int32_t registers() const { return inputs + int32_t(steps.size()); }
@@ -67,7 +68,7 @@ struct FusedProgram {
   static FusedProgram from(const Attrs& attrs, const char* op);
 };
 
-// Runs `program` over inputs broadcast to its shape into contiguous outputs of its dtype.
+// Runs `program` over inputs broadcast to the outputs' shape into contiguous outputs of its dtype.
 using FusedElementwiseKernel = void(const FusedProgram& program, const std::vector<Tensor>& in,
                                     const std::vector<Tensor>& out);
 OFL_DECLARE_KERNEL(fused_elementwise_kernel, FusedElementwiseKernel)

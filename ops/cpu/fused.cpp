@@ -98,7 +98,7 @@ void run_typed(const FusedProgram& p, const std::vector<Tensor>& in,
       });
     }
   }
-  const auto plan = make_loop<kOperands>(p.shape, operands);
+  const auto plan = make_loop<kOperands>(out[0].shape(), operands);
   run_loop<kOperands>(plan, [&](const std::array<char*, kOperands>& ptr,
                                 const std::array<int64_t, kOperands>& stride, int64_t n) {
     alignas(64) M buf[kMaxFusedRegisters][kChunk];

@@ -151,7 +151,8 @@ __global__ void fused_kernel(Params p, Strided<kOperands> walk, int64_t n) {
 
 void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& in,
                        const std::vector<Tensor>& out) {
-  const int64_t n = numel_of(program.shape);
+  const Shape& shape = out[0].shape();  // (a shard's on global tensors)
+  const int64_t n = numel_of(shape);
   if (n == 0) return;
   const Device device = out[0].device();
   check(cudaSetDevice(device.index), "_fused_elementwise");
@@ -161,7 +162,7 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
   p.outputs = int(out.size());
   std::vector<Tensor> held;  // host scalars copied to the device, alive until the launch
   Shape strides[kOperands];
-  for (int k = 0; k < kOperands; ++k) strides[k] = Shape(program.shape.size(), 0);
+  for (int k = 0; k < kOperands; ++k) strides[k] = Shape(shape.size(), 0);
   for (int j = 0; j < p.outputs; ++j) {
     p.out[j] = out[j].raw_data();
     p.out_reg[j] = program.outputs[size_t(j)];
@@ -173,7 +174,7 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
     p.in[k] = t.raw_data();
     p.in_dtype[k] = t.dtype();
     p.operand[k] = walked(t.shape()) ? operands++ : -1;
-    if (p.operand[k] >= 0) strides[p.operand[k]] = broadcast_strides(t, program.shape);
+    if (p.operand[k] >= 0) strides[p.operand[k]] = broadcast_strides(t, shape);
   }
   for (int s = 0; s < p.steps; ++s) {
     p.step[s] = program.steps[size_t(s)];
@@ -184,7 +185,7 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
       p.step[s].op.b = ew::saturate<float>(p.step[s].op.b);
     }
   }
-  const Strided<kOperands> walk = strided<kOperands>(program.shape, strides, "_fused_elementwise");
+  const Strided<kOperands> walk = strided<kOperands>(shape, strides, "_fused_elementwise");
   with_device_floating(program.dtype, "_fused_elementwise", [&](auto zero) {
     using T = decltype(zero);
     fused_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(device)>>>(p, walk, n);
