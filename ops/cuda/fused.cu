@@ -2,6 +2,8 @@
 // register of the program, runs its steps with the scalar math the unary, binary and where kernels
 // use (ops/elementwise_math.h; 16-bit floats in float, rounded after each step as each part's
 // output was) and writes the outputs: one kernel, one pass over memory, for the whole chain.
+#include <cstring>
+
 #include "ops/cuda/common.cuh"
 #include "ops/fused.h"
 
@@ -14,7 +16,8 @@ struct Params {
   int inputs = 0, steps = 0, outputs = 0;
   FusedStep step[kMaxFusedRegisters];
   int32_t out_reg[kOperands] = {};
-  const void* in[kMaxFusedRegisters] = {};
+  const void* in[kMaxFusedRegisters] = {};  // null: the element is in `value` (a host scalar)
+  uint64_t value[kMaxFusedRegisters] = {};  // a host scalar's bytes, passed by value
   DType in_dtype[kMaxFusedRegisters] = {};
   int operand[kMaxFusedRegisters] = {};  // the walk's operand of input k; -1: one element
   void* out[kOperands] = {};
@@ -132,8 +135,11 @@ __global__ void fused_kernel(Params p, Strided<kOperands> walk, int64_t n) {
   int64_t at[kOperands];
   walk.offsets(i, at);
   M r[kMaxFusedRegisters];
-  for (int k = 0; k < p.inputs; ++k)
-    r[k] = load<T, M>(p.in[k], p.in_dtype[k], p.operand[k] < 0 ? 0 : at[p.operand[k]]);
+  for (int k = 0; k < p.inputs; ++k) {
+    const uint64_t bits = p.value[k];
+    r[k] = load<T, M>(p.in[k] ? p.in[k] : &bits, p.in_dtype[k],
+                      p.operand[k] < 0 ? 0 : at[p.operand[k]]);
+  }
   for (int s = 0; s < p.steps; ++s) {
     const FusedStep& st = p.step[s];
     M v;
@@ -160,7 +166,6 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
   p.inputs = int(in.size());
   p.steps = int(program.steps.size());
   p.outputs = int(out.size());
-  std::vector<Tensor> held;  // host scalars copied to the device, alive until the launch
   Shape strides[kOperands];
   for (int k = 0; k < kOperands; ++k) strides[k] = Shape(shape.size(), 0);
   for (int j = 0; j < p.outputs; ++j) {
@@ -170,8 +175,15 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
   }
   int operands = p.outputs;
   for (int k = 0; k < p.inputs; ++k) {
-    const Tensor& t = held.emplace_back(on_device(in[size_t(k)], device));
-    p.in[k] = t.raw_data();
+    // A 0-d host tensor (a Python number, a constant) travels by value, as the unary and binary
+    // kernels take it: no copy to the device, which a captured step could not hold either.
+    const Tensor& t = in[size_t(k)];
+    if (t.device().type == DeviceType::kCPU) {
+      OFL_CHECK(t.numel() == 1, "_fused_elementwise: a host input of shape ", shape_str(t.shape()));
+      std::memcpy(&p.value[k], t.raw_data(), itemsize(t.dtype()));
+    } else {
+      p.in[k] = t.raw_data();
+    }
     p.in_dtype[k] = t.dtype();
     p.operand[k] = walked(t.shape()) ? operands++ : -1;
     if (p.operand[k] >= 0) strides[p.operand[k]] = broadcast_strides(t, shape);
