@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/cpu/loops.h"
 #include "ops/kernels.h"
 
 namespace ofl::internal::cpu {
@@ -71,7 +72,7 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
   std::vector<std::vector<M>> pb(chunks, std::vector<M>(gb.defined() ? cols : 0));
   // Two branch-free vectorised loops a row: its sums with its weight and bias gradient terms,
   // then the input gradient, x-hat and g * w recomputed from the row in cache.
-  constexpr int kL = 64 / sizeof(M);
+  constexpr int kL = int(kLanes<M>);
   std::vector<M> wm(cols, M(1));  // the weight (ones without one: g * 1 is g exactly)
   if (wp)
     for (int64_t c = 0; c < cols; ++c) wm[c] = M(wp[c]);

@@ -3,20 +3,19 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/cpu/loops.h"
 #include "ops/cpu/vector_math.h"
 #include "ops/kernels.h"
 
 namespace ofl::internal::cpu {
 namespace {
 
-// A row's sum in kLanes partial sums (a vector's lanes, kept in registers) added at the end: GCC
-// vectorises this loop well, where `omp simd reduction(+)` spilled its lanes to the stack.
-template <class M>
-inline constexpr int kLanes = 64 / int(sizeof(M));
-
+// A row's sum in kLanes partial sums (a vector's lanes, kept in registers; ops/cpu/loops.h) added
+// at the end: GCC vectorises this loop well, where `omp simd reduction(+)` spilled its lanes to the
+// stack.
 template <class M, class Load>
 M row_sum(int64_t n, Load load) {
-  constexpr int L = kLanes<M>;
+  constexpr int L = int(kLanes<M>);
   alignas(64) M lane[L] = {};
   int64_t c = 0;
   for (; c + L <= n; c += L)

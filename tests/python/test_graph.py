@@ -85,20 +85,22 @@ def test_dropout_in_a_graph_draws_as_the_same_eager_calls():
     assert graph.num_compiled == 2
 
 
+class Fn(nn.Graph):
+    """A graph whose build() is fn."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def build(self, x):
+        return self.fn(x)
+
+
 def test_a_graph_traces_again_when_its_modules_change_however_they_change():
     """Setting `training` directly (as a decoder does), replacing a child through a container,
     deleting one: each is seen at the next call, though the call no longer walks the modules."""
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Linear(4, 4))
-
-    class G(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
-    graph, x = G(), flow.randn(2, 4)
+    graph, x = Fn(model), flow.randn(2, 4)
     graph(x)
     graph(x)
     assert graph.num_compiled == 1
@@ -110,17 +112,6 @@ def test_a_graph_traces_again_when_its_modules_change_however_they_change():
     del model._modules["2"]  # straight into the children: seen as well
     assert graph(x).shape == (2, 4)
     assert graph.num_compiled == 4
-
-
-class Fn(nn.Graph):
-    """A graph whose build() is fn."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def build(self, x):
-        return self.fn(x)
 
 
 @pytest.mark.parametrize(
