@@ -70,6 +70,11 @@ def make_cases(quick, device="cpu"):
     chain = (arr(64, 64, 512), arr(512), arr(64, 64, 512))
     cases.append(("gelu(x + b) + r 64x64x512, eager", chain, "chain"))
     cases.append(("gelu(x + b) + r 64x64x512, nn.Graph (fused)", chain, "chain_graph"))
+    # A residual sum kept for later and its GELU, over 16 MiB operands: both outputs reach memory.
+    if not quick:
+        residual = (arr(1024, 4096), arr(1024, 4096))
+        cases.append(("h = x + r, gelu(h) 1024x4096, eager", residual, "residual"))
+        cases.append(("h = x + r, gelu(h) 1024x4096, nn.Graph (fused)", residual, "residual_graph"))
     cases.append(("sum 4096x1024 (all)", (arr(4096, 1024),), "sum"))
     cases.append(("sum 8192x768 over rows (a bias gradient)", (arr(8192, 768),), "sum_rows"))
     cases.append(("fft.fft 64x4096 (last dim)", (arr(64, 4096),), "fft"))
@@ -144,21 +149,30 @@ def ops_for(lib, device="cpu"):
     def chain(x, b, r):
         return F.gelu(x + b) + r
 
-    graphs = {}  # the chain's graph, compiled at its first call
+    def residual(x, r):
+        h = x + r
+        return h, F.gelu(h)
 
-    def chain_graph(x, b, r):
-        if "chain" not in graphs:
+    graphs = {}  # each function's graph, compiled at its first call
 
-            class Chain(nn.Graph):
-                def build(self, x, b, r):
-                    return chain(x, b, r)
+    def as_graph(fn):
+        def call(*xs):
+            if fn not in graphs:
 
-            graphs["chain"] = Chain()
-        return graphs["chain"](x, b, r)
+                class Call(nn.Graph):
+                    def build(self, *xs):
+                        return fn(*xs)
 
-    extra = {"chain_graph": chain_graph} if hasattr(nn, "Graph") else {}
+                graphs[fn] = Call()
+            return graphs[fn](*xs)
+
+        return call
+
+    extra = {"chain_graph": as_graph(chain), "residual_graph": as_graph(residual)}
+    extra = extra if hasattr(nn, "Graph") else {}
     return convert, extra | {
         "chain": chain,
+        "residual": residual,
         "matmul": lambda x, y: x @ y,
         "add": lambda x, y: x + y,
         "mul": lambda x, y: x * y,

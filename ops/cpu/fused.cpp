@@ -2,7 +2,8 @@
 // innermost dimension in chunks of kChunk elements, one step at a time over a whole chunk, so
 // that each step is a vectorised loop (the same function objects as the unary and binary
 // kernels, over whole vectors as theirs: equal results) whose dispatch is paid once a chunk, and
-// the intermediates stay in the second-level cache at most (a few registers of 4 KiB).
+// the intermediates stay in the first-level cache (registers of 2 KiB). A step whose register is
+// an output writes it in place of its buffer.
 #include <algorithm>
 
 #include "ops/cpu/loops.h"
@@ -13,7 +14,15 @@
 namespace ofl::internal::cpu {
 namespace {
 
-constexpr int64_t kChunk = 4 * kStage;
+// 512 elements: of 256, 512 and 1024 the fastest on three chains at three sizes
+// (docs/performance.md, "Graph mode"); at 256 the steps' dispatch costs too much.
+constexpr int64_t kChunk = 2 * kStage;
+// Each register's buffer begins one cache line after the previous one's would modulo 4 KiB: where
+// they all began alike, a step's loads and stores (and the operands', page-aligned when large)
+// fell in one set of the first-level cache (an add then a multiply over 4 MiB operands: 687 us
+// with, 446 us without).
+template <class M>
+constexpr int64_t kRegisterStride = kChunk + 64 / int64_t(sizeof(M));
 
 // m elements at byte stride `stride` from p, of dtype `from`, into buf as M after rounding to T
 // (the conversion the part's kernel made), zeros after them up to whole vectors (as the unary and
@@ -66,6 +75,23 @@ void run_step(const FusedStep& s, const M* const* reg, M* d, int64_t m) {
     for (int64_t i = 0; i < m; ++i) d[i] = M(T(d[i]));
 }
 
+// Asks for the operands' next chunk (m elements from `at`) while this one computes: the steps run
+// one after another over a chunk, and in the compute-bound ones no load reaches memory, so that
+// without this each chunk would begin by waiting for memory (a fused add and GELU over large
+// tensors ran at 0.75x the two eager kernels, each of which streams).
+template <int kOperands>
+void prefetch_next(const std::array<char*, kOperands>& ptr,
+                   const std::array<int64_t, kOperands>& stride, int outputs, int64_t at,
+                   int64_t m) {
+  if (m <= 0) return;
+  for (int k = 0; k < kOperands; ++k) {
+    if (stride[k] <= 0 || stride[k] > 16) continue;  // broadcast, strided, or unused
+    const char* p = ptr[k] + at * stride[k];
+    for (int64_t line = 0; line < m * stride[k]; line += 64)
+      __builtin_prefetch(p + line, k < outputs);
+  }
+}
+
 // kOperands: the loop's operands, the fewest of 4, 8 and 12 that hold them (its plan costs as
 // many).
 template <class T, int kOperands>
@@ -98,13 +124,19 @@ void run_typed(const FusedProgram& p, const std::vector<Tensor>& in,
       });
     }
   }
+  // The output each step's register is, if any: a step computing in the outputs' dtype writes
+  // a contiguous one in place of its buffer (no copy after, and fewer lines of cache in use).
+  std::array<int, kMaxFusedRegisters> output_of;
+  output_of.fill(-1);
+  for (int j = no - 1; j >= 0; --j) output_of[p.outputs[j]] = j;
   const auto plan = make_loop<kOperands>(out[0].shape(), operands);
   run_loop<kOperands>(plan, [&](const std::array<char*, kOperands>& ptr,
                                 const std::array<int64_t, kOperands>& stride, int64_t n) {
-    alignas(64) M buf[kMaxFusedRegisters][kChunk];
+    alignas(64) M buf[kMaxFusedRegisters][kRegisterStride<M>];
     const M* reg[kMaxFusedRegisters];
     for (int64_t at = 0; at < n; at += kChunk) {
       const int64_t m = std::min(kChunk, n - at), mp = padded<M>(m);
+      prefetch_next<kOperands>(ptr, stride, no, at + kChunk, std::min(kChunk, n - at - kChunk));
       for (int i = 0; i < ni; ++i) {
         const int k = operand_of[i];
         if (k < 0) {
@@ -114,12 +146,19 @@ void run_typed(const FusedProgram& p, const std::vector<Tensor>& in,
           reg[i] = load<T, M>(ptr[k] + at * stride[k], stride[k], dtypes[i], as_m[i], m, buf[i]);
         }
       }
+      std::array<bool, kMaxFusedOperands> written{};
       for (size_t k = 0; k < p.steps.size(); ++k) {
         M* d = buf[ni + k];
+        const int j = output_of[ni + k];
+        if (std::is_same_v<T, M> && j >= 0 && stride[j] == int64_t(sizeof(T)) && m == mp) {
+          d = reinterpret_cast<M*>(ptr[j] + at * stride[j]);
+          written[j] = true;
+        }
         run_step<T, M>(p.steps[k], reg, d, mp);
         reg[ni + k] = d;
       }
       for (int j = 0; j < no; ++j) {
+        if (written[j]) continue;
         const M* r = reg[p.outputs[j]];
         if (stride[j] == int64_t(sizeof(T))) {
           T* o = reinterpret_cast<T*>(ptr[j] + at * stride[j]);

@@ -91,6 +91,24 @@ def test_a_fused_chain_gives_what_eager_gives_bit_for_bit(dtype):
         np.testing.assert_array_equal(g.float().numpy(), e.float().numpy())
 
 
+@pytest.mark.parametrize("dtype", [flow.float32, flow.float64, flow.bfloat16])
+def test_a_long_contiguous_chain_stays_exact_where_steps_write_their_outputs_directly(dtype):
+    # 259000 contiguous elements: whole chunks, where a step whose register is an output (h, and g,
+    # which later steps read back) writes it in place, and a partial last chunk, which does not.
+    def chain(x, r):
+        h = x + r
+        g = F.gelu(h)
+        return h, g, flow.tanh(g * 0.5 - h) * r
+
+    rng = np.random.default_rng(1)
+    x, r = (flow.tensor(rng.standard_normal((7, 1000, 37)), dtype=dtype) for _ in range(2))
+    graph = Call(chain)
+    got = graph(x, r)
+    assert fused_parts(graph) == [["add", "gelu", "mul", "sub", "tanh", "mul"]]
+    for g, e in zip(got, chain(x, r)):
+        np.testing.assert_array_equal(g.float().numpy(), e.float().numpy())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [flow.float32, flow.bfloat16])
 def test_a_fused_chain_on_cuda_gives_what_eager_gives_bit_for_bit(dtype):
