@@ -70,19 +70,30 @@ TEST(FuseElementwise, ABiasGeluAndResidualChainIsOneNodeComputingWhatItsPartsDid
 }
 
 TEST(FuseElementwise, AValueReadOutsideTheChainIsAnOutputOfTheFusedNode) {
-  // a = x + 1 is read by the chain and by a reduction after it: the fused node writes it too.
+  // a = x + 1 is read by the chain and by a reduction after it: the fused node writes it too
+  // (exp(a) stays inside).
   Tensor x = randn({4, 17});
   graph::Trace trace;
   Tensor tx = trace.input(x);
   Tensor a = add(tx, full({}, 1.0));
-  Tensor e = exp(a);
+  Tensor e = mul(exp(a), full({}, 2.0));
   Tensor s = sum(a, {1}, false);
   const graph::Graph g = graph::fuse_elementwise(trace.finish({e, s}));
   EXPECT_EQ(node_names(g), (std::vector<std::string>{"_fused_elementwise", "sum"}));
   EXPECT_EQ(only_fused(g).outputs.size(), 2u);
   const std::vector<Tensor> got = graph::run(g, {x});
-  expect_same(got[0], exp(add(x, full({}, 1.0))));
+  expect_same(got[0], mul(exp(add(x, full({}, 1.0))), full({}, 2.0)));
   expect_same(got[1], sum(add(x, full({}, 1.0)), {1}, false));
+}
+
+TEST(FuseElementwise, OnTheCpuAChainWhoseEveryValueIsReadOutsideStaysApart) {
+  // a = x + 1 read by a reduction, exp(a) returned: fused, nothing would stay out of memory.
+  Tensor x = randn({4, 17});
+  graph::Trace trace;
+  Tensor tx = trace.input(x);
+  Tensor a = add(tx, full({}, 1.0));
+  const graph::Graph traced = trace.finish({exp(a), sum(a, {1}, false)});
+  EXPECT_EQ(node_names(graph::fuse_elementwise(traced)), node_names(traced));
 }
 
 TEST(FuseElementwise, ANodeReadingWhatIsComputedAfterTheChainStartsStaysApart) {
