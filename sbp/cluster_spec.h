@@ -110,7 +110,7 @@ struct ClusterSpec {
   static ClusterSpec cpu_loopback(int world);
   // The one default cost model, for the executor and boxing when none is given: the JSON file
   // the environment variable OFL_CLUSTER_SPEC names (e.g. one written by
-  // `python -m oneflowlike.profile_cluster`), else cpu_loopback(world).
+  // `python -m oneflowlike.tools.profile_cluster`), else cpu_loopback(world).
   static ClusterSpec default_for(int world);
   // DGX A100 80GB: NVLink3 within a node, one HDR 200 Gb/s InfiniBand NIC per GPU across nodes.
   static ClusterSpec a100_nvlink(int nodes, int gpus_per_node);

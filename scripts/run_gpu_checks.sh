@@ -42,7 +42,7 @@ if [[ " $parts " == *" profile "* ]]; then
   # This machine's spec for the cost model (a GPU a rank; tables of matmul and collective
   # times), to keep in specs/ and price plans with.
   gpus=$(nvidia-smi -L | wc -l)
-  timeout "${PROFILE_TIMEOUT:-300}" python3 -m oneflowlike.profile_cluster --device cuda \
+  timeout "${PROFILE_TIMEOUT:-300}" python3 -m oneflowlike.tools.profile_cluster --device cuda \
     --nproc "$gpus" --table --out "$out/spec_gpu.json" > "$out/profile.txt" 2>&1 || status=1
 fi
 tail -n 3 "$out"/*.txt

@@ -25,7 +25,7 @@ import secrets
 import numpy as np
 
 import oneflowlike as flow
-from oneflowlike import serialization as _st
+from oneflowlike import _safetensors as _st
 
 INDEX = "index.json"
 FORMAT = "oneflowlike-checkpoint"
@@ -63,7 +63,7 @@ def _dist():
 
 def _save_token():
     """A name for this save's files, the same on every rank (rank 0's, broadcast)."""
-    token = flow.tensor([secrets.randbits(62), int(_st._HOST, 16), os.getpid()], dtype=flow.int64)
+    token = flow.tensor([secrets.randbits(62), int(_st.HOST, 16), os.getpid()], dtype=flow.int64)
     if _dist().get_world_size() > 1:
         _dist().broadcast(token, src=0)
     rand, host, pid = (int(v) for v in token.numpy())
@@ -94,7 +94,7 @@ def save(obj, path):
 
 
 def _save(obj, path, token):
-    encoder = _st._Encoder()
+    encoder = _st.Encoder()
     tree = encoder.encode(obj, [])
     rank, world = _dist().get_rank(), _dist().get_world_size()
     os.makedirs(path, exist_ok=True)
@@ -126,7 +126,7 @@ def _save(obj, path, token):
             if rank == 0:
                 mine[name] = t
         entries[name] = {"dtype": t.dtype.name, "shape": shape, "pieces": pieces}
-    _st.save({k: v.contiguous() for k, v in mine.items()}, os.path.join(path, file_of(rank)))
+    _st.save_file({k: v.contiguous() for k, v in mine.items()}, os.path.join(path, file_of(rank)))
     _barrier()
     if rank == 0:
         index = {"format": FORMAT, "format_version": VERSION, "world_size": world}
@@ -154,9 +154,9 @@ def _ended(token):
     if token in _saving or "-" not in token:
         return False
     _, host, pid = token.split("-")
-    if host == _st._HOST and int(pid) == os.getpid():
+    if host == _st.HOST and int(pid) == os.getpid():
         return True
-    return _st._writer_gone(host, pid)
+    return _st.writer_gone(host, pid)
 
 
 def _writer_gone(name):
@@ -166,8 +166,8 @@ def _writer_gone(name):
     at the barrier, or is itself still being stopped)."""
     if name.startswith(f".{INDEX}.") or ".safetensors." not in name:
         return False  # index.json's temporary is rank 0's own: _ended judges it
-    m = _st._TEMP.fullmatch(name.rsplit(".safetensors.", 1)[1])
-    return m is not None and _st._writer_gone(m[1], m[2])
+    m = _st.TEMP.fullmatch(name.rsplit(".safetensors.", 1)[1])
+    return m is not None and _st.writer_gone(m[1], m[2])
 
 
 def _remove_ended_saves(path, keep, over=lambda token: False):
@@ -218,7 +218,7 @@ def load(path, like=None):
     reader = _reader(path)
     targets = {}
     if like is not None:
-        encoder = _st._Encoder()
+        encoder = _st.Encoder()
         encoder.encode(like, [])
         targets = encoder.tensors
     tensors = {}
@@ -250,6 +250,6 @@ def load(path, like=None):
     global last_bytes_read
     last_bytes_read = {name.split(".")[0]: n for name, n in reader.bytes_read().items()}
     try:
-        return _st._decode(json.loads(reader.tree()), tensors, f"{where}: {INDEX}")
+        return _st.decode(json.loads(reader.tree()), tensors, f"{where}: {INDEX}")
     except (TypeError, KeyError, AttributeError) as ex:
         raise ValueError(f"{where}: {INDEX}: the stored structure is malformed ({ex})") from None

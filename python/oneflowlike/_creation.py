@@ -6,7 +6,8 @@ tensor's device or layout, and requires_grad."""
 
 import numpy as np
 
-from . import _C
+from . import _C, _global, cuda
+from .utils import global_view
 
 
 def _finish(t, requires_grad):
@@ -47,21 +48,12 @@ def _resolve_device(device):
             return None
     d = device if isinstance(device, _C.device) else _C.device(str(device))
     if d.type == "cuda":
-        from . import cuda
-
         cuda._index(d.index)  # raises naming the device when it is not there
     return d
 
 
-_global_view = []  # utils.global_view, imported on first use (utils imports the whole package)
-
-
 def _gv():
-    if not _global_view:
-        from .utils import global_view
-
-        _global_view.append(global_view)
-    return _global_view[0]
+    return global_view
 
 
 def _create(op, build, device, requires_grad=False, sync_data=False):
@@ -86,8 +78,6 @@ def _place(op, build, device, placement, sbp, requires_grad, random, data=False)
         if sbp is not None:
             raise ValueError(f"[{op}] sbp= needs placement=")
         return _create(op, build, device, requires_grad, sync_data=random or data)
-    from . import _global
-
     with _gv().global_mode(False):  # the given layout, not the global mode's
         full = _create(op, build, device)
     return _finish(_global.from_full(full, placement, sbp, data), requires_grad)
@@ -106,8 +96,6 @@ def _place_like(op, build, t, device, requires_grad, random):
         if t.is_global and not out.is_global:
             if random:  # one draw: the placement's first rank's
                 out = gv.same_on_every_rank(out, t.placement)
-            from . import _global
-
             out = _C.global_from_full(out, t.placement, _C.global_sbp(t), _global._world())
     return _finish(out, requires_grad)
 

@@ -8,12 +8,10 @@ and run nothing."""
 import contextlib
 import os
 
-from . import _C
+from . import _C, cuda, distributed
 
 
 def _world():
-    from . import distributed
-
     return distributed.world()
 
 
@@ -32,8 +30,6 @@ def shard_device(placement):
     visible, which raises when used)."""
     if placement.type != "cuda":
         return placement.type
-    from . import cuda
-
     count = cuda.device_count()
     return f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % count if count else 0}"
 

@@ -149,17 +149,6 @@ class Plan:
         )
 
 
-class _Forward(flow.nn.Graph):
-    """A module's forward alone, as a graph: what plan() traces for a bare module."""
-
-    def __init__(self, module):
-        super().__init__()
-        self.module = module
-
-    def build(self, *args):
-        return self.module(*args)
-
-
 def _variables(graph):
     """{impl id: (name, tensor)} of every parameter ("blocks.0.attn.query.weight") and optimizer
     state ("state:blocks.0.attn.query.weight.exp_avg") of the step."""
@@ -263,7 +252,7 @@ def plan(
             raise TypeError(
                 f"[auto_parallel] plans an nn.Graph or an nn.Module, got {type(graph).__name__}"
             )
-        graph = _Forward(graph)
+        graph = flow.nn.graph.graph.ForwardOnly(graph)
     cluster = cluster if cluster is not None else _C.get_cluster_spec()
     budget = memory_budget if memory_budget is not None else cluster.mem_capacity
     traced = _Traced(graph, inputs, keep, in_place)

@@ -23,7 +23,7 @@ import oneflowlike as flow
 from _launch import clean_env, json_lines
 
 # Jobs the tests launch price plans with the preset, the same on every machine: the launcher's
-# measurement of this one (oneflowlike.profile_cluster.cached) has tests of its own.
+# measurement of this one (oneflowlike.tools.profile_cluster.cached) has tests of its own.
 os.environ["OFL_PROFILE_CLUSTER"] = "0"
 
 TIERS = ("unit", "multiprocess", "gpu")

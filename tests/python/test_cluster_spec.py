@@ -122,7 +122,7 @@ _within_40s = pytest.mark.timeout(40) if importlib.util.find_spec("pytest_timeou
 def test_profiler_writes_a_loadable_spec(tmp_path):
     out = tmp_path / "measured.json"
     r = subprocess.run(
-        [sys.executable, "-m", "oneflowlike.profile_cluster", "--out", str(out), "--table"],
+        [sys.executable, "-m", "oneflowlike.tools.profile_cluster", "--out", str(out), "--table"],
         env=clean_env(),
         capture_output=True,
         text=True,
@@ -200,7 +200,7 @@ def test_the_launcher_measures_this_machine_once_and_its_ranks_price_with_it(tmp
 
 
 def test_a_small_matmul_slower_than_the_large_ones_rate_gives_the_half_efficiency_flops():
-    from oneflowlike.profile_cluster import fit_half_efficiency
+    from oneflowlike.tools.profile_cluster import fit_half_efficiency
 
     # 1 ms for 2 * 1024 * 128 * 128 FLOPs at 100 GFLOP/s: 1e8 FLOPs' time, 33554432 of them work.
     assert fit_half_efficiency(1e11, 1e-3, 1024, 128, 128) == 1e8 - 33554432
@@ -212,7 +212,7 @@ def test_a_small_matmul_slower_than_the_large_ones_rate_gives_the_half_efficienc
 
 
 def test_a_measured_table_is_made_nondecreasing_by_pooling_the_violators():
-    from oneflowlike.profile_cluster import nondecreasing
+    from oneflowlike.tools.profile_cluster import nondecreasing
 
     assert nondecreasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
     assert nondecreasing([3.0, 1.0, 2.0, 4.0]) == [2.0, 2.0, 2.0, 4.0]
@@ -222,7 +222,7 @@ def test_a_measured_table_is_made_nondecreasing_by_pooling_the_violators():
 @pytest.mark.multiprocess
 def test_profiling_more_gpus_than_are_visible_is_refused_naming_the_count():
     r = subprocess.run(
-        [sys.executable, "-m", "oneflowlike.profile_cluster", "--device", "cuda", "--nproc", "64"],
+        [sys.executable, "-m", "oneflowlike.tools.profile_cluster", "--device", "cuda", "--nproc", "64"],
         env=clean_env(),
         capture_output=True,
         text=True,

@@ -464,15 +464,15 @@ def test_save_removes_the_folders_killed_saves_left_and_puts_an_earlier_save_bac
     import json
     import os
 
-    from oneflowlike import serialization
+    from oneflowlike import _safetensors
     from oneflowlike.nn.graph import _save
 
     graph = Forward(gpt().eval())
     graph(flow.randint(0, 17, (2, 8)))
     # No process of this pid runs here: the writer of the folders a killed save would leave.
     top = int(Path("/proc/sys/kernel/pid_max").read_text())
-    dead = next(p for p in range(top - 1, 1, -1) if not serialization._pid_alive(p))
-    host = serialization._HOST
+    dead = next(p for p in range(top - 1, 1, -1) if not _safetensors._pid_alive(p))
+    host = _safetensors.HOST
 
     def leftover(base, kind, pid, fill="0"):
         folder = tmp_path / f".{base}.{kind}-{fill * 16}-{host}-{pid}"

@@ -16,7 +16,8 @@ import pytest
 
 import oneflowlike as flow
 from _launch import clean_env, json_lines, launch, worker
-from oneflowlike.serialization import _HOST, load, save
+from oneflowlike._safetensors import HOST as _HOST
+from oneflowlike.serialization import load, save
 
 B, S = flow.sbp.broadcast, flow.sbp.split
 

@@ -10,6 +10,8 @@ import atexit
 import os
 import threading
 
+from oneflowlike import _C
+
 from ._env import local_address, read_env, resolve, timeout_seconds
 
 __all__ = [
@@ -60,8 +62,6 @@ _job = None
 
 
 def _comm_module():
-    from .. import _C
-
     comm = getattr(_C, "comm", None)
     if comm is None:
         raise RuntimeError("[distributed] this build of oneflowlike has no communication module")
@@ -155,8 +155,6 @@ def is_available():
 
 
 def _comm_module_or_none():
-    from .. import _C
-
     return getattr(_C, "comm", None)
 
 

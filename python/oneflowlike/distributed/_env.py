@@ -7,6 +7,23 @@ from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 300.0
 
+# Every variable the launcher sets for its ranks (tests and benchmarks clear these to start clean).
+JOB_ENV_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OFL_STORE_TOKEN",
+    "OFL_COMM_TIMEOUT_S",
+    "OMP_NUM_THREADS",
+    "OFL_NUM_THREADS",
+)
+
 
 @dataclass(frozen=True)
 class JobEnv:

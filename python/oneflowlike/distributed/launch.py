@@ -16,7 +16,7 @@ every node); without one a multi-node store accepts any client, and a warning sa
 node makes a random token itself, and picks a free port when --master_port is not given.
 
 The cost model's machine: a one-node job of several ranks with no CUDA device visible and no
-OFL_CLUSTER_SPEC gets this machine's measured spec (oneflowlike.profile_cluster.cached: measured
+OFL_CLUSTER_SPEC gets this machine's measured spec (oneflowlike.tools.profile_cluster.cached: measured
 on first use, a few seconds, then kept); OFL_PROFILE_CLUSTER=0 leaves the ranks the preset.
 
 When a rank exits non-zero or is killed, the others are stopped (SIGTERM, then SIGKILL after 3 s)
@@ -35,6 +35,12 @@ import subprocess
 import sys
 import threading
 import time
+
+from oneflowlike import cuda
+from oneflowlike.distributed._env import (
+    JOB_ENV_VARS,
+)  # noqa: F401 (tests and benchmarks read it here)
+from oneflowlike.tools import profile_cluster
 
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
 _PREFIX = "[oneflowlike.distributed.launch]"
@@ -149,24 +155,6 @@ def _token(args):
     return secrets.token_hex(16)
 
 
-# Every variable the launcher sets for its ranks (tests and benchmarks clear these to start clean).
-JOB_ENV_VARS = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "GROUP_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "OFL_STORE_TOKEN",
-    "OFL_COMM_TIMEOUT_S",
-    "OMP_NUM_THREADS",
-    "OFL_NUM_THREADS",
-)
-
-
 def measured_spec(args, env=None):
     """The measured cluster spec's path for the ranks' OFL_CLUSTER_SPEC, or None where the job
     keeps what it has: one set already, turned off (OFL_PROFILE_CLUSTER=0), several nodes (the
@@ -177,8 +165,6 @@ def measured_spec(args, env=None):
             or args.nnodes > 1 or args.nproc_per_node < 2):  # fmt: skip
         return None
     try:
-        from oneflowlike import cuda, profile_cluster
-
         if cuda.is_available():
             return None
         return profile_cluster.cached(args.nproc_per_node, say=_say)

@@ -444,10 +444,9 @@ class Module(StateDictMixin):
     def to(self, *args, **kwargs):
         """``to(dtype)``, ``to(device)``, ``to(tensor)``, ``to(device, dtype)``; floats only.
         ``to(flow.nn.graph.GraphModule)``: the module's settings in graphs."""
-        from .graph import GraphModule
-
-        if len(args) == 1 and args[0] is GraphModule and not kwargs:
-            return GraphModule(self)
+        graph_module = flow.nn.graph.GraphModule  # (the graph package builds on this module)
+        if len(args) == 1 and args[0] is graph_module and not kwargs:
+            return graph_module(self)
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")

@@ -8,7 +8,7 @@ import threading
 import warnings
 
 from .. import _C
-from .. import _global
+from .. import _global, distributed
 
 # One stack per thread, as OneFlow's GlobalMode is thread-local; the bottom entry is "disabled".
 _state = threading.local()
@@ -163,8 +163,6 @@ def lay_out(op, full, layout, sync_data):
 def same_on_every_rank(full, placement):
     """The placement's first rank's `full` on every rank of it: a random draw stays one logical
     tensor when ranks are seeded differently."""
-    from .. import distributed
-
     if full.device.type == "meta" or not placement.contains(distributed.get_rank()):
         return full
     whole = _C.NdSbp([_C.Sbp.broadcast()] * placement.ndim)

@@ -13,7 +13,7 @@ import shutil
 
 import oneflowlike as flow
 from oneflowlike import _C, _checkpoint
-from oneflowlike import serialization as _st
+from oneflowlike import _safetensors as _st
 
 
 def save(graph, path, dynamic_batch=None):
@@ -184,7 +184,7 @@ _TEMP = re.compile(r"\.(.+)\.(graph|graph-old)-[0-9a-f]{16}-([0-9a-f]{8})-([0-9]
 
 
 def _local_token():
-    return f"{secrets.randbits(64):016x}-{_st._HOST}-{os.getpid()}"
+    return f"{secrets.randbits(64):016x}-{_st.HOST}-{os.getpid()}"
 
 
 def _temp_path(path, kind, token):
@@ -203,7 +203,7 @@ def _remove_stale_temps(path):
         return
     for name in names:
         m = _TEMP.fullmatch(name)
-        if not m or m[1] != base or not _st._writer_gone(m[3], m[4]):
+        if not m or m[1] != base or not _st.writer_gone(m[3], m[4]):
             continue
         stale = os.path.join(directory, name)
         previous = os.path.join(stale, "previous")

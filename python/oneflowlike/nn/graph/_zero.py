@@ -6,6 +6,8 @@ import math
 
 import oneflowlike as flow
 
+from ._warnings import warn_once as _warn_once
+
 
 def _data_parallel_axes(args):
     """{placement string: mesh axes some global input is split over}: the data-parallel axes."""
@@ -50,8 +52,6 @@ def apply(graph, args):
     """Lays out the states (stage >= 1) and parameters (stage 3) ZeRO shards, in place, before
     the graph traces; returns sharded_layouts' {id(param): layout} (where stage 2 boxes the
     gradients), {} when ZeRO is off or has nothing to shard."""
-    from .graph import _warn_once
-
     if not graph.config.zero_stage or not graph._optimizers:
         return {}
     if not any(a.is_global for a in args):

@@ -2,6 +2,9 @@
 (pipeline_schedule)."""
 
 from oneflowlike import _C
+from oneflowlike.amp import GradScaler
+
+from ._warnings import warn_once as _warn_once
 
 
 def pipeline_schedule(kind, devices, micro_batches, chunks=1):
@@ -99,8 +102,6 @@ class GraphConfig:
 
     def set_grad_scaler(self, grad_scaler=None):
         """Graph.set_grad_scaler's (kept here too: one place the graph reads it from)."""
-        from oneflowlike.amp import GradScaler
-
         if grad_scaler is not None and not isinstance(grad_scaler, GradScaler):
             raise TypeError(
                 "[graph] set_grad_scaler expects a flow.amp.GradScaler or StaticGradScaler (or "
@@ -143,8 +144,6 @@ _NOT_HERE = {
 
 def _performance_hint(name):
     def hint(self, *args, **kwargs):
-        from .graph import _warn_once
-
         why = _NOT_HERE.get(name, "it means nothing here")
         _warn_once(f"config.{name} is a performance hint of OneFlow's compiler: ignored ({why})")
 

@@ -10,24 +10,16 @@ learning-rate schedule and step counts stay live. Parameters' .grad are left as 
 
 import contextlib
 import inspect
-import warnings
 
 import oneflowlike as flow
-from oneflowlike import _C
+from oneflowlike import _C, auto_parallel
 from oneflowlike.nn import module as _module
 
 from . import _loss_scale, _zero
+from ._save import save as _save_graph
 from .config import GraphConfig
+from ._warnings import warn_once as _warn_once
 from .proxy import _on_placement
-
-_warned = set()
-
-
-def _warn_once(message):
-    """A warning shown once a process (configuration hints that mean nothing here)."""
-    if message not in _warned:
-        _warned.add(message)
-        warnings.warn(f"[graph] {message}", stacklevel=3)
 
 
 def _signature(t):
@@ -442,8 +434,6 @@ class Graph:
     def _plan_pipeline(self, args):
         """Plans the pipeline for these inputs (flow.auto_parallel.plan_pipeline on meta copies
         of the graph's modules) and lays the modules out as it says, in place."""
-        from oneflowlike import auto_parallel
-
         layers = self._repeated_layers()
         lists = [
             (attr, top, name, child)
@@ -543,8 +533,6 @@ class Graph:
     def _plan_layouts(self, args):
         """Plans the step for these inputs and lays the parameters and optimizer states out as
         the plan says, in place (graph.plan afterwards)."""
-        from oneflowlike import auto_parallel
-
         plan = auto_parallel.plan(self, args, memory_budget=self.config.auto_parallel_memory_budget)
         for module in self.__dict__.values():
             if isinstance(module, flow.nn.Module):
@@ -702,9 +690,7 @@ class Graph:
         the graph is traced once more at another batch size to find what follows it. None (the
         default): when the graph allows it (inference, local inputs); True raises saying why
         not; False saves it for the last call's batch only."""
-        from oneflowlike.nn.graph._save import save
-
-        save(self, path, dynamic_batch)
+        _save_graph(self, path, dynamic_batch)
 
     @property
     def timeline(self):
@@ -738,3 +724,15 @@ class Graph:
             f"{type(self).__name__}(inputs: {self._last.signature}; "
             f"{self._last.num_nodes} nodes, {self._last.num_variables} variables)\n{self._last}"
         )
+
+
+class ForwardOnly(Graph):
+    """A module's forward alone, as a graph: what flow.auto_parallel.plan traces for a bare
+    module."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def build(self, *args):
+        return self.module(*args)

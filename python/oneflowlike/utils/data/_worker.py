@@ -8,6 +8,8 @@ import traceback
 
 import numpy as np
 
+import oneflowlike as flow
+
 __all__ = ["WorkerInfo", "get_worker_info"]
 
 _worker_info = None
@@ -98,8 +100,6 @@ class Fetcher:
 def _seed_everything(seed, worker_id):
     random.seed(seed)
     np.random.seed(np.random.SeedSequence([seed, worker_id]).generate_state(4))
-    import oneflowlike as flow
-
     flow.manual_seed(seed % (1 << 63))  # sets a generator's state: no op runs
 
 

@@ -2,6 +2,8 @@
 
 import math
 
+import oneflowlike as flow
+
 from ._random import torch_randperm
 from .sampler import Sampler
 
@@ -19,10 +21,8 @@ class DistributedSampler(Sampler):
     def __init__(
         self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False
     ):
-        from oneflowlike import env  # imported after this package
-
-        num_replicas = env.get_world_size() if num_replicas is None else num_replicas
-        rank = env.get_rank() if rank is None else rank
+        num_replicas = flow.env.get_world_size() if num_replicas is None else num_replicas
+        rank = flow.env.get_rank() if rank is None else rank
         if num_replicas < 1:
             raise ValueError(
                 f"[DistributedSampler] num_replicas is {num_replicas}: it must be >= 1"

@@ -1,6 +1,6 @@
 """Measures this machine and writes a ClusterSpec JSON the cost model can use:
 
-    python -m oneflowlike.profile_cluster --out spec.json
+    python -m oneflowlike.tools.profile_cluster --out spec.json
     OFL_CLUSTER_SPEC=spec.json python train.py      # boxing prices plans with it
 
 Measured on --nproc local ranks started through oneflowlike.distributed.launch, all at once, so
@@ -52,7 +52,9 @@ import subprocess
 import sys
 import time
 
-from oneflowlike.distributed.launch import JOB_ENV_VARS
+import oneflowlike as flow
+from oneflowlike import _C, cuda
+from oneflowlike.distributed._env import JOB_ENV_VARS
 
 _TAG = "OFL_PROFILE_RESULT "
 # What is measured, in the cache's key: a spec measured otherwise is measured again.
@@ -64,8 +66,6 @@ _METHOD = 3
 def _sync(device):
     """Waits for the device's queued work (CUDA runs asynchronously)."""
     if device.startswith("cuda"):
-        import oneflowlike as flow
-
         flow.cuda.synchronize(device)
 
 
@@ -83,8 +83,6 @@ def _mean(fn, repeat, device="cpu"):
 
 def measure_mem_bandwidth(nbytes=64 << 20, repeat=10, device="cpu"):
     """Bytes/s of a contiguous fp32 copy, counting the bytes read and the bytes written."""
-    import oneflowlike as flow
-
     n = nbytes // 4
     src = flow.ones(n, device=device)
     dst = flow.zeros(n, device=device)
@@ -93,8 +91,6 @@ def measure_mem_bandwidth(nbytes=64 << 20, repeat=10, device="cpu"):
 
 def measure_gemm_seconds(m, k, n, repeat=8, device="cpu", dtype="float32"):
     """Seconds of an (m, k) @ (k, n) matmul."""
-    import oneflowlike as flow
-
     a = flow.randn(m, k, device=device).to(getattr(flow, dtype))
     b = flow.randn(k, n, device=device).to(getattr(flow, dtype))
     return _mean(lambda: flow.matmul(a, b), repeat, device)
@@ -246,16 +242,12 @@ def measure_collective_table(flow, device="cpu"):
 
 def measure_op_overhead(iters=2000, device="cpu"):
     """Seconds per call of a one-element add: what starting an op costs beyond its work."""
-    import oneflowlike as flow
-
     x = flow.ones(1, device=device)
     return _mean(lambda: [x + 1 for _ in range(iters)], 3, device) / iters
 
 
 def _worker(args):
     """One rank of the collective measurement; rank 0 prints the timings as a tagged JSON line."""
-    import oneflowlike as flow
-
     dist = flow.distributed
     dist.init()
     # A GPU a rank, as the launcher numbers them.
@@ -288,7 +280,7 @@ def measure_collectives(nproc, small_bytes, large_bytes, small_iters, large_iter
     env["OFL_COMM_CHECK"] = "0"  # boxing's collectives skip the call check: time them so
     cmd = [
         sys.executable, "-m", "oneflowlike.distributed.launch", "--nproc_per_node", str(nproc),
-        "--rdzv_timeout", "30", "-m", "oneflowlike.profile_cluster", "--worker",
+        "--rdzv_timeout", "30", "-m", "oneflowlike.tools.profile_cluster", "--worker",
         "--small_bytes", str(small_bytes), "--large_bytes", str(large_bytes),
         "--small_iters", str(small_iters), "--large_iters", str(large_iters),
     ] + (["--table"] if table else []) + ["--device", device]  # fmt: skip
@@ -309,8 +301,6 @@ def profile(nproc=2, small_bytes=4096, large_bytes=16 << 20, small_iters=200, la
     which price those groups in place of the alpha-beta fit, and matmul times by FLOPs
     (measure_gemm_table), which price compute-bound ops. device "cuda": a GPU a rank, over NCCL,
     from the h100_ib preset (its ratios for the peaks not measured, NCCL's trees)."""
-    from . import _C
-
     spec = (
         _C.ClusterSpec.h100_ib(1, nproc) if device == "cuda" else _C.ClusterSpec.cpu_loopback(nproc)
     )
@@ -371,16 +361,12 @@ def _processors():
 
 def cache_path(nproc):
     """The measured spec's file for nproc local ranks on this machine and library version."""
-    from . import __version__
-
-    key = f"{socket.gethostname()}|{_processors()}|{__version__}|{_METHOD}"
+    key = f"{socket.gethostname()}|{_processors()}|{flow.__version__}|{_METHOD}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(cache_dir(), f"cluster_spec_{nproc}ranks_{digest}.json")
 
 
 def _loads(path):
-    from . import _C
-
     try:
         _C.ClusterSpec.load(path)
         return True
@@ -414,7 +400,9 @@ def cached(nproc, say=print):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m oneflowlike.profile_cluster", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m oneflowlike.tools.profile_cluster", description=__doc__
+    )
     p.add_argument("--out", default="cluster_spec.json", help="where to write the spec JSON")
     p.add_argument("--nproc", type=int, default=2, help="local ranks (the devices to plan for)")
     # Small, but a chunk for every rank: one element takes a shortcut that real buffers do not.
@@ -437,8 +425,6 @@ def main(argv=None):
     if args.worker:
         return _worker(args)
     if args.device == "cuda":
-        from oneflowlike import cuda
-
         if cuda.device_count() < args.nproc:
             p.error(f"--device cuda --nproc {args.nproc}: {cuda.device_count()} GPUs visible")
     if args.nproc < (1 if args.device == "cuda" else 2):
