@@ -8,6 +8,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/op_helpers.h"
 #include "ops/shape_ops.h"
 

@@ -1,5 +1,5 @@
-// Indexing and joining op definitions. Index bounds are checked by a kernel where the indices
-// live (index_check_kernel), so no front end reads tensor data.
+// Indexing op definitions (joining: ops/join.cpp). Index bounds are checked by a kernel where the
+// indices live (index_check_kernel), so no front end reads tensor data.
 #include "ops/index_ops.h"
 
 #include "core/dispatcher.h"
@@ -252,51 +252,6 @@ std::vector<Tensor> embedding_grad(const BackwardArgs& b) {
   return {index_add(zeros_like(w), 0, idx, g), Tensor()};
 }
 
-// --- cat ---
-
-std::vector<TensorMeta> infer_cat(const InferArgs& a) {
-  if (a.in.empty()) fail(a.op, "expects a non-empty list of tensors");
-  const Shape& first = a.in[0].shape;
-  const int64_t axis = dim_of(a);
-  if (first.empty()) fail(a.op, "zero-dimensional tensors cannot be concatenated");
-  Shape out = first;
-  out[axis] = 0;
-  DType dt = a.in[0].dtype;
-  for (size_t i = 0; i < a.in.size(); ++i) {
-    const Shape& s = a.in[i].shape;
-    if (s.size() != first.size())
-      fail(a.op, "tensor 0 has shape ", shape_str(first), " but tensor ", i, " has shape ",
-           shape_str(s), ": ranks differ");
-    for (size_t d = 0; d < s.size(); ++d)
-      if (static_cast<int64_t>(d) != axis && s[d] != first[d])
-        fail(a.op, "tensor 0 has shape ", shape_str(first), " but tensor ", i, " has shape ",
-             shape_str(s), ": sizes differ at dimension ", d);
-    out[axis] += s[axis];
-    dt = promote_types(dt, a.in[i].dtype);
-  }
-  return single_output(std::move(out), dt, common_device(a));
-}
-
-void compute_cat(const ComputeArgs& c) {
-  const Tensor& out = c.out[0];
-  const int64_t axis = c.attrs.axis("dim", out.dim(), "index");
-  int64_t at = 0;
-  for (const Tensor& t : c.in) {
-    copy_kernel().get(out.device().type)(t, narrow(out, axis, at, t.shape()[axis]));
-    at += t.shape()[axis];
-  }
-}
-
-std::vector<Tensor> cat_grad(const BackwardArgs& b) {
-  const int64_t axis = b.attrs.axis("dim", b.in_meta[0].shape.size(), "index");
-  std::vector<int64_t> sizes;
-  for (const TensorMeta& m : b.in_meta) sizes.push_back(m.shape[axis]);
-  std::vector<Tensor> parts = split_sizes(b.grads[0], sizes, axis);
-  for (size_t i = 0; i < parts.size(); ++i)
-    parts[i] = b.needs[i] ? to_dtype(parts[i], b.in_meta[i].dtype) : Tensor();
-  return parts;
-}
-
 }  // namespace
 
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
@@ -331,59 +286,6 @@ Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor&
 
 Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, double value) {
   return scatter(x, axis, index, full_like(index, value, x.dtype()));
-}
-
-Tensor cat(const std::vector<Tensor>& xs, int64_t axis) {
-  static const OpDef& def = op_def("cat");
-  return dispatch1(def, xs, {{"dim", axis}});
-}
-
-Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
-  if (xs.empty()) fail("stack", "expects a non-empty list of tensors");
-  axis = normalize_axis(axis, xs[0].dim() + 1, "stack");
-  std::vector<Tensor> parts;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (meta_of(xs[i]).shape != meta_of(xs[0]).shape)
-      fail("stack", "tensor 0 has shape ", shape_str(meta_of(xs[0]).shape), " but tensor ", i,
-           " has shape ", shape_str(meta_of(xs[i]).shape), "; stack needs equal shapes");
-    parts.push_back(unsqueeze(xs[i], axis));
-  }
-  return cat(parts, axis);
-}
-
-std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis) {
-  axis = normalize_axis(axis, x.dim(), "split");
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0) fail("split", "split sizes must be non-negative, got ", s);
-    total += s;
-  }
-  if (total != meta_of(x).shape[axis])
-    fail("split", "split sizes sum to ", total, " but dimension ", axis, " of shape ",
-         shape_str(meta_of(x).shape), " has size ", meta_of(x).shape[axis]);
-  std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t s : sizes) {
-    out.push_back(narrow(x, axis, at, s));
-    at += s;
-  }
-  return out;
-}
-
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis) {
-  if (split_size <= 0) fail("split", "split_size must be positive, got ", split_size);
-  axis = normalize_axis(axis, x.dim(), "split");
-  std::vector<int64_t> sizes;
-  for (int64_t at = 0, n = meta_of(x).shape[axis]; at < n; at += split_size)
-    sizes.push_back(std::min(split_size, n - at));
-  if (sizes.empty()) sizes.push_back(0);
-  return split_sizes(x, sizes, axis);
-}
-
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
-  if (chunks <= 0) fail("chunk", "chunks must be positive, got ", chunks);
-  int64_t n = meta_of(x).shape[normalize_axis(axis, x.dim(), "chunk")];
-  return split(x, std::max<int64_t>(1, (n + chunks - 1) / chunks), axis);
 }
 
 namespace {
@@ -422,16 +324,6 @@ Sigs embedding_sbp(const SbpQuery& q) {
   return sigs;
 }
 
-// cat: typed attr dim; split on another axis, or all P(sum).
-Sigs cat_sbp(const SbpQuery& q) {
-  Sigs sigs;
-  const int64_t axis = q.typed->axis("dim", rank_of(q.out[0]), "index");
-  for (int64_t d = 0; d < rank_of(q.out[0]); ++d)
-    if (d != axis) sigs.push_back(uniform(q, Sbp::split(d)));
-  sigs.push_back(uniform(q, kPSum));
-  return sigs;
-}
-
 // scatter / scatter_add / index_add (x, index, src), typed attr dim: every input split on
 // another axis (index B for index_add), or P(sum) x and src with B index.
 Sigs scatter_sbp(const SbpQuery& q) {
@@ -466,7 +358,6 @@ Sigs scatter_add_sbp(const SbpQuery& q) {
 const SbpRule kIndexSelect{"index_select", index_select_sbp};
 const SbpRule kGather{"gather", gather_sbp};
 const SbpRule kEmbedding{"embedding", embedding_sbp};
-const SbpRule kCat{"cat", cat_sbp};
 const SbpRule kScatter{"scatter", scatter_sbp};
 const SbpRule kScatterAdd{"scatter_add", scatter_add_sbp};
 
@@ -522,40 +413,6 @@ OFL_REGISTER_OPS({
                 return embedding(a.tensor(1), a.tensor(0), a.optional_integer(2));
               },
               kInternal}}},
-    {.name = "split",
-     .num_inputs = 1,
-     .cost = elementwise_cost,
-     .api = {{"split(Tensor input, int split_size_or_sections, int dim=0) -> Tensor[]",
-              call_front<split>()},
-             {"split(Tensor input, int[] split_size_or_sections, int dim=0) -> Tensor[]",
-              call_front<split_sizes>()}}},
-    {.name = "chunk",
-     .num_inputs = 1,
-     .cost = elementwise_cost,
-     .api = {{"chunk(Tensor input, int chunks, int dim=0) -> Tensor[]", call_front<chunk>()}}},
-    {.name = "cat",
-     .num_inputs = -1,
-     .cost = elementwise_cost,
-     .sbp = &kCat,
-     .attrs = kDimAttr,
-     .infer = infer_cat,
-     .compute = compute_cat,
-     .backward = cat_grad,
-     .api = {{"cat(Tensor[] tensors, int dim=0) -> Tensor",
-              [](const CallArgs& a) {
-                // PyTorch's legacy rule: 1-d empty tensors are skipped beside others.
-                std::vector<Tensor> xs;
-                for (const Tensor& x : a.tensors(0))
-                  if (!(x.dim() == 1 && meta_of(x).shape[0] == 0)) xs.push_back(x);
-                if (xs.empty() || xs.size() == a.tensors(0).size())
-                  return cat(a.tensors(0), a.integer(1));
-                return cat(xs, a.integer(1));
-              },
-              kFunction}}},
-    {.name = "stack",
-     .num_inputs = -1,
-     .cost = elementwise_cost,
-     .api = {{"stack(Tensor[] tensors, int dim=0) -> Tensor", call_front<stack>(), kFunction}}},
     {.name = "scatter_add",
      .num_inputs = 3,
      .cost = elementwise_cost,

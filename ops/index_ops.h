@@ -1,4 +1,4 @@
-// Indexing and joining: embedding, index_select, gather, scatter_add, scatter, cat, stack, split.
+// Indexing: embedding, index_select, gather, scatter_add, scatter, index_add (joining: ops/join.h).
 #pragma once
 #include <optional>
 
@@ -17,11 +17,5 @@ Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, const Tensor&
 Tensor scatter(const Tensor& x, int64_t axis, const Tensor& index, double value);
 // out = zeros(shape); out.index_add_(axis, index, src): the backward of index_select.
 Tensor index_add(const Tensor& x, int64_t axis, const Tensor& index, const Tensor& src);
-Tensor cat(const std::vector<Tensor>& xs, int64_t axis = 0);
-Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t axis = 0);
-std::vector<Tensor> split_sizes(const Tensor& x, const std::vector<int64_t>& sizes,
-                                int64_t axis = 0);
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
 
 }  // namespace ofl::internal

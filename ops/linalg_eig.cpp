@@ -11,6 +11,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/linalg.h"
 #include "ops/linalg_lapack.h"
 #include "ops/reduce.h"

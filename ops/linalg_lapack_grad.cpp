@@ -7,6 +7,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/linalg.h"
 #include "ops/linalg_lapack.h"
 #include "ops/scan.h"

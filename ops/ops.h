@@ -5,6 +5,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/linalg.h"
 #include "ops/masked.h"
 #include "ops/nn.h"

@@ -12,6 +12,7 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_grad.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/linalg.h"
 #include "ops/masked.h"
 #include "ops/op_helpers.h"

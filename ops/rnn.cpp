@@ -16,6 +16,7 @@
 #include "ops/elementwise_grad.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/kernels.h"
 #include "ops/linalg.h"
 #include "ops/op_helpers.h"

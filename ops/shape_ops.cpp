@@ -10,6 +10,7 @@
 #include "ops/elementwise.h"
 #include "ops/elementwise_sbp.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/op_helpers.h"
 #include "ops/reduce.h"
 

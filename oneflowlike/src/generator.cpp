@@ -13,6 +13,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/index_ops.h"
+#include "ops/join.h"
 #include "ops/sampling.h"
 #include "ops/shape_ops.h"
 
