@@ -66,23 +66,6 @@ GlobalTensor meta_global(const Shape& shape, DType dtype, const Placement& place
 GlobalTensor reshard(const GlobalTensor& x, const Placement& placement, const NdSbp& nd_sbp,
                      BoxingContext& ctx, PredictedCost* into = nullptr);
 
-// Reshards many tensors at once, each from P(sum) to B or S on the same mesh `axes` of one
-// placement (laid out alike elsewhere): their pieces go out packed into buffers of up to
-// bucket_bytes, one collective per buffer (an all_reduce when every target is B, else a
-// reduce_scatter). Every member of a sub-group passes the same shapes and layouts in the same
-// order. Returns this rank's shards of the results, in order; the inputs are left intact.
-inline constexpr int64_t kGradBucketBytes = 25 << 20;  // DDP's default bucket_cap_mb
-std::vector<Tensor> reduce_fused(const std::vector<GlobalTensor>& xs,
-                                 const std::vector<NdSbp>& targets,
-                                 const std::vector<int64_t>& axes, BoxingContext& ctx,
-                                 int64_t bucket_bytes);
-// Reshards many tensors at once, each from S to B on the same mesh `axes` of one placement (laid
-// out alike elsewhere): one all-gather of every member's shards, packed. Every member of a
-// sub-group passes the same shapes and layouts in the same order. Returns this rank's shards of
-// the results, in order.
-std::vector<Tensor> gather_fused(const std::vector<GlobalTensor>& xs,
-                                 const std::vector<NdSbp>& targets,
-                                 const std::vector<int64_t>& axes, BoxingContext& ctx);
 // The whole logical tensor on every rank of the world (for numpy() and tests).
 Tensor to_full(const GlobalTensor& x, BoxingContext& ctx);
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "boxing/fused_collectives.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "ops/shape_ops.h"

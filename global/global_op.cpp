@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "boxing/fused_collectives.h"
 #include "boxing/reshard.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"

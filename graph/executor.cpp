@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "boxing/fused_collectives.h"
 #include "boxing/reshard.h"
 #include "core/autograd/grad_mode.h"
 #include "core/dispatcher.h"

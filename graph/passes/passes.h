@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 
+#include "boxing/fused_collectives.h"
 #include "boxing/reshard.h"
 #include "graph/ir.h"
 #include "graph/pipeline/order.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "boxing/fused_collectives.h"
 #include "boxing/reshard.h"
 #include "gloo_test_util.h"
 #include "sbp/cluster_spec.h"
