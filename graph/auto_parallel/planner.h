@@ -49,26 +49,35 @@ struct GraphProblem {
   double constant_memory = 0;                     // fixed variables' bytes per device
   int layers = 0, copied_layers = 0;              // repeated layers, and those solved as copies
 };
-// The variables whose value ids are in `fixed` keep their layouts (user constraints, a hand layout
-// to price, or a plan already applied to the module); the ops' signatures are always chosen.
-// With `merge_repeats`, a repeated layer's copies take its choices (layers.h): the problem has
-// one layer's groups however deep the model, at the price of the copies' own best choices.
-// The forward outputs the backward reads count against the budget `activations` times, in their
-// ops' output layouts (all live when the forward ends): 0 not at all, 1 one micro-batch's, k the k
-// micro-batches a pipeline stage holds in flight. The step's once-a-step part (the
-// gradients' reductions and the optimizer's update, after the backward) counts `update_weight`
-// times: 1/m when the step is one of m micro-batches sharing one update (a pipeline stage). The
-// forward (its ops and the conversions they read through) counts `forward_weight` times: 2 when
-// the stage recomputes it in the backward. With `fixed_in_place`, the fixed variables are also
-// computed with as they are (no conversion between one, or a view or cast of one, and the
-// forward's and backward's ops reading it): a hand layout priced as it runs, Megatron's tensor
-// parallelism say, rather than with its weights gathered for the compute; an op that has no
-// signature reading a kept variable as stored raises, naming both (`name_of`, default "%<id>").
+// What build_problem poses. The variables whose value ids are in `fixed` keep their layouts
+// (user constraints, a hand layout to price, or a plan already applied to the module); the ops'
+// signatures are always chosen. With `merge_repeats`, a repeated layer's copies take its choices
+// (layers.h): the problem has one layer's groups however deep the model, at the price of the
+// copies' own best choices. The forward outputs the backward reads count against the budget
+// `activations` times, in their ops' output layouts (all live when the forward ends): 0 not at
+// all, 1 one micro-batch's, k the k micro-batches a pipeline stage holds in flight. The step's
+// once-a-step part (the gradients' reductions and the optimizer's update, after the backward)
+// counts `update_weight` times: 1/m when the step is one of m micro-batches sharing one update (a
+// pipeline stage). The forward (its ops and the conversions they read through) counts
+// `forward_weight` times: 2 when the stage recomputes it in the backward. With `fixed_in_place`,
+// the fixed variables are also computed with as they are (no conversion between one, or a view or
+// cast of one, and the forward's and backward's ops reading it): a hand layout priced as it runs,
+// Megatron's tensor parallelism say, rather than with its weights gathered for the compute; an op
+// that has no signature reading a kept variable as stored raises, naming both (`name_of`, default
+// "%<id>").
+struct ProblemOptions {
+  std::set<int> fixed;
+  bool merge_repeats = true;
+  double activations = 1.0;
+  double update_weight = 1.0;
+  double forward_weight = 1.0;
+  bool fixed_in_place = false;
+  std::function<std::string(int)> name_of;
+};
 GraphProblem build_problem(const graph::Graph& g, PlanCache& cache, double memory_budget,
-                           const std::set<int>& fixed = {}, bool merge_repeats = true,
-                           double activations = 1.0, double update_weight = 1.0,
-                           double forward_weight = 1.0, bool fixed_in_place = false,
-                           const std::function<std::string(int)>& name_of = nullptr);
+                           const ProblemOptions& options = {});
+// The parameters (value ids) whose gradients the step computes.
+std::set<int> with_gradients(const graph::Graph& g);
 // Every variable's value id: to keep all their layouts.
 std::set<int> all_variables(const graph::Graph& g);
 

@@ -3,6 +3,8 @@
 // and column sums x[h][j]: with x integral, y is the indicator of the chosen pair, so the
 // objective sum(cost x) + sum(C y) is the plan's cost exactly, with no integer y. Choices an
 // edge cannot tell apart share their y (see classes()).
+// Over 600 lines: the integer program, its reductions and CBC's callbacks share one model of the
+// problem.
 #include <Cbc_C_Interface.h>
 #include <Clp_C_Interface.h>
 #include <CoinFinite.hpp>

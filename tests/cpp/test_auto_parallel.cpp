@@ -1,5 +1,6 @@
 // The planner without ranks on the problems graphs pose: plans, predictions, pipeline searches
 // and their saved inputs (the solver on hand-built problems: test_auto_parallel_solve.cpp).
+// Over 600 lines: the planner's tests share the graphs they plan (mlp, the layered models).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,7 +93,7 @@ TEST(AutoParallelPlan, TheUpdateAfterTheBackwardWeighsUpdateWeightTimesAndStaysE
   const int y = pg.g.nodes()[2].outputs[0];
   pg.op("gelu", {y}, {256, 64}, {{"approximate", std::string("none")}});  // the "update"
   const auto whole = auto_parallel::build_problem(pg.g, cache, INFINITY);
-  const auto quarter = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.25);
+  const auto quarter = auto_parallel::build_problem(pg.g, cache, INFINITY, {.update_weight = 0.25});
   const size_t last = whole.node.size() - 1;  // the update's group
   ASSERT_EQ(whole.node[last], 3);
   for (size_t b = 0; b < whole.problem.groups[last].cost.size(); ++b)
@@ -115,7 +116,7 @@ TEST(AutoParallelPlan, SavedActivationsCountAsManyTimesAsTheMicroBatchesInFlight
   PlanGraph pg = mlp(line, 256, "S(0)");
   pg.g.nodes()[2].backward = true;  // reads the forward's outputs
   const auto with = [&](double activations) {
-    return auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, activations);
+    return auto_parallel::build_problem(pg.g, cache, INFINITY, {.activations = activations});
   };
   const auto none = with(0), one = with(1), three = with(3);
   bool any = false;
@@ -142,8 +143,9 @@ TEST(AutoParallelPlan, TheForwardWeighsForwardWeightTimesWhereTheStageRecomputes
   pg.g.nodes()[2].backward = true;
   const int y = pg.g.nodes()[2].outputs[0];
   pg.op("gelu", {y}, {256, 64}, {{"approximate", std::string("none")}});  // the "update"
-  const auto once = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.5);
-  const auto twice = auto_parallel::build_problem(pg.g, cache, INFINITY, {}, true, true, 0.5, 2.0);
+  const auto once = auto_parallel::build_problem(pg.g, cache, INFINITY, {.update_weight = 0.5});
+  const auto twice = auto_parallel::build_problem(pg.g, cache, INFINITY,
+                                                  {.update_weight = 0.5, .forward_weight = 2.0});
   for (size_t grp = 0; grp < once.node.size(); ++grp) {
     const int node = once.node[grp];
     if (node < 0) continue;
@@ -225,8 +227,8 @@ TEST(AutoParallelPlan, KeptInPlaceTheWeightsAreReadAsStoredAndThePlanStaysExact)
   }
   EXPECT_GT(gathered, 0);
   EXPECT_LE(free.seconds(), in_place.seconds() * (1 + 1e-12));
-  const auto gp =
-      auto_parallel::build_problem(pg.g, cache, INFINITY, {w1, w2}, false, true, 1.0, 1.0, true);
+  const auto gp = auto_parallel::build_problem(
+      pg.g, cache, INFINITY, {.fixed = {w1, w2}, .merge_repeats = false, .fixed_in_place = true});
   EXPECT_NEAR(auto_parallel::solve(gp.problem).cost, auto_parallel::brute_force(gp.problem).cost,
               1e-12);
 }
@@ -268,7 +270,7 @@ TEST(AutoParallelPlan, RepeatedLayersAreSolvedOnceAndTakeTheSameChoices) {
     return pg;
   };
   const PlanGraph tagged = build(true), plain = build(false);
-  const auto merged = auto_parallel::build_problem(tagged.g, cache, INFINITY, {}, true);
+  const auto merged = auto_parallel::build_problem(tagged.g, cache, INFINITY);
   const auto full = auto_parallel::build_problem(plain.g, cache, INFINITY);
   EXPECT_EQ(merged.layers, 4);
   EXPECT_EQ(merged.copied_layers, 2);
