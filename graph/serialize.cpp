@@ -1,3 +1,4 @@
+// Over 600 lines: the IR to JSON and back, each field's writer beside its reader.
 #include "graph/serialize.h"
 
 #include <algorithm>

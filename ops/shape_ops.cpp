@@ -1,4 +1,6 @@
 // View and layout ops. Views share storage; their backward maps the gradient back.
+// Over 600 lines: every view op with the op its backward calls (a view and its inverse side by
+// side).
 #include "ops/shape_ops.h"
 
 #include <algorithm>

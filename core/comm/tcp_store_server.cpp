@@ -2,6 +2,7 @@
 // client; a get/wait on absent keys parks the client until the keys appear or its deadline.
 // Under a flood of connections that never say hello, the oldest pending ones give way to new
 // ones, so a rank can still get in, and nothing the loop does waits on stderr.
+// Over 600 lines: one poll loop and the handlers that share its state.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>

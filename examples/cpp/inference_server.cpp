@@ -40,6 +40,7 @@
 // Every error is JSON {"error": reason}: 400 for a body that
 // is not the JSON wanted or nests deeper than 32, 413 for one over --max-body-bytes, 411 / 415
 // for a body without a Content-Length or with a coding, 408 / 431 for a late or oversized head.
+// Over 600 lines: an example a reader follows from the request to the reply, so it stays one file.
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>

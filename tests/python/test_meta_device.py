@@ -1,4 +1,6 @@
-"""The meta device, with PyTorch's conventions: shapes and dtypes, no memory, the same errors."""
+"""The meta device, with PyTorch's conventions: shapes and dtypes, no memory, the same errors.
+
+Over 600 lines: the meta device across the op families, sharing its checks."""
 
 import pytest
 

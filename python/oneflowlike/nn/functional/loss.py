@@ -1,5 +1,7 @@
 """torch.nn.functional's loss functions: flow kernels where one exists (cross_entropy, nll_loss,
-mse_loss), composites of flow ops otherwise, so that autograd, meta and graph mode come free."""
+mse_loss), composites of flow ops otherwise, so that autograd, meta and graph mode come free.
+
+Over 600 lines: torch.nn.functional's losses, one module as in PyTorch."""
 
 import math
 import warnings

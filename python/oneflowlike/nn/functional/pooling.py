@@ -1,7 +1,9 @@
 """torch.nn.functional's pooling: max, avg, LP, adaptive, fractional pools and max_unpool, in 1,
 2 and 3 spatial dimensions. The common cases run the 2-d pooling kernels (a 1-d pool as 2-d with
 a unit height, a 3-d pool as a 2-d pool then a depth pool); dilation, indices of 3-d pools,
-adaptive and fractional windows gather the windows with index_select / gather and reduce them."""
+adaptive and fractional windows gather the windows with index_select / gather and reduce them.
+
+Over 600 lines: every pool of every dimension shares the window gathering."""
 
 import math
 

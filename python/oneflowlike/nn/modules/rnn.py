@@ -7,7 +7,9 @@ backward whose weight gradient is one GEMM), as PyTorch's oneDNN and cuDNN layer
 (RNN, packed sequences of several lengths, projections) are composites: each time step runs the
 hidden matmul and the gate math on the step's slice. Sequences are held flat, time-major ((sum of
 batch sizes), features), so padded and packed inputs share one path: a padded batch is a packed
-one whose batch sizes are all equal."""
+one whose batch sizes are all equal.
+
+Over 600 lines: torch.nn's recurrent modules and cells, one module as in PyTorch."""
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
