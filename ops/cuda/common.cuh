@@ -30,6 +30,23 @@ inline cudaStream_t stream_of(Device device) {
   return static_cast<cudaStream_t>(current_stream(device).handle);
 }
 
+// Raises, naming `op`, what the kernel launches before it left (a bad configuration, a missing
+// kernel image): launches report nothing themselves.
+inline void launched(const char* op) {
+  check(cudaGetLastError(), op);
+}
+
+// An op's kernel launches on `device`: made the current device (raising, naming `op`, where it
+// cannot be) for the launch's scope; done() after the launches checks them.
+class Launch {
+ public:
+  Launch(Device device, const char* op) : op_(op) { check(cudaSetDevice(device.index), op); }
+  void done() const { launched(op_); }
+
+ private:
+  const char* op_;
+};
+
 // Our element type as the device sees it: Half and BFloat16 are CUDA's (same 16 bits).
 template <class T>
 struct DeviceElem {

@@ -143,7 +143,7 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Window2d
   const char* op = "conv2d";
   if (y.numel() == 0) return;
   const Device device = x.device();
-  check(cudaSetDevice(device.index), op);
+  const Launch launch(device, op);
   const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(x.shape(), w.shape(), y.shape(), x.dtype(), win, groups, op);
   const auto perf = pick_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
@@ -176,7 +176,7 @@ void conv2d_input_grad(const Tensor& gy, const Tensor& w, const Window2d& win, i
   const char* op = "conv2d_backward";
   if (gx.numel() == 0) return;
   const Device device = gy.device();
-  check(cudaSetDevice(device.index), op);
+  const Launch launch(device, op);
   if (gy.numel() == 0) return fill_kernel().get(DeviceType::kCUDA)(gx, 0);
   const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(gx.shape(), w.shape(), gy.shape(), gy.dtype(), win, groups, op);
@@ -199,7 +199,7 @@ void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Window2d& win, 
   const char* op = "conv2d_backward";
   if (gw.numel() == 0) return;
   const Device device = gy.device();
-  check(cudaSetDevice(device.index), op);
+  const Launch launch(device, op);
   if (gy.numel() == 0) return fill_kernel().get(DeviceType::kCUDA)(gw, 0);
   const cudnnHandle_t h = cudnn_handle(device, op);
   const ConvDescriptors d(x.shape(), gw.shape(), gy.shape(), gy.dtype(), win, groups, op);

@@ -132,7 +132,7 @@ cublasStatus_t trsm(cublasHandle_t h, cublasFillMode_t uplo, cublasDiagType_t di
 
 template <class F>
 void by_float(const Tensor& a, const char* op, F&& f) {
-  check(cudaSetDevice(a.device().index), op);
+  const Launch launch(a.device(), op);
   switch (a.dtype()) {
     case DType::kFloat32:
       return f(float{});

@@ -107,7 +107,7 @@ void map1(const Tensor& in, const Tensor& out, F f) {
   using I = device_t<In>;
   const int64_t n = out.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "unary");
+  const Launch launch(out.device(), "unary");
   const Shape strides[2] = {out.strides(), broadcast_strides(in, out.shape())};
   const Strided<2> walk = strided<2>(out.shape(), strides, "unary");
   O* o = static_cast<O*>(out.raw_data());
@@ -117,7 +117,7 @@ void map1(const Tensor& in, const Tensor& out, F f) {
     map1_dense<<<dense_blocks(n), kThreads, 0, stream>>>(o, x, n, f);
   else
     map1_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(o, x, n, walk, f);
-  check(cudaGetLastError(), "unary");
+  launch.done();
 }
 
 template <class Out, class In, class F>
@@ -126,7 +126,7 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   using I = device_t<In>;
   const int64_t n = out.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "binary");
+  const Launch launch(out.device(), "binary");
   const Shape strides[3] = {out.strides(), broadcast_strides(a, out.shape()),
                             broadcast_strides(b, out.shape())};
   const Strided<3> walk = strided<3>(out.shape(), strides, "binary");
@@ -137,7 +137,7 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
     map2_dense<<<dense_blocks(n), kThreads, 0, stream>>>(o, x, y, n, f);
   else
     map2_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(o, x, y, n, walk, f);
-  check(cudaGetLastError(), "binary");
+  launch.done();
 }
 
 template <class T>
@@ -187,7 +187,7 @@ __global__ void where_select(T* out, Input<bool> cond, Input<T> a, Input<T> b, i
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "where");
+  const Launch launch(out.device(), "where");
   const Shape& shape = out.shape();
   const Shape strides[4] = {out.strides(), broadcast_strides(cond, shape),
                             broadcast_strides(a, shape), broadcast_strides(b, shape)};
@@ -197,7 +197,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
     where_select<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
         static_cast<T*>(out.raw_data()), input<bool>(cond), input<T>(a), input<T>(b), n, walk);
   });
-  check(cudaGetLastError(), "where");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(unary_kernel, DeviceType::kCUDA, unary);

@@ -89,7 +89,7 @@ void fft(const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool forward,
       scale_values<<<blocks_for(count, kThreads), kThreads, 0, stream>>>(
           static_cast<float*>(out.raw_data()), count, static_cast<float>(scale));
   }
-  check(cudaGetLastError(), "_fft_c2c");
+  launched("_fft_c2c");
 }
 
 }  // namespace

@@ -161,7 +161,7 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
   const int64_t n = numel_of(shape);
   if (n == 0) return;
   const Device device = out[0].device();
-  check(cudaSetDevice(device.index), "_fused_elementwise");
+  const Launch launch(device, "_fused_elementwise");
   Params p;
   p.inputs = int(in.size());
   p.steps = int(program.steps.size());
@@ -202,7 +202,7 @@ void fused_elementwise(const FusedProgram& program, const std::vector<Tensor>& i
     using T = decltype(zero);
     fused_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(device)>>>(p, walk, n);
   });
-  check(cudaGetLastError(), "_fused_elementwise");
+  launch.done();
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ void index_select(const Tensor& x_in, const Tensor& index_in, int64_t outer, int
                   int64_t inner, const Tensor& out) {
   const int64_t k = index_in.numel(), total = outer * k * inner;
   if (total == 0) return;
-  check(cudaSetDevice(out.device().index), "index_select");
+  const Launch launch(out.device(), "index_select");
   // A 0-d host index (or x) follows the GPU operands unmoved (common_device): move it here.
   const Tensor x = on_device(x_in, out.device()), index = on_device(index_in, out.device());
   by_itemsize(x.dtype(), [&](auto tag) {
@@ -33,7 +33,7 @@ void index_select(const Tensor& x_in, const Tensor& index_in, int64_t outer, int
         static_cast<const U*>(x.raw_data()), static_cast<const int64_t*>(index.raw_data()),
         static_cast<U*>(out.raw_data()), outer, n, k, inner);
   });
-  check(cudaGetLastError(), "index_select");
+  launch.done();
 }
 
 template <class T>
@@ -49,7 +49,7 @@ void index_add(const Tensor& src_in, const Tensor& index_in, int64_t outer, int6
                int64_t inner, const Tensor& out) {
   const int64_t k = index_in.numel(), total = outer * k * inner;
   if (total == 0) return;
-  check(cudaSetDevice(out.device().index), "index_add");
+  const Launch launch(out.device(), "index_add");
   const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   with_atomic_add(out.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
@@ -57,7 +57,7 @@ void index_add(const Tensor& src_in, const Tensor& index_in, int64_t outer, int6
         static_cast<const T*>(src.raw_data()), static_cast<const int64_t*>(index.raw_data()),
         static_cast<T*>(out.raw_data()), outer, n, k, inner);
   });
-  check(cudaGetLastError(), "index_add");
+  launch.done();
 }
 
 // --- gather / scatter_add along an axis, with a same-rank contiguous index ------------------
@@ -101,7 +101,7 @@ __global__ void gather_elements(const U* x, const int64_t* idx, U* out, int64_t 
 void gather(const Tensor& x_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
   const int64_t n = index_in.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "gather");
+  const Launch launch(out.device(), "gather");
   const Tensor x = on_device(x_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(x, axis, index, "gather");
   by_itemsize(x.dtype(), [&](auto tag) {
@@ -110,7 +110,7 @@ void gather(const Tensor& x_in, int64_t axis, const Tensor& index_in, const Tens
         static_cast<const U*>(x.raw_data()), static_cast<const int64_t*>(index.raw_data()),
         static_cast<U*>(out.raw_data()), n, where);
   });
-  check(cudaGetLastError(), "gather");
+  launch.done();
 }
 
 template <class T>
@@ -123,7 +123,7 @@ __global__ void scatter_add_elements(const T* src, const int64_t* idx, T* out, i
 void scatter_add(const Tensor& src_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
   const int64_t n = index_in.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "scatter_add");
+  const Launch launch(out.device(), "scatter_add");
   const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(out, axis, index, "scatter_add");
   with_atomic_add(out.dtype(), "scatter_add", [&](auto tag) {
@@ -132,7 +132,7 @@ void scatter_add(const Tensor& src_in, int64_t axis, const Tensor& index_in, con
         static_cast<const T*>(src.raw_data()), static_cast<const int64_t*>(index.raw_data()),
         static_cast<T*>(out.raw_data()), n, where);
   });
-  check(cudaGetLastError(), "scatter_add");
+  launch.done();
 }
 
 // scatter: where indices coincide the last one wins, as on the CPU. A first pass elects each
@@ -154,7 +154,7 @@ __global__ void scatter_elected(const U* src, const int64_t* idx, const long lon
 void scatter(const Tensor& src_in, int64_t axis, const Tensor& index_in, const Tensor& out) {
   const int64_t n = index_in.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "scatter");
+  const Launch launch(out.device(), "scatter");
   const Tensor src = on_device(src_in, out.device()), index = on_device(index_in, out.device());
   const Along where = along(out, axis, index, "scatter");
   const Tensor winner = scratch(out.numel(), DType::kInt64, out.device());
@@ -169,7 +169,7 @@ void scatter(const Tensor& src_in, int64_t axis, const Tensor& index_in, const T
         static_cast<const U*>(src.raw_data()), idx, elected, static_cast<U*>(out.raw_data()), n,
         where);
   });
-  check(cudaGetLastError(), "scatter");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(index_check_kernel, DeviceType::kCUDA, index_check);

@@ -45,14 +45,14 @@ void nll_loss(const Tensor& x, const Tensor& target_in, const ClassView& v, int6
   check_targets(target, v.total, ignore_index);
   const int64_t outer = v.outer, inner = v.inner;
   if (outer * inner == 0) return;
-  check(cudaSetDevice(out.device().index), "nll_loss");
+  const Launch launch(out.device(), "nll_loss");
   dispatch_floating(x.dtype(), "nll_loss", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     nll_forward<T><<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(out.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const int64_t*>(target.raw_data()),
         static_cast<T*>(out.raw_data()), v, ignore_index);
   });
-  check(cudaGetLastError(), "nll_loss");
+  launch.done();
 }
 
 void nll_loss_backward(const Tensor& grad_in, const Tensor& target_in, const ClassView& v,
@@ -62,14 +62,14 @@ void nll_loss_backward(const Tensor& grad_in, const Tensor& target_in, const Cla
   const int64_t outer = v.outer, inner = v.inner;
   fill_kernel().get(DeviceType::kCUDA)(gx, 0);
   if (outer * inner == 0) return;
-  check(cudaSetDevice(gx.device().index), "nll_loss_backward");  // fill skips it when gx is empty
+  const Launch launch(gx.device(), "nll_loss_backward");  // fill skips it when gx is empty
   dispatch_floating(gx.dtype(), "nll_loss_backward", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     nll_backward<T><<<blocks_for(outer * inner, kThreads), kThreads, 0, stream_of(gx.device())>>>(
         static_cast<const T*>(grad.raw_data()), static_cast<const int64_t*>(target.raw_data()),
         static_cast<T*>(gx.raw_data()), v, ignore_index);
   });
-  check(cudaGetLastError(), "nll_loss_backward");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(nll_loss_kernel, DeviceType::kCUDA, nll_loss);

@@ -16,7 +16,7 @@ void masked_select(const Tensor& x_given, const Tensor& mask_given, const Tensor
   const Device device = out.device();
   // Either may come from a 0-d host tensor that follows the other to the GPU.
   const Tensor x = on_device(x_given, device), mask = on_device(mask_given, device);
-  check(cudaSetDevice(device.index), "masked_select");
+  const Launch launch(device, "masked_select");
   const cudaStream_t stream = stream_of(device);
   const Tensor selected = scratch(1, DType::kInt64, device);
   by_itemsize(x.dtype(), [&](auto tag) {
@@ -33,7 +33,7 @@ void masked_select(const Tensor& x_given, const Tensor& mask_given, const Tensor
     const Tensor temp = scratch(std::max<int64_t>(int64_t(bytes), 1), DType::kUInt8, device);
     select(temp.raw_data(), bytes);
   });
-  check(cudaGetLastError(), "masked_select");
+  launch.done();
 }
 
 __global__ void mask_counts(const bool* mask, int64_t* counts, int64_t n) {
@@ -54,7 +54,7 @@ void masked_scatter(const Tensor& mask_given, const Tensor& source_given, const 
   const Device device = out.device();
   // Either may come from a 0-d host tensor that follows out to the GPU.
   const Tensor mask = on_device(mask_given, device), source = on_device(source_given, device);
-  check(cudaSetDevice(device.index), "masked_scatter");
+  const Launch launch(device, "masked_scatter");
   const cudaStream_t stream = stream_of(device);
   // counts[0, n) holds the mask as integers, counts[n] the total: the exclusive scan of n + 1
   // elements (the last one 0) leaves each element's count of trues before it, and the total.
@@ -83,7 +83,7 @@ void masked_scatter(const Tensor& mask_given, const Tensor& source_given, const 
     scatter_masked<U><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
         m, b, static_cast<const U*>(source.raw_data()), static_cast<U*>(out.raw_data()), n);
   });
-  check(cudaGetLastError(), "masked_scatter");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(masked_select_kernel, DeviceType::kCUDA, masked_select);

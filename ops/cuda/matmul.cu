@@ -91,7 +91,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   const int64_t k = a_in.shape().back();
   const int64_t batch = n * m == 0 ? 0 : out.numel() / (n * m);
   if (out.numel() == 0) return;
-  check(cudaSetDevice(out.device().index), "matmul");
+  const Launch launch(out.device(), "matmul");
   if (k == 0) return fill_into(out, 0);
   // C^T (m x n, column-major) = B^T (m x k) A^T (k x n): B is cuBLAS's first operand.
   Tensor a = a_in, b = b_in;

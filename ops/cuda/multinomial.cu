@@ -87,7 +87,7 @@ void multinomial(const Tensor& probs, int64_t num_samples, bool replacement, uin
   const int64_t n = probs.shape().back(), rows = n ? probs.numel() / n : 0;
   if (rows == 0) return;
   const Device device = probs.device();
-  check(cudaSetDevice(device.index), "multinomial");
+  const Launch launch(device, "multinomial");
   const cudaStream_t stream = stream_of(device);
   const Tensor cdf = scratch(rows * n, DType::kFloat64, device);
   const Tensor stats = scratch(rows * 3, DType::kFloat64, device);
@@ -110,7 +110,7 @@ void multinomial(const Tensor& probs, int64_t num_samples, bool replacement, uin
     first_of_rows<<<blocks_for(rows * num_samples, kThreads), kThreads, 0, stream>>>(
         static_cast<const int64_t*>(order.raw_data()), o, rows, n, num_samples);
   });
-  check(cudaGetLastError(), "multinomial");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(multinomial_kernel, DeviceType::kCUDA, multinomial);

@@ -110,7 +110,7 @@ void norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rm
           const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   const int64_t rows = rstd.numel(), cols = rows ? x.numel() / rows : 0;
   if (rows == 0) return;
-  check(cudaSetDevice(out.device().index), "layer_norm");
+  const Launch launch(out.device(), "layer_norm");
   dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     using S = stat_t<T>;
@@ -120,7 +120,7 @@ void norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rm
         mean.defined() ? static_cast<S*>(mean.raw_data()) : nullptr,
         static_cast<S*>(rstd.raw_data()), rows, cols);
   });
-  check(cudaGetLastError(), "layer_norm");
+  launch.done();
 }
 
 void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean,
@@ -129,7 +129,7 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
   const int64_t rows = rstd.numel();
   int64_t cols = gw.defined() ? gw.numel() : gb.defined() ? gb.numel() : 0;
   if (rows) cols = x.numel() / rows;
-  check(cudaSetDevice(gx.device().index), "layer_norm_backward");
+  const Launch launch(gx.device(), "layer_norm_backward");
   cudaStream_t stream = stream_of(gx.device());
   dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
@@ -157,7 +157,7 @@ void norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, const Tens
           gb.defined() ? static_cast<T*>(gb.raw_data()) : nullptr, pieces, cols);
     }
   });
-  check(cudaGetLastError(), "layer_norm_backward");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(norm_kernel, DeviceType::kCUDA, norm);

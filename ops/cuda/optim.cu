@@ -28,27 +28,27 @@ __global__ void step_kernel(T* p, const T* m, const T* v, int64_t n, double deca
 void adam_moment(const Tensor& x, const Tensor& g, double decay, bool square) {
   const int64_t n = x.numel();
   if (n == 0) return;
-  check(cudaSetDevice(x.device().index), "adam_moment_");
+  const Launch launch(x.device(), "adam_moment_");
   with_device_floating(x.dtype(), "adam_moment_", [&](auto zero) {
     using T = decltype(zero);
     moment_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(x.device())>>>(
         static_cast<T*>(x.raw_data()), static_cast<const T*>(g.raw_data()), n, decay, square);
   });
-  check(cudaGetLastError(), "adam_moment_");
+  launch.done();
 }
 
 void adam_step(const Tensor& param, const Tensor& m, const Tensor& v, double decay,
                double step_size, double bias2_sqrt, double eps) {
   const int64_t n = param.numel();
   if (n == 0) return;
-  check(cudaSetDevice(param.device().index), "adam_step_");
+  const Launch launch(param.device(), "adam_step_");
   with_device_floating(param.dtype(), "adam_step_", [&](auto zero) {
     using T = decltype(zero);
     step_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(param.device())>>>(
         static_cast<T*>(param.raw_data()), static_cast<const T*>(m.raw_data()),
         static_cast<const T*>(v.raw_data()), n, decay, step_size, bias2_sqrt, eps);
   });
-  check(cudaGetLastError(), "adam_step_");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(adam_moment_kernel, DeviceType::kCUDA, adam_moment);

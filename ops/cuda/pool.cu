@@ -103,14 +103,14 @@ void max_pool2d(const Tensor& x, const Window2d& win, const Tensor& out, const T
   const Planes p = planes(x.shape(), out.shape());
   const int64_t total = out.numel();
   if (total == 0) return;
-  check(cudaSetDevice(x.device().index), "max_pool2d");
+  const Launch launch(x.device(), "max_pool2d");
   with_device_floating(x.dtype(), "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     max_pool<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(x.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()),
         static_cast<int64_t*>(indices.raw_data()), p, win);
   });
-  check(cudaGetLastError(), "max_pool2d");
+  launch.done();
 }
 
 void max_pool2d_bw(const Tensor& grad, const Tensor& indices, const Tensor& gx) {
@@ -119,7 +119,7 @@ void max_pool2d_bw(const Tensor& grad, const Tensor& indices, const Tensor& gx) 
   const int64_t total = grad.numel();
   if (total == 0) return;
   const Device device = gx.device();
-  check(cudaSetDevice(device.index), "max_pool2d_backward");
+  const Launch launch(device, "max_pool2d_backward");
   const cudaStream_t stream = stream_of(device);
   const Tensor flag = scratch(1, DType::kInt32, device);
   auto* out_of_plane = static_cast<int*>(flag.raw_data());
@@ -130,7 +130,7 @@ void max_pool2d_bw(const Tensor& grad, const Tensor& indices, const Tensor& gx) 
         static_cast<const T*>(grad.raw_data()), static_cast<const int64_t*>(indices.raw_data()),
         static_cast<T*>(gx.raw_data()), out_of_plane, total, p.Ho * p.Wo, p.H * p.W);
   });
-  check(cudaGetLastError(), "max_pool2d_backward");
+  launch.done();
   if (on_host(flag).data<int32_t>()[0])
     fail("max_pool2d_backward", "indices must lie in [0, ", p.H * p.W, ") for an input of ",
          shape_str(gx.shape()));
@@ -140,14 +140,14 @@ void avg_pool2d(const Tensor& x, const Window2d& win, bool count_include_pad, co
   const Planes p = planes(x.shape(), out.shape());
   const int64_t total = out.numel();
   if (total == 0) return;
-  check(cudaSetDevice(x.device().index), "avg_pool2d");
+  const Launch launch(x.device(), "avg_pool2d");
   with_device_floating(x.dtype(), "avg_pool2d", [&](auto tag) {
     using T = decltype(tag);
     avg_pool<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(x.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), p, win,
         count_include_pad);
   });
-  check(cudaGetLastError(), "avg_pool2d");
+  launch.done();
 }
 
 void avg_pool2d_bw(const Tensor& grad, const Window2d& win, bool count_include_pad,
@@ -155,14 +155,14 @@ void avg_pool2d_bw(const Tensor& grad, const Window2d& win, bool count_include_p
   const Planes p = planes(gx.shape(), grad.shape());
   const int64_t total = gx.numel();
   if (total == 0) return;
-  check(cudaSetDevice(gx.device().index), "avg_pool2d_backward");
+  const Launch launch(gx.device(), "avg_pool2d_backward");
   with_device_floating(grad.dtype(), "avg_pool2d_backward", [&](auto tag) {
     using T = decltype(tag);
     avg_pool_backward<T><<<blocks_for(total, kThreads), kThreads, 0, stream_of(gx.device())>>>(
         static_cast<const T*>(grad.raw_data()), static_cast<T*>(gx.raw_data()), p, win,
         count_include_pad);
   });
-  check(cudaGetLastError(), "avg_pool2d_backward");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(max_pool2d_kernel, DeviceType::kCUDA, max_pool2d);

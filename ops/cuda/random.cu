@@ -76,13 +76,13 @@ void random_fill(const Tensor& out, int kind, double a, double b, uint64_t seed,
       stride *= block.logical[d];
     }
   }
-  check(cudaSetDevice(out.device().index), "random");
+  const Launch launch(out.device(), "random");
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     fill_random<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
         static_cast<T*>(out.raw_data()), n, kind, a, b, seed, counter);
   });
-  check(cudaGetLastError(), "random");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(random_kernel, DeviceType::kCUDA, random_fill);

@@ -95,7 +95,7 @@ template <class T, class A, class R>
 void launch(const Tensor& in, const Tensor& out, int64_t outer, int64_t red, int64_t inner, A init,
             R combine) {
   if (outer * inner == 0) return;
-  check(cudaSetDevice(out.device().index), "reduce");
+  const Launch launch(out.device(), "reduce");
   cudaStream_t stream = stream_of(out.device());
   const T* x = static_cast<const T*>(in.raw_data());
   T* o = static_cast<T*>(out.raw_data());
@@ -132,7 +132,7 @@ void launch(const Tensor& in, const Tensor& out, int64_t outer, int64_t red, int
                                                       combine);
     }
   }
-  check(cudaGetLastError(), "reduce");
+  launch.done();
 }
 
 template <class A>
@@ -197,7 +197,7 @@ void arg_reduce(bool is_max, const Tensor& in, int64_t outer, int64_t red, int64
                 const Tensor& values, const Tensor& indices) {
   OFL_CHECK(in.is_contiguous());
   if (outer * inner == 0) return;
-  check(cudaSetDevice(values.device().index), "argmax");
+  const Launch launch(values.device(), "argmax");
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     arg_columns<T>
@@ -205,7 +205,7 @@ void arg_reduce(bool is_max, const Tensor& in, int64_t outer, int64_t red, int64
             static_cast<const T*>(in.raw_data()), static_cast<T*>(values.raw_data()),
             static_cast<int64_t*>(indices.raw_data()), outer, red, inner, is_max);
   });
-  check(cudaGetLastError(), "argmax");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(reduce_kernel, DeviceType::kCUDA, reduce);

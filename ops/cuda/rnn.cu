@@ -92,7 +92,7 @@ void gru_cell(const Tensor& xw, const Tensor& hh, const Tensor& b_hn, const Tens
               const Tensor& h_out, const Tensor& ws) {
   const int64_t n = h.numel();
   if (n == 0) return;
-  check(cudaSetDevice(h.device().index), "_gru_layer");
+  const Launch launch(h.device(), "_gru_layer");
   with_device_floating(h.dtype(), "_gru_layer", [&](auto zero) {
     using T = decltype(zero);
     gru_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(h.device())>>>(
@@ -100,7 +100,7 @@ void gru_cell(const Tensor& xw, const Tensor& hh, const Tensor& b_hn, const Tens
         static_cast<const T*>(b_hn.raw_data()), static_cast<const T*>(h.raw_data()),
         static_cast<T*>(h_out.raw_data()), static_cast<T*>(ws.raw_data()), n, h.size(1));
   });
-  check(cudaGetLastError(), "_gru_layer");
+  launch.done();
 }
 
 void gru_cell_backward(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b, const Tensor& ws,
@@ -108,7 +108,7 @@ void gru_cell_backward(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b,
                        const Tensor& dh_direct) {
   const int64_t n = h.numel();
   if (n == 0) return;
-  check(cudaSetDevice(h.device().index), "_gru_layer_backward");
+  const Launch launch(h.device(), "_gru_layer_backward");
   with_device_floating(h.dtype(), "_gru_layer_backward", [&](auto zero) {
     using T = decltype(zero);
     gru_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(h.device())>>>(
@@ -117,14 +117,14 @@ void gru_cell_backward(const Tensor& dh, const Tensor& dh_a, const Tensor& dh_b,
         static_cast<const T*>(h.raw_data()), static_cast<T*>(dxw.raw_data()),
         static_cast<T*>(dhh.raw_data()), static_cast<T*>(dh_direct.raw_data()), n, h.size(1));
   });
-  check(cudaGetLastError(), "_gru_layer_backward");
+  launch.done();
 }
 
 void lstm_cell(const Tensor& xw, const Tensor& hh, const Tensor& c, const Tensor& h,
                const Tensor& c_out, const Tensor& act) {
   const int64_t n = h.numel();
   if (n == 0) return;
-  check(cudaSetDevice(h.device().index), "_lstm_layer");
+  const Launch launch(h.device(), "_lstm_layer");
   with_device_floating(h.dtype(), "_lstm_layer", [&](auto zero) {
     using T = decltype(zero);
     cell_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(h.device())>>>(
@@ -132,7 +132,7 @@ void lstm_cell(const Tensor& xw, const Tensor& hh, const Tensor& c, const Tensor
         static_cast<const T*>(c.raw_data()), static_cast<T*>(h.raw_data()),
         static_cast<T*>(c_out.raw_data()), static_cast<T*>(act.raw_data()), n, h.size(1));
   });
-  check(cudaGetLastError(), "_lstm_layer");
+  launch.done();
 }
 
 void lstm_cell_backward(const Tensor& dh, const Tensor& dh_next, const Tensor& dc,
@@ -140,7 +140,7 @@ void lstm_cell_backward(const Tensor& dh, const Tensor& dh_next, const Tensor& d
                         const Tensor& dgates, const Tensor& dc_prev) {
   const int64_t n = c.numel();
   if (n == 0) return;
-  check(cudaSetDevice(c.device().index), "_lstm_layer_backward");
+  const Launch launch(c.device(), "_lstm_layer_backward");
   with_device_floating(c.dtype(), "_lstm_layer_backward", [&](auto zero) {
     using T = decltype(zero);
     cell_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(c.device())>>>(
@@ -149,7 +149,7 @@ void lstm_cell_backward(const Tensor& dh, const Tensor& dh_next, const Tensor& d
         static_cast<const T*>(c.raw_data()), static_cast<const T*>(c_out.raw_data()),
         static_cast<T*>(dgates.raw_data()), static_cast<T*>(dc_prev.raw_data()), n, c.size(1));
   });
-  check(cudaGetLastError(), "_lstm_layer_backward");
+  launch.done();
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ void cumsum(const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool rever
             const Tensor& out) {
   const int64_t lanes = outer * inner;
   if (lanes * n == 0) return;
-  check(cudaSetDevice(out.device().index), "cumsum");
+  const Launch launch(out.device(), "cumsum");
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     using M = std::conditional_t<std::is_same_v<T, bool>, int64_t, device_math_t<T>>;
@@ -33,7 +33,7 @@ void cumsum(const Tensor& x, int64_t outer, int64_t n, int64_t inner, bool rever
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, inner, lanes,
         reverse);
   });
-  check(cudaGetLastError(), "cumsum");
+  launch.done();
 }
 
 // tril / triu of the last two dims of a contiguous x: x where kept, 0 elsewhere.
@@ -50,14 +50,14 @@ __global__ void keep_triangle(const T* x, T* out, int64_t n, int64_t rows, int64
 void triangular(const Tensor& x, bool upper, int64_t diagonal, const Tensor& out) {
   const int64_t rows = x.shape()[x.dim() - 2], cols = x.shape()[x.dim() - 1], n = x.numel();
   if (n == 0) return;
-  check(cudaSetDevice(out.device().index), "triu");
+  const Launch launch(out.device(), "triu");
   dispatch_all(out.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     keep_triangle<T><<<blocks_for(n, kThreads), kThreads, 0, stream_of(out.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, rows, cols, upper,
         diagonal);
   });
-  check(cudaGetLastError(), "triu");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(cumsum_kernel, DeviceType::kCUDA, cumsum);

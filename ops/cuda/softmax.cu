@@ -62,27 +62,27 @@ void softmax(const Tensor& x, const Tensor& out, bool log) {
   const int64_t cols = x.dim() ? x.shape().back() : 1;
   const int64_t rows = cols ? x.numel() / cols : 0;
   if (rows == 0) return;
-  check(cudaSetDevice(out.device().index), "softmax");
+  const Launch launch(out.device(), "softmax");
   dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     softmax_rows<T><<<row_blocks(rows), kThreads, 0, stream_of(out.device())>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), rows, cols, log);
   });
-  check(cudaGetLastError(), "softmax");
+  launch.done();
 }
 
 void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, bool log) {
   const int64_t cols = y.dim() ? y.shape().back() : 1;
   const int64_t rows = cols ? y.numel() / cols : 0;
   if (rows == 0) return;
-  check(cudaSetDevice(gx.device().index), "softmax_backward");
+  const Launch launch(gx.device(), "softmax_backward");
   dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     softmax_backward_rows<T><<<row_blocks(rows), kThreads, 0, stream_of(gx.device())>>>(
         static_cast<const T*>(g.raw_data()), static_cast<const T*>(y.raw_data()),
         static_cast<T*>(gx.raw_data()), rows, cols, log);
   });
-  check(cudaGetLastError(), "softmax_backward");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(softmax_kernel, DeviceType::kCUDA, softmax);

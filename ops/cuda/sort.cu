@@ -49,7 +49,7 @@ Tensor lane_order(const K* keys, int64_t lanes, int64_t n, bool descending, Devi
   sort(nullptr, bytes);
   const Tensor temp = scratch(std::max<int64_t>(int64_t(bytes), 1), DType::kUInt8, device);
   sort(temp.raw_data(), bytes);
-  check(cudaGetLastError(), op);
+  launched(op);
   return order;
 }
 
@@ -87,7 +87,7 @@ void sort_lanes(const Tensor& x, int64_t outer, int64_t n, int64_t inner, int64_
   const int64_t lanes = outer * inner, total = lanes * n;
   if (lanes * k == 0) return;
   const Device device = x.device();
-  check(cudaSetDevice(device.index), "sort");
+  const Launch launch(device, "sort");
   const cudaStream_t stream = stream_of(device);
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
@@ -103,7 +103,7 @@ void sort_lanes(const Tensor& x, int64_t outer, int64_t n, int64_t inner, int64_
         values.defined() ? static_cast<T*>(values.raw_data()) : nullptr,
         static_cast<int64_t*>(indices.raw_data()), n, inner, k, lanes * k);
   });
-  check(cudaGetLastError(), "sort");
+  launch.done();
 }
 
 OFL_REGISTER_KERNEL(sort_kernel, DeviceType::kCUDA, sort_lanes);

@@ -59,7 +59,7 @@ Tensor transposed(const Tensor& t) {
 template <class T>
 void svd_batch(const Tensor& a, bool full, const Tensor& u, const Tensor& s, const Tensor& vh) {
   const Device device = a.device();
-  check(cudaSetDevice(device.index), "linalg_svd");
+  const Launch launch(device, "linalg_svd");
   const int64_t batch = a.shape()[0], m = a.shape()[1], n = a.shape()[2];
   const int64_t k = std::min(m, n);
   const bool tall = m > n;
