@@ -52,19 +52,14 @@ def _resolve_device(device):
     return d
 
 
-def _gv():
-    return global_view
-
-
 def _create(op, build, device, requires_grad=False, sync_data=False):
     """build(device) makes the whole tensor (device None: the cpu). In global mode, or given a
     global tensor's device, it is laid out as a global tensor (utils/global_view.py says how)."""
-    gv = _gv()
-    layout = gv.creation_layout(device)
+    layout = global_view.creation_layout(device)
     if layout is None:
         return _finish(build(_resolve_device(device)), requires_grad)
-    full = build(gv.build_device(device, layout))
-    return _finish(gv.lay_out(op, full, layout, sync_data), requires_grad)
+    full = build(global_view.build_device(device, layout))
+    return _finish(global_view.lay_out(op, full, layout, sync_data), requires_grad)
 
 
 def _place(op, build, device, placement, sbp, requires_grad, random, data=False):
@@ -78,7 +73,7 @@ def _place(op, build, device, placement, sbp, requires_grad, random, data=False)
         if sbp is not None:
             raise ValueError(f"[{op}] sbp= needs placement=")
         return _create(op, build, device, requires_grad, sync_data=random or data)
-    with _gv().global_mode(False):  # the given layout, not the global mode's
+    with global_view.global_mode(False):  # the given layout, not the global mode's
         full = _create(op, build, device)
     return _finish(_global.from_full(full, placement, sbp, data), requires_grad)
 
@@ -87,15 +82,16 @@ def _place_like(op, build, t, device, requires_grad, random):
     """zeros_like(t) and its kin (op_binding.cpp's create): a global `t` gives its placement and
     layout (fills by the full_like op, each rank filling its shard; other rows build the whole
     tensor, laid out as t is); a local `t` in global mode gives a global tensor."""
-    gv = _gv()
-    layout = gv.like_layout(t)
+    layout = global_view.like_layout(t)
     if layout is not None:
-        out = gv.lay_out(op, build(gv.build_device(t.device, layout)), layout, random)
+        out = global_view.lay_out(
+            op, build(global_view.build_device(t.device, layout)), layout, random
+        )
     else:
         out = build(None if device is None else _resolve_device(device))
         if t.is_global and not out.is_global:
             if random:  # one draw: the placement's first rank's
-                out = gv.same_on_every_rank(out, t.placement)
+                out = global_view.same_on_every_rank(out, t.placement)
             out = _C.global_from_full(out, t.placement, _C.global_sbp(t), _global._world())
     return _finish(out, requires_grad)
 
@@ -128,7 +124,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, placement=None, s
 
 def as_tensor(data, dtype=None, device=None):
     d = _resolve_device(device)
-    if _gv().creation_layout(device) is not None and not getattr(data, "is_global", False):
+    if global_view.creation_layout(device) is not None and not getattr(data, "is_global", False):
         return tensor(data, dtype=dtype, device=device)
     if isinstance(data, _C.Tensor) and (dtype is None or data.dtype == dtype):
         return data if d is None else data.to(d)

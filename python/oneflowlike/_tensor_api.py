@@ -7,9 +7,10 @@ import builtins
 import numpy as np
 
 from . import _C
-from ._creation import _gv, _rebuild_tensor, tensor
+from ._creation import _rebuild_tensor, tensor
 from ._dlpack import _dlpack_source
 from ._tensor_str import _repr
+from .utils import global_view
 
 _py_bool, _py_int = builtins.bool, builtins.int
 
@@ -198,7 +199,7 @@ def _install_tensor_methods():
 
     def device(self):  # a global tensor's carries its placement: creation ops given it follow
         d = device_of.__get__(self)
-        return _gv().GlobalDevice(d, _C.global_placement(self)) if self.is_global else d
+        return global_view.GlobalDevice(d, _C.global_placement(self)) if self.is_global else d
 
     def size(self, dim=None):
         return Size(size_of(self)) if dim is None else size_of(self, dim)
