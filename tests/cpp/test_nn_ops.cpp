@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/dispatcher.h"
 #include "core/op_def.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 #include "sbp/signature.h"
@@ -221,4 +223,19 @@ TEST(NnOps, NllLossOnAShardOfTheClassesPicksOnlyItsOwn) {
   std::string e = error_of<IndexError>(
       [&] { nll_loss_kernel().get(DeviceType::kCPU)(x, target, shard, -100, out); });
   EXPECT_TRUE(contains(e, "target 5 is out of bounds for 5 classes")) << e;
+}
+
+// GELU's exp on the CPU (ops/elementwise_math.h): within one ulp of exp on [-87.3, 0] (a grid of
+// 200001 points, and -2^-k near 0), 0 below, 1 at 0.
+TEST(ElementwiseMath, ExpOfANonPositiveFloatIsWithinOneUlp) {
+  auto expect_close = [](float y) {
+    const double want = std::exp(double(y));
+    const double ulp = double(std::nextafter(float(want), INFINITY)) - double(float(want));
+    ASSERT_LE(std::fabs(double(ew::exp_nonpositive(y)) - want), ulp) << y;
+  };
+  for (int k = 0; k <= 200000; ++k) expect_close(-87.3f * float(k) / 200000.0f);
+  for (int k = 1; k < 40; ++k) expect_close(-std::ldexp(1.0f, -k));
+  EXPECT_EQ(ew::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(ew::exp_nonpositive(-87.4f), 0.0f);
+  EXPECT_EQ(ew::exp_nonpositive(-INFINITY), 0.0f);
 }
