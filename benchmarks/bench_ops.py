@@ -59,6 +59,7 @@ def make_cases(quick, device="cpu"):
         a, b = arr(n), arr(n)
         cases += [(f"add {n}", (a, b), "add"), (f"mul {n}", (a, b), "mul")]
         cases.append((f"gelu(tanh) {n}", (a,), "gelu"))
+        cases.append((f"gelu (exact) {n}", (a,), "gelu_exact"))
     cases.append(("softmax 4096x1024 (last dim)", (arr(4096, 1024),), "softmax"))
     cases.append(("layer_norm 4096x1024", (arr(4096, 1024), arr(1024), arr(1024)), "layer_norm"))
     for rows, cols in [(4096, 1024), (4096, 128)]:
@@ -177,6 +178,7 @@ def ops_for(lib, device="cpu"):
         "add": lambda x, y: x + y,
         "mul": lambda x, y: x * y,
         "gelu": lambda x: F.gelu(x, approximate="tanh"),
+        "gelu_exact": lambda x: F.gelu(x),
         "softmax": lambda x: mod.softmax(x, -1),
         "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
         "softmax_backward": lambda x: mod.softmax(x, -1).sum().backward(),
