@@ -15,19 +15,12 @@ using namespace elementwise_sbp;
 
 namespace {
 
-const std::vector<AttrDef> kDimAttr{{"dim", AttrType::kInt}};
-
-// The call's dim, normalized against x's rank.
-int64_t dim_of(const InferArgs& a) {
-  return a.attrs.axis("dim", a.in[0].shape.size(), a.op);
-}
-
 // --- cat ---
 
 std::vector<TensorMeta> infer_cat(const InferArgs& a) {
   if (a.in.empty()) fail(a.op, "expects a non-empty list of tensors");
   const Shape& first = a.in[0].shape;
-  const int64_t axis = dim_of(a);
+  const int64_t axis = a.attrs.axis("dim", a.in[0].shape.size(), a.op);
   if (first.empty()) fail(a.op, "zero-dimensional tensors cannot be concatenated");
   Shape out = first;
   out[axis] = 0;
@@ -203,7 +196,7 @@ OFL_REGISTER_OPS({
      .num_inputs = -1,
      .cost = elementwise_cost,
      .sbp = &kCat,
-     .attrs = kDimAttr,
+     .attrs = {{"dim", AttrType::kInt}},
      .infer = infer_cat,
      .compute = compute_cat,
      .backward = cat_grad,
